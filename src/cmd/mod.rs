@@ -1,0 +1,59 @@
+//! One module per `zot ext` subcommand, each implementing [`Run`] on its clap arguments.
+
+mod install;
+mod list;
+mod logs;
+mod remove;
+mod toggle;
+
+use anyhow::Result;
+
+use crate::cli::{Cli, Command, ExtCommand, ScopeSelect};
+use crate::output::Output;
+use crate::paths::{Layout, Scope};
+
+/// What every command gets: where things live and how to print.
+pub struct Context {
+    pub layout: Layout,
+    pub out: Output,
+}
+
+/// A runnable subcommand.
+pub trait Run {
+    fn run(&self, ctx: &Context) -> Result<()>;
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: &Cli) -> Result<()> {
+    let ctx = Context {
+        layout: Layout::from_process()?,
+        out: Output::new(&cli.global),
+    };
+    match &cli.command {
+        Command::Ext(ext) => match &ext.command {
+            ExtCommand::List(args) => args.run(&ctx),
+            ExtCommand::Install(args) => args.run(&ctx),
+            ExtCommand::Remove(args) => args.run(&ctx),
+            ExtCommand::Enable(args) => toggle::Toggle { args, enable: true }.run(&ctx),
+            ExtCommand::Disable(args) => toggle::Toggle {
+                args,
+                enable: false,
+            }
+            .run(&ctx),
+            ExtCommand::Logs(args) => args.run(&ctx),
+        },
+    }
+}
+
+impl ScopeSelect {
+    /// The scope picked with `--project` or `--global`, if any.
+    pub fn scope(&self) -> Option<Scope> {
+        if self.project {
+            Some(Scope::Project)
+        } else if self.global {
+            Some(Scope::Global)
+        } else {
+            None
+        }
+    }
+}

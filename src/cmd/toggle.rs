@@ -1,0 +1,57 @@
+//! `zot ext enable` and `zot ext disable`: rewrite only the manifest's `enabled` field.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{Context, Run};
+use crate::catalog;
+use crate::cli::ToggleArgs;
+use crate::manifest;
+use crate::paths::Scope;
+use crate::store::Store;
+
+/// Enable (`enable: true`) or disable the extension named in `args`.
+pub struct Toggle<'a> {
+    pub args: &'a ToggleArgs,
+    pub enable: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Toggled<'a> {
+    name: &'a str,
+    scope: Scope,
+    dir: String,
+    enabled: bool,
+    changed: bool,
+}
+
+impl Run for Toggle<'_> {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let target = catalog::find(&ctx.layout, &self.args.name, self.args.scope.scope())?;
+        if let Err(e) = &target.manifest {
+            anyhow::bail!("{e}; fix the manifest first");
+        }
+        let _store = Store::open(ctx.layout.scope(target.scope))?;
+        let changed = manifest::set_enabled(&target.dir, self.enable)?;
+        if ctx.out.json {
+            return Ok(ctx.out.json(&Toggled {
+                name: target.name(),
+                scope: target.scope,
+                dir: target.dir.display().to_string(),
+                enabled: self.enable,
+                changed,
+            })?);
+        }
+        let state = if self.enable { "enabled" } else { "disabled" };
+        let message = if changed {
+            format!("{state} {} ({})", target.name(), target.scope)
+        } else {
+            format!("{} ({}) is already {state}", target.name(), target.scope)
+        };
+        ctx.out.say(&message)?;
+        if changed {
+            ctx.out.note("restart zot for the change to take effect");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,284 @@
+//! Fetching an extension from a git repository with libgit2: shallow where the transport
+//! allows it, any branch, tag or commit, credentials from the ssh agent, key files and git's
+//! credential helpers, and a checkout without `.git`.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+use git2::build::CheckoutBuilder;
+use git2::{
+    AutotagOption, Cred, CredentialType, Direction, FetchOptions, Oid, RemoteCallbacks, Repository,
+};
+
+use crate::sources::{GitUrl, scrub};
+
+/// What was checked out.
+#[derive(Debug, Clone)]
+pub struct Checkout {
+    /// The full commit id.
+    pub commit: String,
+    /// Whether the object store holds only the fetched commit's history tip.
+    pub shallow: bool,
+}
+
+/// Progress of the transfer: objects received of total, bytes.
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
+
+/// How the requested ref resolved against the remote's advertised refs.
+enum Want {
+    /// A ref name to fetch (branch or tag) into the local ref of the same name.
+    Ref(String),
+    /// A commit id not advertised by any ref.
+    Commit(String),
+}
+
+/// Clones `url` at `git_ref` (default branch when `None`) into `tree` (no `.git`), using
+/// `git_dir` as a scratch object store.
+pub fn fetch(
+    url: &GitUrl,
+    git_ref: Option<&str>,
+    git_dir: &Path,
+    tree: &Path,
+    progress: Progress,
+) -> Result<Checkout> {
+    let repo = Repository::init_bare(git_dir)?;
+    let auth = Auth::default();
+    let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(e, url, &auth))?;
+    let want = resolve(&advertised, git_ref, url)?;
+    let depth = if url.local { 0 } else { 1 };
+    let oid = match &want {
+        Want::Ref(name) => {
+            download(
+                &repo,
+                url,
+                &auth,
+                &[format!("+{name}:{name}")],
+                depth,
+                progress,
+            )
+            .map_err(|e| fetch_error(e, url, &auth))?;
+            repo.refname_to_id(name)?
+        }
+        Want::Commit(id) => fetch_commit(&repo, url, &auth, id, depth, progress)?,
+    };
+    let commit = repo.find_object(oid, None)?.peel_to_commit()?;
+    std::fs::create_dir_all(tree)?;
+    repo.checkout_tree(
+        commit.as_object(),
+        Some(CheckoutBuilder::new().force().target_dir(tree)),
+    )?;
+    Ok(Checkout {
+        commit: commit.id().to_string(),
+        shallow: repo.is_shallow(),
+    })
+}
+
+/// The refs a remote advertises.
+struct RemoteRefs {
+    names: Vec<String>,
+    /// The branch `HEAD` points at, if the remote says.
+    head: Option<String>,
+}
+
+fn list_remote(repo: &Repository, url: &GitUrl, auth: &Auth) -> Result<RemoteRefs, git2::Error> {
+    let mut remote = repo.remote_anonymous(&url.url)?;
+    let connection = remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)?;
+    let names = connection
+        .list()?
+        .iter()
+        .map(|h| h.name().to_string())
+        .collect();
+    let head = connection
+        .default_branch()
+        .ok()
+        .and_then(|b| b.as_str().ok().map(str::to_string));
+    Ok(RemoteRefs { names, head })
+}
+
+fn resolve(refs: &RemoteRefs, git_ref: Option<&str>, url: &GitUrl) -> Result<Want> {
+    let has = |name: &str| refs.names.iter().any(|n| n == name);
+    let Some(wanted) = git_ref else {
+        if let Some(head) = &refs.head {
+            return Ok(Want::Ref(head.clone()));
+        }
+        if refs.names.is_empty() {
+            bail!(
+                "{} is an empty repository: it has no commits to install",
+                url.display
+            );
+        }
+        bail!(
+            "{} does not say which branch is its default; pass --ref <branch>",
+            url.display
+        );
+    };
+    for candidate in [
+        format!("refs/heads/{wanted}"),
+        format!("refs/tags/{wanted}"),
+        wanted.to_string(),
+    ] {
+        if candidate.starts_with("refs/") && has(&candidate) {
+            return Ok(Want::Ref(candidate));
+        }
+    }
+    let is_hex =
+        wanted.len() >= 4 && wanted.len() <= 40 && wanted.chars().all(|c| c.is_ascii_hexdigit());
+    if is_hex {
+        return Ok(Want::Commit(wanted.to_ascii_lowercase()));
+    }
+    bail!(
+        "{} has no branch, tag or commit named \"{wanted}\"; check the name with `git ls-remote {}`",
+        url.display,
+        url.display
+    )
+}
+
+/// Fetches a commit by id: directly where the server allows it, otherwise every branch and
+/// tag, then looks the (possibly abbreviated) id up.
+fn fetch_commit(
+    repo: &Repository,
+    url: &GitUrl,
+    auth: &Auth,
+    id: &str,
+    depth: i32,
+    progress: Progress,
+) -> Result<Oid> {
+    if id.len() == 40 && download(repo, url, auth, &[id.to_string()], depth, progress).is_ok() {
+        if let Ok(oid) = Oid::from_str(id) {
+            if repo.find_commit(oid).is_ok() {
+                return Ok(oid);
+            }
+        }
+    }
+    let everything = [
+        "+refs/heads/*:refs/heads/*".to_string(),
+        "+refs/tags/*:refs/tags/*".to_string(),
+    ];
+    download(repo, url, auth, &everything, 0, progress).map_err(|e| fetch_error(e, url, auth))?;
+    repo.revparse_single(id)
+        .and_then(|o| o.peel_to_commit())
+        .map(|c| c.id())
+        .map_err(|_| {
+            anyhow!(
+                "{} has no commit \"{id}\" reachable from its branches or tags",
+                url.display
+            )
+        })
+}
+
+fn download(
+    repo: &Repository,
+    url: &GitUrl,
+    auth: &Auth,
+    refspecs: &[String],
+    depth: i32,
+    progress: Progress,
+) -> Result<(), git2::Error> {
+    let mut remote = repo.remote_anonymous(&url.url)?;
+    let mut options = FetchOptions::new();
+    options
+        .remote_callbacks(auth.callbacks(Some(progress)))
+        .download_tags(AutotagOption::None)
+        .depth(depth);
+    remote.fetch(refspecs, Some(&mut options), None)
+}
+
+/// Which credentials were offered, so an auth failure can say what was tried.
+#[derive(Default)]
+struct Auth {
+    tried: RefCell<Vec<String>>,
+}
+
+impl Auth {
+    fn callbacks<'a>(&'a self, progress: Option<Progress<'a>>) -> RemoteCallbacks<'a> {
+        let mut callbacks = RemoteCallbacks::new();
+        callbacks.credentials(move |url, user, allowed| self.credentials(url, user, allowed));
+        if let Some(progress) = progress {
+            callbacks.transfer_progress(move |p| {
+                progress(p.received_objects(), p.total_objects(), p.received_bytes());
+                true
+            });
+        }
+        callbacks
+    }
+
+    fn attempted(&self, what: &str) -> bool {
+        let mut tried = self.tried.borrow_mut();
+        if tried.iter().any(|t| t == what) {
+            return true;
+        }
+        tried.push(what.to_string());
+        false
+    }
+
+    fn credentials(
+        &self,
+        url: &str,
+        user: Option<&str>,
+        allowed: CredentialType,
+    ) -> Result<Cred, git2::Error> {
+        let user = user.unwrap_or("git");
+        if allowed.contains(CredentialType::USERNAME) {
+            return Cred::username(user);
+        }
+        if allowed.contains(CredentialType::SSH_KEY) {
+            if !self.attempted("the ssh agent") {
+                return Cred::ssh_key_from_agent(user);
+            }
+            for key in ssh_key_files() {
+                if !self.attempted(&key.display().to_string()) {
+                    return Cred::ssh_key(user, None, &key, None);
+                }
+            }
+        }
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
+            && !self.attempted("git credential helpers")
+        {
+            if let Ok(config) = git2::Config::open_default() {
+                if let Ok(cred) =
+                    Cred::credential_helper(&config, url, Some(user).filter(|u| *u != "git"))
+                {
+                    return Ok(cred);
+                }
+            }
+        }
+        if allowed.contains(CredentialType::DEFAULT) && !self.attempted("default credentials") {
+            return Cred::default();
+        }
+        Err(git2::Error::from_str("no more credentials to try"))
+    }
+}
+
+fn ssh_key_files() -> Vec<PathBuf> {
+    let Some(home) = directories::BaseDirs::new().map(|d| d.home_dir().join(".ssh")) else {
+        return Vec::new();
+    };
+    ["id_ed25519", "id_ecdsa", "id_rsa"]
+        .iter()
+        .map(|k| home.join(k))
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// Turns a libgit2 error into a message that names the (redacted) URL and, for auth
+/// failures, what was tried and how to fix it.
+fn fetch_error(e: git2::Error, url: &GitUrl, auth: &Auth) -> anyhow::Error {
+    let message = scrub(e.message(), url);
+    let tried = auth.tried.borrow();
+    if e.class() == git2::ErrorClass::Ssh
+        || e.code() == git2::ErrorCode::Auth
+        || !tried.is_empty() && message.contains("credentials")
+    {
+        let tried = if tried.is_empty() {
+            "nothing".to_string()
+        } else {
+            tried.join(", ")
+        };
+        return anyhow!(
+            "cannot authenticate to {} ({message}); tried: {tried}. For ssh, add your key to the agent (`ssh-add`); for https, configure a git credential helper (`git config --global credential.helper store`)",
+            url.display
+        );
+    }
+    anyhow!("cannot fetch {}: {message}", url.display)
+}

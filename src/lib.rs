@@ -1,0 +1,48 @@
+//! zot-ext: the `zot ext` extension manager for the zot coding agent.
+
+pub mod catalog;
+pub mod cli;
+pub mod cmd;
+pub mod error;
+pub mod git;
+pub mod manifest;
+pub mod output;
+pub mod paths;
+pub mod record;
+pub mod sources;
+pub mod store;
+pub mod tree;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+/// The arguments to parse: invoked as `zot-ext`, the binary behaves as `zot ext`.
+pub fn effective_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    let invoked_as = args
+        .first()
+        .and_then(|a| Path::new(a).file_stem())
+        .map(|s| s.to_string_lossy().into_owned());
+    if invoked_as.as_deref() == Some("zot-ext") {
+        args[0] = OsString::from("zot");
+        args.insert(1, OsString::from("ext"));
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: Vec<OsString>) -> Vec<String> {
+        v.into_iter().map(|s| s.into_string().unwrap()).collect()
+    }
+
+    #[test]
+    fn zot_ext_name_implies_ext() {
+        let args = effective_args(["/usr/bin/zot-ext", "list"].map(OsString::from));
+        assert_eq!(strings(args), ["zot", "ext", "list"]);
+        let args = effective_args(["zot", "ext", "list"].map(OsString::from));
+        assert_eq!(strings(args), ["zot", "ext", "list"]);
+    }
+}

@@ -1,0 +1,27 @@
+//! The `zot` binary: parse, dispatch, map errors to exit codes.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use zot_ext::cli::Cli;
+use zot_ext::{cmd, error, output};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse_from(zot_ext::effective_args(std::env::args_os())) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    match cmd::run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if error::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let label = output::Output::new(&cli.global).paint_err(output::BAD, "error:");
+            let _ = writeln!(std::io::stderr(), "{label} {e:#}");
+            ExitCode::from(error::exit_code(&e))
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! `extension.json`: strict parsing, field validation with line:column positions, and
+//! format-preserving atomic edits of `enabled`.
+
+use std::fmt;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use jsonc_parser::ast;
+use jsonc_parser::common::Ranged;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The manifest's file name, at the top of every extension folder.
+pub const FILE: &str = "extension.json";
+
+/// Longest extension name accepted; keeps `ext-<name>.log` within file-name limits.
+pub const MAX_NAME_LEN: usize = 128;
+
+/// A validated manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Manifest {
+    pub name: String,
+    pub version: Option<String>,
+    pub exec: String,
+    pub args: Vec<String>,
+    pub language: Option<String>,
+    pub description: Option<String>,
+    pub enabled: bool,
+}
+
+/// Why a manifest was rejected, with the file and, where known, line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestError {
+    pub path: PathBuf,
+    pub position: Option<(usize, usize)>,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some((line, column)) => {
+                write!(
+                    f,
+                    "{}:{line}:{column}: {}",
+                    self.path.display(),
+                    self.message
+                )
+            }
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+/// Checks that `name` can be used as a directory name in an extensions root.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if name == "." || name == ".." {
+        return Err(format!("\"{name}\" is not a usable directory name"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "is {} characters long; at most {MAX_NAME_LEN} are allowed",
+            name.len()
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "contains {bad:?}; use only letters, digits, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// Reads and validates `<dir>/extension.json`.
+pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
+    let path = dir.join(FILE);
+    let fail = |message: String| ManifestError {
+        path: path.clone(),
+        position: None,
+        message,
+    };
+    let text = match fs::read(&path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(fail(format!(
+                "not found; an extension needs {FILE} at the top of its folder"
+            )));
+        }
+        Err(e) if path.is_dir() => {
+            return Err(fail(format!("is a directory, not a file ({e})")));
+        }
+        Err(e) => return Err(fail(format!("cannot be read: {e}"))),
+    };
+    parse(&text, &path)
+}
+
+/// Parses and validates manifest text; `path` is only used in messages.
+pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| ManifestError {
+        path: path.to_path_buf(),
+        position: (e.line() > 0).then(|| (e.line(), e.column().max(1))),
+        message: format!("invalid JSON: {}", strip_position(&e.to_string())),
+    })?;
+    let Value::Object(map) = value else {
+        return Err(ManifestError {
+            path: path.to_path_buf(),
+            position: Some(position_of(text, 0)),
+            message: format!(
+                "expected a JSON object at the top level, found {}",
+                kind(&value)
+            ),
+        });
+    };
+    Fields {
+        map: &map,
+        text,
+        path,
+    }
+    .manifest()
+}
+
+fn strip_position(message: &str) -> &str {
+    match message.rfind(" at line ") {
+        Some(i) => &message[..i],
+        None => message,
+    }
+}
+
+/// Field-by-field validation of a parsed top-level object.
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    text: &'a str,
+    path: &'a Path,
+}
+
+impl Fields<'_> {
+    fn manifest(&self) -> Result<Manifest, ManifestError> {
+        let name = self.required_string("name")?;
+        check_name(&name).map_err(|why| self.error("name", format!("\"name\" {why}")))?;
+        Ok(Manifest {
+            exec: self.required_string("exec")?,
+            name,
+            version: self.optional_string("version")?,
+            args: self.args()?,
+            language: self.optional_string("language")?,
+            description: self.optional_string("description")?,
+            enabled: self.enabled()?,
+        })
+    }
+
+    fn error(&self, field: &str, message: String) -> ManifestError {
+        ManifestError {
+            path: self.path.to_path_buf(),
+            position: field_offset(self.text, field).map(|at| position_of(self.text, at)),
+            message,
+        }
+    }
+
+    fn required_string(&self, field: &str) -> Result<String, ManifestError> {
+        match self.map.get(field) {
+            None => Err(ManifestError {
+                path: self.path.to_path_buf(),
+                position: None,
+                message: format!("missing required field \"{field}\" (a non-empty string)"),
+            }),
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                Err(self.error(field, format!("\"{field}\" must not be empty")))
+            }
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(self.wrong_type(field, "a string", other)),
+        }
+    }
+
+    fn optional_string(&self, field: &str) -> Result<Option<String>, ManifestError> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.wrong_type(field, "a string", other)),
+        }
+    }
+
+    fn args(&self) -> Result<Vec<String>, ManifestError> {
+        match self.map.get("args") {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(self.error(
+                        "args",
+                        format!("\"args\"[{i}] must be a string, found {}", kind(other)),
+                    )),
+                })
+                .collect(),
+            Some(other) => Err(self.wrong_type("args", "an array of strings", other)),
+        }
+    }
+
+    fn enabled(&self) -> Result<bool, ManifestError> {
+        match self.map.get("enabled") {
+            None | Some(Value::Null) => Ok(true),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(self.wrong_type("enabled", "true or false", other)),
+        }
+    }
+
+    fn wrong_type(&self, field: &str, expected: &str, found: &Value) -> ManifestError {
+        self.error(
+            field,
+            format!("\"{field}\" must be {expected}, found {}", kind(found)),
+        )
+    }
+}
+
+fn kind(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("{b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// Byte offset of the value of top-level `field` (the last one, as serde_json keeps the last).
+fn field_offset(text: &str, field: &str) -> Option<usize> {
+    let parsed = jsonc_parser::parse_to_ast(
+        text,
+        &jsonc_parser::CollectOptions::default(),
+        &jsonc_parser::ParseOptions::default(),
+    )
+    .ok()?;
+    let Some(ast::Value::Object(object)) = parsed.value else {
+        return None;
+    };
+    object
+        .properties
+        .iter()
+        .rev()
+        .find(|p| p.name.as_str() == field)
+        .map(|p| p.value.start())
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn position_of(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// Sets `enabled` in `<dir>/extension.json`, keeping everything else byte for byte.
+/// Returns whether the file changed.
+pub fn set_enabled(dir: &Path, enabled: bool) -> anyhow::Result<bool> {
+    let manifest = read(dir)?;
+    if manifest.enabled == enabled {
+        return Ok(false);
+    }
+    let path = fs::canonicalize(dir.join(FILE))?;
+    let text = fs::read_to_string(&path)?;
+    let edited = with_enabled(&text, enabled)
+        .ok_or_else(|| anyhow::anyhow!("{}: cannot edit \"enabled\"", path.display()))?;
+    write_atomically(&path, edited.as_bytes())?;
+    Ok(true)
+}
+
+fn with_enabled(text: &str, enabled: bool) -> Option<String> {
+    use jsonc_parser::cst::CstRootNode;
+    let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).ok()?;
+    let object = root.object_value()?;
+    match object.get("enabled") {
+        Some(prop) => prop.set_value(jsonc_parser::json!(enabled)),
+        None => {
+            object.append("enabled", jsonc_parser::json!(enabled));
+        }
+    }
+    Some(root.to_string())
+}
+
+/// Replaces `path` with `contents` through a temporary file in the same folder and a rename,
+/// keeping the file's permissions.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let permissions = fs::metadata(path)?.permissions();
+    let mut temp = tempfile::Builder::new()
+        .prefix(".extension.json.")
+        .tempfile_in(dir)?;
+    temp.write_all(contents)?;
+    temp.as_file().sync_all()?;
+    fs::set_permissions(temp.path(), permissions)?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<Manifest, String> {
+        parse(text, Path::new("extension.json")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn minimal_manifest_gets_defaults() {
+        let m = parse_str(r#"{"name":"a","exec":"./a"}"#).unwrap();
+        assert_eq!(m.name, "a");
+        assert!(m.enabled);
+        assert!(m.args.is_empty());
+        assert_eq!(m.version, None);
+    }
+
+    #[test]
+    fn full_manifest_parses() {
+        let m = parse_str(
+            r#"{"name":"weather","version":"1.0.0","exec":"./weather","args":["--mode","daemon"],
+                "language":"go","description":"d","enabled":false,"extra":{"x":1}}"#,
+        )
+        .unwrap();
+        assert_eq!(m.args, ["--mode", "daemon"]);
+        assert!(!m.enabled);
+        assert_eq!(m.language.as_deref(), Some("go"));
+    }
+
+    #[test]
+    fn wrong_type_names_line_column_and_field() {
+        let err = parse_str("{\n  \"name\": \"a\",\n  \"exec\": 5\n}").unwrap_err();
+        assert_eq!(
+            err,
+            "extension.json:3:11: \"exec\" must be a string, found the number 5"
+        );
+    }
+
+    #[test]
+    fn args_element_error_names_index() {
+        let err = parse_str(r#"{"name":"a","exec":"x","args":["ok",1]}"#).unwrap_err();
+        assert!(err.contains("\"args\"[1] must be a string"), "{err}");
+    }
+
+    #[test]
+    fn syntax_error_has_position() {
+        let err = parse_str("{\n \"name\": \"a\",,\n}").unwrap_err();
+        assert!(err.starts_with("extension.json:2:"), "{err}");
+        assert!(err.contains("invalid JSON"), "{err}");
+        assert!(!err.contains(" at line "), "{err}");
+    }
+
+    #[test]
+    fn top_level_must_be_object() {
+        let err = parse_str("[1]").unwrap_err();
+        assert!(err.contains("expected a JSON object"), "{err}");
+    }
+
+    #[test]
+    fn missing_and_empty_required_fields() {
+        assert!(
+            parse_str(r#"{"exec":"x"}"#)
+                .unwrap_err()
+                .contains("missing required field \"name\"")
+        );
+        assert!(
+            parse_str(r#"{"name":"a"}"#)
+                .unwrap_err()
+                .contains("missing required field \"exec\"")
+        );
+        assert!(
+            parse_str(r#"{"name":"","exec":"x"}"#)
+                .unwrap_err()
+                .contains("\"name\" must not be empty")
+        );
+        assert!(
+            parse_str(r#"{"name":"a","exec":" "}"#)
+                .unwrap_err()
+                .contains("\"exec\" must not be empty")
+        );
+    }
+
+    #[test]
+    fn unsafe_names_are_rejected() {
+        for name in ["../x", "a/b", ".", "..", "a b", "a\\b", "é"] {
+            let text = serde_json::json!({"name": name, "exec": "x"}).to_string();
+            assert!(parse_str(&text).is_err(), "{name} accepted");
+        }
+        assert!(
+            check_name(&"a".repeat(300))
+                .unwrap_err()
+                .contains("300 characters")
+        );
+        assert!(check_name("a\0b").is_err());
+        assert!(check_name("my-ext_1.2").is_ok());
+    }
+
+    #[test]
+    fn duplicate_key_position_points_at_the_last() {
+        let err = parse_str("{\"name\":\"a\",\"exec\":\"x\",\n\"exec\":true}").unwrap_err();
+        assert!(err.starts_with("extension.json:2:8:"), "{err}");
+    }
+
+    #[test]
+    fn enabled_edit_keeps_formatting_and_order() {
+        let text = "{\n    \"zeta\": 1,\n    \"name\": \"a\",\n    \"enabled\": true,\n    \"exec\": \"x\"\n}\n";
+        let out = with_enabled(text, false).unwrap();
+        assert_eq!(out, text.replace("\"enabled\": true", "\"enabled\": false"));
+    }
+
+    #[test]
+    fn enabled_edit_appends_when_missing() {
+        let text = "{\n  \"name\": \"a\",\n  \"exec\": \"x\"\n}\n";
+        let out = with_enabled(text, false).unwrap();
+        assert_eq!(
+            out,
+            "{\n  \"name\": \"a\",\n  \"exec\": \"x\",\n  \"enabled\": false\n}\n"
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! Everything printed: data on stdout (text or JSON), messages and progress on stderr,
+//! colour decisions, and aligned tables.
+
+use std::io::{self, IsTerminal, Write};
+
+use anstyle::{AnsiColor, Style};
+use serde::Serialize;
+
+use crate::cli::{ColorChoice, GlobalArgs};
+
+pub const GOOD: Style = AnsiColor::Green.on_default();
+pub const WARN: Style = AnsiColor::Yellow.on_default();
+pub const BAD: Style = AnsiColor::Red.on_default().bold();
+pub const DIM: Style = Style::new().dimmed();
+pub const BOLD: Style = Style::new().bold();
+
+/// The global output settings of one run.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub quiet: bool,
+    pub json: bool,
+    color_stdout: bool,
+    color_stderr: bool,
+    progress: bool,
+}
+
+/// Whether to colour a stream, from `--color`, `NO_COLOR` and whether it is a terminal.
+pub fn use_color(choice: ColorChoice, no_color_env: bool, is_terminal: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => !no_color_env && is_terminal,
+    }
+}
+
+impl Output {
+    pub fn new(args: &GlobalArgs) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let stderr_tty = io::stderr().is_terminal();
+        Output {
+            quiet: args.quiet,
+            json: args.json,
+            color_stdout: use_color(args.color, no_color, io::stdout().is_terminal()),
+            color_stderr: use_color(args.color, no_color, stderr_tty),
+            progress: stderr_tty && !args.quiet,
+        }
+    }
+
+    /// Whether stdout is coloured.
+    pub fn color(&self) -> bool {
+        self.color_stdout
+    }
+
+    /// Colours `text` for stdout.
+    pub fn paint(&self, style: Style, text: &str) -> String {
+        paint(self.color_stdout, style, text)
+    }
+
+    /// Colours `text` for stderr.
+    pub fn paint_err(&self, style: Style, text: &str) -> String {
+        paint(self.color_stderr, style, text)
+    }
+
+    /// A human message on stdout, unless `--quiet` or `--json`.
+    pub fn say(&self, message: &str) -> io::Result<()> {
+        if self.quiet || self.json {
+            return Ok(());
+        }
+        writeln!(io::stdout().lock(), "{message}")
+    }
+
+    /// A hint or note on stderr, unless `--quiet`.
+    pub fn note(&self, message: &str) {
+        if !self.quiet {
+            let _ = writeln!(io::stderr().lock(), "{message}");
+        }
+    }
+
+    /// A warning on stderr (shown even with `--quiet`).
+    pub fn warn(&self, message: &str) {
+        let label = self.paint_err(WARN, "warning:");
+        let _ = writeln!(io::stderr().lock(), "{label} {message}");
+    }
+
+    /// Pretty JSON on stdout.
+    pub fn json<T: Serialize>(&self, value: &T) -> io::Result<()> {
+        let mut out = io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, value)?;
+        writeln!(out)
+    }
+
+    /// A progress line, redrawn in place on a terminal stderr; nothing otherwise.
+    pub fn progress(&self, line: &str) {
+        if self.progress {
+            let _ = write!(io::stderr().lock(), "\r\x1b[2K{line}");
+        }
+    }
+
+    /// Clears the progress line.
+    pub fn progress_done(&self) {
+        if self.progress {
+            let _ = write!(io::stderr().lock(), "\r\x1b[2K");
+        }
+    }
+}
+
+pub fn paint(enabled: bool, style: Style, text: &str) -> String {
+    if enabled {
+        format!("{}{text}{}", style.render(), style.render_reset())
+    } else {
+        text.to_string()
+    }
+}
+
+/// A table cell: its text and the style it is drawn in.
+pub struct Cell {
+    pub text: String,
+    pub style: Style,
+}
+
+impl Cell {
+    pub fn plain(text: impl Into<String>) -> Cell {
+        Cell {
+            text: text.into(),
+            style: Style::new(),
+        }
+    }
+
+    pub fn styled(text: impl Into<String>, style: Style) -> Cell {
+        Cell {
+            text: text.into(),
+            style,
+        }
+    }
+}
+
+/// Writes rows as left-aligned columns separated by two spaces; the last column is not padded.
+pub fn table(
+    out: &mut impl Write,
+    header: &[&str],
+    rows: &[Vec<Cell>],
+    color: bool,
+) -> io::Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.text.chars().count());
+        }
+    }
+    let header_cells: Vec<Cell> = header.iter().map(|h| Cell::styled(*h, BOLD)).collect();
+    for row in std::iter::once(&header_cells).chain(rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            let last = i + 1 == row.len();
+            line.push_str(&paint(color, cell.style, &cell.text));
+            if !last {
+                let pad = widths[i] - cell.text.chars().count() + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn color_rules() {
+        assert!(use_color(ColorChoice::Always, true, false));
+        assert!(!use_color(ColorChoice::Never, false, true));
+        assert!(use_color(ColorChoice::Auto, false, true));
+        assert!(!use_color(ColorChoice::Auto, true, true));
+        assert!(!use_color(ColorChoice::Auto, false, false));
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut out = Vec::new();
+        let rows = vec![vec![
+            Cell::plain("a"),
+            Cell::plain("long value"),
+            Cell::plain("x"),
+        ]];
+        table(&mut out, &["H1", "H2", "H3"], &rows, false).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "H1  H2          H3\na   long value  x\n"
+        );
+    }
+}

@@ -1,0 +1,76 @@
+//! Install records: where each installed extension came from, kept in the store's state
+//! folder (`<base>/.ext-store/sources/<name>.json`) where the host's scan never looks.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::paths::ScopeDirs;
+
+/// How an extension was installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Copied from a local directory.
+    Path,
+    /// Cloned from a git repository.
+    Git,
+}
+
+/// The provenance of one installed extension.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub name: String,
+    /// The local path (absolute) or the git URL without credentials.
+    pub source: String,
+    pub kind: Kind,
+    /// The `--ref` given at install time, if any.
+    #[serde(rename = "ref")]
+    pub git_ref: Option<String>,
+    /// The commit that was checked out (git installs).
+    pub commit: Option<String>,
+    /// RFC 3339 time of the install.
+    pub installed_at: String,
+}
+
+impl Record {
+    fn path(dirs: &ScopeDirs, name: &str) -> PathBuf {
+        dirs.state().join("sources").join(format!("{name}.json"))
+    }
+
+    /// The record of `name` in this scope; `None` when it was installed by hand.
+    pub fn load(dirs: &ScopeDirs, name: &str) -> Option<Record> {
+        let text = fs::read_to_string(Self::path(dirs, name)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Writes the record atomically (temporary file + rename).
+    pub fn save(&self, dirs: &ScopeDirs) -> Result<()> {
+        let path = Self::path(dirs, &self.name);
+        let dir = path.parent().expect("record path has a parent");
+        fs::create_dir_all(dir)?;
+        let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+        serde_json::to_writer_pretty(&mut temp, self)?;
+        temp.write_all(b"\n")?;
+        temp.as_file().sync_all()?;
+        temp.persist(&path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot write the install record {}", path.display()))?;
+        Ok(())
+    }
+
+    pub fn delete(dirs: &ScopeDirs, name: &str) -> Result<()> {
+        match fs::remove_file(Self::path(dirs, name)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The current time in RFC 3339, seconds precision, UTC.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

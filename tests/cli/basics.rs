@@ -1,0 +1,126 @@
+//! Help, usage errors, exit codes and the `zot-ext` alias.
+
+use crate::support::Env;
+
+#[test]
+fn bare_zot_prints_help_naming_every_subcommand() {
+    let env = Env::new();
+    let done = env.zot(Vec::<&str>::new()).fails(2);
+    for sub in ["list", "install", "remove", "enable", "disable", "logs"] {
+        assert!(
+            done.stderr.contains(&format!("zot ext {sub}")),
+            "{sub}: {}",
+            done.stderr
+        );
+    }
+}
+
+#[test]
+fn bare_zot_ext_prints_help_naming_every_subcommand() {
+    let env = Env::new();
+    let done = env.zot(["ext"]).fails(2);
+    for sub in ["list", "install", "remove", "enable", "disable", "logs"] {
+        assert!(
+            done.stderr.contains(&format!("\n  {sub} ")),
+            "{sub}: {}",
+            done.stderr
+        );
+    }
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    let env = Env::new();
+    let help = env.zot(["ext", "install", "--help"]).ok();
+    assert!(help.stdout.contains("--force"), "{}", help.stdout);
+    let version = env.zot(["--version"]).ok();
+    assert!(version.stdout.starts_with("zot "), "{}", version.stdout);
+}
+
+#[test]
+fn unknown_subcommand_and_flags_are_usage_errors() {
+    let env = Env::new();
+    env.zot(["ext", "frobnicate"]).fails(2);
+    env.zot(["ext", "list", "--scope", "nowhere"]).fails(2);
+    env.zot(["ext", "remove", "a", "--project", "--global"])
+        .fails(2);
+    env.zot(["ext", "install"]).fails(2);
+}
+
+#[test]
+fn ref_with_a_local_path_is_a_usage_error() {
+    let env = Env::new();
+    let src = env.source("a", "a");
+    let done = env
+        .zot(["ext", "install", src.to_str().unwrap(), "--ref", "main"])
+        .fails(2);
+    assert!(
+        done.stderr.contains("--ref applies to git sources only"),
+        "{}",
+        done.stderr
+    );
+    assert!(env.installed_names().is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn invoked_as_zot_ext_behaves_as_zot_ext() {
+    let env = Env::new();
+    env.installed("alias-test", false);
+    let link = env.work.join("zot-ext");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zot"), &link).unwrap();
+    let mut run = env.zot(["list", "--json"]);
+    run.cmd = {
+        let mut cmd = std::process::Command::new(&link);
+        cmd.args(["list", "--json"])
+            .current_dir(&env.project)
+            .env_clear()
+            .env("ZOT_HOME", &env.home)
+            .env("HOME", &env.user_home);
+        cmd
+    };
+    let done = run.ok();
+    assert_eq!(done.json()[0]["name"], "alias-test");
+}
+
+#[test]
+fn no_color_means_plain_output_and_always_forces_colour() {
+    let env = Env::new();
+    env.installed("c", false);
+    let plain = env
+        .zot(["ext", "list", "--color", "always"])
+        .env("NO_COLOR", "1")
+        .ok();
+    assert!(
+        plain.stdout.contains('\x1b'),
+        "--color always wins over NO_COLOR"
+    );
+    let plain = env.zot(["ext", "list"]).env("NO_COLOR", "1").ok();
+    assert!(!plain.stdout.contains('\x1b'));
+    let never = env.zot(["ext", "list", "--color", "never"]).ok();
+    assert!(!never.stdout.contains('\x1b'));
+}
+
+#[test]
+fn quiet_silences_messages_but_not_data() {
+    let env = Env::new();
+    let src = env.source("q", "q");
+    let done = env
+        .zot(["-q", "ext", "install", src.to_str().unwrap()])
+        .ok();
+    assert_eq!(done.stdout, "");
+    assert_eq!(done.stderr, "");
+    let listed = env.zot(["ext", "list", "--json", "--quiet"]).ok();
+    assert_eq!(listed.json()[0]["name"], "q");
+}
+
+#[test]
+fn zot_home_defaults_to_xdg_state_home() {
+    let env = Env::new();
+    let state = env.work.join("state");
+    let src = env.source("x", "x");
+    let mut run = env.zot(["ext", "install", src.to_str().unwrap()]);
+    run.cmd.env_remove("ZOT_HOME").env("XDG_STATE_HOME", &state);
+    run.ok();
+    assert!(state.join("zot/extensions/x/extension.json").is_file());
+}

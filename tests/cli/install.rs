@@ -1,0 +1,302 @@
+//! `zot ext install <path>`: copying, scopes, replacement, records, atomicity and locking.
+
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::{Env, manifest, write_executable};
+
+fn install(env: &Env, src: &Path) -> crate::support::Done {
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok()
+}
+
+#[test]
+fn copies_into_the_global_root_named_after_the_manifest() {
+    let env = Env::new();
+    let src = env.source("folder-name", "manifest-name");
+    let done = install(&env, &src);
+    assert!(
+        done.stdout
+            .contains("installed manifest-name 1.0.0 (global)"),
+        "{}",
+        done.stdout
+    );
+    let dest = env.global_root().join("manifest-name");
+    assert_eq!(
+        fs::read_to_string(dest.join("extension.json")).unwrap(),
+        manifest("manifest-name")
+    );
+    assert!(src.exists(), "the source is left alone");
+}
+
+#[test]
+fn keeps_modes_and_relative_links_and_skips_git() {
+    let env = Env::new();
+    let src = env.source("modes", "modes");
+    fs::create_dir_all(src.join("node_modules/.bin")).unwrap();
+    fs::create_dir_all(src.join("node_modules/tool")).unwrap();
+    write_executable(
+        &src.join("node_modules/tool/cli.js"),
+        "#!/usr/bin/env node\n",
+    );
+    symlink("../tool/cli.js", src.join("node_modules/.bin/tool")).unwrap();
+    fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o750)).unwrap();
+    fs::create_dir_all(src.join(".git/objects")).unwrap();
+    fs::write(src.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    install(&env, &src);
+    let dest = env.global_root().join("modes");
+    let mode = fs::metadata(dest.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o750);
+    let link = dest.join("node_modules/.bin/tool");
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read_link(&link).unwrap(), Path::new("../tool/cli.js"));
+    assert!(link.exists(), "the link resolves inside the installed copy");
+    assert!(!dest.join(".git").exists());
+}
+
+#[test]
+fn absolute_links_inside_the_tree_are_made_relative() {
+    let env = Env::new();
+    let src = env.source("abs", "abs");
+    symlink(src.join("run.sh"), src.join("start")).unwrap();
+    install(&env, &src);
+    let link = env.global_root().join("abs/start");
+    assert_eq!(fs::read_link(&link).unwrap(), Path::new("run.sh"));
+}
+
+#[test]
+fn project_flag_installs_into_dot_zot() {
+    let env = Env::new();
+    let src = env.source("p", "p");
+    let done = env
+        .zot(["ext", "install", "--project", src.to_str().unwrap()])
+        .ok();
+    assert!(done.stdout.contains("(project)"), "{}", done.stdout);
+    assert!(env.project_root().join("p/extension.json").is_file());
+    assert!(!env.global_root().join("p").exists());
+}
+
+#[test]
+fn relative_source_paths_resolve_from_the_current_directory() {
+    let env = Env::new();
+    env.source("rel", "rel");
+    env.zot(["ext", "install", "../work/rel"]).ok();
+    assert!(env.global_root().join("rel/run.sh").is_file());
+}
+
+#[test]
+fn existing_name_is_refused_naming_the_flag() {
+    let env = Env::new();
+    let src = env.source("e", "e");
+    install(&env, &src);
+    let before = env.snapshot();
+    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
+    assert!(done.stderr.contains("already installed"), "{}", done.stderr);
+    assert!(done.stderr.contains("--force"), "{}", done.stderr);
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn force_replaces_the_old_copy_entirely() {
+    let env = Env::new();
+    let src = env.source("f", "f");
+    fs::write(src.join("old-only"), "x").unwrap();
+    install(&env, &src);
+    fs::remove_file(src.join("old-only")).unwrap();
+    fs::write(src.join("new-only"), "y").unwrap();
+    let done = env
+        .zot(["ext", "install", "--force", src.to_str().unwrap()])
+        .ok();
+    assert!(done.stdout.contains("replaced f"), "{}", done.stdout);
+    let dest = env.global_root().join("f");
+    assert!(dest.join("new-only").exists());
+    assert!(!dest.join("old-only").exists());
+    let leftovers = fs::read_dir(env.home.join(".ext-store/staging"))
+        .unwrap()
+        .count();
+    assert_eq!(leftovers, 0);
+}
+
+#[test]
+fn records_where_the_install_came_from() {
+    let env = Env::new();
+    let src = env.source("rec", "rec");
+    install(&env, &src);
+    let record: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(env.home.join(".ext-store/sources/rec.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["name"], "rec");
+    assert_eq!(record["kind"], "path");
+    assert_eq!(record["source"], src.display().to_string());
+    assert_eq!(record["ref"], serde_json::Value::Null);
+    assert!(record["installed_at"].as_str().unwrap().ends_with('Z'));
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(
+        list.as_array().unwrap().len(),
+        1,
+        "the record is not an extension"
+    );
+}
+
+#[test]
+fn json_output_describes_the_install() {
+    let env = Env::new();
+    let src = env.source("j", "j");
+    let out = env
+        .zot(["ext", "install", "--json", src.to_str().unwrap()])
+        .ok()
+        .json();
+    assert_eq!(out["name"], "j");
+    assert_eq!(out["version"], "1.0.0");
+    assert_eq!(out["scope"], "global");
+    assert_eq!(out["replaced"], false);
+    assert_eq!(out["kind"], "path");
+    assert_eq!(
+        out["dir"],
+        env.global_root().join("j").display().to_string()
+    );
+}
+
+#[test]
+fn notes_precedence_between_scopes() {
+    let env = Env::new();
+    env.installed("both", true);
+    let src = env.source("both-g", "both");
+    let done = env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    assert!(done.stderr.contains("project copy"), "{}", done.stderr);
+}
+
+#[test]
+fn staging_left_by_a_killed_run_is_cleaned_by_the_next() {
+    let env = Env::new();
+    let stale = env.home.join(".ext-store/staging/stage-killed/tree");
+    fs::create_dir_all(&stale).unwrap();
+    fs::write(stale.join("half"), "x").unwrap();
+    let src = env.source("next", "next");
+    install(&env, &src);
+    let left: Vec<_> = fs::read_dir(env.home.join(".ext-store/staging"))
+        .unwrap()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A source tree big enough that a copy takes a while.
+fn big_source(env: &Env, name: &str, files: usize) -> std::path::PathBuf {
+    let src = env.source(name, name);
+    for i in 0..files {
+        let dir = src.join(format!("d{}", i % 20));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(format!("f{i}")), vec![b'x'; 4096]).unwrap();
+    }
+    src
+}
+
+fn count_files(dir: &Path) -> usize {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .count()
+}
+
+#[test]
+fn kill_at_any_moment_leaves_nothing_or_a_complete_copy() {
+    let env = Env::new();
+    let src = big_source(&env, "big", 3000);
+    let total = count_files(&src);
+    let dest = env.global_root().join("big");
+    for delay_ms in [0u64, 5, 15, 30, 60, 120, 250] {
+        let mut child = env
+            .zot(["ext", "install", "--force", src.to_str().unwrap()])
+            .cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if dest.exists() {
+            assert_eq!(
+                count_files(&dest),
+                total,
+                "half copy after kill at {delay_ms} ms"
+            );
+        }
+        let names = env.installed_names();
+        assert!(names.is_empty() || names == ["big"], "{names:?}");
+    }
+    install_force(&env, &src);
+    assert_eq!(count_files(&dest), total);
+    assert_eq!(
+        fs::read_dir(env.home.join(".ext-store/staging"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
+
+fn install_force(env: &Env, src: &Path) {
+    env.zot(["ext", "install", "--force", src.to_str().unwrap()])
+        .ok();
+}
+
+#[test]
+fn concurrent_installs_are_serialised() {
+    let env = Env::new();
+    let a = big_source(&env, "ca", 500);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            env.zot(["ext", "install", "--force", a.to_str().unwrap()])
+                .cmd
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() || stderr.contains("another zot ext command"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(count_files(&env.global_root().join("ca")), count_files(&a));
+    assert_eq!(env.installed_names(), ["ca"]);
+}
+
+#[test]
+fn a_held_lock_makes_a_second_run_fail_clearly() {
+    let env = Env::new();
+    let state = env.home.join(".ext-store");
+    fs::create_dir_all(&state).unwrap();
+    let lock = fs::File::create(state.join("lock")).unwrap();
+    lock.lock().unwrap();
+    let src = env.source("locked", "locked");
+    let started = std::time::Instant::now();
+    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
+    assert!(
+        done.stderr.contains("another zot ext command is changing"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "it waits before giving up"
+    );
+    assert!(env.installed_names().is_empty());
+}

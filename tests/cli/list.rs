@@ -1,0 +1,213 @@
+//! `zot ext list`: both scopes, precedence, broken manifests, JSON shape.
+
+use std::fs;
+
+use crate::support::Env;
+
+#[test]
+fn empty_store_hints_on_stderr_and_exits_zero() {
+    let env = Env::new();
+    let done = env.zot(["ext", "list"]).ok();
+    assert_eq!(done.stdout, "");
+    assert!(
+        done.stderr.contains("no extensions installed"),
+        "{}",
+        done.stderr
+    );
+    let json = env.zot(["ext", "list", "--json"]).ok();
+    assert_eq!(json.json(), serde_json::json!([]));
+}
+
+#[test]
+fn project_first_then_global_names_sorted() {
+    let env = Env::new();
+    env.installed("zeta", false);
+    env.installed("alpha", false);
+    env.installed("mid", true);
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let order: Vec<(String, String)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["scope"].as_str().unwrap().into(),
+                e["name"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let expected = [("project", "mid"), ("global", "alpha"), ("global", "zeta")];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(s, n)| (s.to_string(), n.to_string()))
+        .collect();
+    assert_eq!(order, expected);
+}
+
+#[test]
+fn json_shape_is_stable() {
+    let env = Env::new();
+    env.installed("shape", false);
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let entry = &list[0];
+    let keys: Vec<&str> = entry
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "scope",
+            "name",
+            "version",
+            "enabled",
+            "language",
+            "description",
+            "exec",
+            "dir",
+            "linked",
+            "shadowed",
+            "error"
+        ]
+    );
+    assert_eq!(entry["scope"], "global");
+    assert_eq!(entry["version"], "1.0.0");
+    assert_eq!(entry["enabled"], true);
+    assert_eq!(entry["language"], "shell");
+    assert_eq!(entry["exec"], "./run.sh");
+    assert_eq!(
+        entry["dir"],
+        env.global_root().join("shape").display().to_string()
+    );
+    assert_eq!(entry["shadowed"], false);
+    assert_eq!(entry["error"], serde_json::Value::Null);
+}
+
+#[test]
+fn global_copy_hidden_by_project_copy_is_marked_shadowed() {
+    let env = Env::new();
+    env.installed("dup", false);
+    env.installed("dup", true);
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(list[0]["scope"], "project");
+    assert_eq!(list[0]["shadowed"], false);
+    assert_eq!(list[1]["scope"], "global");
+    assert_eq!(list[1]["shadowed"], true);
+    let text = env.zot(["ext", "list"]).ok().stdout;
+    assert!(text.contains("global (shadowed)"), "{text}");
+}
+
+#[test]
+fn precedence_is_the_same_on_every_run() {
+    let env = Env::new();
+    env.installed("same", false);
+    env.installed("same", true);
+    for _ in 0..5 {
+        let done = env.zot(["ext", "disable", "same"]).ok();
+        assert!(done.stdout.contains("(project)"), "{}", done.stdout);
+    }
+}
+
+#[test]
+fn broken_manifests_are_listed_with_the_reason() {
+    let env = Env::new();
+    env.installed("good", false);
+    let bad = env.global_root().join("bad");
+    fs::create_dir_all(&bad).unwrap();
+    fs::write(
+        bad.join("extension.json"),
+        "{\n  \"name\": \"bad\",\n  \"exec\": 7\n}\n",
+    )
+    .unwrap();
+    let empty = env.global_root().join("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bad", "empty", "good"]);
+    let error = list[0]["error"].as_str().unwrap();
+    assert!(
+        error.ends_with("bad/extension.json:3:11: \"exec\" must be a string, found the number 7"),
+        "{error}"
+    );
+    assert!(list[1]["error"].as_str().unwrap().contains("not found"));
+    assert_eq!(list[2]["error"], serde_json::Value::Null);
+    let text = env.zot(["ext", "list"]).ok().stdout;
+    assert!(text.contains("broken"), "{text}");
+}
+
+#[test]
+fn scope_filter() {
+    let env = Env::new();
+    env.installed("g", false);
+    env.installed("p", true);
+    let project = env
+        .zot(["ext", "list", "--scope", "project", "--json"])
+        .ok()
+        .json();
+    assert_eq!(project.as_array().unwrap().len(), 1);
+    assert_eq!(project[0]["name"], "p");
+    let global = env
+        .zot(["ext", "list", "--scope", "global", "--json"])
+        .ok()
+        .json();
+    assert_eq!(global.as_array().unwrap().len(), 1);
+    assert_eq!(global[0]["name"], "g");
+}
+
+#[test]
+fn plain_files_in_the_root_are_not_extensions() {
+    let env = Env::new();
+    env.installed("real", false);
+    fs::write(env.global_root().join("README"), "x").unwrap();
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinked_extensions_show_their_target_and_broken_links_their_reason() {
+    let env = Env::new();
+    let src = env.source("linked-src", "linked");
+    fs::create_dir_all(env.global_root()).unwrap();
+    std::os::unix::fs::symlink(&src, env.global_root().join("linked")).unwrap();
+    std::os::unix::fs::symlink(env.work.join("gone"), env.global_root().join("gone")).unwrap();
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(list[0]["name"], "gone");
+    assert!(
+        list[0]["error"].as_str().unwrap().contains("broken link"),
+        "{}",
+        list[0]
+    );
+    assert_eq!(list[1]["name"], "linked");
+    assert_eq!(list[1]["linked"], src.display().to_string());
+    assert_eq!(list[1]["error"], serde_json::Value::Null);
+}
+
+#[test]
+fn table_has_the_documented_columns() {
+    let env = Env::new();
+    env.installed("cols", false);
+    let text = env.zot(["ext", "list"]).ok().stdout;
+    let header = text.lines().next().unwrap();
+    let columns: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        columns,
+        [
+            "SCOPE",
+            "NAME",
+            "VERSION",
+            "ENABLED",
+            "LANGUAGE",
+            "DESCRIPTION",
+            "DIR"
+        ]
+    );
+    assert!(text.contains("test extension cols"), "{text}");
+}

@@ -1,0 +1,303 @@
+//! The test environment: a temporary ZOT_HOME, a temporary project directory, and a
+//! builder that runs the real `zot` binary against them.
+
+#![allow(dead_code)]
+
+pub mod git_servers;
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// An isolated world for one test: `home` is ZOT_HOME, `project` the working directory,
+/// `work` a scratch folder for sources.
+pub struct Env {
+    _root: TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub work: PathBuf,
+    pub user_home: PathBuf,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let root = tempfile::tempdir().expect("tempdir");
+        let base = fs::canonicalize(root.path()).unwrap();
+        let env = Env {
+            home: base.join("zot-home"),
+            project: base.join("project"),
+            work: base.join("work"),
+            user_home: base.join("user-home"),
+            _root: root,
+        };
+        for dir in [&env.home, &env.project, &env.work, &env.user_home] {
+            fs::create_dir_all(dir).unwrap();
+        }
+        env
+    }
+
+    /// A `zot` command with the environment pinned to this world.
+    pub fn zot<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zot"));
+        cmd.args(args)
+            .current_dir(&self.project)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.user_home)
+            .env("ZOT_HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("LANG", "C.UTF-8");
+        Run { cmd, stdin: None }
+    }
+
+    /// Global extensions root.
+    pub fn global_root(&self) -> PathBuf {
+        self.home.join("extensions")
+    }
+
+    /// Project extensions root.
+    pub fn project_root(&self) -> PathBuf {
+        self.project.join(".zot/extensions")
+    }
+
+    /// Writes an extension source folder `work/<dir>` with the given manifest text and an
+    /// executable `run.sh`.
+    pub fn source_with_manifest(&self, dir: &str, manifest: &str) -> PathBuf {
+        let path = self.work.join(dir);
+        fs::create_dir_all(&path).unwrap();
+        fs::write(path.join("extension.json"), manifest).unwrap();
+        write_executable(&path.join("run.sh"), "#!/bin/sh\nexit 0\n");
+        path
+    }
+
+    /// A valid extension source `work/<dir>` whose manifest name is `name`.
+    pub fn source(&self, dir: &str, name: &str) -> PathBuf {
+        self.source_with_manifest(dir, &manifest(name))
+    }
+
+    /// Installs a valid extension named `name` (global, or project with `project`).
+    pub fn installed(&self, name: &str, project: bool) -> PathBuf {
+        let src = self.source(&format!("src-{name}-{project}"), name);
+        let mut args = vec![
+            "ext".to_string(),
+            "install".into(),
+            src.display().to_string(),
+        ];
+        if project {
+            args.push("--project".into());
+        }
+        self.zot(&args).ok();
+        if project {
+            self.project_root()
+        } else {
+            self.global_root()
+        }
+        .join(name)
+    }
+
+    /// A listing of every file under the two scope bases with contents, for "nothing
+    /// changed" assertions (the lock file is ignored).
+    pub fn snapshot(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for base in [&self.home, &self.project.join(".zot")] {
+            if !base.exists() {
+                continue;
+            }
+            for entry in walkdir::WalkDir::new(base).sort_by_file_name() {
+                let entry = entry.unwrap();
+                let rel = entry
+                    .path()
+                    .strip_prefix(&self.project)
+                    .unwrap_or(entry.path());
+                let rel = rel.display().to_string();
+                if rel.ends_with(".ext-store/lock") {
+                    continue;
+                }
+                let content = if entry.file_type().is_file() {
+                    fs::read_to_string(entry.path()).unwrap_or_else(|_| "<binary>".into())
+                } else if entry.file_type().is_symlink() {
+                    format!("-> {}", fs::read_link(entry.path()).unwrap().display())
+                } else {
+                    "<dir>".into()
+                };
+                out.push((rel, content));
+            }
+        }
+        out
+    }
+
+    /// The folders in the global and project extensions roots.
+    pub fn installed_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        for root in [self.project_root(), self.global_root()] {
+            if let Ok(entries) = fs::read_dir(root) {
+                let mut here: Vec<String> = entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+                here.sort();
+                names.extend(here);
+            }
+        }
+        names
+    }
+}
+
+/// A manifest for `name` running `./run.sh`.
+pub fn manifest(name: &str) -> String {
+    format!(
+        "{{\n  \"name\": \"{name}\",\n  \"version\": \"1.0.0\",\n  \"exec\": \"./run.sh\",\n  \"language\": \"shell\",\n  \"description\": \"test extension {name}\",\n  \"enabled\": true\n}}\n"
+    )
+}
+
+pub fn write_executable(path: &Path, content: &str) {
+    fs::write(path, content).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// A prepared command; finish with `ok()`, `fails(code)` or `output()`.
+pub struct Run {
+    pub cmd: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+/// What a finished run printed.
+#[derive(Debug)]
+pub struct Done {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Done {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+impl Run {
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Run {
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn current_dir(mut self, dir: &Path) -> Run {
+        self.cmd.current_dir(dir);
+        self
+    }
+
+    pub fn stdin(mut self, input: &str) -> Run {
+        self.stdin = Some(input.as_bytes().to_vec());
+        self
+    }
+
+    pub fn output(mut self) -> Done {
+        self.cmd
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("spawn zot");
+        if let Some(input) = self.stdin.take() {
+            child.stdin.take().unwrap().write_all(&input).unwrap();
+        }
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = child.wait_with_output().unwrap();
+        Done {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    /// Runs and asserts exit status 0.
+    pub fn ok(self) -> Done {
+        let done = self.output();
+        assert_eq!(done.code, 0, "expected success:\n{done:#?}");
+        done
+    }
+
+    /// Runs and asserts the exit status.
+    pub fn fails(self, code: i32) -> Done {
+        let done = self.output();
+        assert_eq!(done.code, code, "expected exit {code}:\n{done:#?}");
+        done
+    }
+}
+
+/// Whether the tests run as root (CI does), where permission bits do not stop reads.
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+impl Env {
+    /// Opens this world to an unprivileged user, for permission tests run as root.
+    pub fn open_to_everyone(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        let base = self.home.parent().unwrap();
+        fs::set_permissions(base, fs::Permissions::from_mode(0o755)).unwrap();
+        for root in [&self.home, &self.project, &self.work] {
+            for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
+                let mode = if entry.file_type().is_dir() {
+                    0o777
+                } else {
+                    0o666
+                };
+                if !entry.file_type().is_symlink() {
+                    let _ = fs::set_permissions(entry.path(), fs::Permissions::from_mode(mode));
+                }
+            }
+        }
+    }
+}
+
+impl Run {
+    /// When running as root, runs the command as `nobody` through `setpriv`, so file
+    /// permissions apply. Call [`Env::open_to_everyone`] first.
+    pub fn unprivileged(self) -> Run {
+        if !is_root() {
+            return self;
+        }
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(self.cmd.get_program())
+            .args(self.cmd.get_args())
+            .env_clear();
+        for (key, value) in self.cmd.get_envs() {
+            if let Some(value) = value {
+                cmd.env(key, value);
+            }
+        }
+        if let Some(dir) = self.cmd.get_current_dir() {
+            cmd.current_dir(dir);
+        }
+        Run {
+            cmd,
+            stdin: self.stdin,
+        }
+    }
+}
