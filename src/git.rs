@@ -187,11 +187,19 @@ fn download(
 /// Which credentials were offered, so an auth failure can say what was tried.
 #[derive(Default)]
 struct Auth {
+    /// Everything offered on any connection, for the error message.
     tried: RefCell<Vec<String>>,
+    /// What was offered on the current connection. libgit2 asks again after each rejection,
+    /// so each source is offered once per connection; every connection (listing the refs,
+    /// then each fetch) starts afresh, or credentials that worked for the listing would be
+    /// withheld from the fetch.
+    offered: RefCell<Vec<String>>,
 }
 
 impl Auth {
+    /// Callbacks for one new connection.
     fn callbacks<'a>(&'a self, progress: Option<Progress<'a>>) -> RemoteCallbacks<'a> {
+        self.offered.borrow_mut().clear();
         let mut callbacks = RemoteCallbacks::new();
         callbacks.credentials(move |url, user, allowed| self.credentials(url, user, allowed));
         if let Some(progress) = progress {
@@ -204,11 +212,15 @@ impl Auth {
     }
 
     fn attempted(&self, what: &str) -> bool {
-        let mut tried = self.tried.borrow_mut();
-        if tried.iter().any(|t| t == what) {
+        let mut offered = self.offered.borrow_mut();
+        if offered.iter().any(|t| t == what) {
             return true;
         }
-        tried.push(what.to_string());
+        offered.push(what.to_string());
+        let mut tried = self.tried.borrow_mut();
+        if !tried.iter().any(|t| t == what) {
+            tried.push(what.to_string());
+        }
         false
     }
 
@@ -270,6 +282,11 @@ fn fetch_error(e: git2::Error, url: &GitUrl, auth: &Auth) -> anyhow::Error {
         || e.code() == git2::ErrorCode::Auth
         || !tried.is_empty() && message.contains("credentials")
     {
+        let mut tried = tried.clone();
+        if url.url != url.display {
+            // libgit2 offers the user name and password of the URL before asking the callback.
+            tried.insert(0, "the credentials in the URL".to_string());
+        }
         let tried = if tried.is_empty() {
             "nothing".to_string()
         } else {

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod cmd;
 pub mod error;
 pub mod git;
+pub mod logs;
 pub mod manifest;
 pub mod output;
 pub mod paths;

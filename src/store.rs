@@ -27,6 +27,13 @@ pub struct Staging {
     dir: TempDir,
 }
 
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // A staged copy may hold read-only folders, which TempDir alone cannot empty.
+        let _ = remove_entry(self.dir.path());
+    }
+}
+
 impl Staging {
     /// Where the new extension tree is built.
     pub fn tree(&self) -> PathBuf {
@@ -126,10 +133,13 @@ impl Store {
             )
         })?;
         Record::delete(&self.dirs, name)?;
-        // Dropping `trash` deletes the moved tree; std's removal never follows symlinks.
-        trash
-            .close()
-            .context("the extension was removed, but deleting its files failed")?;
+        // std's removal never follows symlinks.
+        remove_entry(trash.path()).with_context(|| {
+            format!(
+                "the extension was removed, but deleting its files in {} failed",
+                trash.path().display()
+            )
+        })?;
         Ok(dest)
     }
 }
@@ -158,13 +168,36 @@ fn acquire(lock: &File, lock_path: &Path, root: &Path) -> Result<()> {
     }
 }
 
+/// Deletes a file, link or whole tree without following links; folders without write
+/// permission are made writable first (their contents could not be deleted otherwise).
 fn remove_entry(path: &Path) -> io::Result<()> {
-    let meta = fs::symlink_metadata(path)?;
-    if meta.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        meta => meta?,
+    };
+    if !meta.is_dir() {
+        return fs::remove_file(path);
     }
+    if fs::remove_dir_all(path).is_ok() {
+        return Ok(());
+    }
+    for entry in walkdir::WalkDir::new(path).follow_links(false).into_iter().flatten() {
+        if !entry.file_type().is_dir() {
+            continue;
+        }
+        if let Ok(meta) = entry.metadata() {
+            let mut permissions = meta.permissions();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                permissions.set_mode(permissions.mode() | 0o700);
+            }
+            #[cfg(not(unix))]
+            permissions.set_readonly(false);
+            let _ = fs::set_permissions(entry.path(), permissions);
+        }
+    }
+    fs::remove_dir_all(path)
 }
 
 /// Renames `from` to `to`, failing if `to` exists (even as an empty directory, which a plain

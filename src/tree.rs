@@ -260,10 +260,11 @@ mod tests {
 
     #[test]
     fn audit_refuses_escaping_dangling_and_looping_links() {
-        let cases: [(&str, &dyn Fn(&Path)); 3] = [
-            ("outside", &|d| symlink("/etc/passwd", d.join("l")).unwrap()),
-            ("dangling", &|d| symlink("missing", d.join("l")).unwrap()),
-            ("loop", &|d| {
+        type Make = fn(&Path);
+        let cases: [(&str, Make); 3] = [
+            ("outside", |d| symlink("/etc/passwd", d.join("l")).unwrap()),
+            ("dangling", |d| symlink("missing", d.join("l")).unwrap()),
+            ("loop", |d| {
                 symlink("b", d.join("a")).unwrap();
                 symlink("a", d.join("b")).unwrap();
             }),

@@ -1,1 +1,734 @@
-//! tests
+//! `zot ext install <git-url>` against real git servers on 127.0.0.1: `git daemon`
+//! (git://), smart HTTP through `git http-backend` (with and without basic auth), `file://`
+//! URLs and local `*.git` paths.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::support::git_servers::{self, GitDaemon, HttpGit, Repo};
+use crate::support::{Done, Env, manifest};
+
+/// No install may take longer than this; a hang fails the test instead of blocking the run.
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/// Runs `zot` with stdin on /dev/null (no terminal), killing it after [`RUN_LIMIT`].
+fn zot(env: &Env, args: &[&str]) -> Done {
+    let mut run = env.zot(args);
+    run.cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = run.cmd.spawn().expect("spawn zot");
+    let stdout = drain(&mut child, true);
+    let stderr = drain(&mut child, false);
+    let deadline = Instant::now() + RUN_LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("zot {args:?} did not finish within {RUN_LIMIT:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    Done {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+fn drain(child: &mut Child, stdout: bool) -> thread::JoinHandle<String> {
+    let mut pipe: Box<dyn Read + Send> = if stdout {
+        Box::new(child.stdout.take().unwrap())
+    } else {
+        Box::new(child.stderr.take().unwrap())
+    };
+    thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = pipe.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    })
+}
+
+fn zot_ok(env: &Env, args: &[&str]) -> Done {
+    let done = zot(env, args);
+    assert_eq!(done.code, 0, "expected success of {args:?}:\n{done:#?}");
+    done
+}
+
+fn zot_fails(env: &Env, args: &[&str]) -> Done {
+    let done = zot(env, args);
+    assert_eq!(done.code, 1, "expected exit 1 of {args:?}:\n{done:#?}");
+    done
+}
+
+/// A served root: the folder the servers export, holding `<name>.git` bare repositories.
+fn served() -> (TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(tmp.path()).unwrap().join("srv");
+    fs::create_dir(&root).unwrap();
+    (tmp, root)
+}
+
+/// A bare repository `<root>/<name>.git` whose first commit is a valid extension `name`
+/// (manifest, executable `run.sh`, `rev.txt` = "one", `lib/util.txt`).
+fn extension_repo(env: &Env, root: &Path, name: &str) -> Repo {
+    let src = env.source(&format!("src-{name}"), name);
+    fs::write(src.join("rev.txt"), "one\n").unwrap();
+    fs::create_dir_all(src.join("lib")).unwrap();
+    fs::write(src.join("lib/util.txt"), "util\n").unwrap();
+    Repo::from_dir(root, name, &src)
+}
+
+/// The revisions of [`revisions_repo`]: which ref to ask for, what `rev.txt` then holds.
+struct Revisions {
+    repo: Repo,
+    c1: String,
+    c2: String,
+    c3: String,
+    c4: String,
+}
+
+/// `main`: c1 ("one", lightweight tag v1) -> c2 ("two", annotated tag v2) -> c4 ("four");
+/// branch `feature` forks at c2 and adds c3 ("three").
+fn revisions_repo(env: &Env, root: &Path, name: &str) -> Revisions {
+    let repo = extension_repo(env, root, name);
+    let c1 = repo.head_commit();
+    repo.tag("v1");
+    let c2 = repo.commit(&[("rev.txt", "two\n")]);
+    repo.annotated_tag("v2", "release two");
+    repo.branch("feature");
+    let c3 = repo.commit(&[("rev.txt", "three\n")]);
+    repo.switch("main");
+    let c4 = repo.commit(&[("rev.txt", "four\n")]);
+    Revisions { repo, c1, c2, c3, c4 }
+}
+
+fn installed_dir(env: &Env, name: &str) -> PathBuf {
+    env.global_root().join(name)
+}
+
+fn rev_txt(env: &Env, name: &str) -> String {
+    fs::read_to_string(installed_dir(env, name).join("rev.txt")).unwrap()
+}
+
+fn record(env: &Env, name: &str) -> Value {
+    let path = env.home.join(".ext-store/sources").join(format!("{name}.json"));
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Checks the installed copy of `name`: the files of the repository, `run.sh` still
+/// executable, no `.git`.
+fn assert_installed_tree(env: &Env, name: &str) {
+    let dir = installed_dir(env, name);
+    assert!(dir.join("extension.json").is_file(), "{}", dir.display());
+    assert_eq!(fs::read_to_string(dir.join("lib/util.txt")).unwrap(), "util\n");
+    assert!(!dir.join(".git").exists(), "a .git folder was installed");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dir.join("run.sh")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o111, 0o111, "run.sh lost its executable bits: {mode:o}");
+    }
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("extension.json")).unwrap()).unwrap();
+    assert_eq!(manifest["name"], name);
+}
+
+fn assert_git_record(env: &Env, name: &str, source: &str, git_ref: Option<&str>, commit: &str) {
+    let rec = record(env, name);
+    assert_eq!(rec["name"], name, "{rec:#}");
+    assert_eq!(rec["kind"], "git", "{rec:#}");
+    assert_eq!(rec["source"], source, "{rec:#}");
+    assert_eq!(rec["commit"], commit, "{rec:#}");
+    match git_ref {
+        Some(r) => assert_eq!(rec["ref"], r, "{rec:#}"),
+        None => assert!(rec["ref"].is_null(), "{rec:#}"),
+    }
+}
+
+/// After a failed install: everything that was there is unchanged, the only new entries are
+/// the store's own (empty) state folders, no staging leftovers, and no extension appeared.
+fn assert_nothing_installed(env: &Env, before: &[(String, String)]) {
+    let after = env.snapshot();
+    for entry in before {
+        assert!(after.contains(entry), "{entry:?} changed or vanished; now:\n{after:#?}");
+    }
+    for (path, content) in &after {
+        if before.iter().any(|(p, _)| p == path) {
+            continue;
+        }
+        assert!(
+            content == "<dir>" && path.contains(".ext-store"),
+            "unexpected new entry {path} ({content})"
+        );
+    }
+    assert!(env.installed_names().is_empty(), "{:?}", env.installed_names());
+    let staging = env.home.join(".ext-store/staging");
+    if let Ok(entries) = fs::read_dir(&staging) {
+        let left: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        assert!(left.is_empty(), "staging leftovers: {left:?}");
+    }
+}
+
+/// Runs a failing install and checks its message and that nothing was installed.
+fn install_fails(env: &Env, args: &[&str], expected: &[&str]) -> Done {
+    let before = env.snapshot();
+    let done = zot_fails(env, args);
+    eprintln!("DEBUG {args:?}: {}", done.stderr);
+    for text in expected {
+        assert!(done.stderr.contains(text), "stderr lacks {text:?}:\n{}", done.stderr);
+    }
+    assert!(done.stdout.is_empty(), "stdout: {}", done.stdout);
+    assert_nothing_installed(env, &before);
+    done
+}
+
+// ---------------------------------------------------------------------------------------------
+// Successful installs
+
+#[test]
+fn installs_the_default_branch_from_git_daemon() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "hello");
+    repo.commit(&[("rev.txt", "two\n")]);
+    // A newer commit on another branch must not be what the default install picks.
+    repo.branch("other");
+    repo.commit(&[("rev.txt", "other\n")]);
+    repo.switch("main");
+    let head = repo.rev_parse("main");
+    let daemon = GitDaemon::start(&root);
+    let url = daemon.url("hello");
+
+    let done = zot_ok(&env, &["ext", "install", &url]);
+
+    let dir = installed_dir(&env, "hello");
+    assert!(
+        done.stdout.contains(&format!("installed hello 1.0.0 (global) in {}", dir.display())),
+        "{done:#?}"
+    );
+    assert_installed_tree(&env, "hello");
+    assert_eq!(rev_txt(&env, "hello"), "two\n");
+    assert_git_record(&env, "hello", &url, None, &head);
+    // The install record lives in the store's state folder, not in the extensions root.
+    assert_eq!(env.installed_names(), ["hello"]);
+    let list = zot_ok(&env, &["ext", "list", "--json"]);
+    assert!(list.stdout.contains("hello"), "{}", list.stdout);
+}
+
+#[test]
+fn the_default_branch_is_the_remote_head_even_when_not_main() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "trunky");
+    repo.branch("trunk");
+    let trunk = repo.commit(&[("rev.txt", "trunk\n")]);
+    repo.switch("main");
+    repo.commit(&[("rev.txt", "main\n")]);
+    git_servers::git(&repo.bare, &["symbolic-ref", "HEAD", "refs/heads/trunk"]);
+    let daemon = GitDaemon::start(&root);
+    let http = HttpGit::start(&root);
+
+    for url in [daemon.url("trunky"), http.url("trunky")] {
+        let env = Env::new();
+        zot_ok(&env, &["ext", "install", &url]);
+        assert_eq!(rev_txt(&env, "trunky"), "trunk\n", "{url}");
+        assert_git_record(&env, "trunky", &url, None, &trunk);
+    }
+}
+
+#[test]
+fn installs_over_smart_http_with_a_shallow_fetch() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "webby");
+    repo.commit(&[("rev.txt", "two\n")]);
+    let head = repo.commit(&[("rev.txt", "three\n")]);
+    let http = HttpGit::start(&root);
+    let url = http.url("webby");
+
+    zot_ok(&env, &["ext", "install", &url]);
+
+    assert_installed_tree(&env, "webby");
+    assert_eq!(rev_txt(&env, "webby"), "three\n");
+    assert_git_record(&env, "webby", &url, None, &head);
+    let requests = http.requests();
+    assert!(
+        requests.iter().any(|r| r.method == "GET"
+            && r.path == "/webby.git/info/refs"
+            && r.query == "service=git-upload-pack"),
+        "no ref advertisement request: {requests:#?}"
+    );
+    let uploads: Vec<_> = requests
+        .iter()
+        .filter(|r| r.method == "POST" && r.path == "/webby.git/git-upload-pack")
+        .collect();
+    assert!(!uploads.is_empty(), "no upload-pack request: {requests:#?}");
+    assert!(
+        uploads.iter().any(|r| r.body_text().contains("deepen 1")),
+        "the fetch was not shallow: {:#?}",
+        uploads.iter().map(|r| r.body_text()).collect::<Vec<_>>()
+    );
+    assert!(requests.iter().all(|r| r.status == 200), "{requests:#?}");
+}
+
+#[test]
+fn installs_from_a_file_url_and_a_local_bare_path() {
+    let (_tmp, root) = served();
+    let seed = Env::new();
+    let repo = extension_repo(&seed, &root, "local");
+    let head = repo.commit(&[("rev.txt", "two\n")]);
+    let file_url = format!("file://{}", repo.bare.display());
+    let path = repo.bare.display().to_string();
+
+    for source in [file_url.as_str(), path.as_str()] {
+        let env = Env::new();
+        zot_ok(&env, &["ext", "install", source]);
+        assert_installed_tree(&env, "local");
+        assert_eq!(rev_txt(&env, "local"), "two\n", "{source}");
+        assert_git_record(&env, "local", source, None, &head);
+    }
+
+    // A relative `*.git` path resolves against the working directory.
+    let env = Env::new();
+    let done = zot(&env, &["ext", "install", "../relative.git"]);
+    assert_eq!(done.code, 1, "{done:#?}");
+    let copy = env.project.parent().unwrap().join("relative.git");
+    git_servers::git(&root, &["clone", "--quiet", "--bare", path.as_str(), copy.to_str().unwrap()]);
+    zot_ok(&env, &["ext", "install", "../relative.git"]);
+    assert_eq!(rev_txt(&env, "local"), "two\n");
+    assert_eq!(record(&env, "local")["commit"], head);
+}
+
+/// Installs every kind of `--ref` from `url_of(name)` into fresh environments.
+fn check_refs(url_of: &dyn Fn(&str) -> String, root: &Path) {
+    let seed = Env::new();
+    let revs = revisions_repo(&seed, root, "revs");
+    let url = url_of("revs");
+    let short = &revs.c2[..7];
+    let cases: [(&str, &str, &str); 8] = [
+        ("main", "four\n", &revs.c4),
+        ("feature", "three\n", &revs.c3),
+        ("refs/heads/feature", "three\n", &revs.c3),
+        ("v1", "one\n", &revs.c1),
+        ("v2", "two\n", &revs.c2),
+        (&revs.c1, "one\n", &revs.c1),
+        (&revs.c3, "three\n", &revs.c3),
+        (short, "two\n", &revs.c2),
+    ];
+    for (git_ref, text, commit) in cases {
+        let env = Env::new();
+        let done = zot(&env, &["ext", "install", &url, "--ref", git_ref]);
+        assert_eq!(done.code, 0, "--ref {git_ref} from {url}:\n{done:#?}");
+        assert_eq!(rev_txt(&env, "revs"), text, "--ref {git_ref} from {url}");
+        assert_git_record(&env, "revs", &url, Some(git_ref), commit);
+        assert_installed_tree(&env, "revs");
+    }
+    // The commit ids themselves, as the repository sees them.
+    assert_eq!(revs.repo.rev_parse("v2"), revs.c2);
+}
+
+#[test]
+fn refs_branch_tags_and_commits_over_git_daemon() {
+    let (_tmp, root) = served();
+    let daemon = GitDaemon::start(&root);
+    check_refs(&|name| daemon.url(name), &root);
+}
+
+#[test]
+fn refs_branch_tags_and_commits_over_http() {
+    let (_tmp, root) = served();
+    let http = HttpGit::start(&root);
+    check_refs(&|name| http.url(name), &root);
+}
+
+#[test]
+fn refs_branch_tags_and_commits_over_file_urls() {
+    let (_tmp, root) = served();
+    let base = root.clone();
+    check_refs(&|name| format!("file://{}/{name}.git", base.display()), &root);
+}
+
+#[test]
+fn json_output_of_a_git_install() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let revs = revisions_repo(&env, &root, "jsony");
+    let daemon = GitDaemon::start(&root);
+    let url = daemon.url("jsony");
+
+    let out = zot_ok(&env, &["ext", "install", &url, "--ref", "v2", "--json"]).json();
+
+    let keys: Vec<&str> = out.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        ["commit", "dir", "installed_at", "kind", "name", "ref", "replaced", "scope", "source", "version"],
+        "{out:#}"
+    );
+    assert_eq!(out["name"], "jsony");
+    assert_eq!(out["version"], "1.0.0");
+    assert_eq!(out["scope"], "global");
+    assert_eq!(out["dir"], installed_dir(&env, "jsony").display().to_string());
+    assert_eq!(out["replaced"], false);
+    assert_eq!(out["source"], url);
+    assert_eq!(out["kind"], "git");
+    assert_eq!(out["ref"], "v2");
+    assert_eq!(out["commit"], revs.c2);
+    let at = out["installed_at"].as_str().unwrap();
+    assert!(at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T', "{at}");
+    // The record holds the same provenance.
+    let rec = record(&env, "jsony");
+    for key in ["name", "source", "kind", "ref", "commit", "installed_at"] {
+        assert_eq!(rec[key], out[key], "{key}");
+    }
+}
+
+#[test]
+fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "again");
+    let first = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("again");
+    zot_ok(&env, &["ext", "install", &url]);
+    assert_git_record(&env, "again", &url, None, &first);
+
+    let second = repo.commit_with("newer", |work| {
+        fs::write(work.join("rev.txt"), "two\n").unwrap();
+        fs::remove_file(work.join("lib/util.txt")).unwrap();
+        fs::write(work.join("new.txt"), "new\n").unwrap();
+    });
+
+    let before = env.snapshot();
+    let done = zot_fails(&env, &["ext", "install", &url]);
+    assert!(done.stderr.contains("already installed"), "{}", done.stderr);
+    assert!(done.stderr.contains("--force"), "{}", done.stderr);
+    assert_eq!(env.snapshot(), before, "a refused reinstall changed the store");
+
+    let out = zot_ok(&env, &["ext", "install", &url, "--force", "--json"]).json();
+    assert_eq!(out["replaced"], true);
+    assert_eq!(out["commit"], second);
+    let dir = installed_dir(&env, "again");
+    assert_eq!(rev_txt(&env, "again"), "two\n");
+    assert_eq!(fs::read_to_string(dir.join("new.txt")).unwrap(), "new\n");
+    assert!(!dir.join("lib/util.txt").exists(), "a file of the old copy survived");
+    assert_git_record(&env, "again", &url, None, &second);
+    assert_eq!(env.installed_names(), ["again"]);
+    let staging = env.home.join(".ext-store/staging");
+    assert_eq!(fs::read_dir(staging).unwrap().count(), 0);
+
+    let done = zot_ok(&env, &["ext", "install", &url, "--force"]);
+    assert!(done.stdout.contains("replaced again 1.0.0 (global)"), "{done:#?}");
+}
+
+#[test]
+fn project_scope_git_install() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "proj");
+    let daemon = GitDaemon::start(&root);
+    let url = daemon.url("proj");
+
+    zot_ok(&env, &["ext", "install", &url, "--project"]);
+
+    let dir = env.project_root().join("proj");
+    assert!(dir.join("extension.json").is_file());
+    assert!(!dir.join(".git").exists());
+    let rec = env.project.join(".zot/.ext-store/sources/proj.json");
+    let rec: Value = serde_json::from_str(&fs::read_to_string(rec).unwrap()).unwrap();
+    assert_eq!(rec["commit"], repo.head_commit());
+    assert_eq!(rec["kind"], "git");
+    assert!(!env.global_root().exists() || env.installed_names() == ["proj"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures: the message says what is wrong, and nothing is installed
+
+#[test]
+fn unknown_ref_is_refused() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let revs = revisions_repo(&env, &root, "refless");
+    let daemon = GitDaemon::start(&root);
+    let http = HttpGit::start(&root);
+    for url in [daemon.url("refless"), http.url("refless")] {
+        install_fails(
+            &env,
+            &["ext", "install", &url, "--ref", "no-such-branch"],
+            &[&url, "has no branch, tag or commit named \"no-such-branch\"", "git ls-remote"],
+        );
+        // Hex that names no commit: looked up as a commit, then refused.
+        install_fails(
+            &env,
+            &["ext", "install", &url, "--ref", "deadbeef"],
+            &[&url, "has no commit \"deadbeef\""],
+        );
+        let missing = "0123456789abcdef0123456789abcdef01234567";
+        assert!(![&revs.c1, &revs.c2, &revs.c3, &revs.c4].iter().any(|c| c.as_str() == missing));
+        install_fails(
+            &env,
+            &["ext", "install", &url, "--ref", missing],
+            &[&url, &format!("has no commit \"{missing}\"")],
+        );
+    }
+}
+
+#[test]
+fn missing_remote_repositories_are_reported() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    extension_repo(&env, &root, "present");
+    let http = HttpGit::start(&root);
+    let daemon = GitDaemon::start(&root);
+
+    let url = http.url("missing");
+    install_fails(&env, &["ext", "install", &url], &[&format!("cannot fetch {url}"), "404"]);
+
+    let url = daemon.url("missing");
+    install_fails(&env, &["ext", "install", &url], &[&format!("cannot fetch {url}")]);
+
+    let url = format!("file://{}/missing.git", root.display());
+    install_fails(&env, &["ext", "install", &url], &[&format!("cannot fetch {url}")]);
+}
+
+#[test]
+fn unreachable_hosts_fail_quickly() {
+    let env = Env::new();
+    let port = git_servers::free_port();
+    for url in [
+        format!("http://127.0.0.1:{port}/x.git"),
+        format!("git://127.0.0.1:{port}/x.git"),
+    ] {
+        let started = Instant::now();
+        let done = install_fails(&env, &["ext", "install", &url], &[&format!("cannot fetch {url}")]);
+        let lower = done.stderr.to_lowercase();
+        assert!(lower.contains("connect") || lower.contains("refused"), "{}", done.stderr);
+        assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn empty_repository_is_refused() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    Repo::empty(&root, "hollow");
+    let daemon = GitDaemon::start(&root);
+    let http = HttpGit::start(&root);
+    for url in [daemon.url("hollow"), http.url("hollow")] {
+        install_fails(&env, &["ext", "install", &url], &[&url, "empty repository"]);
+    }
+}
+
+#[test]
+fn repository_without_a_manifest_is_refused() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = Repo::with_files(&root, "bare-bones", &[("README.md", "# nothing here\n")]);
+    let daemon = GitDaemon::start(&root);
+    let url = daemon.url("bare-bones");
+    let short = &repo.head_commit()[..12];
+    let done = install_fails(
+        &env,
+        &["ext", "install", &url],
+        &[
+            &format!("{url} ({short}): extension.json: not found"),
+            "nothing was installed",
+        ],
+    );
+    assert!(!done.stderr.contains("install that folder"), "{}", done.stderr);
+    assert!(!done.stderr.contains(".ext-store"), "staging path leaked: {}", done.stderr);
+}
+
+#[test]
+fn repository_with_an_invalid_manifest_is_refused() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let broken = Repo::with_files(&root, "broken", &[("extension.json", "{\n  \"name\": \"broken\",\n")]);
+    let nameless = Repo::with_files(
+        &root,
+        "nameless",
+        &[("extension.json", "{\n  \"version\": \"1.0.0\",\n  \"exec\": \"./run.sh\"\n}\n")],
+    );
+    let http = HttpGit::start(&root);
+
+    let url = http.url("broken");
+    let short = broken.head_commit()[..12].to_string();
+    install_fails(
+        &env,
+        &["ext", "install", &url],
+        &[&format!("{url} ({short}): extension.json"), "invalid JSON", "nothing was installed"],
+    );
+
+    let url = http.url("nameless");
+    let short = nameless.head_commit()[..12].to_string();
+    install_fails(
+        &env,
+        &["ext", "install", &url],
+        &[&format!("{url} ({short}): extension.json"), "\"name\"", "nothing was installed"],
+    );
+}
+
+#[test]
+fn manifest_only_in_a_subfolder_is_refused_with_a_hint() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    Repo::with_files(
+        &root,
+        "monorepo",
+        &[("README.md", "# several\n"), ("ext/extension.json", &manifest("nested")), ("ext/run.sh", "#!/bin/sh\n")],
+    );
+    let daemon = GitDaemon::start(&root);
+    let url = daemon.url("monorepo");
+    install_fails(
+        &env,
+        &["ext", "install", &url],
+        &["extension.json: not found", "there is one in ext/", "install that folder instead"],
+    );
+}
+
+#[test]
+fn repository_with_a_link_pointing_outside_is_refused() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let src = env.source("src-linky", "linky");
+    std::os::unix::fs::symlink("/etc/passwd", src.join("passwd")).unwrap();
+    Repo::from_dir(&root, "linky", &src);
+    let http = HttpGit::start(&root);
+    let url = http.url("linky");
+    install_fails(&env, &["ext", "install", &url], &["/etc/passwd", "points outside the extension folder"]);
+
+    // A relative link climbing out of the tree is refused the same way.
+    let src = env.source("src-climby", "climby");
+    std::os::unix::fs::symlink("../../../../../../../../etc/passwd", src.join("up")).unwrap();
+    Repo::from_dir(&root, "climby", &src);
+    let url = http.url("climby");
+    install_fails(&env, &["ext", "install", &url], &["points outside the extension folder"]);
+
+    // A link that stays inside is fine.
+    let src = env.source("src-inside", "inside");
+    std::os::unix::fs::symlink("run.sh", src.join("start")).unwrap();
+    Repo::from_dir(&root, "inside", &src);
+    zot_ok(&env, &["ext", "install", &http.url("inside")]);
+    let link = installed_dir(&env, "inside").join("start");
+    assert_eq!(fs::read_link(link).unwrap(), Path::new("run.sh"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Private repositories over HTTP
+
+const USER: &str = "alice";
+const PASSWORD: &str = "pw-5ecret-XyZ";
+
+#[test]
+fn basic_auth_with_credentials_in_the_url() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "private");
+    let http = HttpGit::with_auth(&root, USER, PASSWORD);
+    let url = http.url_with_credentials("private", USER, PASSWORD);
+    let shown = format!("http://***@127.0.0.1:{}/private.git", http.port());
+
+    let done = zot_ok(&env, &["ext", "install", &url]);
+    assert_installed_tree(&env, "private");
+    assert_git_record(&env, "private", &shown, None, &repo.head_commit());
+    assert!(!done.stdout.contains(PASSWORD) && !done.stderr.contains(PASSWORD), "{done:#?}");
+    for (path, content) in env.snapshot() {
+        assert!(!content.contains(PASSWORD), "{path} holds the password");
+        assert!(!content.contains(USER), "{path} holds the user name");
+    }
+    let requests = http.requests();
+    assert!(
+        requests.iter().any(|r| r.status == 200 && r.authorization.is_some()),
+        "{requests:#?}"
+    );
+
+    // --json shows the redacted source too.
+    let out = zot_ok(&env, &["ext", "install", &url, "--force", "--json"]);
+    assert!(!out.stdout.contains(PASSWORD), "{}", out.stdout);
+    assert_eq!(out.json()["source"], shown);
+}
+
+#[test]
+fn basic_auth_without_or_with_wrong_credentials_fails_without_hanging() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    extension_repo(&env, &root, "private");
+    let http = HttpGit::with_auth(&root, USER, PASSWORD);
+
+    let url = http.url("private");
+    let started = Instant::now();
+    let done = install_fails(&env, &["ext", "install", &url], &[&format!("cannot authenticate to {url}")]);
+    assert!(done.stderr.contains("credential helper"), "{}", done.stderr);
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+
+    let wrong = http.url_with_credentials("private", USER, "not-the-password");
+    let shown = format!("http://***@127.0.0.1:{}/private.git", http.port());
+    let done = install_fails(&env, &["ext", "install", &wrong], &[&format!("cannot authenticate to {shown}")]);
+    assert!(!done.stderr.contains("not-the-password"), "{}", done.stderr);
+    // The server never answered anything but 401.
+    assert!(http.requests().iter().all(|r| r.status == 401), "{:#?}", http.requests());
+}
+
+#[test]
+fn base64_of_basic_credentials() {
+    assert_eq!(git_servers::base64(b""), "");
+    assert_eq!(git_servers::base64(b"f"), "Zg==");
+    assert_eq!(git_servers::base64(b"fo"), "Zm8=");
+    assert_eq!(git_servers::base64(b"foo"), "Zm9v");
+    assert_eq!(git_servers::base64(b"user:pass"), "dXNlcjpwYXNz");
+}
+
+#[test]
+fn servers_stop_on_drop() {
+    let (_tmp, root) = served();
+    let env = Env::new();
+    extension_repo(&env, &root, "gone");
+    let http = HttpGit::start(&root);
+    let daemon = GitDaemon::start(&root);
+    let (http_port, daemon_port) = (http.port(), daemon.port);
+    drop(http);
+    drop(daemon);
+    for port in [http_port, daemon_port] {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let refused = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err();
+        assert!(refused, "port {port} still accepts connections");
+    }
+}
+
+#[test]
+fn basic_auth_with_credentials_from_a_git_credential_helper() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "helped");
+    let http = HttpGit::with_auth(&root, USER, PASSWORD);
+    fs::write(env.user_home.join(".gitconfig"), "[credential]\n\thelper = store\n").unwrap();
+    fs::write(
+        env.user_home.join(".git-credentials"),
+        format!("http://{USER}:{PASSWORD}@127.0.0.1:{}\n", http.port()),
+    )
+    .unwrap();
+    let url = http.url("helped");
+
+    let done = zot(&env, &["ext", "install", &url]);
+    eprintln!("DEBUG {:?}", http.requests().iter().map(|r| (r.method.clone(), r.path.clone(), r.status)).collect::<Vec<_>>());
+    assert_eq!(done.code, 0, "{done:#?}");
+
+    assert!(!done.stdout.contains(PASSWORD) && !done.stderr.contains(PASSWORD), "{done:#?}");
+    assert_installed_tree(&env, "helped");
+    assert_git_record(&env, "helped", &url, None, &repo.head_commit());
+}

@@ -116,3 +116,23 @@ fn json_output() {
     assert_eq!(out["scope"], "project");
     assert_eq!(out["linked"], false);
 }
+
+#[test]
+fn read_only_folders_are_removed_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let src = env.source("ro", "ro");
+    fs::create_dir_all(src.join("locked/deeper")).unwrap();
+    fs::write(src.join("locked/deeper/file"), "x").unwrap();
+    env.open_to_everyone();
+    for dir in ["locked/deeper", "locked"] {
+        fs::set_permissions(src.join(dir), fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    env.zot(["ext", "install", src.to_str().unwrap()]).unprivileged().ok();
+    let installed = env.global_root().join("ro/locked");
+    assert_eq!(fs::metadata(&installed).unwrap().permissions().mode() & 0o777, 0o555);
+    env.zot(["ext", "remove", "--yes", "ro"]).unprivileged().ok();
+    assert!(env.installed_names().is_empty());
+    let trash = env.home.join(".ext-store/trash");
+    assert_eq!(fs::read_dir(trash).unwrap().count(), 0);
+}

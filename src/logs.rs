@@ -1,0 +1,671 @@
+//! Extension log files: printing one whole or its last lines (found by reading backwards),
+//! and following it like `tail -F` through appends, truncation, rotation and late creation.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::{self, File, Metadata};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::Duration;
+
+use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
+
+/// How much is read at a time when searching backwards for line starts.
+pub const BLOCK: usize = 64 * 1024;
+
+/// Whether stdout is a pipe whose reader has gone, so an idle follower can stop without
+/// waiting for the next write to fail (as `tail -f` does).
+#[cfg(unix)]
+fn stdout_closed() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdout = io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
+    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+        && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
+}
+
+#[cfg(not(unix))]
+fn stdout_closed() -> bool {
+    false
+}
+
+/// The longest a follower sleeps between two checks, events or not.
+pub const POLL: Duration = Duration::from_millis(250);
+
+/// The offset where the last `lines` lines of `file` (`len` bytes long) start, found by
+/// reading backwards from the end in blocks of [`BLOCK`] bytes. A final line without a
+/// trailing newline counts as a line; only `\n` ends a line (a `\r` before it is kept).
+pub fn tail_start<R: Read + Seek>(file: &mut R, len: u64, lines: u64) -> io::Result<u64> {
+    tail_start_in_blocks(file, len, lines, BLOCK)
+}
+
+fn tail_start_in_blocks<R: Read + Seek>(
+    file: &mut R,
+    len: u64,
+    lines: u64,
+    block: usize,
+) -> io::Result<u64> {
+    if lines == 0 {
+        return Ok(len);
+    }
+    let mut buf = vec![0u8; block];
+    let mut end = len;
+    // The newline ending the last line does not start another one: skip it.
+    let mut first = true;
+    let mut wanted = lines;
+    while end > 0 {
+        let start = end.saturating_sub(block as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        match file.read_exact(chunk) {
+            // The file shrank under us: its beginning is as good a start as any.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+            other => other?,
+        }
+        let mut scan: &[u8] = chunk;
+        if first && scan.last() == Some(&b'\n') {
+            scan = &scan[..scan.len() - 1];
+        }
+        first = false;
+        for (i, _) in scan.iter().enumerate().rev().filter(|(_, b)| **b == b'\n') {
+            wanted -= 1;
+            if wanted == 0 {
+                return Ok(start + i as u64 + 1);
+            }
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// Copies `file` from `offset` to its current end into `out`, flushing before and after;
+/// returns the number of bytes copied.
+pub fn copy_from<R: Read + Seek, W: Write>(
+    file: &mut R,
+    offset: u64,
+    out: &mut W,
+) -> io::Result<u64> {
+    file.seek(SeekFrom::Start(offset))?;
+    out.flush()?;
+    let copied = io::copy(file, out)?;
+    out.flush()?;
+    Ok(copied)
+}
+
+/// Prints a log to `out`: all of it, or only its last `lines` lines.
+pub fn print<W: Write>(file: &mut File, lines: Option<u64>, out: &mut W) -> io::Result<()> {
+    let start = match lines {
+        Some(n) => {
+            let len = file.metadata()?.len();
+            tail_start(file, len, n)?
+        }
+        None => 0,
+    };
+    copy_from(file, start, out).map(drop)
+}
+
+/// Something a follower noticed about the file, worth a note to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The file does not exist (yet) when following starts.
+    Missing,
+    /// A file that was missing now exists.
+    Appeared,
+    /// The file got shorter; reading continues from its new start.
+    Truncated,
+    /// The path no longer exists; the file that was there is still read.
+    Gone,
+    /// Another file now lives at the path; the old one was read to its end.
+    Replaced,
+}
+
+/// A [`Change`] to the file at `path`.
+#[derive(Debug, Clone, Copy)]
+pub struct Notice<'a> {
+    pub path: &'a Path,
+    pub change: Change,
+}
+
+impl fmt::Display for Notice<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.change {
+            Change::Missing => "does not exist yet; waiting for it to appear",
+            Change::Appeared => "has appeared; following it",
+            Change::Truncated => "file truncated",
+            Change::Gone => "has been removed or renamed; waiting for a new file",
+            Change::Replaced => "has been replaced; following the new file",
+        };
+        write!(f, "{}: {what}", self.path.display())
+    }
+}
+
+/// Which file a path or handle refers to, to tell a rotated file from the one in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId(u64, u64);
+
+#[cfg(unix)]
+fn file_id(meta: &Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    FileId(meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn file_id(meta: &Metadata) -> FileId {
+    // No inode here: a file's creation time tells files apart well enough.
+    let created = meta
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    FileId(0, created.map_or(0, |d| d.as_nanos() as u64))
+}
+
+/// The file being read: its handle, identity and how far it has been printed.
+struct Tracked {
+    file: File,
+    id: FileId,
+    pos: u64,
+}
+
+/// Opens the file at `path`, or `None` when there is none.
+fn open_tracked(path: &Path) -> io::Result<Option<Tracked>> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let id = file_id(&file.metadata()?);
+    Ok(Some(Tracked { file, id, pos: 0 }))
+}
+
+/// Follows the file at a path like `tail -F`, writing what is appended to `out` and
+/// reporting changes to `note`.
+pub struct Follower<W: Write, N: FnMut(Notice<'_>)> {
+    path: PathBuf,
+    out: W,
+    note: N,
+    current: Option<Tracked>,
+    gone: bool,
+}
+
+impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
+    pub fn new(path: PathBuf, out: W, note: N) -> Self {
+        Follower {
+            path,
+            out,
+            note,
+            current: None,
+            gone: false,
+        }
+    }
+
+    /// Prints the last `lines` lines, then prints whatever is appended, forever; returns
+    /// only on an error (such as a closed stdout).
+    pub fn run(mut self, lines: u64) -> io::Result<()> {
+        let mut watch = DirWatch::new(&self.path);
+        watch.refresh();
+        self.start(lines)?;
+        loop {
+            watch.wait(POLL);
+            if stdout_closed() {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            self.check()?;
+        }
+    }
+
+    /// Prints the last `lines` lines of the file, or notes that it does not exist yet.
+    pub fn start(&mut self, lines: u64) -> io::Result<()> {
+        let Some(mut tracked) = open_tracked(&self.path)? else {
+            self.notice(Change::Missing);
+            return Ok(());
+        };
+        let len = tracked.file.metadata()?.len();
+        tracked.pos = tail_start(&mut tracked.file, len, lines)?;
+        self.drain(&mut tracked)?;
+        self.current = Some(tracked);
+        Ok(())
+    }
+
+    /// One round: prints what was appended and reacts to truncation, rotation or creation.
+    pub fn check(&mut self) -> io::Result<()> {
+        match self.current.take() {
+            None => self.pick_up(Change::Appeared),
+            Some(mut tracked) => {
+                self.drain(&mut tracked)?;
+                self.follow_path(tracked)
+            }
+        }
+    }
+
+    /// Starts on the file now at the path, if any, from its beginning.
+    fn pick_up(&mut self, change: Change) -> io::Result<()> {
+        if let Some(mut tracked) = open_tracked(&self.path)? {
+            self.notice(change);
+            self.gone = false;
+            self.drain(&mut tracked)?;
+            self.current = Some(tracked);
+        }
+        Ok(())
+    }
+
+    /// Keeps `tracked` while the path still names it (or nothing); switches to a new file.
+    fn follow_path(&mut self, tracked: Tracked) -> io::Result<()> {
+        let at_path = fs::metadata(&self.path).ok().map(|m| file_id(&m));
+        match at_path {
+            Some(id) if id != tracked.id => {
+                self.pick_up(Change::Replaced)?;
+                if self.current.is_none() {
+                    // Gone again before it could be opened: keep reading the old one.
+                    self.current = Some(tracked);
+                }
+                return Ok(());
+            }
+            Some(_) => self.gone = false,
+            None if !self.gone => {
+                self.gone = true;
+                self.notice(Change::Gone);
+            }
+            None => {}
+        }
+        self.current = Some(tracked);
+        Ok(())
+    }
+
+    /// Prints `tracked` from its position to its end, starting over if it shrank.
+    fn drain(&mut self, tracked: &mut Tracked) -> io::Result<()> {
+        let len = tracked.file.metadata()?.len();
+        if len < tracked.pos {
+            self.notice(Change::Truncated);
+            tracked.pos = 0;
+        }
+        if len > tracked.pos {
+            tracked.pos += copy_from(&mut tracked.file, tracked.pos, &mut self.out)?;
+        }
+        Ok(())
+    }
+
+    fn notice(&mut self, change: Change) {
+        (self.note)(Notice {
+            path: &self.path,
+            change,
+        });
+    }
+}
+
+/// Wakes a follower when something happens in the log's folder. The folder is watched once
+/// it exists (it is never created) and watched again if it is replaced.
+struct DirWatch {
+    dir: PathBuf,
+    file_name: Option<OsString>,
+    tx: Sender<()>,
+    rx: Receiver<()>,
+    watcher: Option<RecommendedWatcher>,
+    watched: Option<FileId>,
+}
+
+impl DirWatch {
+    fn new(file: &Path) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let dir = match file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        DirWatch {
+            dir,
+            file_name: file.file_name().map(OsString::from),
+            tx,
+            rx,
+            watcher: None,
+            watched: None,
+        }
+    }
+
+    /// Watches the folder if it appeared or was replaced since the last call.
+    fn refresh(&mut self) {
+        let now = fs::metadata(&self.dir).ok().map(|m| file_id(&m));
+        if now == self.watched {
+            return;
+        }
+        self.watched = now;
+        // Without a watcher (no folder, or no watch available) the periodic check still runs.
+        self.watcher = now.and_then(|_| self.start_watcher());
+    }
+
+    fn start_watcher(&self) -> Option<RecommendedWatcher> {
+        let tx = self.tx.clone();
+        let name = self.file_name.clone();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
+            if concerns(&event, name.as_deref()) {
+                let _ = tx.send(());
+            }
+        })
+        .ok()?;
+        watcher.watch(&self.dir, RecursiveMode::NonRecursive).ok()?;
+        Some(watcher)
+    }
+
+    /// Returns after the next relevant event or after `timeout`, whichever is first.
+    fn wait(&mut self, timeout: Duration) {
+        self.refresh();
+        let _ = self.rx.recv_timeout(timeout);
+        while self.rx.try_recv().is_ok() {}
+    }
+}
+
+/// Whether a folder event may concern the followed file (errors and unnamed events may).
+fn concerns(event: &notify::Result<Event>, name: Option<&std::ffi::OsStr>) -> bool {
+    match event {
+        Ok(event) => event.paths.is_empty() || event.paths.iter().any(|p| p.file_name() == name),
+        Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::io::Cursor;
+    use std::rc::Rc;
+
+    fn tail(content: &[u8], lines: u64, block: usize) -> Vec<u8> {
+        let mut cursor = Cursor::new(content);
+        let start = tail_start_in_blocks(&mut cursor, content.len() as u64, lines, block).unwrap();
+        content[start as usize..].to_vec()
+    }
+
+    /// The obvious answer: split into lines (keeping their ends) and keep the last ones.
+    fn naive(content: &[u8], lines: u64) -> Vec<u8> {
+        let all: Vec<&[u8]> = content.split_inclusive(|b| *b == b'\n').collect();
+        let keep = all.len().saturating_sub(lines as usize);
+        all[keep..].concat()
+    }
+
+    #[test]
+    fn empty_file_has_no_lines() {
+        for n in [0, 1, 5] {
+            assert_eq!(tail(b"", n, BLOCK), b"");
+        }
+    }
+
+    #[test]
+    fn zero_lines_prints_nothing() {
+        assert_eq!(tail(b"a\nb\n", 0, BLOCK), b"");
+        assert_eq!(tail(b"a\nb", 0, BLOCK), b"");
+    }
+
+    #[test]
+    fn last_lines_with_trailing_newline() {
+        assert_eq!(tail(b"a\nb\nc\n", 1, BLOCK), b"c\n");
+        assert_eq!(tail(b"a\nb\nc\n", 2, BLOCK), b"b\nc\n");
+        assert_eq!(tail(b"a\nb\nc\n", 3, BLOCK), b"a\nb\nc\n");
+    }
+
+    #[test]
+    fn final_line_without_newline_counts() {
+        assert_eq!(tail(b"a\nb\nc", 1, BLOCK), b"c");
+        assert_eq!(tail(b"a\nb\nc", 2, BLOCK), b"b\nc");
+        assert_eq!(tail(b"only", 1, BLOCK), b"only");
+    }
+
+    #[test]
+    fn more_lines_than_the_file_has_prints_all() {
+        assert_eq!(tail(b"a\nb\n", 10, BLOCK), b"a\nb\n");
+        assert_eq!(tail(b"a\nb", u64::MAX, BLOCK), b"a\nb");
+    }
+
+    #[test]
+    fn blank_lines_are_lines() {
+        assert_eq!(tail(b"\n\n\n", 2, BLOCK), b"\n\n");
+        assert_eq!(tail(b"a\n\n", 1, BLOCK), b"\n");
+    }
+
+    #[test]
+    fn crlf_is_left_as_is() {
+        assert_eq!(tail(b"a\r\nb\r\nc\r\n", 2, BLOCK), b"b\r\nc\r\n");
+        assert_eq!(tail(b"a\r\nb\r", 1, BLOCK), b"b\r");
+    }
+
+    #[test]
+    fn lines_longer_than_the_block() {
+        let long = "x".repeat(3 * BLOCK + 17);
+        let content = format!("first\n{long}\n{long}\nshort\n");
+        assert_eq!(
+            tail(content.as_bytes(), 2, BLOCK),
+            format!("{long}\nshort\n").as_bytes()
+        );
+        assert_eq!(
+            tail(content.as_bytes(), 3, BLOCK),
+            format!("{long}\n{long}\nshort\n").as_bytes()
+        );
+        let content = format!("first\n{long}");
+        assert_eq!(tail(content.as_bytes(), 1, BLOCK), long.as_bytes());
+    }
+
+    #[test]
+    fn agrees_with_splitting_for_every_block_size() {
+        let samples: [&[u8]; 9] = [
+            b"",
+            b"\n",
+            b"a",
+            b"a\n",
+            b"ab\ncd\nef",
+            b"ab\ncd\nef\n",
+            b"\n\nx\n\n",
+            b"long line here\nx\r\n\r\nend",
+            b"aaaaaaaaaaaaaaaaaaaa\nbbbbbbbbbbbbbbbbbbbbbbbbb\n",
+        ];
+        for content in samples {
+            for block in 1..=9 {
+                for n in 0..=6 {
+                    assert_eq!(
+                        tail(content, n, block),
+                        naive(content, n),
+                        "content {content:?}, block {block}, n {n}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A reader that counts the bytes read through it.
+    struct Counting<R> {
+        inner: R,
+        read: usize,
+    }
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read += n;
+            Ok(n)
+        }
+    }
+
+    impl<R: Seek> Seek for Counting<R> {
+        fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    #[test]
+    fn never_reads_the_whole_file() {
+        let content = "a log line\n".repeat(200_000);
+        let mut reader = Counting {
+            inner: Cursor::new(content.as_bytes()),
+            read: 0,
+        };
+        let start = tail_start(&mut reader, content.len() as u64, 3).unwrap();
+        assert_eq!(&content[start as usize..], "a log line\n".repeat(3));
+        assert!(reader.read <= BLOCK, "read {} bytes", reader.read);
+    }
+
+    #[test]
+    fn print_whole_and_tail_of_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        fs::write(&path, "one\ntwo\nthree").unwrap();
+        let mut out = Vec::new();
+        print(&mut File::open(&path).unwrap(), None, &mut out).unwrap();
+        assert_eq!(out, b"one\ntwo\nthree");
+        let mut out = Vec::new();
+        print(&mut File::open(&path).unwrap(), Some(2), &mut out).unwrap();
+        assert_eq!(out, b"two\nthree");
+    }
+
+    /// A writer (or note log) the test can read while a follower holds it.
+    #[derive(Clone, Default)]
+    struct Shared(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn take(&self) -> String {
+            String::from_utf8(std::mem::take(&mut *self.0.borrow_mut())).unwrap()
+        }
+    }
+
+    type Notes = Rc<RefCell<Vec<Change>>>;
+
+    fn follower(path: &Path) -> (Follower<Shared, impl FnMut(Notice<'_>)>, Shared, Notes) {
+        let out = Shared::default();
+        let notes: Notes = Rc::default();
+        let sink = notes.clone();
+        let f = Follower::new(path.to_path_buf(), out.clone(), move |n: Notice<'_>| {
+            sink.borrow_mut().push(n.change)
+        });
+        (f, out, notes)
+    }
+
+    fn append(path: &Path, text: &str) {
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn follow_prints_the_tail_then_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        fs::write(&path, "1\n2\n3\n").unwrap();
+        let (mut f, out, notes) = follower(&path);
+        f.start(2).unwrap();
+        assert_eq!(out.take(), "2\n3\n");
+        f.check().unwrap();
+        assert_eq!(out.take(), "");
+        append(&path, "4\npartial");
+        f.check().unwrap();
+        assert_eq!(out.take(), "4\npartial");
+        append(&path, " end\n");
+        f.check().unwrap();
+        assert_eq!(out.take(), " end\n");
+        assert!(notes.borrow().is_empty());
+    }
+
+    #[test]
+    fn follow_from_zero_lines_prints_only_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        fs::write(&path, "1\n2\n").unwrap();
+        let (mut f, out, _) = follower(&path);
+        f.start(0).unwrap();
+        assert_eq!(out.take(), "");
+        append(&path, "3\n");
+        f.check().unwrap();
+        assert_eq!(out.take(), "3\n");
+    }
+
+    #[test]
+    fn follow_starts_over_after_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        fs::write(&path, "a long first line\n").unwrap();
+        let (mut f, out, notes) = follower(&path);
+        f.start(10).unwrap();
+        out.take();
+        fs::write(&path, "new\n").unwrap();
+        f.check().unwrap();
+        assert_eq!(out.take(), "new\n");
+        assert_eq!(*notes.borrow(), [Change::Truncated]);
+    }
+
+    #[test]
+    fn follow_reads_the_rotated_file_out_then_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        fs::write(&path, "old 1\n").unwrap();
+        let (mut f, out, notes) = follower(&path);
+        f.start(10).unwrap();
+        assert_eq!(out.take(), "old 1\n");
+        let rotated = dir.path().join("log.1");
+        fs::rename(&path, &rotated).unwrap();
+        append(&rotated, "old 2\n");
+        f.check().unwrap();
+        assert_eq!(out.take(), "old 2\n");
+        append(&rotated, "old 3\n");
+        fs::write(&path, "new 1\n").unwrap();
+        f.check().unwrap();
+        assert_eq!(out.take(), "old 3\nnew 1\n");
+        append(&path, "new 2\n");
+        append(&rotated, "lost\n");
+        f.check().unwrap();
+        assert_eq!(out.take(), "new 2\n");
+        assert_eq!(*notes.borrow(), [Change::Gone, Change::Replaced]);
+    }
+
+    #[test]
+    fn follow_waits_for_a_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/log");
+        let (mut f, out, notes) = follower(&path);
+        f.start(10).unwrap();
+        f.check().unwrap();
+        assert_eq!(out.take(), "");
+        fs::create_dir(dir.path().join("logs")).unwrap();
+        fs::write(&path, "hello\n").unwrap();
+        f.check().unwrap();
+        assert_eq!(out.take(), "hello\n");
+        assert_eq!(*notes.borrow(), [Change::Missing, Change::Appeared]);
+    }
+
+    #[test]
+    fn follow_stops_on_a_write_error() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        fs::write(&path, "x\n").unwrap();
+        let err = Follower::new(path, Closed, |_: Notice<'_>| {})
+            .run(10)
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+    }
+
+    #[test]
+    fn notices_name_the_path() {
+        let notice = Notice {
+            path: Path::new("/z/logs/ext-a.log"),
+            change: Change::Truncated,
+        };
+        assert_eq!(notice.to_string(), "/z/logs/ext-a.log: file truncated");
+    }
+}
