@@ -33,6 +33,25 @@ enum Want {
     Commit(String),
 }
 
+/// How long connecting to a server may take.
+const CONNECT_TIMEOUT_MS: i32 = 30_000;
+/// How long a connected server may stay silent (upload-pack sends keep-alives meanwhile).
+const STALL_TIMEOUT_MS: i32 = 60_000;
+
+/// libgit2 waits forever by default, so a server that accepts the connection and then
+/// stalls would hang the install: bound the connect and every read and write.
+fn set_timeouts() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: these set libgit2 globals; zot fetches on its main thread, and no other
+        // thread uses libgit2 while they are set.
+        unsafe {
+            let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
+            let _ = git2::opts::set_server_timeout_in_milliseconds(STALL_TIMEOUT_MS);
+        }
+    });
+}
+
 /// Clones `url` at `git_ref` (default branch when `None`) into `tree` (no `.git`), using
 /// `git_dir` as a scratch object store.
 pub fn fetch(
@@ -42,6 +61,7 @@ pub fn fetch(
     tree: &Path,
     progress: Progress,
 ) -> Result<Checkout> {
+    set_timeouts();
     let repo = Repository::init_bare(git_dir)?;
     let auth = Auth::default();
     let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(e, url, &auth))?;
@@ -144,12 +164,12 @@ fn fetch_commit(
     depth: i32,
     progress: Progress,
 ) -> Result<Oid> {
-    if id.len() == 40 && download(repo, url, auth, &[id.to_string()], depth, progress).is_ok() {
-        if let Ok(oid) = Oid::from_str(id) {
-            if repo.find_commit(oid).is_ok() {
-                return Ok(oid);
-            }
-        }
+    if id.len() == 40
+        && download(repo, url, auth, &[id.to_string()], depth, progress).is_ok()
+        && let Ok(oid) = Oid::from_str(id)
+        && repo.find_commit(oid).is_ok()
+    {
+        return Ok(oid);
     }
     let everything = [
         "+refs/heads/*:refs/heads/*".to_string(),
@@ -246,14 +266,11 @@ impl Auth {
         }
         if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
             && !self.attempted("git credential helpers")
+            && let Ok(config) = git2::Config::open_default()
+            && let Ok(cred) =
+                Cred::credential_helper(&config, url, Some(user).filter(|u| *u != "git"))
         {
-            if let Ok(config) = git2::Config::open_default() {
-                if let Ok(cred) =
-                    Cred::credential_helper(&config, url, Some(user).filter(|u| *u != "git"))
-                {
-                    return Ok(cred);
-                }
-            }
+            return Ok(cred);
         }
         if allowed.contains(CredentialType::DEFAULT) && !self.attempted("default credentials") {
             return Cred::default();

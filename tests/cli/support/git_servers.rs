@@ -584,8 +584,8 @@ fn run_backend(shared: &Shared, head: &Head, body: &[u8]) -> io::Result<Answer> 
     if let Some(encoding) = head.headers.get("content-encoding") {
         cmd.env("HTTP_CONTENT_ENCODING", encoding);
     }
-    if shared.auth.is_some() {
-        cmd.env("REMOTE_USER", &shared.auth.as_ref().unwrap().0);
+    if let Some((user, _)) = &shared.auth {
+        cmd.env("REMOTE_USER", user);
         cmd.env("AUTH_TYPE", "Basic");
     }
     let mut child = cmd.spawn()?;
