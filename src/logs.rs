@@ -21,7 +21,10 @@ fn stdout_closed() -> bool {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let stdout = io::stdout();
     let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
-    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
         && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
 }

@@ -181,7 +181,11 @@ fn remove_entry(path: &Path) -> io::Result<()> {
     if fs::remove_dir_all(path).is_ok() {
         return Ok(());
     }
-    for entry in walkdir::WalkDir::new(path).follow_links(false).into_iter().flatten() {
+    for entry in walkdir::WalkDir::new(path)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+    {
         if !entry.file_type().is_dir() {
             continue;
         }

@@ -128,10 +128,17 @@ fn read_only_folders_are_removed_too() {
     for dir in ["locked/deeper", "locked"] {
         fs::set_permissions(src.join(dir), fs::Permissions::from_mode(0o555)).unwrap();
     }
-    env.zot(["ext", "install", src.to_str().unwrap()]).unprivileged().ok();
+    env.zot(["ext", "install", src.to_str().unwrap()])
+        .unprivileged()
+        .ok();
     let installed = env.global_root().join("ro/locked");
-    assert_eq!(fs::metadata(&installed).unwrap().permissions().mode() & 0o777, 0o555);
-    env.zot(["ext", "remove", "--yes", "ro"]).unprivileged().ok();
+    assert_eq!(
+        fs::metadata(&installed).unwrap().permissions().mode() & 0o777,
+        0o555
+    );
+    env.zot(["ext", "remove", "--yes", "ro"])
+        .unprivileged()
+        .ok();
     assert!(env.installed_names().is_empty());
     let trash = env.home.join(".ext-store/trash");
     assert_eq!(fs::read_dir(trash).unwrap().count(), 0);
