@@ -1,8 +1,19 @@
 //! Command-line definitions: every flag, argument and help text of `zot` and `zot ext`.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
+
+use crate::complete::{Offer, names};
 
 /// Install and manage extensions for the zot coding agent.
+///
+/// zot ext installs extensions (folders with an extension.json manifest and a program that
+/// speaks newline-delimited JSON) into the project scope, ./.zot/extensions/, or the global
+/// scope, $ZOT_HOME/extensions/; it lists them, enables and disables them, removes them and
+/// prints their logs. zot completions prints the shell completion script.
 #[derive(Debug, Parser)]
 #[command(
     name = "zot",
@@ -28,7 +39,13 @@ Extension commands:
   zot ext remove <name>           Delete an installed extension
   zot ext enable <name>           Re-enable a disabled extension
   zot ext disable <name>          Disable an extension without removing it
-  zot ext logs <name> [-f]        Print or follow an extension's log";
+  zot ext logs <name> [-f]        Print or follow an extension's log
+  zot ext doctor [<name>...]      Check extensions by starting them and speaking their protocol
+  zot ext call <name> /<command>  Run an extension's command (or --tool) without the agent
+  zot ext new <name>              Create a new extension from a template
+  zot ext update [<name>...]      Update extensions from where they were installed from
+  zot ext link <path>             Register a working copy as an extension, by symbolic link
+  zot ext info <name>             Show where an extension came from and which copy wins";
 
 /// Flags accepted by every subcommand.
 #[derive(Debug, Clone, Args)]
@@ -56,7 +73,33 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Install, list and manage extensions
+    ///
+    /// An extension is a folder with an extension.json manifest and a program that speaks
+    /// newline-delimited JSON on stdin/stdout. zot ext copies or clones such folders into
+    /// the places zot scans, lists them, turns them on and off, removes them and shows their
+    /// logs.
+    ///
+    /// Extensions live in two scopes: the project scope, ./.zot/extensions/<name>/ under the
+    /// current directory, and the global scope, $ZOT_HOME/extensions/<name>/. A project copy
+    /// wins over a global copy of the same name. Invoked as zot-ext (a link to the binary),
+    /// zot behaves as zot ext.
     Ext(ExtArgs),
+    /// Print the shell completion script for zot and zot-ext
+    ///
+    /// Prints the script that makes SHELL complete zot's subcommands, flags, flag values and
+    /// the names of installed extensions: enable offers the disabled ones, disable the
+    /// enabled ones, and remove and logs every installed one, from both scopes. The script
+    /// runs COMPLETE=<shell> zot for candidates, so zot must be on PATH. It is the same as
+    /// the file for SHELL in the source's completions/ folder; load it from the shell's
+    /// startup file; for bash, add source <(zot completions bash) to ~/.bashrc.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to print the completion script for
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: Shell,
 }
 
 #[derive(Debug, Args)]
@@ -69,19 +112,99 @@ pub struct ExtArgs {
 #[derive(Debug, Subcommand)]
 pub enum ExtCommand {
     /// List installed extensions and their state
+    ///
+    /// Lists every extension of both scopes, project first, folder names sorted, with its
+    /// scope, name, version, whether it is enabled, language, description and folder. A
+    /// global copy hidden by a project copy of the same name is marked shadowed. A folder
+    /// whose manifest is missing or invalid is listed as broken with the reason
+    /// (file:line:column: message); the others still list and the exit status stays 0.
     #[command(visible_alias = "ls")]
     List(ListArgs),
     /// Copy a directory or clone a git repository into the extensions folder
+    ///
+    /// A local folder is copied, keeping file modes, times and symbolic links; a git URL is
+    /// cloned (shallowly when remote) at its default branch or at --ref. The manifest is
+    /// validated before anything becomes visible, and the extension is placed atomically in
+    /// $ZOT_HOME/extensions/<name>/ (./.zot/extensions/<name>/ with --project), named after
+    /// the manifest's name. Any failure leaves the installed extensions as they were.
     Install(InstallArgs),
     /// Delete an installed extension
+    ///
+    /// Asks for confirmation at a terminal; without one it removes nothing unless --yes is
+    /// given (exit status 2). The extension is moved out of its root, then deleted; a
+    /// symlinked extension loses only its link. Without --project or --global the copy that
+    /// wins is removed.
     #[command(visible_alias = "rm")]
     Remove(RemoveArgs),
     /// Re-enable a disabled extension
-    Enable(ToggleArgs),
+    ///
+    /// Sets "enabled": true in the extension's manifest atomically, changing nothing else in
+    /// the file (key order, unknown fields and indentation are kept). Enabling an enabled
+    /// extension says so and exits 0. Restart zot for the change to take effect.
+    Enable(EnableArgs),
     /// Disable an extension without removing it
-    Disable(ToggleArgs),
+    ///
+    /// Sets "enabled": false in the extension's manifest atomically, changing nothing else in
+    /// the file (key order, unknown fields and indentation are kept). zot skips a disabled
+    /// extension; zot ext enable turns it back on. Restart zot for the change to take
+    /// effect.
+    Disable(DisableArgs),
     /// Print or follow an extension's log (its stderr)
+    ///
+    /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr. With
+    /// -n only the last N lines are printed, read from the end of the file. With -f it keeps
+    /// printing new lines, following the file through truncation, rotation and a file that
+    /// does not exist yet, until interrupted.
     Logs(LogsArgs),
+    /// Check extensions by starting them and speaking their protocol
+    ///
+    /// Checks each named extension (every installed one when none is named; a name with a
+    /// slash is a folder, such as a working copy): the manifest, that exec resolves as zot
+    /// resolves it and is executable, then starts it as zot does and checks hello, the
+    /// registrations up to ready, tool schemas, event subscriptions and shutdown, and finally
+    /// which commands and tools are taken by zot itself or by an extension loaded earlier.
+    /// Extensions are checked in parallel; no process is left running. Exits 1 if any
+    /// extension has an error (or, with --strict, a warning).
+    Doctor(DoctorArgs),
+    /// Run an extension's slash command or tool without the agent
+    ///
+    /// Starts the extension as zot does, sends command_invoked for /<command> with the rest
+    /// of the line as its arguments (or, with --tool, tool_call with a JSON object of
+    /// arguments), prints the command_response or tool_result and any notify frames, then
+    /// shuts the extension down. Exits 1 if the extension fails, times out, or answers with
+    /// an error.
+    Call(CallArgs),
+    /// Create a new extension from a template
+    ///
+    /// Writes a small extension (extension.json, the program and a README) that registers
+    /// one slash command and one tool and handles shutdown, in Python or Node (no
+    /// dependencies), Go or Rust (build it first), or POSIX shell. It goes to
+    /// $ZOT_HOME/extensions/<name>/, ./.zot/extensions/<name>/ with --project, or the folder
+    /// given with --dir, written atomically; an existing extension is never overwritten.
+    New(NewArgs),
+    /// Update extensions from where they were installed from
+    ///
+    /// A git install fetches its branch (the default branch unless installed with --ref
+    /// <branch>) shallowly and moves to the new tip; an install pinned to a tag or commit is
+    /// skipped unless --ref re-pins it. A folder install is copied again from its folder; a
+    /// linked one has nothing to update; one without an install record (copied in by hand) is
+    /// reported as "unknown source". The new version is staged and validated exactly like an
+    /// install, then swapped in atomically: any failure leaves the old version in place and
+    /// working, and the exit status is 1.
+    Update(UpdateArgs),
+    /// Register a working copy as an extension, by symbolic link
+    ///
+    /// Creates $ZOT_HOME/extensions/<name>/ (./.zot/extensions/<name>/ with --project) as a
+    /// symbolic link to the folder, named after its manifest, so zot runs the working copy as
+    /// it is. list shows it as linked, update skips it, and remove deletes only the link.
+    Link(LinkArgs),
+    /// Show where an extension came from and which copy wins
+    ///
+    /// Prints every installed copy of the name, the winning one first: scope, folder,
+    /// manifest fields, the program exec resolves to (relative to the folder, or found on
+    /// PATH), the source, kind, ref (pinned or tracking), commit and install time from the
+    /// install record, and the log file with its size.
+    Info(InfoArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -100,7 +223,7 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 pub struct InstallArgs {
     /// Local directory, or git URL (https://, http://, ssh://, git://, file://, git@host:path, *.git)
-    #[arg(value_name = "PATH|GIT-URL")]
+    #[arg(value_name = "PATH|GIT-URL", value_hint = clap::ValueHint::DirPath)]
     pub source: String,
 
     /// Branch, tag or commit to check out (git sources only)
@@ -114,6 +237,54 @@ pub struct InstallArgs {
     /// Install into ./.zot/extensions/ instead of $ZOT_HOME/extensions/
     #[arg(short, long)]
     pub project: bool,
+
+    /// Install only this folder of the source (also written URL#path for git sources)
+    #[arg(long, value_name = "PATH")]
+    pub subdir: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// Extensions to update (by name)
+    #[arg(value_name = "NAME", add = names(Offer::Installed))]
+    pub names: Vec<String>,
+
+    /// Update every installed extension
+    #[arg(short, long, conflicts_with = "names")]
+    pub all: bool,
+
+    /// Show what would change without changing anything
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+
+    /// Re-pin one git extension to this branch, tag or commit
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
+}
+
+#[derive(Debug, Args)]
+pub struct LinkArgs {
+    /// The extension's working copy (a folder with extension.json)
+    #[arg(value_name = "PATH", value_hint = clap::ValueHint::DirPath)]
+    pub path: PathBuf,
+
+    /// Link into ./.zot/extensions/ instead of $ZOT_HOME/extensions/
+    #[arg(short, long)]
+    pub project: bool,
+
+    /// Replace an installed extension of the same name
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Name of the extension
+    #[arg(add = names(Offer::Installed))]
+    pub name: String,
 }
 
 /// Which copy of an extension a command acts on.
@@ -132,6 +303,7 @@ pub struct ScopeSelect {
 #[derive(Debug, Args)]
 pub struct RemoveArgs {
     /// Name of the extension
+    #[arg(add = names(Offer::Installed))]
     pub name: String,
 
     /// Do not ask for confirmation
@@ -143,8 +315,19 @@ pub struct RemoveArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ToggleArgs {
+pub struct EnableArgs {
     /// Name of the extension
+    #[arg(add = names(Offer::Disabled))]
+    pub name: String,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
+}
+
+#[derive(Debug, Args)]
+pub struct DisableArgs {
+    /// Name of the extension
+    #[arg(add = names(Offer::Enabled))]
     pub name: String,
 
     #[command(flatten)]
@@ -154,6 +337,7 @@ pub struct ToggleArgs {
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// Name of the extension
+    #[arg(add = names(Offer::Installed))]
     pub name: String,
 
     /// Keep printing new lines as they are written (through truncation and rotation)
@@ -163,6 +347,89 @@ pub struct LogsArgs {
     /// Print only the last N lines
     #[arg(short = 'n', long = "lines", value_name = "N")]
     pub lines: Option<u64>,
+}
+
+/// Parses a positive number of seconds (`5`, `0.5`).
+fn seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err("must be more than 0 and at most 86400 seconds".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Extensions to check, by name or as a path to a folder (default: every installed one)
+    #[arg(value_name = "NAME", add = names(Offer::Installed))]
+    pub names: Vec<String>,
+
+    /// Seconds to wait for hello, and for ready, after starting an extension
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = seconds)]
+    pub timeout: Duration,
+
+    /// Exit 1 on warnings too, not only on errors
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The extension, by name or as a path to its folder
+    #[arg(value_name = "NAME", add = names(Offer::Installed))]
+    pub name: String,
+
+    /// /<command> and its arguments; with --tool, the tool's arguments as one JSON object
+    #[arg(value_name = "INPUT")]
+    pub input: Vec<String>,
+
+    /// Call this tool instead of a slash command
+    #[arg(long, value_name = "TOOL")]
+    pub tool: Option<String>,
+
+    /// Seconds to wait for the extension to start, and again for its answer
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = seconds)]
+    pub timeout: Duration,
+}
+
+/// The language of a new extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    Python,
+    Node,
+    Go,
+    Shell,
+    Rust,
+}
+
+/// Where `new` writes the extension.
+#[derive(Debug, Clone, Args)]
+#[group(multiple = false)]
+pub struct NewPlace {
+    /// Create it in ./.zot/extensions/ instead of $ZOT_HOME/extensions/
+    #[arg(short, long)]
+    pub project: bool,
+
+    /// Create it in this folder (which must not exist, or be empty) instead
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::DirPath)]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// Name of the new extension: letters, digits, '.', '_' and '-'
+    // Not "name": installed names are no completion for a name that must be new.
+    #[arg(id = "new_name", value_name = "NAME")]
+    pub name: String,
+
+    /// Language of the extension's program
+    #[arg(long, value_enum, default_value_t = Lang::Python, value_name = "LANG")]
+    pub lang: Lang,
+
+    #[command(flatten)]
+    pub place: NewPlace,
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use git2::{
     AutotagOption, Cred, CredentialType, Direction, FetchOptions, Oid, RemoteCallbacks, Repository,
 };
 
+use crate::record::RefKind;
 use crate::sources::{GitUrl, scrub};
 
 /// What was checked out.
@@ -20,6 +21,19 @@ pub struct Checkout {
     pub commit: String,
     /// Whether the object store holds only the fetched commit's history tip.
     pub shallow: bool,
+    /// What the requested ref named.
+    pub ref_kind: RefKind,
+    /// The branch checked out, when the ref named one (or was the default branch).
+    pub branch: Option<String>,
+}
+
+/// What a ref points at on the remote now, found without fetching.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// The commit the ref points at; `None` for an abbreviated commit id.
+    pub commit: Option<String>,
+    pub ref_kind: RefKind,
+    pub branch: Option<String>,
 }
 
 /// Progress of the transfer: objects received of total, bytes.
@@ -28,9 +42,28 @@ pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
 /// How the requested ref resolved against the remote's advertised refs.
 enum Want {
     /// A ref name to fetch (branch or tag) into the local ref of the same name.
-    Ref(String),
+    Ref { name: String, kind: RefKind },
     /// A commit id not advertised by any ref.
     Commit(String),
+}
+
+impl Want {
+    fn kind(&self) -> RefKind {
+        match self {
+            Want::Ref { kind, .. } => *kind,
+            Want::Commit(_) => RefKind::Commit,
+        }
+    }
+
+    fn branch(&self) -> Option<String> {
+        match self {
+            Want::Ref {
+                name,
+                kind: RefKind::Branch,
+            } => Some(name.strip_prefix("refs/heads/").unwrap_or(name).to_string()),
+            _ => None,
+        }
+    }
 }
 
 /// How long connecting to a server may take.
@@ -68,7 +101,7 @@ pub fn fetch(
     let want = resolve(&advertised, git_ref, url)?;
     let depth = if url.local { 0 } else { 1 };
     let oid = match &want {
-        Want::Ref(name) => {
+        Want::Ref { name, .. } => {
             download(
                 &repo,
                 url,
@@ -91,36 +124,77 @@ pub fn fetch(
     Ok(Checkout {
         commit: commit.id().to_string(),
         shallow: repo.is_shallow(),
+        ref_kind: want.kind(),
+        branch: want.branch(),
+    })
+}
+
+/// Finds what `git_ref` (the default branch when `None`) points at on the remote, without
+/// fetching any objects. `scratch` is an empty folder for a temporary repository.
+pub fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
+    set_timeouts();
+    let repo = Repository::init_bare(scratch)?;
+    let auth = Auth::default();
+    let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(e, url, &auth))?;
+    let want = resolve(&advertised, git_ref, url)?;
+    let commit = match &want {
+        Want::Ref { name, .. } => advertised.peeled(name),
+        Want::Commit(id) if id.len() == 40 => Some(id.clone()),
+        Want::Commit(_) => None,
+    };
+    Ok(Probe {
+        commit,
+        ref_kind: want.kind(),
+        branch: want.branch(),
     })
 }
 
 /// The refs a remote advertises.
 struct RemoteRefs {
     names: Vec<String>,
+    /// Every advertised ref with the object it points at (`<tag>^{}` for peeled tags).
+    oids: Vec<(String, Oid)>,
     /// The branch `HEAD` points at, if the remote says.
     head: Option<String>,
+}
+
+impl RemoteRefs {
+    /// The commit `name` points at: the peeled entry for annotated tags.
+    fn peeled(&self, name: &str) -> Option<String> {
+        let find = |wanted: &str| {
+            self.oids
+                .iter()
+                .find(|(n, _)| n == wanted)
+                .map(|(_, oid)| oid.to_string())
+        };
+        find(&format!("{name}^{{}}")).or_else(|| find(name))
+    }
 }
 
 fn list_remote(repo: &Repository, url: &GitUrl, auth: &Auth) -> Result<RemoteRefs, git2::Error> {
     let mut remote = repo.remote_anonymous(&url.url)?;
     let connection = remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)?;
-    let names = connection
+    let oids: Vec<(String, Oid)> = connection
         .list()?
         .iter()
-        .map(|h| h.name().to_string())
+        .map(|h| (h.name().to_string(), h.oid()))
         .collect();
+    let names = oids.iter().map(|(n, _)| n.clone()).collect();
     let head = connection
         .default_branch()
         .ok()
         .and_then(|b| b.as_str().ok().map(str::to_string));
-    Ok(RemoteRefs { names, head })
+    Ok(RemoteRefs { names, oids, head })
 }
 
 fn resolve(refs: &RemoteRefs, git_ref: Option<&str>, url: &GitUrl) -> Result<Want> {
     let has = |name: &str| refs.names.iter().any(|n| n == name);
     let Some(wanted) = git_ref else {
         if let Some(head) = &refs.head {
-            return Ok(Want::Ref(head.clone()));
+            return Ok(Want::Ref {
+                name: head.clone(),
+                kind: RefKind::Branch,
+            });
         }
         if refs.names.is_empty() {
             bail!(
@@ -139,7 +213,17 @@ fn resolve(refs: &RemoteRefs, git_ref: Option<&str>, url: &GitUrl) -> Result<Wan
         wanted.to_string(),
     ] {
         if candidate.starts_with("refs/") && has(&candidate) {
-            return Ok(Want::Ref(candidate));
+            let kind = if candidate.starts_with("refs/heads/") {
+                RefKind::Branch
+            } else if candidate.starts_with("refs/tags/") {
+                RefKind::Tag
+            } else {
+                RefKind::Commit
+            };
+            return Ok(Want::Ref {
+                name: candidate,
+                kind,
+            });
         }
     }
     let is_hex =

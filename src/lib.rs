@@ -3,15 +3,22 @@
 pub mod catalog;
 pub mod cli;
 pub mod cmd;
+pub mod complete;
+pub mod diagnose;
+pub mod docs;
 pub mod error;
+pub mod fetch;
 pub mod git;
+pub mod host;
 pub mod logs;
 pub mod manifest;
 pub mod output;
 pub mod paths;
+pub mod protocol;
 pub mod record;
 pub mod sources;
 pub mod store;
+pub mod target;
 pub mod tree;
 
 use std::ffi::OsString;

@@ -8,6 +8,8 @@ use zot_ext::cli::Cli;
 use zot_ext::{cmd, error, output};
 
 fn main() -> ExitCode {
+    // Answers `COMPLETE=<shell> zot -- <words>` (shell completion) and exits; else no-op.
+    zot_ext::complete::complete_if_requested();
     let cli = match Cli::try_parse_from(zot_ext::effective_args(std::env::args_os())) {
         Ok(cli) => cli,
         Err(e) => {

@@ -18,6 +18,20 @@ pub enum Kind {
     Path,
     /// Cloned from a git repository.
     Git,
+    /// A symbolic link to a working copy (`zot ext link`).
+    Link,
+}
+
+/// What a git ref named when it was installed, which decides what `update` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RefKind {
+    /// A branch (the default branch when no `--ref` was given): updates follow it.
+    Branch,
+    /// A tag: pinned.
+    Tag,
+    /// A commit: pinned.
+    Commit,
 }
 
 /// The provenance of one installed extension.
@@ -30,13 +44,27 @@ pub struct Record {
     /// The `--ref` given at install time, if any.
     #[serde(rename = "ref")]
     pub git_ref: Option<String>,
+    /// What the ref named (git installs).
+    #[serde(default)]
+    pub ref_kind: Option<RefKind>,
+    /// The branch that `update` follows (git installs not pinned to a tag or commit).
+    #[serde(default)]
+    pub branch: Option<String>,
     /// The commit that was checked out (git installs).
     pub commit: Option<String>,
+    /// The folder of the repository or source folder that holds the extension, if not its top.
+    #[serde(default)]
+    pub subdir: Option<String>,
     /// RFC 3339 time of the install.
     pub installed_at: String,
 }
 
 impl Record {
+    /// Whether `update` leaves this install alone unless given a new `--ref`.
+    pub fn pinned(&self) -> bool {
+        matches!(self.ref_kind, Some(RefKind::Tag | RefKind::Commit))
+    }
+
     fn path(dirs: &ScopeDirs, name: &str) -> PathBuf {
         dirs.state().join("sources").join(format!("{name}.json"))
     }

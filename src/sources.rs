@@ -19,6 +19,8 @@ pub struct GitUrl {
     pub display: String,
     /// `file://` URLs and local paths: libgit2 cannot fetch these shallowly.
     pub local: bool,
+    /// The folder named after `#` in `URL#path`: install only that part of the repository.
+    pub subdir: Option<String>,
 }
 
 const REMOTE_SCHEMES: [&str; 4] = ["https://", "http://", "ssh://", "git://"];
@@ -35,17 +37,24 @@ impl Source {
         if is_scp_like(arg) {
             return Source::git(arg, false);
         }
-        if arg.trim_end_matches('/').ends_with(".git") {
+        let without_fragment = arg.split('#').next().unwrap_or(arg);
+        if without_fragment.trim_end_matches('/').ends_with(".git") {
             return Source::git(arg, true);
         }
         Source::Path(PathBuf::from(arg))
     }
 
-    fn git(url: &str, local: bool) -> Source {
+    fn git(arg: &str, local: bool) -> Source {
+        let (url, subdir) = match arg.rsplit_once('#') {
+            Some((url, path)) if !path.is_empty() => (url, Some(path.to_string())),
+            Some((url, _)) => (url, None),
+            None => (arg, None),
+        };
         Source::Git(GitUrl {
             url: url.to_string(),
             display: redact(url),
             local,
+            subdir,
         })
     }
 }
@@ -150,6 +159,24 @@ mod tests {
             panic!()
         };
         assert!(!g.local);
+    }
+
+    #[test]
+    fn fragment_names_a_subfolder() {
+        let Source::Git(g) = Source::parse("https://h/zot.git#examples/extensions/clock") else {
+            panic!()
+        };
+        assert_eq!(g.url, "https://h/zot.git");
+        assert_eq!(g.subdir.as_deref(), Some("examples/extensions/clock"));
+        let Source::Git(g) = Source::parse("../repo.git#ext") else {
+            panic!()
+        };
+        assert_eq!(g.url, "../repo.git");
+        assert!(g.local);
+        let Source::Git(g) = Source::parse("https://h/r#") else {
+            panic!()
+        };
+        assert_eq!((g.url.as_str(), g.subdir), ("https://h/r", None));
     }
 
     #[test]

@@ -46,7 +46,17 @@ fn io_reason(e: &io::Error) -> String {
 
 /// Checks every entry of `root`: symbolic links must resolve inside the tree, and only
 /// regular files, directories and links are allowed. Returns the number of entries.
-pub fn audit(root: &Path) -> Result<u64> {
+/// Messages show paths inside the tree after `prefix` instead of under `root` (a staging
+/// folder means nothing to the user; the source does): `"src/"` or `"<url> (<commit>): "`.
+pub fn audit(root: &Path, prefix: &str) -> Result<u64> {
+    audit_tree(root).map_err(|e| {
+        let message = format!("{e:#}");
+        let root = format!("{}/", root.display());
+        anyhow::anyhow!("{}", message.replace(&root, prefix))
+    })
+}
+
+fn audit_tree(root: &Path) -> Result<u64> {
     let canonical_root =
         fs::canonicalize(root).with_context(|| format!("cannot resolve {}", root.display()))?;
     let mut count = 0;
@@ -240,7 +250,7 @@ mod tests {
         fs::set_permissions(s.join("run.sh"), fs::Permissions::from_mode(0o751)).unwrap();
         symlink("../../run.sh", s.join("node_modules/.bin/run")).unwrap();
         symlink(s.join("run.sh"), s.join("abs")).unwrap();
-        audit(s).unwrap();
+        audit(s, "").unwrap();
         let dst = tempfile::tempdir().unwrap();
         let to = dst.path().join("t");
         let stats = copy(s, &to, &mut no_progress()).unwrap();
@@ -272,8 +282,9 @@ mod tests {
         for (word, make) in cases {
             let dir = tempfile::tempdir().unwrap();
             make(dir.path());
-            let err = audit(dir.path()).unwrap_err().to_string();
+            let err = audit(dir.path(), "src/").unwrap_err().to_string();
             assert!(err.contains(word), "{word}: {err}");
+            assert!(err.starts_with("src/"), "{err}");
         }
     }
 
@@ -286,7 +297,7 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let err = audit(dir.path()).unwrap_err().to_string();
+        let err = audit(dir.path(), "src/").unwrap_err().to_string();
         assert!(err.contains("named pipe"), "{err}");
     }
 

@@ -1,10 +1,17 @@
-//! One module per `zot ext` subcommand, each implementing [`Run`] on its clap arguments.
+//! One module per `zot` and `zot ext` subcommand, each implementing [`Run`] on its clap arguments.
 
+mod call;
+mod completions;
+mod doctor;
+mod info;
 mod install;
+mod link;
 mod list;
 mod logs;
+mod new;
 mod remove;
 mod toggle;
+mod update;
 
 use anyhow::Result;
 
@@ -34,14 +41,27 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::List(args) => args.run(&ctx),
             ExtCommand::Install(args) => args.run(&ctx),
             ExtCommand::Remove(args) => args.run(&ctx),
-            ExtCommand::Enable(args) => toggle::Toggle { args, enable: true }.run(&ctx),
+            ExtCommand::Enable(args) => toggle::Toggle {
+                name: &args.name,
+                scope: args.scope,
+                enable: true,
+            }
+            .run(&ctx),
             ExtCommand::Disable(args) => toggle::Toggle {
-                args,
+                name: &args.name,
+                scope: args.scope,
                 enable: false,
             }
             .run(&ctx),
             ExtCommand::Logs(args) => args.run(&ctx),
+            ExtCommand::Doctor(args) => args.run(&ctx),
+            ExtCommand::Call(args) => args.run(&ctx),
+            ExtCommand::New(args) => args.run(&ctx),
+            ExtCommand::Update(args) => args.run(&ctx),
+            ExtCommand::Link(args) => args.run(&ctx),
+            ExtCommand::Info(args) => args.run(&ctx),
         },
+        Command::Completions(args) => args.run(&ctx),
     }
 }
 

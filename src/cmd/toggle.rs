@@ -5,14 +5,15 @@ use serde::Serialize;
 
 use super::{Context, Run};
 use crate::catalog;
-use crate::cli::ToggleArgs;
+use crate::cli::ScopeSelect;
 use crate::manifest;
 use crate::paths::Scope;
 use crate::store::Store;
 
-/// Enable (`enable: true`) or disable the extension named in `args`.
+/// Enable (`enable: true`) or disable the extension `name`.
 pub struct Toggle<'a> {
-    pub args: &'a ToggleArgs,
+    pub name: &'a str,
+    pub scope: ScopeSelect,
     pub enable: bool,
 }
 
@@ -27,7 +28,7 @@ struct Toggled<'a> {
 
 impl Run for Toggle<'_> {
     fn run(&self, ctx: &Context) -> Result<()> {
-        let target = catalog::find(&ctx.layout, &self.args.name, self.args.scope.scope())?;
+        let target = catalog::find(&ctx.layout, self.name, self.scope.scope())?;
         if let Err(e) = &target.manifest {
             anyhow::bail!("{e}; fix the manifest first");
         }

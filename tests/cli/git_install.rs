@@ -435,15 +435,18 @@ fn json_output_of_a_git_install() {
     assert_eq!(
         sorted,
         [
+            "branch",
             "commit",
             "dir",
             "installed_at",
             "kind",
             "name",
             "ref",
+            "ref_kind",
             "replaced",
             "scope",
             "source",
+            "subdir",
             "version"
         ],
         "{out:#}"
@@ -459,6 +462,9 @@ fn json_output_of_a_git_install() {
     assert_eq!(out["source"], url);
     assert_eq!(out["kind"], "git");
     assert_eq!(out["ref"], "v2");
+    assert_eq!(out["ref_kind"], "tag");
+    assert_eq!(out["branch"], serde_json::Value::Null);
+    assert_eq!(out["subdir"], serde_json::Value::Null);
     assert_eq!(out["commit"], revs.c2);
     let at = out["installed_at"].as_str().unwrap();
     assert!(
@@ -667,7 +673,7 @@ fn repository_without_a_manifest_is_refused() {
         &["ext", "install", &url],
         &[
             &format!("{url} ({short}): extension.json: not found"),
-            "nothing was installed",
+            "nothing was changed",
         ],
     );
     assert!(
@@ -709,7 +715,7 @@ fn repository_with_an_invalid_manifest_is_refused() {
         &[
             &format!("{url} ({short}): extension.json"),
             "invalid JSON",
-            "nothing was installed",
+            "nothing was changed",
         ],
     );
 
@@ -721,7 +727,7 @@ fn repository_with_an_invalid_manifest_is_refused() {
         &[
             &format!("{url} ({short}): extension.json"),
             "\"name\"",
-            "nothing was installed",
+            "nothing was changed",
         ],
     );
 }

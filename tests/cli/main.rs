@@ -4,9 +4,18 @@ mod support;
 
 mod bad_input;
 mod basics;
+mod call;
+mod completion;
+mod doctor;
+mod generated;
 mod git_install;
+mod info;
 mod install;
+mod link;
 mod list;
 mod logs;
+mod new;
 mod remove;
+mod shells;
 mod toggle;
+mod update;

@@ -1,0 +1,383 @@
+//! `zot ext call`: start an extension, run one of its commands or tools, print the answer.
+
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Context, Run};
+use crate::cli::CallArgs;
+use crate::error::usage;
+use crate::host::{self, Handshake, HostInfo, Incoming, Session};
+use crate::protocol::{CommandInvoked, CommandResponse, FromExt, FromHost, ToolCall, ToolResult};
+use crate::target::Target;
+
+/// The correlation id of the one request `call` sends.
+const ID: &str = "1";
+
+/// What to ask the extension.
+#[derive(Debug, PartialEq)]
+enum Request {
+    Command { name: String, args: String },
+    Tool { name: String, args: Value },
+}
+
+/// The extension's answer.
+enum Reply {
+    Command(CommandResponse),
+    Tool(ToolResult),
+}
+
+/// `zot ext call --json` output: the frame sent, every frame received after it, the answer.
+#[derive(Serialize)]
+struct Exchange {
+    request: Value,
+    frames: Vec<Value>,
+    response: Value,
+}
+
+impl Run for CallArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let request = self.request()?;
+        let target = Target::find(&ctx.layout, &self.name)?;
+        let manifest = target
+            .manifest
+            .as_ref()
+            .map_err(|e| anyhow!("{e}; fix the manifest first (zot ext doctor shows more)"))?;
+        let launch = target
+            .launch(manifest)
+            .map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
+        let mut session = Session::start(&launch)
+            .with_context(|| format!("cannot start {}", launch.command_line()))?;
+        let host = HostInfo::for_cli(std::env::current_dir()?);
+        let hs = host::handshake(&mut session, &manifest.name, &host, self.timeout);
+        if hs.broken {
+            bail!("{}", start_failure(&manifest.name, &hs, &session));
+        }
+        request.check_registered(&manifest.name, &hs)?;
+        let (reply, exchange) = exchange(ctx, &mut session, &request, self.timeout)?;
+        stop(ctx, &mut session, &manifest.name);
+        if ctx.out.json {
+            ctx.out.json(&exchange)?;
+        } else {
+            print_reply(&reply)?;
+        }
+        reply.outcome(&request)
+    }
+}
+
+impl CallArgs {
+    /// The request from the command line; malformed input is a usage error.
+    fn request(&self) -> Result<Request> {
+        match &self.tool {
+            Some(tool) => tool_request(tool, &self.input),
+            None => command_request(&self.input),
+        }
+    }
+}
+
+fn command_request(input: &[String]) -> Result<Request> {
+    let Some(first) = input.first() else {
+        return Err(usage(
+            "name what to run: zot ext call <name> /<command> [args...], or --tool <tool> '<json args>'",
+        ));
+    };
+    let name = first.strip_prefix('/').unwrap_or(first);
+    if name.is_empty() {
+        return Err(usage("the command name is empty; write it as /<command>"));
+    }
+    Ok(Request::Command {
+        name: name.to_string(),
+        args: input[1..].join(" ").trim().to_string(),
+    })
+}
+
+fn tool_request(tool: &str, input: &[String]) -> Result<Request> {
+    if input.len() > 1 {
+        return Err(usage(
+            "with --tool, give the arguments as one JSON object in quotes: '{\"city\":\"Berlin\"}'",
+        ));
+    }
+    let text = input.first().map_or("{}", String::as_str);
+    let args: Value = serde_json::from_str(text).map_err(|e| {
+        usage(format!("the tool arguments are not valid JSON ({e}); give one object such as '{{\"city\":\"Berlin\"}}'"))
+    })?;
+    if !args.is_object() {
+        return Err(usage(format!(
+            "the tool arguments must be a JSON object, not {text}; e.g. '{{\"city\":\"Berlin\"}}'"
+        )));
+    }
+    Ok(Request::Tool {
+        name: tool.to_string(),
+        args,
+    })
+}
+
+impl Request {
+    fn frame(&self) -> FromHost {
+        match self {
+            Request::Command { name, args } => FromHost::CommandInvoked(CommandInvoked {
+                id: ID.into(),
+                name: name.clone(),
+                args: args.clone(),
+            }),
+            Request::Tool { name, args } => FromHost::ToolCall(ToolCall {
+                id: ID.into(),
+                name: name.clone(),
+                args: args.clone(),
+            }),
+        }
+    }
+
+    fn check_registered(&self, ext: &str, hs: &Handshake) -> Result<()> {
+        let (what, name, known): (&str, &str, Vec<String>) = match self {
+            Request::Command { name, .. } => (
+                "command",
+                name,
+                hs.commands.iter().map(|c| format!("/{}", c.name)).collect(),
+            ),
+            Request::Tool { name, .. } => (
+                "tool",
+                name,
+                hs.tools.iter().map(|t| t.name.clone()).collect(),
+            ),
+        };
+        let shown = |n: &str| {
+            if what == "command" {
+                format!("/{n}")
+            } else {
+                n.to_string()
+            }
+        };
+        if known.iter().any(|k| *k == shown(name)) {
+            return Ok(());
+        }
+        let registered = if known.is_empty() {
+            format!("it registers no {what}s")
+        } else {
+            format!("it registers {}", known.join(", "))
+        };
+        bail!(
+            "{ext} does not register the {what} {}; {registered}",
+            shown(name)
+        )
+    }
+
+    fn awaited(&self) -> &'static str {
+        match self {
+            Request::Command { .. } => "command_response",
+            Request::Tool { .. } => "tool_result",
+        }
+    }
+}
+
+/// Why the extension could not be talked to, with its fix and stderr.
+fn start_failure(name: &str, hs: &Handshake, session: &Session) -> String {
+    let mut text = format!("{name} did not start properly");
+    if let Some(problem) = hs.problems.iter().rfind(|p| p.level == host::Level::Error) {
+        text += &format!(": {}", problem.message);
+        if let Some(fix) = &problem.fix {
+            text += &format!("\n  fix: {fix}");
+        }
+    }
+    let stderr = session.stderr_tail(20);
+    if !stderr.trim().is_empty() {
+        text += "\n  stderr (last lines):";
+        for line in stderr.lines() {
+            text += &format!("\n    | {line}");
+        }
+    }
+    text
+}
+
+/// Sends the request and collects frames until the answer, printing notes as they come.
+fn exchange(
+    ctx: &Context,
+    session: &mut Session,
+    request: &Request,
+    timeout: Duration,
+) -> Result<(Reply, Exchange)> {
+    let frame = request.frame();
+    session
+        .send(&frame)
+        .map_err(|_| anyhow!("the extension closed its stdin before the request could be sent"))?;
+    let deadline = Instant::now() + timeout;
+    let mut frames = Vec::new();
+    loop {
+        let (frame, raw) = match session.recv(deadline) {
+            Incoming::Frame { frame, raw } => (frame, raw),
+            Incoming::Unknown { raw, .. } => {
+                frames.push(raw);
+                continue;
+            }
+            Incoming::Malformed { line, .. } => {
+                ctx.out.warn(&format!(
+                    "ignored a line on stdout that is not a JSON frame: {line:.80}"
+                ));
+                continue;
+            }
+            Incoming::TooLong => bail!("the extension wrote a line longer than zot accepts"),
+            Incoming::Closed => bail!(
+                "the extension closed stdout (exited?) before sending a {}",
+                request.awaited()
+            ),
+            Incoming::Timeout => bail!(
+                "no {} within {}s; raise --timeout if it needs longer",
+                request.awaited(),
+                timeout.as_secs_f64()
+            ),
+        };
+        frames.push(raw.clone());
+        if let Some(reply) = answer(frame, ctx)? {
+            let exchange = Exchange {
+                request: serde_json::to_value(request.frame())?,
+                frames,
+                response: raw,
+            };
+            return Ok((reply, exchange));
+        }
+    }
+}
+
+/// The reply if `frame` is the answer to our request; notes are printed on the way.
+fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
+    Ok(match frame {
+        FromExt::CommandResponse(r) if r.id == ID => Some(Reply::Command(r)),
+        FromExt::ToolResult(r) if r.id == ID => Some(Reply::Tool(r)),
+        FromExt::Notify(n) => {
+            if !ctx.out.json {
+                writeln!(io::stdout().lock(), "[{}] {}", n.level, n.message)?;
+            }
+            None
+        }
+        _ => None,
+    })
+}
+
+fn stop(ctx: &Context, session: &mut Session, name: &str) {
+    let stopped = session.stop(host::SHUTDOWN_GRACE);
+    if stopped.terminated {
+        ctx.out.warn(&format!(
+            "{name} did not exit within {}s of shutdown and was stopped with a signal; zot ext doctor {name} shows more",
+            host::SHUTDOWN_GRACE.as_secs()
+        ));
+    }
+}
+
+fn print_reply(reply: &Reply) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match reply {
+        Reply::Command(r) => {
+            let text = match r.action.as_str() {
+                "prompt" => Some(&r.prompt),
+                "insert" => Some(&r.insert),
+                "display" => Some(&r.display),
+                _ => None,
+            };
+            match text {
+                Some(text) if text.contains('\n') => writeln!(out, "{}:\n{text}", r.action)?,
+                Some(text) => writeln!(out, "{}: {text}", r.action)?,
+                None => writeln!(out, "{}", r.action)?,
+            }
+        }
+        Reply::Tool(r) => {
+            for block in &r.content {
+                match block.kind.as_str() {
+                    "text" => writeln!(out, "{}", block.text)?,
+                    "image" => writeln!(
+                        out,
+                        "[image {}, {} bytes]",
+                        block.mime_type,
+                        base64_len(&block.data)
+                    )?,
+                    other => writeln!(out, "[{other} block]")?,
+                }
+            }
+        }
+    }
+    out.flush()
+}
+
+/// Decoded size of base64 `data`.
+fn base64_len(data: &str) -> usize {
+    let data = data.trim();
+    let padding = data.chars().rev().take_while(|&c| c == '=').count();
+    (data.len() / 4 * 3 + (data.len() % 4 * 3 / 4)).saturating_sub(padding)
+}
+
+impl Reply {
+    /// Exit 1 when the extension reported a failure.
+    fn outcome(&self, request: &Request) -> Result<()> {
+        match (self, request) {
+            (Reply::Command(r), Request::Command { name, .. }) if !r.error.is_empty() => {
+                bail!("/{name} failed: {}", r.error)
+            }
+            (Reply::Tool(r), Request::Tool { name, .. }) if r.is_error => {
+                bail!("the tool {name} reported an error (is_error: true)")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn command_requests() {
+        assert_eq!(
+            command_request(&strings(&["/clock", "Asia/Tokyo", " "])).unwrap(),
+            Request::Command {
+                name: "clock".into(),
+                args: "Asia/Tokyo".into()
+            }
+        );
+        assert_eq!(
+            command_request(&strings(&["clock"])).unwrap(),
+            Request::Command {
+                name: "clock".into(),
+                args: String::new()
+            }
+        );
+        assert!(command_request(&[]).is_err());
+        assert!(command_request(&strings(&["/"])).is_err());
+    }
+
+    #[test]
+    fn tool_requests() {
+        assert_eq!(
+            tool_request("t", &[]).unwrap(),
+            Request::Tool {
+                name: "t".into(),
+                args: json!({})
+            }
+        );
+        assert_eq!(
+            tool_request("t", &strings(&[r#"{"a":1}"#])).unwrap(),
+            Request::Tool {
+                name: "t".into(),
+                args: json!({"a":1})
+            }
+        );
+        for bad in [&["[1]"][..], &["{"], &["{}", "{}"]] {
+            let err = tool_request("t", &strings(bad)).unwrap_err();
+            assert_eq!(crate::error::exit_code(&err), 2, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn base64_sizes() {
+        assert_eq!(base64_len("aGk="), 2);
+        assert_eq!(base64_len("aGVsbG8="), 5);
+        assert_eq!(base64_len("aGVsbG8h"), 6);
+        assert_eq!(base64_len(""), 0);
+    }
+}

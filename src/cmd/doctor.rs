@@ -1,0 +1,291 @@
+//! `zot ext doctor`: check extensions statically and live, in parallel, then across each other.
+
+use std::io::{self, Write};
+use std::thread;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use super::{Context, Run};
+use crate::cli::DoctorArgs;
+use crate::diagnose::{self, Options, Report, Status};
+use crate::host::{HostInfo, Problem};
+use crate::output::{BAD, DIM, GOOD, Output, WARN};
+use crate::target::Target;
+
+/// Counts of extensions by verdict.
+#[derive(Debug, Default, Serialize)]
+struct Summary {
+    checked: usize,
+    ok: usize,
+    warnings: usize,
+    errors: usize,
+}
+
+/// `zot ext doctor --json` output.
+#[derive(Debug, Serialize)]
+struct Doctor<'a> {
+    extensions: &'a [Report],
+    summary: &'a Summary,
+}
+
+impl Run for DoctorArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let targets = self.targets(ctx)?;
+        if targets.is_empty() {
+            ctx.out
+                .note("no extensions installed; create one with `zot ext new <name>`");
+        }
+        let cwd = std::env::current_dir()?;
+        let options = Options {
+            timeout: self.timeout,
+            host: HostInfo::for_cli(cwd),
+        };
+        let mut reports = check_all(&targets, &options);
+        diagnose::add_conflicts(&mut reports);
+        let summary = summarize(&reports);
+        if ctx.out.json {
+            ctx.out.json(&Doctor {
+                extensions: &reports,
+                summary: &summary,
+            })?;
+        } else {
+            print(&ctx.out, &reports, &summary)?;
+        }
+        verdict(&summary, self.strict)
+    }
+}
+
+impl DoctorArgs {
+    /// The named extensions (each once), or every installed one in load order.
+    fn targets(&self, ctx: &Context) -> Result<Vec<Target>> {
+        if self.names.is_empty() {
+            return Target::all(&ctx.layout);
+        }
+        let mut targets: Vec<Target> = Vec::new();
+        for name in &self.names {
+            let target = Target::find(&ctx.layout, name)?;
+            if !targets.iter().any(|t| t.dir == target.dir) {
+                targets.push(target);
+            }
+        }
+        Ok(targets)
+    }
+}
+
+/// One thread per extension; reports come back in the order of `targets`.
+fn check_all(targets: &[Target], options: &Options) -> Vec<Report> {
+    thread::scope(|scope| {
+        let running: Vec<_> = targets
+            .iter()
+            .map(|target| scope.spawn(move || diagnose::check(target, options)))
+            .collect();
+        running
+            .into_iter()
+            .map(|check| check.join().expect("a check thread panicked"))
+            .collect()
+    })
+}
+
+fn summarize(reports: &[Report]) -> Summary {
+    let count = |status| reports.iter().filter(|r| r.status == status).count();
+    Summary {
+        checked: reports.len(),
+        ok: count(Status::Ok),
+        warnings: count(Status::Warning),
+        errors: count(Status::Error),
+    }
+}
+
+fn verdict(summary: &Summary, strict: bool) -> Result<()> {
+    if summary.errors > 0 {
+        bail!(
+            "{} of {} extensions failed the checks; the fixes are listed above",
+            summary.errors,
+            summary.checked
+        );
+    }
+    if strict && summary.warnings > 0 {
+        bail!(
+            "{} of {} extensions have warnings (--strict)",
+            summary.warnings,
+            summary.checked
+        );
+    }
+    Ok(())
+}
+
+fn print(out: &Output, reports: &[Report], summary: &Summary) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    for report in reports {
+        if out.quiet && report.status == Status::Ok {
+            continue;
+        }
+        write!(stdout, "{}", render(report, out))?;
+    }
+    if !out.quiet && summary.checked > 0 {
+        writeln!(
+            stdout,
+            "\n{} checked: {} ok, {} with warnings, {} with errors",
+            plural(summary.checked, "extension"),
+            summary.ok,
+            summary.warnings,
+            summary.errors
+        )?;
+    }
+    stdout.flush()
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// The text block for one extension.
+fn render(r: &Report, out: &Output) -> String {
+    let mut text = format!("{}  {}\n", heading(r), status_label(r.status, out));
+    if let Some(timing) = timing(r) {
+        text += &format!("  {}\n", out.paint(DIM, &timing));
+    }
+    if r.hello_ms.is_some() {
+        text += &list_line(
+            "commands",
+            r.commands.iter().map(|c| format!("/{}", c.name)),
+        );
+        text += &list_line("tools", r.tools.iter().map(|t| t.name.clone()));
+        if !r.subscriptions.events.is_empty() || !r.subscriptions.intercept.is_empty() {
+            text += &list_line("events", r.subscriptions.events.iter().cloned());
+            text += &list_line("intercepts", r.subscriptions.intercept.iter().cloned());
+        }
+    }
+    for problem in &r.errors {
+        text += &problem_lines(out.paint(BAD, "error:"), problem);
+    }
+    for problem in &r.warnings {
+        text += &problem_lines(out.paint(WARN, "warning:"), problem);
+    }
+    if let Some(stderr) = &r.stderr {
+        text += "  stderr (last lines):\n";
+        for line in stderr.lines() {
+            text += &format!("    | {line}\n");
+        }
+    }
+    text
+}
+
+fn heading(r: &Report) -> String {
+    let mut notes = vec![r.scope.as_str().to_string()];
+    if r.enabled == Some(false) {
+        notes.push("disabled".into());
+    }
+    if r.enabled == Some(true) && !r.loaded {
+        notes.push("shadowed: zot loads another copy of this name".into());
+    }
+    format!("{} ({})", r.name, notes.join(", "))
+}
+
+fn status_label(status: Status, out: &Output) -> String {
+    match status {
+        Status::Ok => out.paint(GOOD, "ok"),
+        Status::Warning => out.paint(WARN, "warning"),
+        Status::Error => out.paint(BAD, "error"),
+    }
+}
+
+fn timing(r: &Report) -> Option<String> {
+    let hello = r.hello_ms?;
+    let ready = r.ready_ms.map_or_else(
+        || "no ready".to_string(),
+        |ms| format!("ready after {ms} ms"),
+    );
+    let stopped = r
+        .shutdown_ms
+        .map(|ms| format!(", stopped in {ms} ms"))
+        .unwrap_or_default();
+    Some(format!("hello after {hello} ms, {ready}{stopped}"))
+}
+
+fn list_line(label: &str, items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    let shown = if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    };
+    format!("  {label}: {shown}\n")
+}
+
+fn problem_lines(label: String, problem: &Problem) -> String {
+    let mut text = format!("  {label} {}\n", problem.message);
+    if let Some(fix) = &problem.fix {
+        text += &format!("    fix: {fix}\n");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::Subscriptions;
+    use crate::target::Origin;
+
+    fn plain() -> Output {
+        Output::new(&crate::cli::GlobalArgs {
+            quiet: false,
+            color: crate::cli::ColorChoice::Never,
+            json: false,
+        })
+    }
+
+    fn report() -> Report {
+        Report {
+            name: "clock".into(),
+            scope: Origin::Global,
+            dir: "/x/clock".into(),
+            status: Status::Warning,
+            enabled: Some(true),
+            loaded: true,
+            version: None,
+            pid: Some(1),
+            commands: vec![diagnose::Named {
+                name: "clock".into(),
+                description: String::new(),
+            }],
+            tools: Vec::new(),
+            subscriptions: Subscriptions::default(),
+            hello_ms: Some(30),
+            ready_ms: None,
+            shutdown_ms: Some(5),
+            errors: Vec::new(),
+            warnings: vec![Problem::warning("did not send ready", "send ready")],
+            stderr: None,
+        }
+    }
+
+    #[test]
+    fn renders_a_readable_block() {
+        assert_eq!(
+            render(&report(), &plain()),
+            "clock (global)  warning\n  hello after 30 ms, no ready, stopped in 5 ms\n  \
+             commands: /clock\n  tools: none\n  warning: did not send ready\n    fix: send ready\n"
+        );
+    }
+
+    #[test]
+    fn exit_rules() {
+        let mut s = Summary {
+            checked: 2,
+            ok: 1,
+            warnings: 1,
+            errors: 0,
+        };
+        assert!(verdict(&s, false).is_ok());
+        assert!(verdict(&s, true).is_err());
+        s.errors = 1;
+        let err = verdict(&s, false).unwrap_err().to_string();
+        assert!(err.starts_with("1 of 2 extensions failed"), "{err}");
+    }
+}

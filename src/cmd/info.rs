@@ -1,0 +1,220 @@
+//! `zot ext info`: every installed copy of a name, the winning one first, with its
+//! manifest, resolved program, provenance and log.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use super::{Context, Run};
+use crate::catalog::{self, Installed};
+use crate::cli::InfoArgs;
+use crate::host::exec;
+use crate::manifest::Manifest;
+use crate::paths::{Layout, Scope};
+use crate::record::{Kind, Record, RefKind};
+
+/// `zot ext info --json`.
+#[derive(Debug, Serialize)]
+struct Info<'a> {
+    name: &'a str,
+    copies: Vec<Copy<'a>>,
+}
+
+/// One installed copy.
+#[derive(Debug, Serialize)]
+struct Copy<'a> {
+    scope: Scope,
+    dir: String,
+    wins: bool,
+    shadowed: bool,
+    linked: Option<String>,
+    manifest: Option<&'a Manifest>,
+    error: Option<String>,
+    exec: Option<Exec>,
+    source: Option<Record>,
+    /// "pinned" (tag or commit), "tracking" (branch), or null.
+    updates: Option<&'static str>,
+    log: Log,
+}
+
+#[derive(Debug, Serialize)]
+struct Exec {
+    /// The program zot would start, or null when it cannot be found.
+    resolved: Option<String>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Log {
+    path: String,
+    bytes: Option<u64>,
+}
+
+impl Run for InfoArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let all = catalog::scan(&ctx.layout, &Scope::ALL)?;
+        let found: Vec<&Installed> = all
+            .iter()
+            .filter(|e| e.name() == self.name || e.dir_name == self.name)
+            .collect();
+        if found.is_empty() {
+            catalog::find(&ctx.layout, &self.name, None)?;
+            bail!("no extension named \"{}\" is installed", self.name);
+        }
+        let copies: Vec<Copy> = found.iter().map(|e| describe(&ctx.layout, e)).collect();
+        if ctx.out.json {
+            return Ok(ctx.out.json(&Info {
+                name: &self.name,
+                copies,
+            })?);
+        }
+        for (i, copy) in copies.iter().enumerate() {
+            if i > 0 {
+                ctx.out.say("")?;
+            }
+            ctx.out.say(&render(&self.name, copy))?;
+        }
+        Ok(())
+    }
+}
+
+fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
+    let manifest = e.manifest.as_ref().ok();
+    let source = Record::load(layout.scope(e.scope), &e.dir_name);
+    let updates = source.as_ref().and_then(|r| match (r.kind, r.ref_kind) {
+        (Kind::Git, Some(RefKind::Branch)) => Some("tracking"),
+        (Kind::Git, Some(_)) => Some("pinned"),
+        _ => None,
+    });
+    let log_path = layout.log_file(e.name());
+    Copy {
+        scope: e.scope,
+        dir: e.dir.display().to_string(),
+        wins: !e.shadowed,
+        shadowed: e.shadowed,
+        linked: e.link_target.as_ref().map(|t| t.display().to_string()),
+        manifest,
+        error: e.manifest.as_ref().err().map(ToString::to_string),
+        exec: manifest.map(|m| resolve_exec(&e.dir, m)),
+        source,
+        updates,
+        log: Log {
+            bytes: fs::metadata(&log_path).ok().map(|m| m.len()),
+            path: log_path.display().to_string(),
+        },
+    }
+}
+
+fn resolve_exec(dir: &Path, manifest: &Manifest) -> Exec {
+    let path_var = std::env::var_os("PATH");
+    match exec::resolve(dir, &manifest.exec, path_var.as_deref()) {
+        Ok(path) => Exec {
+            resolved: Some(path.display().to_string()),
+            error: None,
+        },
+        Err(e) => Exec {
+            resolved: None,
+            error: Some(format!("{}; {}", e.message, e.fix)),
+        },
+    }
+}
+
+fn render(name: &str, c: &Copy) -> String {
+    let mut lines = Vec::new();
+    let mut field = |label: &str, value: String| lines.push(format!("  {label:<12} {value}"));
+    let standing = if c.wins {
+        "wins"
+    } else {
+        "shadowed by the copy above"
+    };
+    let mut head = format!("{name} ({} copy, {standing})", c.scope);
+    if let Some(m) = c.manifest {
+        if let Some(v) = &m.version {
+            head = format!("{name} {v} ({} copy, {standing})", c.scope);
+        }
+        field("enabled:", if m.enabled { "yes" } else { "no" }.into());
+        if let Some(d) = &m.description {
+            field("description:", d.clone());
+        }
+        if let Some(l) = &m.language {
+            field("language:", l.clone());
+        }
+    }
+    field("dir:", c.dir.clone());
+    if let Some(target) = &c.linked {
+        field("linked to:", target.clone());
+    }
+    if let Some(error) = &c.error {
+        field("error:", error.clone());
+    }
+    if let (Some(m), Some(exec)) = (c.manifest, &c.exec) {
+        let resolved = match (&exec.resolved, &exec.error) {
+            (Some(path), _) => format!("{} -> {path}", m.exec),
+            (None, Some(error)) => format!("{} -> not found: {error}", m.exec),
+            (None, None) => m.exec.clone(),
+        };
+        field("exec:", resolved);
+        if !m.args.is_empty() {
+            field("args:", m.args.join(" "));
+        }
+    }
+    render_source(&mut field, c);
+    let size = c
+        .log
+        .bytes
+        .map_or("not written yet".to_string(), |b| format!("{b} bytes"));
+    field("log:", format!("{} ({size})", c.log.path));
+    std::iter::once(head)
+        .chain(lines)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {
+    let Some(r) = &c.source else {
+        field(
+            "source:",
+            "unknown (no install record: copied in by hand?)".into(),
+        );
+        return;
+    };
+    let kind = match r.kind {
+        Kind::Path => "folder",
+        Kind::Git => "git",
+        Kind::Link => "link",
+    };
+    field("source:", format!("{} ({kind})", r.source));
+    if let Some(sub) = &r.subdir {
+        field("subfolder:", sub.clone());
+    }
+    if r.kind == Kind::Git {
+        let what = match (&r.git_ref, r.ref_kind, c.updates) {
+            (None, _, _) => format!(
+                "default branch{} (tracking)",
+                r.branch
+                    .as_deref()
+                    .map(|b| format!(" {b}"))
+                    .unwrap_or_default()
+            ),
+            (Some(name), Some(kind), Some(updates)) => {
+                format!("{name} ({}, {updates})", ref_kind_name(kind))
+            }
+            (Some(name), _, _) => name.clone(),
+        };
+        field("ref:", what);
+    }
+    if let Some(commit) = &r.commit {
+        field("commit:", commit.clone());
+    }
+    field("installed:", r.installed_at.clone());
+}
+
+fn ref_kind_name(kind: RefKind) -> &'static str {
+    match kind {
+        RefKind::Branch => "branch",
+        RefKind::Tag => "tag",
+        RefKind::Commit => "commit",
+    }
+}

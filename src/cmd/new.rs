@@ -1,0 +1,423 @@
+//! `zot ext new`: write a small working extension from a template, atomically, never over
+//! an existing one.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use super::{Context, Run};
+use crate::cli::{Lang, NewArgs};
+use crate::diagnose::{BUILTIN_COMMANDS, BUILTIN_TOOLS};
+use crate::error::usage;
+use crate::manifest;
+use crate::paths::Scope;
+use crate::store::Store;
+
+/// One file of a scaffold: path inside the extension, contents, whether it is executable.
+struct File {
+    path: &'static str,
+    text: String,
+    executable: bool,
+}
+
+/// The names a scaffold uses, derived from the extension's name.
+#[derive(Debug, PartialEq, Serialize)]
+struct Names {
+    name: String,
+    command: String,
+    tool: String,
+    /// Binary, Go module and Cargo package name.
+    binary: String,
+}
+
+/// `zot ext new --json` output.
+#[derive(Serialize)]
+struct Created<'a> {
+    #[serde(flatten)]
+    names: &'a Names,
+    language: &'static str,
+    scope: Option<Scope>,
+    dir: String,
+    exec: String,
+    files: Vec<&'static str>,
+}
+
+impl Run for NewArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        manifest::check_name(&self.name)
+            .map_err(|why| usage(format!("the name \"{}\" {why}", self.name)))?;
+        let names = Names::from(&self.name);
+        let files = scaffold(self.lang, &names, self.place.dir.is_some());
+        let (scope, dir) = match &self.place.dir {
+            Some(dir) => (None, write_folder(dir, &files)?),
+            None => {
+                let scope = if self.place.project {
+                    Scope::Project
+                } else {
+                    Scope::Global
+                };
+                (
+                    Some(scope),
+                    write_installed(ctx, scope, &names.name, &files)?,
+                )
+            }
+        };
+        report(ctx, self.lang, &names, scope, &dir, &files)
+    }
+}
+
+impl Names {
+    fn from(name: &str) -> Names {
+        let command = name.replace('.', "-");
+        let tool: String = name.replace(['.', '-'], "_").chars().take(64).collect();
+        Names {
+            name: name.to_string(),
+            command: avoid(command, BUILTIN_COMMANDS, "-ext"),
+            tool: avoid(tool, BUILTIN_TOOLS, "_ext"),
+            binary: binary_name(name),
+        }
+    }
+}
+
+/// `name`, or `name` + `suffix` when zot already uses `name` itself.
+fn avoid(name: String, taken: &[&str], suffix: &str) -> String {
+    if taken.contains(&name.as_str()) {
+        name + suffix
+    } else {
+        name
+    }
+}
+
+/// A name Go and Cargo accept: starting with a letter, not a reserved crate name.
+fn binary_name(name: &str) -> String {
+    let clean = name.replace('.', "-");
+    let reserved = ["test", "core", "std", "alloc", "proc_macro", "proc-macro"];
+    if clean.starts_with(|c: char| c.is_ascii_alphabetic()) && !reserved.contains(&clean.as_str()) {
+        clean
+    } else {
+        format!("ext-{clean}")
+    }
+}
+
+fn language(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Python => "python",
+        Lang::Node => "javascript",
+        Lang::Go => "go",
+        Lang::Shell => "shell",
+        Lang::Rust => "rust",
+    }
+}
+
+/// The program file(s) of `lang`, as (path, template, executable).
+fn program(lang: Lang) -> Vec<(&'static str, &'static str, bool)> {
+    match lang {
+        Lang::Python => vec![("main.py", include_str!("../templates/python/main.py"), true)],
+        Lang::Node => vec![("main.js", include_str!("../templates/node/main.js"), true)],
+        Lang::Shell => vec![("main.sh", include_str!("../templates/shell/main.sh"), true)],
+        Lang::Go => vec![
+            ("main.go", include_str!("../templates/go/main.go"), false),
+            ("go.mod", include_str!("../templates/go/go.mod"), false),
+            (".gitignore", "/__BINARY__\n", false),
+        ],
+        Lang::Rust => vec![
+            (
+                "src/main.rs",
+                include_str!("../templates/rust/main.rs"),
+                false,
+            ),
+            (
+                "Cargo.toml",
+                include_str!("../templates/rust/Cargo.toml.tmpl"),
+                false,
+            ),
+            (".gitignore", "/target\n", false),
+        ],
+    }
+}
+
+/// The `exec` of the manifest: the script, or the binary a build produces.
+fn exec(lang: Lang, names: &Names) -> String {
+    match lang {
+        Lang::Python => "./main.py".into(),
+        Lang::Node => "./main.js".into(),
+        Lang::Shell => "./main.sh".into(),
+        Lang::Go => format!("./{}", names.binary),
+        Lang::Rust => format!("./target/release/{}", names.binary),
+    }
+}
+
+fn build_step(lang: Lang, names: &Names) -> Option<String> {
+    match lang {
+        Lang::Go => Some(format!("go build -o {} .", names.binary)),
+        Lang::Rust => Some("cargo build --release".into()),
+        _ => None,
+    }
+}
+
+fn fill(template: &str, names: &Names) -> String {
+    template
+        .replace("__NAME__", &names.name)
+        .replace("__COMMAND__", &names.command)
+        .replace("__TOOL__", &names.tool)
+        .replace("__BINARY__", &names.binary)
+}
+
+/// Every file of the scaffold, filled in.
+fn scaffold(lang: Lang, names: &Names, standalone: bool) -> Vec<File> {
+    let mut files: Vec<File> = program(lang)
+        .into_iter()
+        .map(|(path, template, executable)| File {
+            path,
+            text: fill(template, names),
+            executable,
+        })
+        .collect();
+    let manifest = serde_json::json!({
+        "name": names.name,
+        "version": "0.1.0",
+        "exec": exec(lang, names),
+        "language": language(lang),
+        "description": format!("/{} and the {} tool (made by zot ext new)", names.command, names.tool),
+        "enabled": true,
+    });
+    let manifest = serde_json::to_string_pretty(&manifest).expect("a JSON value serialises") + "\n";
+    files.insert(
+        0,
+        File {
+            path: manifest::FILE,
+            text: manifest,
+            executable: false,
+        },
+    );
+    let readme = readme(lang, names, &files, standalone);
+    files.push(File {
+        path: "README.md",
+        text: readme,
+        executable: false,
+    });
+    files
+}
+
+fn readme(lang: Lang, names: &Names, files: &[File], standalone: bool) -> String {
+    let list: String = files
+        .iter()
+        .map(|f| format!("- `{}`\n", f.path))
+        .chain(std::iter::once("- `README.md`\n".to_string()))
+        .collect();
+    let build = build_step(lang, names)
+        .map(|step| format!("Build it first:\n\n```sh\n{step}\n```\n\nThen:\n\n"))
+        .unwrap_or_default();
+    let tool_does = match lang {
+        Lang::Shell => {
+            "answers with a greeting (POSIX sh cannot parse JSON, so it ignores its arguments; see the comment in `main.sh`)"
+        }
+        _ => "answers with its `text` argument",
+    };
+    let (target, usage) = if standalone {
+        (
+            ".",
+            "Run these in this folder. Install it with `zot ext install .`, or load it for one zot session with `zot --ext .`.",
+        )
+    } else {
+        (
+            names.name.as_str(),
+            "Restart zot (or run `/reload-ext`) to use it there.",
+        )
+    };
+    fill(include_str!("../templates/README.md"), names)
+        .replace("__LANGUAGE__", lang_title(lang))
+        .replace("__TOOL_DOES__", tool_does)
+        .replace("__FILES__", &list)
+        .replace("__BUILD__", &build)
+        .replace("__TARGET__", target)
+        .replace("__USE__", usage)
+}
+
+fn lang_title(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Python => "Python (standard library only)",
+        Lang::Node => "Node (no dependencies)",
+        Lang::Go => "Go (standard library only)",
+        Lang::Shell => "POSIX sh",
+        Lang::Rust => "Rust",
+    }
+}
+
+/// Writes the files under `root`, which must not exist yet.
+fn write_tree(root: &Path, files: &[File]) -> Result<()> {
+    for file in files {
+        let path = root.join(file.path);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        fs::write(&path, &file.text).with_context(|| format!("cannot write {}", path.display()))?;
+        if file.executable {
+            set_executable(&path)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+#[cfg(not(unix))]
+fn set_executable(_: &Path) -> Result<()> {
+    Ok(())
+}
+
+/// Into an extensions root, through the store's staging folder and an atomic rename.
+fn write_installed(ctx: &Context, scope: Scope, name: &str, files: &[File]) -> Result<PathBuf> {
+    let store = Store::open(ctx.layout.scope(scope))?;
+    if let Some(existing) = store.existing(name) {
+        bail!(
+            "an extension named \"{name}\" already exists at {}; pick another name (nothing was written)",
+            existing.display()
+        );
+    }
+    let staging = store.stage()?;
+    write_tree(&staging.tree(), files)?;
+    store.place(&staging, name, false)
+}
+
+/// Into `dir`, which may exist only as an empty folder: built beside it, then renamed.
+fn write_folder(dir: &Path, files: &[File]) -> Result<PathBuf> {
+    if let Ok(mut entries) = fs::read_dir(dir) {
+        if entries.next().is_some() {
+            bail!(
+                "{} already exists and is not empty; nothing was written",
+                dir.display()
+            );
+        }
+    } else if fs::symlink_metadata(dir).is_ok() {
+        bail!(
+            "{} already exists and is not a folder; nothing was written",
+            dir.display()
+        );
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".zot-new-")
+        .tempdir_in(&parent)
+        .with_context(|| format!("cannot create a staging folder in {}", parent.display()))?;
+    let tree = staging.path().join("tree");
+    write_tree(&tree, files)?;
+    // rename(2) replaces an empty folder and fails on a non-empty one.
+    fs::rename(&tree, dir)
+        .with_context(|| format!("cannot move the new extension to {}", dir.display()))?;
+    Ok(fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()))
+}
+
+fn report(
+    ctx: &Context,
+    lang: Lang,
+    names: &Names,
+    scope: Option<Scope>,
+    dir: &Path,
+    files: &[File],
+) -> Result<()> {
+    if ctx.out.json {
+        return Ok(ctx.out.json(&Created {
+            names,
+            language: language(lang),
+            scope,
+            dir: dir.display().to_string(),
+            exec: exec(lang, names),
+            files: files.iter().map(|f| f.path).collect(),
+        })?);
+    }
+    ctx.out.say(&format!(
+        "created {} ({}) in {}",
+        names.name,
+        language(lang),
+        dir.display()
+    ))?;
+    ctx.out.say(&format!(
+        "  command /{}, tool {}",
+        names.command, names.tool
+    ))?;
+    let target = match scope {
+        Some(_) => names.name.clone(),
+        None => dir.display().to_string(),
+    };
+    if let Some(step) = build_step(lang, names) {
+        ctx.out
+            .note(&format!("build it: cd {} && {step}", dir.display()));
+    }
+    ctx.out.note(&format!(
+        "check it: zot ext doctor {target} && zot ext call {target} /{} hi",
+        names.command
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_derived_safely() {
+        let n = Names::from("my.ext-1");
+        assert_eq!(
+            (n.command.as_str(), n.tool.as_str(), n.binary.as_str()),
+            ("my-ext-1", "my_ext_1", "my-ext-1")
+        );
+        let n = Names::from("help");
+        assert_eq!((n.command.as_str(), n.tool.as_str()), ("help-ext", "help"));
+        assert_eq!(Names::from("bash").tool, "bash_ext");
+        assert_eq!(Names::from("9lives").binary, "ext-9lives");
+        assert_eq!(Names::from("test").binary, "ext-test");
+        assert_eq!(Names::from(&"a".repeat(100)).tool.len(), 64);
+    }
+
+    /// `__WORD__` in capitals (Python's `__main__` is not one).
+    fn has_placeholder(text: &str) -> bool {
+        text.split("__").skip(1).step_by(2).any(|word| {
+            !word.is_empty() && word.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+        })
+    }
+
+    #[test]
+    fn every_placeholder_is_filled() {
+        assert!(has_placeholder("a __NAME__ b") && !has_placeholder("if __name__ == '__main__'"));
+        for lang in [Lang::Python, Lang::Node, Lang::Go, Lang::Shell, Lang::Rust] {
+            for standalone in [false, true] {
+                for file in scaffold(lang, &Names::from("demo"), standalone) {
+                    assert!(
+                        !has_placeholder(&file.text),
+                        "{lang:?} {}: {}",
+                        file.path,
+                        file.text
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_manifest_is_valid_and_runs_the_program() {
+        for lang in [Lang::Python, Lang::Node, Lang::Go, Lang::Shell, Lang::Rust] {
+            let files = scaffold(lang, &Names::from("demo"), false);
+            let m = manifest::parse(&files[0].text, Path::new("extension.json")).unwrap();
+            assert_eq!(m.name, "demo");
+            let program = m.exec.trim_start_matches("./");
+            let shipped = files.iter().any(|f| f.path == program && f.executable);
+            assert!(
+                shipped || build_step(lang, &Names::from("demo")).is_some(),
+                "{lang:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! `zot ext update`: re-fetch extensions from their recorded source and swap the new
+//! version in atomically, or say what would change.
+
+use anyhow::{Result, anyhow, bail};
+use serde::Serialize;
+
+use super::{Context, Run};
+use crate::catalog::{self, Installed};
+use crate::cli::UpdateArgs;
+use crate::error::usage;
+use crate::fetch::{self, Request, short};
+use crate::git;
+use crate::paths::{Scope, ScopeDirs};
+use crate::record::{Kind, Record};
+use crate::sources::Source;
+use crate::store::Store;
+
+/// What happened to one extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Status {
+    Updated,
+    UpToDate,
+    WouldUpdate,
+    Skipped,
+    UnknownSource,
+    Failed,
+}
+
+/// A version of an extension: its manifest version and, for git installs, its commit.
+#[derive(Debug, Clone, Default, Serialize)]
+struct Version {
+    version: Option<String>,
+    commit: Option<String>,
+}
+
+/// One element of `zot ext update --json`.
+#[derive(Debug, Serialize)]
+struct Outcome {
+    name: String,
+    scope: Scope,
+    kind: Option<Kind>,
+    status: Status,
+    current: Version,
+    available: Option<Version>,
+    message: Option<String>,
+}
+
+impl Run for UpdateArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let targets = self.targets(ctx)?;
+        let outcomes: Vec<Outcome> = targets.iter().map(|t| self.update(ctx, t)).collect();
+        if ctx.out.json {
+            ctx.out.json(&outcomes)?;
+        } else {
+            for outcome in &outcomes {
+                ctx.out.say(&describe(outcome))?;
+            }
+        }
+        let failed = outcomes
+            .iter()
+            .filter(|o| o.status == Status::Failed)
+            .count();
+        if failed > 0 {
+            bail!(
+                "{failed} of {} extensions failed to update; the old versions are still in place",
+                outcomes.len()
+            );
+        }
+        Ok(())
+    }
+}
+
+impl UpdateArgs {
+    fn targets(&self, ctx: &Context) -> Result<Vec<Installed>> {
+        if self.names.is_empty() && !self.all {
+            return Err(usage("name the extensions to update, or pass --all"));
+        }
+        if self.git_ref.is_some() && self.names.len() != 1 {
+            return Err(usage("--ref re-pins one extension: name exactly one"));
+        }
+        if self.all {
+            let scopes = match self.scope.scope() {
+                Some(scope) => vec![scope],
+                None => Scope::ALL.to_vec(),
+            };
+            let all = catalog::scan(&ctx.layout, &scopes)?;
+            if all.is_empty() {
+                ctx.out.note("no extensions installed; nothing to update");
+            }
+            return Ok(all);
+        }
+        self.names
+            .iter()
+            .map(|name| catalog::find(&ctx.layout, name, self.scope.scope()))
+            .collect()
+    }
+
+    fn update(&self, ctx: &Context, target: &Installed) -> Outcome {
+        let dirs = ctx.layout.scope(target.scope);
+        let record = Record::load(dirs, &target.dir_name);
+        let mut outcome = Outcome {
+            name: target.name().to_string(),
+            scope: target.scope,
+            kind: record.as_ref().map(|r| r.kind),
+            status: Status::Failed,
+            current: Version {
+                version: target
+                    .manifest
+                    .as_ref()
+                    .ok()
+                    .and_then(|m| m.version.clone()),
+                commit: record.as_ref().and_then(|r| r.commit.clone()),
+            },
+            available: None,
+            message: None,
+        };
+        let result = match (&target.link_target, record) {
+            (Some(to), _) => Err(skip(format!(
+                "linked to {}: the working copy is used as it is",
+                to.display()
+            ))),
+            (None, None) => Err(Skip {
+                status: Status::UnknownSource,
+                message: format!(
+                    "unknown source: there is no install record for {} (copied in by hand?); reinstall it with zot ext install --force <source>",
+                    target.dir.display()
+                ),
+            }),
+            (None, Some(record)) => self.update_from(ctx, dirs, target, &record, &mut outcome),
+        };
+        match result {
+            Ok(status) => outcome.status = status,
+            Err(skip) => {
+                outcome.status = skip.status;
+                outcome.message = Some(skip.message);
+            }
+        }
+        outcome
+    }
+
+    fn update_from(
+        &self,
+        ctx: &Context,
+        dirs: &ScopeDirs,
+        target: &Installed,
+        record: &Record,
+        outcome: &mut Outcome,
+    ) -> Result<Status, Skip> {
+        let git_ref = self.git_ref.as_deref().or(record.git_ref.as_deref());
+        match record.kind {
+            Kind::Link => return Err(skip("linked: the working copy is used as it is".into())),
+            Kind::Path if self.git_ref.is_some() => {
+                return Err(failed(anyhow!(
+                    "--ref applies to git installs; {} was copied from {}",
+                    outcome.name,
+                    record.source
+                )));
+            }
+            Kind::Git if record.pinned() && self.git_ref.is_none() => {
+                let pin = record.git_ref.as_deref().unwrap_or("a commit");
+                return Err(skip(format!(
+                    "pinned to {pin}; re-pin with: zot ext update {} --ref <branch|tag|commit>",
+                    outcome.name
+                )));
+            }
+            Kind::Git => {
+                if let Some(status) = self.unchanged(record, git_ref, outcome).map_err(failed)? {
+                    return Ok(status);
+                }
+            }
+            Kind::Path => {}
+        }
+        let store = if self.dry_run {
+            None
+        } else {
+            Some(Store::open(dirs).map_err(failed)?)
+        };
+        self.stage_and_swap(ctx, store.as_ref(), dirs, target, record, git_ref, outcome)
+            .map_err(failed)
+    }
+
+    /// For git installs: `Some(UpToDate)` when the ref still points at the installed commit.
+    fn unchanged(
+        &self,
+        record: &Record,
+        git_ref: Option<&str>,
+        outcome: &mut Outcome,
+    ) -> Result<Option<Status>> {
+        let Source::Git(url) = Source::parse(&record.source) else {
+            bail!(
+                "the install record's source {} is not a git URL",
+                record.source
+            );
+        };
+        let scratch = tempfile::tempdir()?;
+        let probe = git::probe(&url, git_ref, scratch.path())?;
+        let same_ref = git_ref == record.git_ref.as_deref();
+        if same_ref && probe.commit.is_some() && probe.commit == record.commit {
+            outcome.available = Some(outcome.current.clone());
+            return Ok(Some(Status::UpToDate));
+        }
+        Ok(None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn stage_and_swap(
+        &self,
+        ctx: &Context,
+        store: Option<&Store>,
+        dirs: &ScopeDirs,
+        target: &Installed,
+        record: &Record,
+        git_ref: Option<&str>,
+        outcome: &mut Outcome,
+    ) -> Result<Status> {
+        // A dry run stages into a scratch store, so the real one is never touched.
+        let scratch;
+        let store = match store {
+            Some(store) => store,
+            None => {
+                let base = tempfile::tempdir()?;
+                scratch = (
+                    Store::open(&ScopeDirs {
+                        scope: dirs.scope,
+                        base: base.path().to_path_buf(),
+                    })?,
+                    base,
+                );
+                &scratch.0
+            }
+        };
+        let source = Source::parse(&record.source);
+        let request = Request {
+            source: &source,
+            shown: &record.source,
+            git_ref,
+            subdir: record.subdir.as_deref(),
+        };
+        let staged = fetch::stage(store, &request, &ctx.out)?;
+        outcome.available = Some(Version {
+            version: staged.manifest.version.clone(),
+            commit: staged.record.commit.clone(),
+        });
+        if staged.manifest.name != outcome.name {
+            bail!(
+                "the new version's extension.json names it \"{}\", not \"{}\"; install it separately",
+                staged.manifest.name,
+                outcome.name
+            );
+        }
+        if self.dry_run {
+            return Ok(Status::WouldUpdate);
+        }
+        store.place(&staged.staging, &target.dir_name, true)?;
+        staged.record.save(dirs)?;
+        Ok(Status::Updated)
+    }
+}
+
+/// Why an extension was not updated.
+struct Skip {
+    status: Status,
+    message: String,
+}
+
+fn skip(message: String) -> Skip {
+    Skip {
+        status: Status::Skipped,
+        message,
+    }
+}
+
+fn failed(error: anyhow::Error) -> Skip {
+    Skip {
+        status: Status::Failed,
+        message: format!("{error:#}"),
+    }
+}
+
+fn describe_version(v: &Version) -> String {
+    let mut parts = Vec::new();
+    if let Some(version) = &v.version {
+        parts.push(version.clone());
+    }
+    if let Some(commit) = &v.commit {
+        parts.push(short(commit).to_string());
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+fn describe(o: &Outcome) -> String {
+    let who = format!("{} ({})", o.name, o.scope);
+    let current = describe_version(&o.current);
+    let available = o
+        .available
+        .as_ref()
+        .map(describe_version)
+        .unwrap_or_default();
+    match o.status {
+        Status::Updated => format!("updated {who}: {current} -> {available}"),
+        Status::WouldUpdate => format!("would update {who}: {current} -> {available}"),
+        Status::UpToDate => format!("{who} is up to date ({current})"),
+        Status::Skipped | Status::UnknownSource | Status::Failed => {
+            let label = match o.status {
+                Status::Skipped => "skipped",
+                Status::UnknownSource => "not updated",
+                _ => "failed to update",
+            };
+            format!("{label} {who}: {}", o.message.as_deref().unwrap_or(""))
+        }
+    }
+}

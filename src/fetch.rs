@@ -1,0 +1,327 @@
+//! Building a validated extension tree in staging from a source, shared by `install` and
+//! `update`: copy a folder or clone a repository, pick a subfolder, check links and the
+//! manifest, and describe the result as an install record.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+
+use crate::error::usage;
+use crate::git;
+use crate::manifest::{self, Manifest, ManifestError};
+use crate::output::Output;
+use crate::paths::ScopeDirs;
+use crate::record::{Kind, Record, now_rfc3339};
+use crate::sources::{GitUrl, Source};
+use crate::store::{Staging, Store};
+use crate::tree;
+
+/// What to stage.
+pub struct Request<'a> {
+    pub source: &'a Source,
+    /// The source as the user gave it, for messages about local folders.
+    pub shown: &'a str,
+    pub git_ref: Option<&'a str>,
+    /// A folder inside the source that holds the extension.
+    pub subdir: Option<&'a str>,
+}
+
+/// A validated tree in staging, ready to be placed.
+pub struct Staged {
+    pub staging: Staging,
+    pub manifest: Manifest,
+    pub record: Record,
+}
+
+/// Copies or clones the requested source into a fresh staging folder of `store` and
+/// validates it. Nothing in the extensions root changes.
+pub fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
+    let subdir = request.subdir.map(check_subdir).transpose()?;
+    let staging = store.stage()?;
+    let (manifest, record) = match request.source {
+        Source::Path(path) => {
+            let source = check_local_source(path, &store.dirs)?;
+            copy_into(&staging, &source, subdir.as_deref(), request.shown, out)?
+        }
+        Source::Git(url) => clone_into(&staging, url, request.git_ref, subdir.as_deref(), out)?,
+    };
+    Ok(Staged {
+        staging,
+        manifest,
+        record: Record {
+            subdir: request.subdir.map(str::to_string),
+            ..record
+        },
+    })
+}
+
+/// A subfolder must be a plain relative path inside the source.
+fn check_subdir(subdir: &str) -> Result<PathBuf> {
+    let path = Path::new(subdir.trim_end_matches('/'));
+    let plain = path.components().all(|c| matches!(c, Component::Normal(_)));
+    if subdir.is_empty() || !plain {
+        return Err(usage(format!(
+            "--subdir \"{subdir}\" must be a relative folder inside the source, without \"..\""
+        )));
+    }
+    Ok(path.to_path_buf())
+}
+
+fn copy_into(
+    staging: &Staging,
+    source: &Path,
+    subdir: Option<&Path>,
+    shown: &str,
+    out: &Output,
+) -> Result<(Manifest, Record)> {
+    let shown = Path::new(shown).join(subdir.unwrap_or(Path::new("")));
+    let prefix = format!("{}/", shown.display());
+    let from = match subdir {
+        Some(sub) => {
+            let from = source.join(sub);
+            if !from.is_dir() {
+                bail!("{} has no folder {}", source.display(), sub.display());
+            }
+            from
+        }
+        None => source.to_path_buf(),
+    };
+    tree::audit(&from, &prefix)?;
+    let copied = tree::copy(&from, &staging.tree(), &mut |stats| {
+        if (stats.files + stats.dirs + stats.links) % 64 == 0 {
+            out.progress(&format!(
+                "copying: {} files, {:.1} MiB",
+                stats.files,
+                stats.bytes as f64 / 1048576.0
+            ));
+        }
+    });
+    out.progress_done();
+    copied?;
+    let manifest = validate(staging, &shown.join(manifest::FILE))?;
+    let record = Record {
+        name: manifest.name.clone(),
+        source: source.display().to_string(),
+        kind: Kind::Path,
+        git_ref: None,
+        ref_kind: None,
+        branch: None,
+        commit: None,
+        subdir: None,
+        installed_at: now_rfc3339(),
+    };
+    Ok((manifest, record))
+}
+
+fn clone_into(
+    staging: &Staging,
+    url: &GitUrl,
+    git_ref: Option<&str>,
+    subdir: Option<&Path>,
+    out: &Output,
+) -> Result<(Manifest, Record)> {
+    let checkout_dir = match subdir {
+        Some(_) => staging.scratch("checkout"),
+        None => staging.tree(),
+    };
+    let checkout = git::fetch(
+        url,
+        git_ref,
+        &staging.scratch("git"),
+        &checkout_dir,
+        &mut |received, total, bytes| {
+            out.progress(&format!(
+                "receiving objects: {received}/{total}, {:.1} KiB",
+                bytes as f64 / 1024.0
+            ));
+        },
+    );
+    out.progress_done();
+    let checkout = checkout?;
+    let label = format!("{} ({})", url.display, short(&checkout.commit));
+    let inside = match subdir {
+        Some(sub) => {
+            take_subdir(&checkout_dir, sub, &staging.tree(), &label)?;
+            format!("{}/", sub.display())
+        }
+        None => String::new(),
+    };
+    tree::audit(&staging.tree(), &format!("{label}: {inside}"))?;
+    let manifest = validate(
+        staging,
+        Path::new(&format!("{label}: {inside}{}", manifest::FILE)),
+    )?;
+    let record = Record {
+        name: manifest.name.clone(),
+        source: recorded_url(url),
+        kind: Kind::Git,
+        git_ref: git_ref.map(str::to_string),
+        ref_kind: Some(checkout.ref_kind),
+        branch: checkout.branch,
+        commit: Some(checkout.commit),
+        subdir: None,
+        installed_at: now_rfc3339(),
+    };
+    Ok((manifest, record))
+}
+
+/// The URL to record: local repository paths are made absolute, so `update` finds them
+/// from any directory.
+fn recorded_url(url: &GitUrl) -> String {
+    let is_path = url.local && !url.url.to_ascii_lowercase().starts_with("file://");
+    match is_path
+        .then(|| fs::canonicalize(&url.url))
+        .and_then(Result::ok)
+    {
+        Some(path) => path.display().to_string(),
+        None => url.display.clone(),
+    }
+}
+
+/// Moves `checkout/sub` to `tree`; the rest of the checkout is dropped with the staging folder.
+fn take_subdir(checkout: &Path, sub: &Path, tree: &Path, label: &str) -> Result<()> {
+    let from = checkout.join(sub);
+    match fs::symlink_metadata(&from) {
+        Ok(meta) if meta.is_dir() => fs::rename(&from, tree)
+            .with_context(|| format!("cannot move {} into staging", from.display())),
+        Ok(_) => bail!("{label}: {} is not a folder", sub.display()),
+        Err(_) => bail!(
+            "{label} has no folder {}; check the path inside the repository",
+            sub.display()
+        ),
+    }
+}
+
+pub fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
+/// Reads the staged manifest; errors name `shown` instead of the staging path.
+fn validate(staging: &Staging, shown: &Path) -> Result<Manifest> {
+    let tree = staging.tree();
+    manifest::read(&tree).map_err(|e| {
+        let hint = if e.message.starts_with("not found") {
+            nested_manifest_hint(&tree)
+        } else {
+            String::new()
+        };
+        let relabelled = ManifestError {
+            path: shown.to_path_buf(),
+            ..e
+        };
+        anyhow!("{relabelled}{hint} (nothing was changed)")
+    })
+}
+
+/// Points at manifests in subfolders when the top level has none.
+fn nested_manifest_hint(tree: &Path) -> String {
+    let nested: Vec<String> = walkdir::WalkDir::new(tree)
+        .min_depth(2)
+        .max_depth(4)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == manifest::FILE)
+        .filter_map(|e| {
+            e.path()
+                .parent()?
+                .strip_prefix(tree)
+                .ok()
+                .map(|p| p.display().to_string())
+        })
+        .take(3)
+        .collect();
+    if nested.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; there is one in {}/: install that folder instead (a path, or --subdir for a repository)",
+            nested.join("/, ")
+        )
+    }
+}
+
+/// Checks a local source and returns its canonical path.
+pub fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBuf> {
+    let meta = fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow!(
+            "{} does not exist; give a folder that holds {} or a git URL",
+            path.display(),
+            manifest::FILE
+        ),
+        _ => anyhow!("cannot read {}: {e}", path.display()),
+    })?;
+    if !meta.is_dir() {
+        let hint = match (path.file_name(), path.parent()) {
+            (Some(file), Some(parent)) if file == manifest::FILE => {
+                format!(
+                    "; install its folder instead: zot ext install {}",
+                    parent.display()
+                )
+            }
+            _ => String::new(),
+        };
+        bail!("{} is a file, not a folder{hint}", path.display());
+    }
+    let source =
+        fs::canonicalize(path).with_context(|| format!("cannot resolve {}", path.display()))?;
+    let root = canonical_or_absolute(&dirs.extensions());
+    let state = canonical_or_absolute(&dirs.state());
+    if source.starts_with(&root) || source.starts_with(&state) {
+        bail!(
+            "{} is inside the extensions folder {}; install from a folder outside it",
+            path.display(),
+            root.display()
+        );
+    }
+    if root.starts_with(&source) || state.starts_with(&source) {
+        bail!(
+            "{} contains the extensions folder {}; copying it would copy the store into itself",
+            path.display(),
+            root.display()
+        );
+    }
+    Ok(source)
+}
+
+/// The canonical form of `path`'s longest existing ancestor, joined with the rest.
+pub fn canonical_or_absolute(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+    let mut out = fs::canonicalize(&existing).unwrap_or(existing);
+    out.extend(rest.iter().rev());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subdirs_must_stay_inside() {
+        assert!(check_subdir("examples/extensions/clock").is_ok());
+        assert!(check_subdir("ext/").is_ok());
+        for bad in ["", "../x", "/abs", "a/../../b", "./"] {
+            assert!(check_subdir(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn canonical_or_absolute_keeps_missing_tail() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = fs::canonicalize(tmp.path()).unwrap();
+        assert_eq!(
+            canonical_or_absolute(&tmp.path().join("a/b")),
+            real.join("a/b")
+        );
+    }
+}

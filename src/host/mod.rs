@@ -1,0 +1,496 @@
+//! Running an extension the way zot does: started from its folder in its own process group,
+//! stdin and stdout piped, stderr captured; lines read on a thread and taken with deadlines;
+//! shutdown with the host's escalation (shutdown, 2 s, SIGTERM, 1 s, SIGKILL). Dropping a
+//! [`Session`] kills whatever is left of the group and reaps the process.
+
+pub mod exec;
+mod group;
+mod handshake;
+mod interrupt;
+
+use std::io::{self, BufRead, BufReader, Read as _, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use exec::{ExecError, resolve};
+pub use group::Exit;
+pub use handshake::{Handshake, HostInfo, handshake};
+
+use crate::protocol::{self, DecodeError, Decoded, FromExt, FromHost};
+use group::Group;
+
+/// How long zot waits for `shutdown_ack` and the exit before SIGTERM.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// How long zot waits after SIGTERM before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(1);
+
+/// How much of stderr is kept (the end of it).
+const STDERR_KEEP: usize = 64 * 1024;
+
+/// Lines the reader may queue before it stops reading (and the extension blocks writing).
+const QUEUE: usize = 256;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Error,
+    Warning,
+}
+
+/// A finding about an extension and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    #[serde(skip)]
+    pub level: Level,
+    pub message: String,
+    pub fix: Option<String>,
+}
+
+impl Problem {
+    pub fn error(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+        Problem {
+            level: Level::Error,
+            message: message.into(),
+            fix: Some(fix.into()).filter(|f: &String| !f.is_empty()),
+        }
+    }
+
+    pub fn warning(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+        Problem {
+            level: Level::Warning,
+            ..Problem::error(message, fix)
+        }
+    }
+}
+
+/// What to start: the resolved program, its arguments and the extension folder.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub dir: PathBuf,
+}
+
+impl Launch {
+    /// The command as a user would type it in the extension folder.
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// One event from the extension's stdout.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A frame of a known type, with the JSON it came as.
+    Frame { frame: FromExt, raw: Value },
+    /// A JSON frame of a type this version does not know.
+    Unknown { kind: String, raw: Value },
+    /// A line that is not a usable frame.
+    Malformed { line: String, error: DecodeError },
+    /// A line longer than zot accepts; nothing after it is read.
+    TooLong,
+    /// stdout closed.
+    Closed,
+    /// The deadline passed.
+    Timeout,
+}
+
+enum Read {
+    Line(Vec<u8>, Instant),
+    TooLong,
+    Eof,
+}
+
+/// The end of stderr, and whether it has closed.
+#[derive(Default)]
+struct Tail {
+    bytes: Vec<u8>,
+    closed: bool,
+}
+
+/// How a session ended after [`Session::stop`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped {
+    /// `shutdown_ack` arrived within the grace period.
+    pub acked: bool,
+    /// How the process ended (None if even SIGKILL did not end it in time).
+    pub exit: Option<Exit>,
+    /// SIGTERM was needed.
+    pub terminated: bool,
+    /// SIGKILL was needed.
+    pub killed: bool,
+    /// From sending `shutdown` to the exit.
+    pub took: Duration,
+}
+
+/// A running extension.
+pub struct Session {
+    child: Child,
+    group: Group,
+    input: Option<Sender<String>>,
+    lines: Receiver<Read>,
+    stderr: Arc<Mutex<Tail>>,
+    started: Instant,
+    last_line: Instant,
+    lines_read: usize,
+    closed: bool,
+    pub launch: Launch,
+}
+
+impl Session {
+    /// Starts `launch` as zot does: in its folder, in a new process group, stdio piped.
+    pub fn start(launch: &Launch) -> io::Result<Session> {
+        let mut child = Command::new(&launch.program)
+            .args(&launch.args)
+            .current_dir(&launch.dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()?;
+        let started = Instant::now();
+        let group = Group::of(&child);
+        interrupt::register(group.id());
+        let (input, lines, stderr) = spawn_pipes(&mut child);
+        Ok(Session {
+            child,
+            group,
+            input: Some(input),
+            lines,
+            stderr,
+            started,
+            last_line: started,
+            lines_read: 0,
+            closed: false,
+            launch: launch.clone(),
+        })
+    }
+
+    /// The process id, which is also its process group id.
+    pub fn pid(&self) -> i32 {
+        self.group.id()
+    }
+
+    /// When the process was started.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Time from the start to the last line read.
+    pub fn last_line_after(&self) -> Duration {
+        self.last_line.duration_since(self.started)
+    }
+
+    /// Lines read from stdout so far.
+    pub fn lines_read(&self) -> usize {
+        self.lines_read
+    }
+
+    /// Queues a frame for stdin; fails once stdin is closed. Never blocks.
+    pub fn send(&self, frame: &FromHost) -> io::Result<()> {
+        let closed =
+            || io::Error::new(io::ErrorKind::BrokenPipe, "the extension's stdin is closed");
+        let input = self.input.as_ref().ok_or_else(closed)?;
+        input.send(protocol::encode(frame)).map_err(|_| closed())
+    }
+
+    /// Closes stdin once queued frames are written.
+    pub fn close_stdin(&mut self) {
+        self.input = None;
+    }
+
+    /// The next line from stdout, decoded, or `Timeout` at `deadline`.
+    pub fn recv(&mut self, deadline: Instant) -> Incoming {
+        if self.closed {
+            return Incoming::Closed;
+        }
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(wait) {
+            Ok(Read::Line(bytes, at)) => {
+                self.last_line = at;
+                self.lines_read += 1;
+                decode_line(&bytes)
+            }
+            Ok(Read::TooLong) => {
+                self.closed = true;
+                Incoming::TooLong
+            }
+            Ok(Read::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                self.closed = true;
+                Incoming::Closed
+            }
+            Err(RecvTimeoutError::Timeout) => Incoming::Timeout,
+        }
+    }
+
+    /// The exit status once the process has ended (it stays unreaped until drop).
+    pub fn exited(&self) -> Option<Exit> {
+        self.group.exited()
+    }
+
+    /// Waits until the process ends or `deadline` passes.
+    pub fn wait_exit(&self, deadline: Instant) -> Option<Exit> {
+        loop {
+            if let Some(exit) = self.group.exited() {
+                return Some(exit);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `shutdown`, closes stdin and waits up to `grace` for `shutdown_ack` and the
+    /// exit; then SIGTERM to the group, and SIGKILL a second later.
+    pub fn stop(&mut self, grace: Duration) -> Stopped {
+        let begun = Instant::now();
+        let deadline = begun + grace;
+        let _ = self.send(&FromHost::Shutdown);
+        self.close_stdin();
+        let acked = self.await_ack(deadline);
+        let mut stopped = Stopped {
+            acked,
+            exit: self.wait_exit(deadline),
+            terminated: false,
+            killed: false,
+            took: Duration::ZERO,
+        };
+        if stopped.exit.is_none() {
+            self.group.terminate();
+            stopped.terminated = true;
+            stopped.exit = self.wait_exit(Instant::now() + TERM_GRACE);
+        }
+        if stopped.exit.is_none() {
+            self.group.kill();
+            stopped.killed = true;
+            stopped.exit = self.wait_exit(Instant::now() + TERM_GRACE);
+        }
+        stopped.took = begun.elapsed();
+        stopped
+    }
+
+    fn await_ack(&mut self, deadline: Instant) -> bool {
+        loop {
+            match self.recv(deadline) {
+                Incoming::Frame {
+                    frame: FromExt::ShutdownAck,
+                    ..
+                } => return true,
+                Incoming::Closed | Incoming::TooLong | Incoming::Timeout => return false,
+                _ => {}
+            }
+        }
+    }
+
+    /// The last `lines` lines of stderr (waiting briefly for it to close if the process ended).
+    pub fn stderr_tail(&self, lines: usize) -> String {
+        if self.exited().is_some() {
+            let until = Instant::now() + Duration::from_millis(500);
+            while !self.stderr.lock().map(|t| t.closed).unwrap_or(true) && Instant::now() < until {
+                thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let tail = self
+            .stderr
+            .lock()
+            .map(|t| t.bytes.clone())
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&tail);
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.input = None;
+        // The leader is unreaped until here, so the group id still names this group.
+        self.group.kill();
+        interrupt::unregister(self.group.id());
+        let _ = self.child.wait();
+    }
+}
+
+fn decode_line(bytes: &[u8]) -> Incoming {
+    let line = String::from_utf8_lossy(bytes);
+    match protocol::decode::<FromExt>(&line) {
+        Ok((raw, Decoded::Frame(frame))) => Incoming::Frame { frame, raw },
+        Ok((raw, Decoded::Unknown(kind))) => Incoming::Unknown { kind, raw },
+        Err(error) => Incoming::Malformed {
+            line: line.into_owned(),
+            error,
+        },
+    }
+}
+
+type Pipes = (Sender<String>, Receiver<Read>, Arc<Mutex<Tail>>);
+
+/// Starts the stdin writer, stdout reader and stderr collector threads.
+fn spawn_pipes(child: &mut Child) -> Pipes {
+    let (input, to_write) = mpsc::channel::<String>();
+    let (line_tx, lines) = mpsc::sync_channel(QUEUE);
+    let stderr = Arc::new(Mutex::new(Tail::default()));
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let err_pipe = child.stderr.take().expect("stderr is piped");
+    thread::spawn(move || write_lines(stdin, to_write));
+    thread::spawn(move || read_lines(stdout, line_tx));
+    let tail = Arc::clone(&stderr);
+    thread::spawn(move || collect_stderr(err_pipe, tail));
+    (input, lines, stderr)
+}
+
+fn write_lines(mut stdin: ChildStdin, frames: Receiver<String>) {
+    for frame in frames {
+        if stdin
+            .write_all(frame.as_bytes())
+            .and_then(|()| stdin.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Splits stdout into lines (dropping a trailing CR, as zot's reader does), stopping at a
+/// line longer than [`protocol::MAX_LINE`].
+fn read_lines(stdout: ChildStdout, out: SyncSender<Read>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::new();
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if buf.is_empty() {
+            if !line.is_empty() && out.send(Read::Line(line, Instant::now())).is_err() {
+                return;
+            }
+            break;
+        }
+        let (taken, complete) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        line.extend_from_slice(&buf[..taken - usize::from(complete)]);
+        reader.consume(taken);
+        if line.len() > protocol::MAX_LINE {
+            let _ = out.send(Read::TooLong);
+            return;
+        }
+        if complete {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if out
+                .send(Read::Line(std::mem::take(&mut line), Instant::now()))
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+    let _ = out.send(Read::Eof);
+}
+
+fn collect_stderr(mut pipe: ChildStderr, tail: Arc<Mutex<Tail>>) {
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let Ok(mut tail) = tail.lock() else { return };
+        tail.bytes.extend_from_slice(&buf[..n]);
+        let excess = tail.bytes.len().saturating_sub(STDERR_KEEP);
+        tail.bytes.drain(..excess);
+    }
+    if let Ok(mut tail) = tail.lock() {
+        tail.closed = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Session {
+        Session::start(&Launch {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".into(), script.into()],
+            dir: std::env::temp_dir(),
+        })
+        .unwrap()
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(5)
+    }
+
+    #[test]
+    fn lines_are_decoded_and_eof_reported() {
+        let mut s = sh(
+            r#"echo '{"type":"ready"}'; printf 'oops\r\n'; echo '{"type":"x"}'; echo 'bad' >&2"#,
+        );
+        assert!(matches!(
+            s.recv(soon()),
+            Incoming::Frame {
+                frame: FromExt::Ready,
+                ..
+            }
+        ));
+        assert!(matches!(s.recv(soon()), Incoming::Malformed { line, .. } if line == "oops"));
+        assert!(matches!(s.recv(soon()), Incoming::Unknown { kind, .. } if kind == "x"));
+        assert!(matches!(s.recv(soon()), Incoming::Closed));
+        assert_eq!(s.wait_exit(soon()), Some(Exit::Code(0)));
+        assert_eq!(s.stderr_tail(5), "bad");
+        assert_eq!(s.lines_read(), 3);
+    }
+
+    #[test]
+    fn timeout_then_stop_with_ack() {
+        let mut s = sh(r#"read line; echo '{"type":"shutdown_ack"}'"#);
+        let started = Instant::now();
+        assert!(matches!(
+            s.recv(Instant::now() + Duration::from_millis(100)),
+            Incoming::Timeout
+        ));
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        let stopped = s.stop(SHUTDOWN_GRACE);
+        assert!(stopped.acked && !stopped.terminated, "{stopped:?}");
+        assert_eq!(stopped.exit, Some(Exit::Code(0)));
+    }
+
+    #[test]
+    fn a_stubborn_process_is_terminated_then_killed() {
+        let mut s = sh("trap '' TERM; while :; do sleep 1; done");
+        let stopped = s.stop(Duration::from_millis(200));
+        assert!(
+            !stopped.acked && stopped.terminated && stopped.killed,
+            "{stopped:?}"
+        );
+        assert_eq!(stopped.exit, Some(Exit::Signal(9)));
+    }
+
+    #[test]
+    fn an_endless_line_is_cut_off() {
+        let mut s = sh("head -c 5000000 /dev/zero | tr '\\0' x");
+        assert!(matches!(s.recv(soon()), Incoming::TooLong));
+        assert!(matches!(s.recv(soon()), Incoming::Closed));
+    }
+}

@@ -1,0 +1,163 @@
+//! An extension to check or call: an installed one by name, or any folder given as a path
+//! (a working copy, as with `zot --ext`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use crate::catalog::{self, Installed};
+use crate::host::{self, Launch};
+use crate::manifest::{self, Manifest, ManifestError};
+use crate::paths::{Layout, Scope};
+
+/// Where a target was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    Project,
+    Global,
+    /// A folder named on the command line.
+    Path,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Project => "project",
+            Origin::Global => "global",
+            Origin::Path => "path",
+        }
+    }
+}
+
+impl From<Scope> for Origin {
+    fn from(scope: Scope) -> Origin {
+        match scope {
+            Scope::Project => Origin::Project,
+            Scope::Global => Origin::Global,
+        }
+    }
+}
+
+/// One extension folder and what its manifest says.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub origin: Origin,
+    pub dir_name: String,
+    pub dir: PathBuf,
+    pub manifest: Result<Manifest, ManifestError>,
+    /// A copy earlier in precedence has the same name, so zot never starts this one.
+    pub shadowed: bool,
+}
+
+impl Target {
+    fn installed(e: Installed) -> Target {
+        Target {
+            origin: e.scope.into(),
+            dir_name: e.dir_name,
+            dir: e.dir,
+            manifest: e.manifest,
+            shadowed: e.shadowed,
+        }
+    }
+
+    /// The manifest's name, or the folder's when the manifest is unusable.
+    pub fn name(&self) -> &str {
+        match &self.manifest {
+            Ok(m) => &m.name,
+            Err(_) => &self.dir_name,
+        }
+    }
+
+    /// Whether zot starts it: enabled, and not hidden by a copy of the same name.
+    pub fn loaded(&self) -> bool {
+        self.manifest.as_ref().is_ok_and(|m| m.enabled) && !self.shadowed
+    }
+
+    /// Every installed extension, project first, folders sorted (the host's load order).
+    pub fn all(layout: &Layout) -> Result<Vec<Target>> {
+        let found = catalog::scan(layout, &Scope::ALL)?;
+        Ok(found.into_iter().map(Target::installed).collect())
+    }
+
+    /// An installed extension by name, or a folder when `arg` looks like a path.
+    pub fn find(layout: &Layout, arg: &str) -> Result<Target> {
+        if looks_like_path(arg) {
+            return Target::at(Path::new(arg));
+        }
+        catalog::find(layout, arg, None).map(Target::installed)
+    }
+
+    fn at(path: &Path) -> Result<Target> {
+        let dir = match fs::canonicalize(path) {
+            Ok(dir) if dir.is_dir() => dir,
+            Ok(_) => bail!(
+                "{} is not a folder; give an extension folder or an installed name",
+                path.display()
+            ),
+            Err(e) => bail!("cannot open the extension folder {}: {e}", path.display()),
+        };
+        Ok(Target {
+            origin: Origin::Path,
+            dir_name: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            manifest: manifest::read(&dir),
+            dir,
+            shadowed: false,
+        })
+    }
+
+    /// The program zot would start, or why it cannot.
+    pub fn launch(&self, manifest: &Manifest) -> Result<Launch, host::ExecError> {
+        let path_var = std::env::var_os("PATH");
+        let program = host::resolve(&self.dir, &manifest.exec, path_var.as_deref())?;
+        Ok(Launch {
+            program,
+            args: manifest.args.clone(),
+            dir: fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone()),
+        })
+    }
+}
+
+/// A name never contains a separator, so anything with one (or `.`/`..`) is a path.
+pub fn looks_like_path(arg: &str) -> bool {
+    arg == "." || arg == ".." || arg.contains(std::path::is_separator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_names() {
+        for path in [".", "..", "./x", "/abs/x", "a/b"] {
+            assert!(looks_like_path(path), "{path}");
+        }
+        for name in ["hello-py", "clock", "a.b"] {
+            assert!(!looks_like_path(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_folder_target_reads_its_manifest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("wip");
+        fs::create_dir(&dir).unwrap();
+        fs::write(
+            dir.join("extension.json"),
+            r#"{"name":"real","exec":"./x"}"#,
+        )
+        .unwrap();
+        let t = Target::at(&dir).unwrap();
+        assert_eq!(
+            (t.origin, t.name(), t.dir_name.as_str()),
+            (Origin::Path, "real", "wip")
+        );
+        assert!(t.loaded());
+        assert!(Target::at(&tmp.path().join("nope")).is_err());
+    }
+}

@@ -1,0 +1,3 @@
+module __BINARY__
+
+go 1.21

@@ -1,0 +1,235 @@
+//! Completion candidates from the real binary (`COMPLETE=<shell> zot -- <words>`) against
+//! enabled, disabled, project, shadowed and broken extensions.
+
+use std::fs;
+
+use crate::support::{Env, manifest};
+
+/// Global: alpha (enabled), beta (disabled), shared (enabled), wreck (invalid JSON),
+/// nameless (no `exec`). Project: gamma (enabled), delta (disabled), shared (disabled, wins).
+fn world() -> Env {
+    let env = Env::new();
+    for (name, project) in [
+        ("alpha", false),
+        ("beta", false),
+        ("shared", false),
+        ("gamma", true),
+        ("delta", true),
+        ("shared", true),
+    ] {
+        env.installed(name, project);
+    }
+    env.zot(["ext", "disable", "beta"]).ok();
+    env.zot(["ext", "disable", "delta"]).ok();
+    env.zot(["ext", "disable", "shared", "--project"]).ok();
+    for (dir, text) in [
+        ("wreck", "{ \"name\": \"wreck\", "),
+        ("nameless", "{ \"name\": \"nameless\" }"),
+    ] {
+        let dir = env.global_root().join(dir);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("extension.json"), text).unwrap();
+    }
+    env
+}
+
+/// What fish would show for `words` (the last one is the word under the cursor), as
+/// (value, description) pairs; asserts that nothing reaches stderr.
+fn candidates(env: &Env, words: &[&str]) -> Vec<(String, Option<String>)> {
+    let mut args = vec!["--", "zot"];
+    args.extend_from_slice(words);
+    let done = env.zot(&args).env("COMPLETE", "fish").ok();
+    assert_eq!(
+        done.stderr, "",
+        "completion printed to stderr for {words:?}"
+    );
+    done.stdout
+        .lines()
+        .map(|line| match line.split_once('\t') {
+            Some((value, help)) => (value.to_owned(), Some(help.to_owned())),
+            None => (line.to_owned(), None),
+        })
+        .collect()
+}
+
+fn values(env: &Env, words: &[&str]) -> Vec<String> {
+    candidates(env, words).into_iter().map(|(v, _)| v).collect()
+}
+
+#[test]
+fn enable_offers_disabled_extensions() {
+    let env = world();
+    assert_eq!(
+        values(&env, &["ext", "enable", ""]),
+        ["beta", "delta", "shared"]
+    );
+}
+
+#[test]
+fn disable_offers_enabled_extensions() {
+    let env = world();
+    // `shared` is enabled globally, but the disabled project copy is the one that acts.
+    assert_eq!(values(&env, &["ext", "disable", ""]), ["alpha", "gamma"]);
+}
+
+#[test]
+fn name_taking_subcommands_offer_every_installed_name() {
+    let env = world();
+    let all = [
+        "alpha", "beta", "delta", "gamma", "nameless", "shared", "wreck",
+    ];
+    for sub in ["remove", "rm", "logs"] {
+        assert_eq!(values(&env, &["ext", sub, ""]), all, "zot ext {sub}");
+    }
+    let with_help = candidates(&env, &["ext", "remove", ""]);
+    assert_eq!(
+        with_help[0],
+        ("alpha".into(), Some("test extension alpha".into()))
+    );
+    let wreck = with_help.iter().find(|(v, _)| v == "wreck").unwrap();
+    assert!(
+        wreck.1.as_deref().unwrap().starts_with("broken"),
+        "{wreck:?}"
+    );
+}
+
+#[test]
+fn a_typed_prefix_narrows_the_names() {
+    let env = world();
+    assert_eq!(values(&env, &["ext", "remove", "s"]), ["shared"]);
+    assert_eq!(values(&env, &["ext", "logs", "x"]), Vec::<String>::new());
+}
+
+#[test]
+fn scope_flags_narrow_to_that_scope() {
+    let env = world();
+    assert_eq!(
+        values(&env, &["ext", "disable", "--global", ""]),
+        ["alpha", "shared"]
+    );
+    assert_eq!(
+        values(&env, &["ext", "enable", "-p", ""]),
+        ["delta", "shared"]
+    );
+    assert_eq!(
+        values(&env, &["ext", "remove", "-yg", ""]),
+        ["alpha", "beta", "nameless", "shared", "wreck"]
+    );
+}
+
+#[test]
+fn the_zot_ext_alias_completes_like_zot_ext() {
+    let env = world();
+    let done = env
+        .zot(["--", "zot-ext", "disable", ""])
+        .env("COMPLETE", "fish")
+        .ok();
+    assert_eq!(done.stdout.lines().count(), 2, "{}", done.stdout);
+    assert!(done.stdout.starts_with("alpha\t"), "{}", done.stdout);
+    // bash passes the cursor position separately; it moves with the inserted `ext`.
+    let done = env
+        .zot(["--", "zot-ext", "enable", ""])
+        .env("COMPLETE", "bash")
+        .env("_CLAP_COMPLETE_INDEX", "2")
+        .env("_CLAP_IFS", "\n")
+        .ok();
+    assert_eq!(done.stdout, "beta\ndelta\nshared");
+}
+
+#[test]
+fn subcommands_flags_and_values_complete() {
+    let env = Env::new();
+    let ext = values(&env, &["ext", ""]);
+    for sub in ["list", "install", "remove", "enable", "disable", "logs"] {
+        assert!(ext.iter().any(|v| v == sub), "{ext:?}");
+    }
+    // Flags wait for a `-` when names or subcommands are possible.
+    assert!(!ext.iter().any(|v| v.starts_with('-')), "{ext:?}");
+    let flags = values(&env, &["ext", "list", "--"]);
+    for flag in ["--scope", "--json", "--color", "--quiet"] {
+        assert!(flags.iter().any(|v| v == flag), "{flags:?}");
+    }
+    assert_eq!(
+        values(&env, &["ext", "list", "--scope", ""]),
+        ["project", "global"]
+    );
+    assert_eq!(
+        values(&env, &["ext", "list", "--color", ""]),
+        ["auto", "always", "never"]
+    );
+    assert_eq!(
+        values(&env, &["completions", ""]),
+        ["bash", "elvish", "fish", "powershell", "zsh"]
+    );
+    let top = values(&env, &[""]);
+    assert!(top.iter().any(|v| v == "completions"), "{top:?}");
+}
+
+#[test]
+fn install_completes_paths() {
+    let env = Env::new();
+    fs::create_dir_all(env.project.join("my-ext/sub")).unwrap();
+    fs::write(env.project.join("my-ext/extension.json"), manifest("x")).unwrap();
+    assert_eq!(values(&env, &["ext", "install", "my"]), ["my-ext/"]);
+    assert_eq!(
+        values(&env, &["ext", "install", "my-ext/"]),
+        ["my-ext/sub/"]
+    );
+}
+
+#[test]
+fn nothing_installed_and_unusable_homes_stay_silent() {
+    let env = Env::new();
+    // No names: the flags are what is left to offer.
+    let offered = values(&env, &["ext", "remove", ""]);
+    assert!(offered.iter().all(|v| v.starts_with('-')), "{offered:?}");
+    // ZOT_HOME is a file: no names, and nothing on stderr (checked by `candidates`).
+    let file = env.work.join("not-a-dir");
+    fs::write(&file, "x").unwrap();
+    let done = env
+        .zot(["--", "zot", "ext", "remove", ""])
+        .env("COMPLETE", "fish")
+        .env("ZOT_HOME", &file)
+        .ok();
+    assert_eq!(done.stderr, "");
+    assert!(
+        done.stdout.lines().all(|l| l.starts_with('-')),
+        "{}",
+        done.stdout
+    );
+}
+
+#[test]
+fn a_broken_request_fails_quietly() {
+    let env = Env::new();
+    // bash with a cursor beyond the words: clap_complete finds nothing to complete.
+    let done = env
+        .zot(["--", "zot", "ext"])
+        .env("COMPLETE", "bash")
+        .env("_CLAP_COMPLETE_INDEX", "9")
+        .output();
+    assert_eq!(done.stderr, "");
+    assert_ne!(done.code, 0);
+}
+
+#[test]
+fn a_thousand_extensions_complete() {
+    let env = Env::new();
+    let root = env.global_root();
+    for i in 0..1000 {
+        let name = format!("ext-{i:04}");
+        let dir = root.join(&name);
+        fs::create_dir_all(&dir).unwrap();
+        let mut text = manifest(&name);
+        if i % 2 == 1 {
+            text = text.replace("\"enabled\": true", "\"enabled\": false");
+        }
+        fs::write(dir.join("extension.json"), text).unwrap();
+    }
+    assert_eq!(values(&env, &["ext", "remove", ""]).len(), 1000);
+    let enable = values(&env, &["ext", "enable", "ext-000"]);
+    assert_eq!(
+        enable,
+        ["ext-0001", "ext-0003", "ext-0005", "ext-0007", "ext-0009"]
+    );
+}

@@ -1,0 +1,626 @@
+//! `zot ext doctor`: real extensions pass; each kind of broken extension gets the right
+//! diagnosis within the timeout, and no process it started is left running.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::extensions::{assert_gone, examples, good_script, on_path, sh_extension};
+use crate::support::{Done, Env};
+
+const HELLO: &str = r#"echo '{"type":"hello","name":"NAME","version":"1.0.0"}'
+read ack
+"#;
+
+/// Runs `zot ext doctor --json` with `args`, checks every started process is gone, and
+/// returns the output, the JSON and how long it took.
+fn doctor(env: &Env, args: &[&str]) -> (Done, Value, Duration) {
+    let mut full = vec!["ext", "doctor", "--json"];
+    full.extend_from_slice(args);
+    let started = Instant::now();
+    let done = env.zot(&full).output();
+    let took = started.elapsed();
+    let json = done.json();
+    for report in json["extensions"].as_array().unwrap() {
+        if let Some(pid) = report["pid"].as_i64() {
+            assert_gone(pid as i32);
+        }
+    }
+    (done, json, took)
+}
+
+/// Writes a global extension `name` running `script` (NAME in it becomes the name), checks
+/// it alone, and returns its report.
+fn check(env: &Env, name: &str, script: &str, timeout: &str) -> (Done, Value, Duration) {
+    sh_extension(
+        &env.global_root(),
+        name,
+        name,
+        &script.replace("NAME", name),
+    );
+    let (done, json, took) = doctor(env, &[name, "--timeout", timeout]);
+    let report = json["extensions"][0].clone();
+    (done, report, took)
+}
+
+fn messages(report: &Value, kind: &str) -> Vec<String> {
+    report[kind]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn assert_has(report: &Value, kind: &str, needle: &str) {
+    let found = messages(report, kind);
+    assert!(
+        found.iter().any(|m| m.contains(needle)),
+        "no {kind} containing {needle:?}: {report:#}"
+    );
+}
+
+#[test]
+fn the_examples_pass() {
+    let env = Env::new();
+    let mut paths = vec![examples().join("hello-py")];
+    if on_path("node") {
+        paths.push(examples().join("clock"));
+    } else {
+        eprintln!("skipping the clock example: node is not on PATH");
+    }
+    let args: Vec<&str> = paths.iter().map(|p| p.to_str().unwrap()).collect();
+    let (done, json, _) = doctor(&env, &args);
+    assert_eq!(done.code, 0, "{done:#?}");
+    for report in json["extensions"].as_array().unwrap() {
+        assert_eq!(report["status"], "ok", "{report:#}");
+        assert_eq!(report["scope"], "path");
+        assert!(
+            report["hello_ms"].is_u64() && report["ready_ms"].is_u64(),
+            "{report:#}"
+        );
+    }
+    assert_eq!(json["extensions"][0]["commands"][0]["name"], "hellopy");
+    if paths.len() == 2 {
+        assert_eq!(json["extensions"][1]["tools"][0]["name"], "clock");
+    }
+}
+
+#[test]
+fn an_installed_example_is_checked_by_name_with_a_readable_report() {
+    let env = Env::new();
+    let src = examples().join("hello-py");
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    let done = env.zot(["ext", "doctor"]).ok();
+    assert!(
+        done.stdout.starts_with("hello-py (global)  ok\n"),
+        "{}",
+        done.stdout
+    );
+    assert!(
+        done.stdout.contains("  commands: /hellopy\n"),
+        "{}",
+        done.stdout
+    );
+    assert!(
+        done.stdout
+            .contains("1 extension checked: 1 ok, 0 with warnings, 0 with errors"),
+        "{}",
+        done.stdout
+    );
+}
+
+#[test]
+fn json_shape() {
+    let env = Env::new();
+    let script = good_script(
+        "shape",
+        &[
+            r#"{"type":"register_command","name":"go","description":"d"}"#,
+            r#"{"type":"register_tool","name":"t","description":"td","schema":{"type":"object"}}"#,
+            r#"{"type":"subscribe","events":["turn_start"],"intercept":["tool_call"]}"#,
+        ],
+    );
+    let (done, report, _) = check(&env, "shape", &script, "5");
+    assert_eq!(done.code, 0, "{done:#?}");
+    let keys: Vec<&str> = report
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "name",
+            "scope",
+            "dir",
+            "status",
+            "enabled",
+            "loaded",
+            "version",
+            "pid",
+            "commands",
+            "tools",
+            "subscriptions",
+            "hello_ms",
+            "ready_ms",
+            "shutdown_ms",
+            "errors",
+            "warnings",
+            "stderr"
+        ]
+    );
+    assert_eq!(
+        report["commands"][0],
+        serde_json::json!({"name": "go", "description": "d"})
+    );
+    assert_eq!(report["tools"][0]["name"], "t");
+    assert_eq!(
+        report["subscriptions"],
+        serde_json::json!({"events": ["turn_start"], "intercept": ["tool_call"]})
+    );
+    assert_eq!(report["scope"], "global");
+    assert_eq!(report["loaded"], true);
+    let summary = &done.json()["summary"];
+    assert_eq!(
+        *summary,
+        serde_json::json!({"checked": 1, "ok": 1, "warnings": 0, "errors": 0})
+    );
+}
+
+#[test]
+fn never_says_hello() {
+    let env = Env::new();
+    let (done, report, took) = check(&env, "silent", "sleep 300\n", "1");
+    assert_eq!(done.code, 1);
+    assert_has(&report, "errors", "did not send hello within 1s");
+    let fix = report["errors"][0]["fix"].as_str().unwrap();
+    assert!(fix.contains(r#"{"type":"hello","name":"silent""#), "{fix}");
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    assert!(
+        done.stderr.contains("1 of 1 extensions failed"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn wrong_name_in_hello() {
+    let env = Env::new();
+    let script = good_script("other", &[]);
+    let (done, report, took) = check(&env, "wrong-name", &script, "5");
+    assert_eq!(done.code, 1);
+    assert_has(
+        &report,
+        "errors",
+        "hello says the name is \"other\" but extension.json says \"wrong-name\"",
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[test]
+fn crashes_after_hello_and_shows_stderr() {
+    let env = Env::new();
+    let script = format!("{HELLO}echo 'Traceback: something broke' >&2\nexit 3\n");
+    let (done, report, took) = check(&env, "crashy", &script, "5");
+    assert_eq!(done.code, 1);
+    assert_has(
+        &report,
+        "errors",
+        "exited with exit status 3 after hello, before ready",
+    );
+    assert!(
+        report["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("Traceback: something broke"),
+        "{report:#}"
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    // The text report shows the stderr too.
+    let text = env.zot(["ext", "doctor", "crashy"]).fails(1);
+    assert!(
+        text.stdout.contains("    | Traceback: something broke"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn floods_stdout() {
+    let env = Env::new();
+    let script = format!(
+        "{HELLO}while :; do echo '{{\"type\":\"notify\",\"level\":\"info\",\"message\":\"spam\"}}'; done\n"
+    );
+    let (done, report, took) = check(&env, "flood", &script, "5");
+    assert_eq!(done.code, 1);
+    assert_has(
+        &report,
+        "errors",
+        "flooded stdout: more than 1000 lines before ready",
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn an_endless_line_is_cut_off() {
+    let env = Env::new();
+    let script = format!("{HELLO}head -c 6000000 /dev/zero | tr '\\0' x\nsleep 300\n");
+    let (done, report, took) = check(&env, "longline", &script, "5");
+    assert_eq!(done.code, 1);
+    assert_has(&report, "errors", "wrote a line longer than 4 MiB");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn invalid_tool_schemas() {
+    let env = Env::new();
+    let script = good_script(
+        "schemas",
+        &[
+            r#"{"type":"register_tool","name":"bad","schema":"object"}"#,
+            r#"{"type":"register_tool","name":"none"}"#,
+            r#"{"type":"register_tool","name":"loose","schema":{"properties":{}}}"#,
+        ],
+    );
+    let (done, report, _) = check(&env, "schemas", &script, "5");
+    assert_eq!(done.code, 1);
+    assert_has(
+        &report,
+        "errors",
+        "the schema of tool bad must be a JSON object (a JSON Schema), found a string",
+    );
+    assert_has(
+        &report,
+        "errors",
+        "the schema of tool none must be a JSON object (a JSON Schema), found none",
+    );
+    assert_has(
+        &report,
+        "warnings",
+        "the schema of tool loose has no \"type\"",
+    );
+    // The rest of the conversation went fine.
+    assert!(
+        report["ready_ms"].is_u64() && report["shutdown_ms"].is_u64(),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn ignores_shutdown_and_sigterm() {
+    let env = Env::new();
+    let script = format!(
+        "{HELLO}echo '{{\"type\":\"ready\"}}'\ntrap '' TERM\nsleep 300 &\nwhile :; do sleep 1; done\n"
+    );
+    let (done, report, took) = check(&env, "stubborn", &script, "5");
+    assert_eq!(done.code, 1);
+    assert_has(
+        &report,
+        "errors",
+        "ignored shutdown: no shutdown_ack and still running after 2s, so it was stopped with SIGTERM, then SIGKILL",
+    );
+    // 2 s for shutdown_ack, 1 s after SIGTERM, then SIGKILL.
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(6),
+        "{took:?}"
+    );
+}
+
+#[test]
+fn writes_text_before_hello() {
+    let env = Env::new();
+    let script = format!("echo 'starting up...'\n{HELLO}");
+    let (done, report, took) = check(&env, "chatty", &script, "5");
+    assert_eq!(done.code, 1);
+    assert_has(
+        &report,
+        "errors",
+        "the first line on stdout is not a JSON frame: \"starting up...\"",
+    );
+    let fix = report["errors"][0]["fix"].as_str().unwrap();
+    assert!(fix.contains("write logs to stderr"), "{fix}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[test]
+fn writes_text_between_frames() {
+    let env = Env::new();
+    let script = good_script(
+        "debugging",
+        &[
+            "debug: registering",
+            r#"{"type":"register_command","name":"go"}"#,
+            "debug: done",
+        ],
+    );
+    let (done, report, _) = check(&env, "debugging", &script, "5");
+    assert_eq!(done.code, 1);
+    assert_has(
+        &report,
+        "errors",
+        "wrote a line on stdout that is not a JSON frame: \"debug: registering\" (and 1 more such lines)",
+    );
+    assert_eq!(report["commands"][0]["name"], "go");
+}
+
+#[test]
+fn a_missing_ready_is_a_warning_and_strict_fails_it() {
+    let env = Env::new();
+    let script = format!(
+        "{HELLO}echo '{{\"type\":\"register_command\",\"name\":\"late\"}}'\n{}",
+        crate::support::extensions::SERVE
+    );
+    let (done, report, took) = check(&env, "noready", &script, "5");
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert_eq!(report["status"], "warning");
+    assert_has(&report, "warnings", "did not send ready");
+    assert!(report["ready_ms"].is_null());
+    assert_eq!(report["commands"][0]["name"], "late");
+    // Registration ends after a second of silence, well before the 5 s timeout.
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let strict = env.zot(["ext", "doctor", "noready", "--strict"]).fails(1);
+    assert!(strict.stderr.contains("(--strict)"), "{}", strict.stderr);
+}
+
+#[test]
+fn subscriptions_are_checked() {
+    let env = Env::new();
+    let script = good_script(
+        "subs",
+        &[
+            r#"{"type":"subscribe","events":["turn_start","bogus"],"intercept":["session_start","tool_call"]}"#,
+        ],
+    );
+    let (done, report, _) = check(&env, "subs", &script, "5");
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert_has(
+        &report,
+        "warnings",
+        "subscribes to \"bogus\", an event zot never sends",
+    );
+    assert_has(
+        &report,
+        "warnings",
+        "asks to intercept \"session_start\", which zot cannot intercept",
+    );
+    assert_eq!(messages(&report, "warnings").len(), 2, "{report:#}");
+}
+
+#[test]
+fn names_taken_by_zot_and_by_extensions_loaded_earlier() {
+    let env = Env::new();
+    let cmd = |name: &str| format!(r#"{{"type":"register_command","name":"{name}"}}"#);
+    let tool = |name: &str| {
+        format!(r#"{{"type":"register_tool","name":"{name}","schema":{{"type":"object"}}}}"#)
+    };
+    let first = good_script("first", &[&cmd("deploy"), &tool("fetch")]);
+    sh_extension(&env.project_root(), "first", "first", &first);
+    let second = good_script(
+        "second",
+        &[&cmd("Deploy"), &tool("fetch"), &cmd("help"), &tool("bash")],
+    );
+    sh_extension(&env.global_root(), "second", "second", &second);
+    let off = good_script("off", &[&cmd("deploy")]);
+    let dir = sh_extension(&env.global_root(), "off", "off", &off);
+    let manifest = fs::read_to_string(dir.join("extension.json")).unwrap();
+    fs::write(
+        dir.join("extension.json"),
+        manifest.replace('}', ", \"enabled\": false}"),
+    )
+    .unwrap();
+
+    let (done, json, _) = doctor(&env, &[]);
+    assert_eq!(done.code, 0, "{done:#?}");
+    let reports = json["extensions"].as_array().unwrap();
+    let names: Vec<&str> = reports
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["first", "off", "second"]);
+    assert!(
+        reports[0]["warnings"].as_array().unwrap().is_empty(),
+        "{:#}",
+        reports[0]
+    );
+    assert_eq!(reports[1]["enabled"], false);
+    assert!(
+        reports[1]["warnings"].as_array().unwrap().is_empty(),
+        "{:#}",
+        reports[1]
+    );
+    let second = &reports[2];
+    assert_has(
+        second,
+        "warnings",
+        "command /Deploy is also registered by first (project), which zot loads first",
+    );
+    assert_has(
+        second,
+        "warnings",
+        "tool fetch is also registered by first (project), which zot loads first",
+    );
+    assert_has(second, "warnings", "/help is a built-in zot command");
+    assert_has(second, "warnings", "bash is a built-in zot tool");
+}
+
+#[test]
+fn static_problems() {
+    let env = Env::new();
+    let root = env.global_root();
+    let dir = sh_extension(&root, "noexec", "noexec", "");
+    fs::set_permissions(
+        dir.join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let dir = sh_extension(&root, "missing", "missing", "");
+    fs::remove_file(dir.join("run.sh")).unwrap();
+    let dir = sh_extension(&root, "bare", "bare", "");
+    fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"bare","exec":"zot-no-such-program"}"#,
+    )
+    .unwrap();
+    let dir = sh_extension(&root, "broken", "broken", "");
+    fs::write(
+        dir.join("extension.json"),
+        "{\"name\": \"broken\",\n \"exec\": 7}",
+    )
+    .unwrap();
+    let dir = sh_extension(&root, "crlf", "crlf", "");
+    fs::write(dir.join("run.sh"), "#!/bin/sh\r\necho hi\r\n").unwrap();
+    sh_extension(&root, "folder", "renamed", &good_script("renamed", &[]));
+    let dir = sh_extension(&root, "noshebang", "noshebang", "");
+    crate::support::write_executable(&dir.join("run.sh"), "echo hi\n");
+
+    let (done, json, took) = doctor(&env, &[]);
+    assert_eq!(done.code, 1);
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let find = |name: &str| {
+        json["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no report for {name}: {json:#}"))
+            .clone()
+    };
+    let noexec = find("noexec");
+    assert_has(&noexec, "errors", "\"exec\" ./run.sh is not executable");
+    assert!(
+        noexec["errors"][0]["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("run: chmod +x ")
+    );
+    assert_has(
+        &find("missing"),
+        "errors",
+        "\"exec\" ./run.sh does not exist",
+    );
+    assert_has(
+        &find("bare"),
+        "errors",
+        "\"exec\" is \"zot-no-such-program\", which is not on PATH",
+    );
+    assert_has(
+        &find("broken"),
+        "errors",
+        "extension.json:2:10: \"exec\" must be a string",
+    );
+    assert_has(&find("crlf"), "errors", "Windows line endings");
+    let noshebang = find("noshebang");
+    assert_has(&noshebang, "errors", "cannot start");
+    assert!(
+        noshebang["errors"][0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("#! line"),
+        "{noshebang:#}"
+    );
+    let renamed = find("renamed");
+    assert_eq!(renamed["status"], "warning");
+    assert_has(
+        &renamed,
+        "warnings",
+        "the folder is named \"folder\" but extension.json names the extension \"renamed\"",
+    );
+    for name in ["noexec", "missing", "bare", "broken", "crlf"] {
+        assert!(find(name)["pid"].is_null(), "{name} was started");
+    }
+}
+
+#[test]
+fn a_bare_exec_is_found_on_path_and_runs_in_the_extension_folder() {
+    let env = Env::new();
+    let dir = sh_extension(
+        &env.global_root(),
+        "viash",
+        "viash",
+        &good_script("viash", &[]),
+    );
+    fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"viash","exec":"sh","args":["run.sh"]}"#,
+    )
+    .unwrap();
+    let (done, json, _) = doctor(&env, &["viash"]);
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert_eq!(json["extensions"][0]["status"], "ok");
+}
+
+#[test]
+fn extensions_are_checked_in_parallel() {
+    let env = Env::new();
+    for name in ["slow-a", "slow-b", "slow-c"] {
+        sh_extension(&env.global_root(), name, name, "sleep 300\n");
+    }
+    let (done, json, took) = doctor(&env, &["--timeout", "1"]);
+    assert_eq!(done.code, 1);
+    assert_eq!(json["summary"]["errors"], 3);
+    assert!(took < Duration::from_millis(2800), "{took:?}");
+}
+
+#[test]
+fn nothing_installed_and_unknown_names() {
+    let env = Env::new();
+    let done = env.zot(["ext", "doctor"]).ok();
+    assert!(
+        done.stderr.contains("no extensions installed"),
+        "{}",
+        done.stderr
+    );
+    let done = env.zot(["ext", "doctor", "nope"]).fails(1);
+    assert!(
+        done.stderr.contains("no extension named \"nope\""),
+        "{}",
+        done.stderr
+    );
+    env.zot(["ext", "doctor", "--timeout", "0"]).fails(2);
+    env.zot(["ext", "doctor", "--timeout", "soon"]).fails(2);
+}
+
+#[test]
+fn interrupting_doctor_leaves_nothing_running() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    let env = Env::new();
+    let dir = sh_extension(
+        &env.global_root(),
+        "hang",
+        "hang",
+        "echo $$ > pid\nsleep 300\n",
+    );
+    let mut run = env.zot(["ext", "doctor", "--timeout", "60"]);
+    let mut zot = run
+        .cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        let text = fs::read_to_string(dir.join("pid")).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<i32>() {
+            break pid;
+        }
+        assert!(Instant::now() < until, "the extension never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let sent = Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", zot.id())])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = zot.wait().unwrap();
+    assert_eq!(status.signal(), Some(2), "{status:?}");
+    assert_gone(pid);
+}

@@ -1,0 +1,180 @@
+//! The committed completions/ and man/ files are exactly what the code renders, and the
+//! README's command reference names exactly the commands clap defines.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use clap::CommandFactory;
+use zot_ext::cli::Cli;
+
+use crate::support::Env;
+
+/// The one command that rewrites every generated file.
+const REGENERATE: &str = "ZOT_REGENERATE=1 cargo test --test cli generated";
+
+/// Folders that hold only generated files.
+const GENERATED_DIRS: [&str; 2] = ["completions", "man"];
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn committed_completions_and_man_pages_are_up_to_date() {
+    let files = zot_ext::docs::render();
+    let expected: BTreeSet<&str> = files.iter().map(|(path, _)| path.as_str()).collect();
+    let mut extra = Vec::new();
+    for dir in GENERATED_DIRS {
+        for entry in fs::read_dir(repo().join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = format!("{dir}/{}", entry.file_name().to_string_lossy());
+            if !expected.contains(path.as_str()) {
+                extra.push(path);
+            }
+        }
+    }
+
+    if std::env::var_os("ZOT_REGENERATE").is_some_and(|v| !v.is_empty()) {
+        for path in &extra {
+            fs::remove_file(repo().join(path)).unwrap();
+        }
+        for (path, bytes) in &files {
+            let path = repo().join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, bytes).unwrap();
+        }
+        return;
+    }
+
+    let stale: Vec<&str> = files
+        .iter()
+        .filter(|(path, bytes)| fs::read(repo().join(path)).ok().as_ref() != Some(bytes))
+        .map(|(path, _)| path.as_str())
+        .collect();
+    assert!(
+        stale.is_empty() && extra.is_empty(),
+        "generated files are out of date (differ or missing: {stale:?}; no longer generated: \
+         {extra:?}); regenerate them with:\n\n    {REGENERATE}\n"
+    );
+}
+
+#[test]
+fn zot_completions_prints_the_committed_script() {
+    let env = Env::new();
+    for (shell, file) in [
+        ("bash", "zot.bash"),
+        ("zsh", "_zot"),
+        ("fish", "zot.fish"),
+        ("powershell", "_zot.ps1"),
+        ("elvish", "zot.elv"),
+    ] {
+        let path = format!("completions/{file}");
+        let rendered = zot_ext::docs::completion_scripts()
+            .into_iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, bytes)| String::from_utf8(bytes).unwrap())
+            .unwrap_or_else(|| panic!("{path} is not generated"));
+        let printed = env.zot(["completions", shell]).ok().stdout;
+        assert_eq!(printed, rendered, "zot completions {shell}");
+        // `COMPLETE=<shell> zot` (clap_complete's way to ask) prints the same script.
+        let asked = env
+            .zot(Vec::<&str>::new())
+            .env("COMPLETE", shell)
+            .ok()
+            .stdout;
+        assert_eq!(asked, rendered, "COMPLETE={shell} zot");
+        // While regenerating, the files are being rewritten by the test above.
+        if std::env::var_os("ZOT_REGENERATE").is_none() {
+            let committed = fs::read_to_string(repo().join(&path)).unwrap();
+            assert_eq!(printed, committed, "zot completions {shell} and {path}");
+        }
+    }
+}
+
+#[test]
+fn completions_rejects_an_unknown_shell() {
+    let env = Env::new();
+    let done = env.zot(["completions", "tcsh"]).fails(2);
+    assert!(done.stderr.contains("tcsh"), "{}", done.stderr);
+    let done = env.zot(Vec::<&str>::new()).env("COMPLETE", "tcsh").fails(2);
+    assert!(done.stderr.contains("COMPLETE=tcsh"), "{}", done.stderr);
+}
+
+/// `### \`zot ext list\`` headings of README's "Commands" section, as command paths
+/// (`ext list`), with the `<placeholders>` each heading shows.
+fn readme_commands() -> Vec<(String, String)> {
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("Commands\n"))
+        .expect("README has a \"## Commands\" section");
+    let mut found = Vec::new();
+    for heading in section.lines().filter(|l| l.starts_with("### ")) {
+        for (i, span) in heading.split('`').enumerate() {
+            // Odd pieces are inside backticks.
+            if i % 2 == 1
+                && let Some(rest) = span.strip_prefix("zot ")
+            {
+                let path: Vec<&str> = rest
+                    .split_whitespace()
+                    .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                    .collect();
+                found.push((path.join(" "), span.to_owned()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn readme_command_reference_matches_clap() {
+    let cli = Cli::command();
+    let mut defined = Vec::new();
+    for cmd in cli.get_subcommands() {
+        if cmd.get_name() == "help" {
+            continue;
+        }
+        let subs: Vec<_> = cmd
+            .get_subcommands()
+            .filter(|s| s.get_name() != "help")
+            .collect();
+        if subs.is_empty() {
+            defined.push((cmd.get_name().to_owned(), cmd.clone()));
+        }
+        for sub in subs {
+            defined.push((
+                format!("{} {}", cmd.get_name(), sub.get_name()),
+                sub.clone(),
+            ));
+        }
+    }
+    let documented = readme_commands();
+    let documented_paths: BTreeSet<&str> = documented.iter().map(|(p, _)| p.as_str()).collect();
+    let defined_paths: BTreeSet<&str> = defined.iter().map(|(p, _)| p.as_str()).collect();
+    let undocumented: Vec<_> = defined_paths.difference(&documented_paths).collect();
+    let unknown: Vec<_> = documented_paths.difference(&defined_paths).collect();
+    assert!(
+        undocumented.is_empty() && unknown.is_empty(),
+        "README.md's Commands section and src/cli.rs disagree: add a `### \\`zot <command> ...\\`` \
+         section for {undocumented:?}; no such command: {unknown:?}"
+    );
+    // Each heading shows the command's required arguments as <placeholders>.
+    for (path, cmd) in &defined {
+        let heading = &documented.iter().find(|(p, _)| p == path).unwrap().1;
+        for arg in cmd.get_positionals().filter(|a| a.is_required_set()) {
+            let names = arg
+                .get_value_names()
+                .map(|v| v.join(" "))
+                .unwrap_or_else(|| arg.get_id().to_string());
+            let placeholder = format!("<{}>", names.to_lowercase());
+            assert!(
+                heading.contains(&placeholder),
+                "README heading `{heading}` lacks {placeholder}"
+            );
+        }
+    }
+}

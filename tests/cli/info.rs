@@ -1,0 +1,92 @@
+//! `zot ext info`: which copy wins, resolved exec, provenance and log.
+
+use std::fs;
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+#[test]
+fn shows_both_copies_winner_first_with_provenance_and_log() {
+    let env = Env::new();
+    env.installed("dup", false);
+    env.installed("dup", true);
+    fs::create_dir_all(env.home.join("logs")).unwrap();
+    fs::write(env.home.join("logs/ext-dup.log"), "12345").unwrap();
+    let info = env.zot(["ext", "info", "dup", "--json"]).ok().json();
+    let copies = info["copies"].as_array().unwrap();
+    assert_eq!(copies.len(), 2);
+    assert_eq!(
+        (copies[0]["scope"].as_str(), copies[0]["wins"].as_bool()),
+        (Some("project"), Some(true))
+    );
+    assert_eq!(
+        (copies[1]["scope"].as_str(), copies[1]["shadowed"].as_bool()),
+        (Some("global"), Some(true))
+    );
+    assert_eq!(copies[0]["source"]["kind"], "path");
+    assert_eq!(copies[0]["log"]["bytes"], 5);
+    let resolved = copies[0]["exec"]["resolved"].as_str().unwrap();
+    assert!(
+        resolved.ends_with(".zot/extensions/dup/run.sh"),
+        "{resolved}"
+    );
+    let text = env.zot(["ext", "info", "dup"]).ok().stdout;
+    assert!(text.starts_with("dup 1.0.0 (project copy, wins)"), "{text}");
+    assert!(
+        text.contains("(global copy, shadowed by the copy above)"),
+        "{text}"
+    );
+    assert!(text.contains("(5 bytes)"), "{text}");
+}
+
+#[test]
+fn exec_on_path_and_missing_exec() {
+    let env = Env::new();
+    let bare = env.source_with_manifest("bare", "{\"name\": \"bare\", \"exec\": \"sh\"}");
+    env.zot(["ext", "install", bare.to_str().unwrap()]).ok();
+    let info = env.zot(["ext", "info", "bare", "--json"]).ok().json();
+    let resolved = info["copies"][0]["exec"]["resolved"].as_str().unwrap();
+    assert!(resolved.ends_with("/sh"), "{resolved}");
+    let missing =
+        env.source_with_manifest("missing", "{\"name\": \"missing\", \"exec\": \"./nope\"}");
+    env.zot(["ext", "install", missing.to_str().unwrap()]).ok();
+    let info = env.zot(["ext", "info", "missing", "--json"]).ok().json();
+    assert_eq!(info["copies"][0]["exec"]["resolved"], Value::Null);
+    assert!(
+        info["copies"][0]["exec"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist")
+    );
+    let text = env.zot(["ext", "info", "missing"]).ok().stdout;
+    assert!(text.contains("./nope -> not found"), "{text}");
+}
+
+#[test]
+fn hand_copied_extensions_have_no_source() {
+    let env = Env::new();
+    let dir = env.global_root().join("manual");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("extension.json"),
+        crate::support::manifest("manual"),
+    )
+    .unwrap();
+    let info = env.zot(["ext", "info", "manual", "--json"]).ok().json();
+    assert_eq!(info["copies"][0]["source"], Value::Null);
+    assert_eq!(info["copies"][0]["log"]["bytes"], Value::Null);
+    let text = env.zot(["ext", "info", "manual"]).ok().stdout;
+    assert!(text.contains("source:      unknown"), "{text}");
+}
+
+#[test]
+fn unknown_name_fails() {
+    let env = Env::new();
+    let done = env.zot(["ext", "info", "ghost"]).fails(1);
+    assert!(
+        done.stderr.contains("no extension named \"ghost\""),
+        "{}",
+        done.stderr
+    );
+}

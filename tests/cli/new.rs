@@ -1,0 +1,271 @@
+//! `zot ext new`: every template passes `doctor` and `call` (where its toolchain exists),
+//! and nothing is ever overwritten.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::Env;
+use crate::support::extensions::{assert_gone, on_path};
+
+/// Runs doctor and call against the new extension `target` (a name or a folder).
+fn passes_doctor_and_call(env: &Env, target: &str, name: &str) {
+    let doctor = env
+        .zot(["ext", "doctor", target, "--json", "--strict"])
+        .output();
+    assert_eq!(doctor.code, 0, "{doctor:#?}");
+    let report = &doctor.json()["extensions"][0];
+    assert_eq!(report["status"], "ok", "{report:#}");
+    assert_gone(report["pid"].as_i64().unwrap() as i32);
+    let command = format!("/{name}");
+    let called = env
+        .zot(["ext", "call", target, &command, "hi", "there"])
+        .ok();
+    let tool = name.replace(['-', '.'], "_");
+    let tooled = env
+        .zot([
+            "ext",
+            "call",
+            target,
+            "--tool",
+            &tool,
+            r#"{"text":"echo me"}"#,
+        ])
+        .output();
+    assert_eq!(tooled.code, 0, "{tooled:#?}");
+    assert!(
+        called
+            .stdout
+            .starts_with(&format!("display: hello from {name}")),
+        "{}",
+        called.stdout
+    );
+    assert!(
+        tooled.stdout.contains("hello from") || tooled.stdout == "echo me\n",
+        "{}",
+        tooled.stdout
+    );
+}
+
+fn create(env: &Env, name: &str, lang: &str) -> std::path::PathBuf {
+    let done = env.zot(["ext", "new", name, "--lang", lang]).ok();
+    assert!(
+        done.stdout.starts_with(&format!("created {name} (")),
+        "{}",
+        done.stdout
+    );
+    env.global_root().join(name)
+}
+
+#[test]
+fn python_template() {
+    let env = Env::new();
+    let dir = create(&env, "py-demo", "python");
+    assert!(dir.join("main.py").is_file() && dir.join("README.md").is_file());
+    passes_doctor_and_call(&env, "py-demo", "py-demo");
+    // Arguments reach the program; a missing tool argument is reported as a tool error.
+    let called = env
+        .zot(["ext", "call", "py-demo", "/py-demo", "hi", "there"])
+        .ok();
+    assert_eq!(
+        called.stdout,
+        "display: hello from py-demo, you said: hi there\n"
+    );
+    let bad = env
+        .zot(["ext", "call", "py-demo", "--tool", "py_demo"])
+        .fails(1);
+    assert!(
+        bad.stdout.contains("\"text\" must be a string"),
+        "{}",
+        bad.stdout
+    );
+}
+
+#[test]
+fn node_template() {
+    if !on_path("node") {
+        eprintln!("skipping the node template: node is not on PATH");
+        return;
+    }
+    let env = Env::new();
+    create(&env, "node-demo", "node");
+    passes_doctor_and_call(&env, "node-demo", "node-demo");
+    let tooled = env
+        .zot([
+            "ext",
+            "call",
+            "node-demo",
+            "--tool",
+            "node_demo",
+            r#"{"text":"echo me"}"#,
+        ])
+        .ok();
+    assert_eq!(tooled.stdout, "echo me\n");
+}
+
+#[test]
+fn shell_template() {
+    let env = Env::new();
+    let dir = create(&env, "sh-demo", "shell");
+    let script = fs::read_to_string(dir.join("main.sh")).unwrap();
+    assert!(
+        script.starts_with("#!/bin/sh\n") && script.contains("Limitation"),
+        "{script}"
+    );
+    passes_doctor_and_call(&env, "sh-demo", "sh-demo");
+}
+
+#[test]
+fn go_template() {
+    let env = Env::new();
+    let dir = create(&env, "go-demo", "go");
+    assert!(dir.join("main.go").is_file() && dir.join("go.mod").is_file());
+    // Not built yet: doctor says how to build it.
+    let done = env.zot(["ext", "doctor", "go-demo"]).fails(1);
+    assert!(
+        done.stdout
+            .contains("fix: build it: go build -o ./go-demo ."),
+        "{}",
+        done.stdout
+    );
+    if !on_path("go") {
+        eprintln!(
+            "skipping the live test of the go template: go is not on PATH (the files were written and checked, not built or run)"
+        );
+        return;
+    }
+    let built = Command::new("go")
+        .args(["build", "-o", "go-demo", "."])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    passes_doctor_and_call(&env, "go-demo", "go-demo");
+}
+
+#[test]
+fn rust_template() {
+    let env = Env::new();
+    let dir = create(&env, "rs-demo", "rust");
+    assert!(dir.join("src/main.rs").is_file() && dir.join("Cargo.toml").is_file());
+    if !on_path("cargo") {
+        eprintln!("skipping the live test of the rust template: cargo is not on PATH");
+        return;
+    }
+    // Offline: serde_json is in the local registry cache, since this crate depends on it.
+    let built = Command::new("cargo")
+        .args(["build", "--release", "--offline", "--quiet"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    passes_doctor_and_call(&env, "rs-demo", "rs-demo");
+}
+
+#[test]
+fn project_and_folder_locations() {
+    let env = Env::new();
+    env.zot(["ext", "new", "here", "--project", "--lang", "shell"])
+        .ok();
+    assert!(env.project_root().join("here/main.sh").is_file());
+    let json = env.zot(["ext", "doctor", "here", "--json"]).ok().json();
+    assert_eq!(json["extensions"][0]["scope"], "project");
+
+    let target = env.work.join("nested/wip");
+    let out = env
+        .zot([
+            "ext",
+            "new",
+            "wip",
+            "--dir",
+            target.to_str().unwrap(),
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(out["scope"], serde_json::Value::Null);
+    assert_eq!(out["dir"], target.to_str().unwrap());
+    assert_eq!(
+        out["files"],
+        serde_json::json!(["extension.json", "main.py", "README.md"])
+    );
+    let readme = fs::read_to_string(target.join("README.md")).unwrap();
+    assert!(readme.contains("zot ext doctor ."), "{readme}");
+    passes_doctor_and_call(&env, target.to_str().unwrap(), "wip");
+    // Nothing was left beside it.
+    let beside: Vec<_> = fs::read_dir(env.work.join("nested"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(beside.len(), 1);
+
+    let empty = env.work.join("empty");
+    fs::create_dir(&empty).unwrap();
+    env.zot(["ext", "new", "empty", "--dir", empty.to_str().unwrap()])
+        .ok();
+    assert!(empty.join("extension.json").is_file());
+    env.zot(["ext", "new", "x", "--project", "--dir", "y"])
+        .fails(2);
+}
+
+#[test]
+fn never_overwrites() {
+    let env = Env::new();
+    create(&env, "taken", "python");
+    let before = env.snapshot();
+    let done = env.zot(["ext", "new", "taken", "--lang", "node"]).fails(1);
+    assert!(
+        done.stderr
+            .contains("an extension named \"taken\" already exists"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    // The staging folder is empty again.
+    let staging = env.home.join(".ext-store/staging");
+    assert_eq!(fs::read_dir(staging).unwrap().count(), 0);
+
+    let full = env.work.join("full");
+    fs::create_dir(&full).unwrap();
+    fs::write(full.join("keep.txt"), "mine").unwrap();
+    let done = env
+        .zot(["ext", "new", "full", "--dir", full.to_str().unwrap()])
+        .fails(1);
+    assert!(
+        done.stderr.contains("already exists and is not empty"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(fs::read_dir(&full).unwrap().count(), 1);
+    assert_eq!(fs::read_to_string(full.join("keep.txt")).unwrap(), "mine");
+}
+
+#[test]
+fn names_are_checked_and_builtins_avoided() {
+    let env = Env::new();
+    let done = env.zot(["ext", "new", "no/slash"]).fails(2);
+    assert!(
+        done.stderr.contains("the name \"no/slash\""),
+        "{}",
+        done.stderr
+    );
+    env.zot(["ext", "new", "ok", "--lang", "cobol"]).fails(2);
+    let json = env.zot(["ext", "new", "help", "--json"]).ok().json();
+    assert_eq!(json["command"], "help-ext");
+    let doctor = env.zot(["ext", "doctor", "help", "--strict"]).output();
+    assert_eq!(doctor.code, 0, "{doctor:#?}");
+    assert!(
+        Path::new(json["dir"].as_str().unwrap())
+            .join("main.py")
+            .is_file()
+    );
+}

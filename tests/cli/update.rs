@@ -1,0 +1,499 @@
+//! `zot ext update`: tracking and pinned git installs, re-pinning, folder installs, subfolder
+//! installs, and failures (broken upstream, renamed, unreachable, kill -9) that must leave
+//! the old version working.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::support::git_servers::{GitDaemon, HttpGit, Repo};
+use crate::support::{Env, manifest};
+
+/// A served root holding `<name>.git` bare repositories.
+fn served() -> (TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(tmp.path()).unwrap().join("srv");
+    fs::create_dir(&root).unwrap();
+    (tmp, root)
+}
+
+/// A repository whose first commit is extension `name` with `rev.txt` = "one".
+fn repo(root: &Path, name: &str) -> Repo {
+    Repo::with_files(
+        root,
+        name,
+        &[
+            ("extension.json", &manifest(name)),
+            ("run.sh", "#!/bin/sh\n"),
+            ("rev.txt", "one\n"),
+        ],
+    )
+}
+
+fn rev(env: &Env, name: &str) -> String {
+    fs::read_to_string(env.global_root().join(name).join("rev.txt")).unwrap()
+}
+
+fn record(env: &Env, name: &str) -> Value {
+    let path = env
+        .home
+        .join(".ext-store/sources")
+        .join(format!("{name}.json"));
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn versioned(name: &str, version: &str) -> String {
+    manifest(name).replace("1.0.0", version)
+}
+
+fn staging_is_empty(env: &Env) -> bool {
+    fs::read_dir(env.home.join(".ext-store/staging"))
+        .unwrap()
+        .count()
+        == 0
+}
+
+#[test]
+fn names_or_all_are_required() {
+    let env = Env::new();
+    let done = env.zot(["ext", "update"]).fails(2);
+    assert!(done.stderr.contains("--all"), "{}", done.stderr);
+    env.installed("a", false);
+    env.installed("b", false);
+    let done = env.zot(["ext", "update", "a", "b", "--ref", "v1"]).fails(2);
+    assert!(done.stderr.contains("name exactly one"), "{}", done.stderr);
+    env.zot(["ext", "update", "a", "--all"]).fails(2);
+}
+
+#[test]
+fn tracking_install_moves_to_the_new_tip_then_is_up_to_date() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "trk");
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url("trk")]).ok();
+    let first = repo.head_commit();
+    let second = repo.commit(&[
+        ("rev.txt", "two\n"),
+        ("extension.json", &versioned("trk", "2.0.0")),
+    ]);
+    let done = env.zot(["ext", "update", "trk"]).ok();
+    assert!(
+        done.stdout.contains("updated trk (global): 1.0.0"),
+        "{}",
+        done.stdout
+    );
+    assert!(done.stdout.contains("-> 2.0.0"), "{}", done.stdout);
+    assert_eq!(rev(&env, "trk"), "two\n");
+    assert_eq!(record(&env, "trk")["commit"], second);
+    assert_ne!(first, second);
+    let again = env.zot(["ext", "update", "trk", "--json"]).ok().json();
+    assert_eq!(again[0]["status"], "up-to-date");
+    assert_eq!(again[0]["current"]["commit"], second);
+    assert!(staging_is_empty(&env));
+}
+
+#[test]
+fn updates_fetch_shallowly_over_http() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "shal");
+    let http = HttpGit::start(&root);
+    env.zot(["ext", "install", &http.url("shal")]).ok();
+    repo.commit(&[("rev.txt", "two\n")]);
+    let before = http.requests().len();
+    env.zot(["ext", "update", "shal"]).ok();
+    let fetches: Vec<String> = http.requests()[before..]
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.body_text())
+        .filter(|b| b.contains("want "))
+        .collect();
+    assert!(!fetches.is_empty());
+    assert!(
+        fetches.iter().all(|b| b.contains("deepen 1")),
+        "{fetches:?}"
+    );
+    assert_eq!(rev(&env, "shal"), "two\n");
+}
+
+#[test]
+fn dry_run_reports_without_touching_the_store() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "dry");
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url("dry")]).ok();
+    let old = repo.head_commit();
+    let new = repo.commit(&[("extension.json", &versioned("dry", "1.1.0"))]);
+    let before = env.snapshot();
+    let out = env
+        .zot(["ext", "update", "dry", "--dry-run", "--json"])
+        .ok()
+        .json();
+    assert_eq!(out[0]["status"], "would-update");
+    assert_eq!(out[0]["current"]["version"], "1.0.0");
+    assert_eq!(out[0]["current"]["commit"], old);
+    assert_eq!(out[0]["available"]["version"], "1.1.0");
+    assert_eq!(out[0]["available"]["commit"], new);
+    assert_eq!(env.snapshot(), before);
+    let text = env.zot(["ext", "update", "dry", "-n"]).ok().stdout;
+    assert!(text.contains("would update dry (global): 1.0.0"), "{text}");
+}
+
+#[test]
+fn pinned_installs_are_skipped_until_re_pinned() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "pin");
+    repo.tag("v1");
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url("pin"), "--ref", "v1"])
+        .ok();
+    assert_eq!(record(&env, "pin")["ref_kind"], "tag");
+    let v2 = repo.commit(&[("rev.txt", "two\n")]);
+    repo.annotated_tag("v2", "two");
+    let done = env.zot(["ext", "update", "pin"]).ok();
+    assert!(
+        done.stdout.contains("skipped pin (global): pinned to v1"),
+        "{}",
+        done.stdout
+    );
+    assert!(done.stdout.contains("--ref"), "{}", done.stdout);
+    assert_eq!(rev(&env, "pin"), "one\n");
+    env.zot(["ext", "update", "pin", "--ref", "v2"]).ok();
+    assert_eq!(rev(&env, "pin"), "two\n");
+    let rec = record(&env, "pin");
+    assert_eq!(
+        (rec["ref"].as_str(), rec["commit"].as_str()),
+        (Some("v2"), Some(v2.as_str()))
+    );
+    let all = env.zot(["ext", "update", "--all", "--json"]).ok().json();
+    assert_eq!(all[0]["status"], "skipped");
+}
+
+#[test]
+fn commit_pins_are_pinned_and_a_branch_ref_keeps_tracking() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "br");
+    let first = repo.head_commit();
+    repo.branch("stable");
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url("br"), "--ref", &first])
+        .ok();
+    assert_eq!(record(&env, "br")["ref_kind"], "commit");
+    let out = env.zot(["ext", "update", "br", "--json"]).ok().json();
+    assert_eq!(out[0]["status"], "skipped");
+    env.zot(["ext", "update", "br", "--ref", "stable"]).ok();
+    assert_eq!(record(&env, "br")["ref_kind"], "branch");
+    assert_eq!(record(&env, "br")["branch"], "stable");
+    let tip = repo.commit(&[("rev.txt", "stable two\n")]);
+    repo.switch("main");
+    repo.commit(&[("rev.txt", "main two\n")]);
+    env.zot(["ext", "update", "br"]).ok();
+    assert_eq!(rev(&env, "br"), "stable two\n");
+    assert_eq!(record(&env, "br")["commit"], tip);
+}
+
+/// Installs `name` from a daemon, pushes a commit made by `change`, and checks that update
+/// fails naming `expected` while the old version stays in place, whole and working.
+fn failed_update_keeps_the_old_version(name: &str, change: impl FnOnce(&Repo), expected: &str) {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, name);
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url(name)]).ok();
+    let before = env.snapshot();
+    change(&repo);
+    let done = env.zot(["ext", "update", name]).fails(1);
+    assert!(
+        done.stderr.contains(expected) || done.stdout.contains(expected),
+        "{done:#?}"
+    );
+    assert!(
+        done.stderr.contains("old versions are still in place"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    assert_eq!(rev(&env, name), "one\n");
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(list[0]["error"], Value::Null);
+    assert!(staging_is_empty(&env));
+}
+
+#[test]
+fn broken_upstream_manifest_leaves_the_old_version_working() {
+    failed_update_keeps_the_old_version(
+        "brk",
+        |repo| {
+            repo.commit(&[("extension.json", "{\"name\": \"brk\", \"exec\": 42}")]);
+        },
+        "\"exec\" must be a string",
+    );
+}
+
+#[test]
+fn upstream_without_a_manifest_leaves_the_old_version_working() {
+    failed_update_keeps_the_old_version(
+        "gone",
+        |repo| {
+            repo.commit_with("drop manifest", |work| {
+                fs::remove_file(work.join("extension.json")).unwrap()
+            });
+        },
+        "extension.json: not found",
+    );
+}
+
+#[test]
+fn renamed_upstream_is_refused() {
+    failed_update_keeps_the_old_version(
+        "old-name",
+        |repo| {
+            repo.commit(&[("extension.json", &manifest("new-name"))]);
+        },
+        "names it \"new-name\", not \"old-name\"",
+    );
+}
+
+#[test]
+fn unreachable_upstream_fails_and_keeps_the_old_version() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    repo(&root, "net");
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url("net")]).ok();
+    drop(daemon);
+    let done = env.zot(["ext", "update", "net", "--json"]).fails(1);
+    let out = done.json();
+    assert_eq!(out[0]["status"], "failed");
+    assert!(
+        out[0]["message"].as_str().unwrap().contains("cannot fetch"),
+        "{out}"
+    );
+    assert_eq!(rev(&env, "net"), "one\n");
+}
+
+#[test]
+fn folder_installs_are_copied_again() {
+    let env = Env::new();
+    let src = env.source("local", "local");
+    fs::write(src.join("rev.txt"), "one\n").unwrap();
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    fs::write(src.join("rev.txt"), "two\n").unwrap();
+    let out = env.zot(["ext", "update", "local", "--json"]).ok().json();
+    assert_eq!(out[0]["status"], "updated");
+    assert_eq!(out[0]["kind"], "path");
+    assert_eq!(rev(&env, "local"), "two\n");
+    fs::remove_dir_all(&src).unwrap();
+    let done = env.zot(["ext", "update", "local"]).fails(1);
+    assert!(done.stdout.contains("does not exist"), "{}", done.stdout);
+    assert_eq!(rev(&env, "local"), "two\n");
+    env.zot(["ext", "update", "local", "--ref", "v1"]).fails(1);
+}
+
+#[test]
+fn hand_copied_extensions_are_an_unknown_source() {
+    let env = Env::new();
+    let dir = env.global_root().join("manual");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("extension.json"), manifest("manual")).unwrap();
+    let out = env.zot(["ext", "update", "manual", "--json"]).ok().json();
+    assert_eq!(out[0]["status"], "unknown-source");
+    assert_eq!(out[0]["kind"], Value::Null);
+    let text = env.zot(["ext", "update", "--all"]).ok().stdout;
+    assert!(text.contains("unknown source"), "{text}");
+}
+
+#[test]
+fn kill_during_update_leaves_the_old_or_the_new_version() {
+    let env = Env::new();
+    let src = env.source("big", "big");
+    for i in 0..2000 {
+        let dir = src.join(format!("d{}", i % 10));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(format!("f{i}")), vec![b'o'; 2048]).unwrap();
+    }
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    fs::write(src.join("marker"), "new").unwrap();
+    let dest = env.global_root().join("big");
+    let files = |dir: &Path| {
+        walkdir::WalkDir::new(dir)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file())
+            .count()
+    };
+    let old_count = files(&src) - 1;
+    for delay in [0u64, 10, 30, 60, 120, 250] {
+        let mut child = env
+            .zot(["ext", "update", "big"])
+            .cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let count = files(&dest);
+        if dest.join("marker").exists() {
+            assert_eq!(
+                count,
+                old_count + 1,
+                "half-new tree after a kill at {delay} ms"
+            );
+        } else {
+            assert_eq!(count, old_count, "half-old tree after a kill at {delay} ms");
+        }
+    }
+    env.zot(["ext", "update", "big"]).ok();
+    assert!(dest.join("marker").exists());
+    assert!(staging_is_empty(&env));
+}
+
+/// A repository holding two extensions under `extensions/`, plus unrelated files.
+fn monorepo(root: &Path) -> Repo {
+    Repo::with_files(
+        root,
+        "mono",
+        &[
+            ("README.md", "the whole project\n"),
+            ("src/main.go", "package main\n"),
+            ("extensions/clock/extension.json", &manifest("clock")),
+            ("extensions/clock/run.sh", "#!/bin/sh\n"),
+            ("extensions/clock/rev.txt", "one\n"),
+            ("extensions/other/extension.json", &manifest("other")),
+        ],
+    )
+}
+
+#[test]
+fn subfolder_installs_take_only_that_folder_and_updates_follow_it() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = monorepo(&root);
+    let daemon = GitDaemon::start(&root);
+    let url = format!("{}#extensions/clock", daemon.url("mono"));
+    let out = env.zot(["ext", "install", &url, "--json"]).ok().json();
+    assert_eq!(out["name"], "clock");
+    assert_eq!(out["subdir"], "extensions/clock");
+    assert_eq!(out["source"], daemon.url("mono"));
+    let dest = env.global_root().join("clock");
+    let mut names: Vec<String> = fs::read_dir(&dest)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["extension.json", "rev.txt", "run.sh"]);
+    repo.commit(&[
+        ("extensions/clock/rev.txt", "two\n"),
+        ("README.md", "changed\n"),
+    ]);
+    env.zot(["ext", "update", "clock"]).ok();
+    assert_eq!(rev(&env, "clock"), "two\n");
+    assert!(!dest.join("README.md").exists());
+    let flag = env
+        .zot([
+            "ext",
+            "install",
+            &daemon.url("mono"),
+            "--subdir",
+            "extensions/other",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(flag["name"], "other");
+}
+
+#[test]
+fn subfolder_errors() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    monorepo(&root);
+    let daemon = GitDaemon::start(&root);
+    let both = format!("{}#extensions/clock", daemon.url("mono"));
+    env.zot(["ext", "install", &both, "--subdir", "extensions/clock"])
+        .fails(2);
+    let done = env
+        .zot(["ext", "install", &daemon.url("mono"), "--subdir", "../etc"])
+        .fails(2);
+    assert!(done.stderr.contains("without \"..\""), "{}", done.stderr);
+    let done = env
+        .zot(["ext", "install", &daemon.url("mono"), "--subdir", "nope"])
+        .fails(1);
+    assert!(
+        done.stderr.contains("has no folder nope"),
+        "{}",
+        done.stderr
+    );
+    let done = env.zot(["ext", "install", &daemon.url("mono")]).fails(1);
+    assert!(done.stderr.contains("--subdir"), "{}", done.stderr);
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn folder_sources_take_a_subdir_too() {
+    let env = Env::new();
+    let top = env.work.join("project");
+    fs::create_dir_all(top.join("ext/inner")).unwrap();
+    fs::write(top.join("ext/inner/extension.json"), manifest("inner")).unwrap();
+    let out = env
+        .zot([
+            "ext",
+            "install",
+            top.to_str().unwrap(),
+            "--subdir",
+            "ext/inner",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(out["subdir"], "ext/inner");
+    fs::write(top.join("ext/inner/new.txt"), "x").unwrap();
+    env.zot(["ext", "update", "inner"]).ok();
+    assert!(env.global_root().join("inner/new.txt").exists());
+}
+
+#[test]
+fn private_http_updates_use_the_credential_helper() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "priv");
+    let http = HttpGit::with_auth(&root, "alice", "s3cret-pass");
+    let store = env.user_home.join(".git-credentials");
+    fs::write(
+        &store,
+        format!("http://alice:s3cret-pass@127.0.0.1:{}\n", http.port()),
+    )
+    .unwrap();
+    fs::write(
+        env.user_home.join(".gitconfig"),
+        format!(
+            "[credential]\n\thelper = store --file {}\n",
+            store.display()
+        ),
+    )
+    .unwrap();
+    env.zot(["ext", "install", &http.url("priv")]).ok();
+    repo.commit(&[("rev.txt", "two\n")]);
+    env.zot(["ext", "update", "priv"]).ok();
+    assert_eq!(rev(&env, "priv"), "two\n");
+    fs::remove_file(&store).unwrap();
+    repo.commit(&[("rev.txt", "three\n")]);
+    let done = env.zot(["ext", "update", "priv"]).fails(1);
+    assert!(
+        done.stdout.contains("cannot authenticate"),
+        "{}",
+        done.stdout
+    );
+    assert!(done.stdout.contains("credential helper"), "{}", done.stdout);
+    assert_eq!(rev(&env, "priv"), "two\n");
+}
