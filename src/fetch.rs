@@ -12,7 +12,7 @@ use crate::git;
 use crate::manifest::{self, Manifest, ManifestError};
 use crate::output::Output;
 use crate::paths::ScopeDirs;
-use crate::record::{Kind, Record, now_rfc3339};
+use crate::record::{Kind, Record};
 use crate::sources::{GitUrl, Source};
 use crate::store::{Staging, Store};
 use crate::tree;
@@ -100,17 +100,7 @@ fn copy_into(
     out.progress_done();
     copied?;
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
-    let record = Record {
-        name: manifest.name.clone(),
-        source: source.display().to_string(),
-        kind: Kind::Path,
-        git_ref: None,
-        ref_kind: None,
-        branch: None,
-        commit: None,
-        subdir: None,
-        installed_at: now_rfc3339(),
-    };
+    let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
     Ok((manifest, record))
 }
 
@@ -153,15 +143,11 @@ fn clone_into(
         Path::new(&format!("{label}: {inside}{}", manifest::FILE)),
     )?;
     let record = Record {
-        name: manifest.name.clone(),
-        source: recorded_url(url),
-        kind: Kind::Git,
         git_ref: git_ref.map(str::to_string),
         ref_kind: Some(checkout.ref_kind),
         branch: checkout.branch,
         commit: Some(checkout.commit),
-        subdir: None,
-        installed_at: now_rfc3339(),
+        ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
     Ok((manifest, record))
 }

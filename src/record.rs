@@ -60,6 +60,21 @@ pub struct Record {
 }
 
 impl Record {
+    /// A record of `kind` made now, with no ref, commit or subfolder.
+    pub fn new(name: &str, source: String, kind: Kind) -> Record {
+        Record {
+            name: name.to_string(),
+            source,
+            kind,
+            git_ref: None,
+            ref_kind: None,
+            branch: None,
+            commit: None,
+            subdir: None,
+            installed_at: now_rfc3339(),
+        }
+    }
+
     /// Whether `update` leaves this install alone unless given a new `--ref`.
     pub fn pinned(&self) -> bool {
         matches!(self.ref_kind, Some(RefKind::Tag | RefKind::Commit))

@@ -10,7 +10,7 @@ use crate::cli::LinkArgs;
 use crate::fetch::check_local_source;
 use crate::manifest;
 use crate::paths::Scope;
-use crate::record::{Kind, Record, now_rfc3339};
+use crate::record::{Kind, Record};
 use crate::store::Store;
 
 #[derive(Debug, Serialize)]
@@ -45,17 +45,7 @@ impl Run for LinkArgs {
         symlink_dir(&target, &staging.tree())
             .with_context(|| format!("cannot create a link to {}", target.display()))?;
         let dest = store.place(&staging, name, self.force)?;
-        let record = Record {
-            name: name.clone(),
-            source: target.display().to_string(),
-            kind: Kind::Link,
-            git_ref: None,
-            ref_kind: None,
-            branch: None,
-            commit: None,
-            subdir: None,
-            installed_at: now_rfc3339(),
-        };
+        let record = Record::new(name, target.display().to_string(), Kind::Link);
         if let Err(e) = record.save(dirs) {
             ctx.out.warn(&format!(
                 "linked, but the install record was not saved: {e:#}"
