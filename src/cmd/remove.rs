@@ -36,7 +36,7 @@ impl Run for RemoveArgs {
                 )));
             }
             if !confirm(&format!("remove {what}? [y/N] "))? {
-                bail!("nothing was removed");
+                bail!("nothing was removed (the answer was not yes)");
             }
         }
         let store = Store::open(ctx.layout.scope(target.scope))?;

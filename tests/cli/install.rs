@@ -300,3 +300,16 @@ fn a_held_lock_makes_a_second_run_fail_clearly() {
     );
     assert!(env.installed_names().is_empty());
 }
+
+#[test]
+fn progress_is_shown_only_when_stderr_is_a_terminal() {
+    let env = Env::new();
+    let src = big_source(&env, "prog", 300);
+    let quiet = env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    assert_eq!(quiet.stderr, "", "no terminal, no progress");
+    env.zot(["ext", "remove", "-y", "prog"]).ok();
+    let shown = env.zot_in_terminal(&["ext", "install", src.to_str().unwrap()], "");
+    assert_eq!(shown.code, 0, "{shown:#?}");
+    assert!(shown.stdout.contains("copying: "), "{shown:#?}");
+    assert!(shown.stdout.contains("installed prog 1.0.0"), "{shown:#?}");
+}

@@ -143,3 +143,28 @@ fn read_only_folders_are_removed_too() {
     let trash = env.home.join(".ext-store/trash");
     assert_eq!(fs::read_dir(trash).unwrap().count(), 0);
 }
+
+#[test]
+fn at_a_terminal_it_asks_and_only_yes_removes() {
+    let env = Env::new();
+    env.installed("asked", false);
+    let declined = env.zot_in_terminal(&["ext", "remove", "asked"], "n\n");
+    assert!(
+        declined.stdout.contains("remove asked (global) at"),
+        "{declined:#?}"
+    );
+    assert!(declined.stdout.contains("[y/N]"), "{declined:#?}");
+    assert!(
+        declined.stdout.contains("nothing was removed"),
+        "{declined:#?}"
+    );
+    assert_eq!(declined.code, 1);
+    assert_eq!(env.installed_names(), ["asked"]);
+    let accepted = env.zot_in_terminal(&["ext", "remove", "asked"], "yes\n");
+    assert_eq!(accepted.code, 0, "{accepted:#?}");
+    assert!(
+        accepted.stdout.contains("removed asked (global)"),
+        "{accepted:#?}"
+    );
+    assert!(env.installed_names().is_empty());
+}

@@ -303,3 +303,33 @@ impl Run {
         }
     }
 }
+
+/// Quotes `word` for a POSIX shell.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+impl Env {
+    /// Runs `zot args` with a pseudo-terminal as stdin, stdout and stderr (through
+    /// util-linux `script`), typing `input`; returns everything the terminal showed.
+    pub fn zot_in_terminal(&self, args: &[&str], input: &str) -> Done {
+        let mut line = shell_quote(env!("CARGO_BIN_EXE_zot"));
+        for arg in args {
+            line.push(' ');
+            line.push_str(&shell_quote(arg));
+        }
+        let mut run = self.zot(Vec::<&str>::new());
+        run.cmd = {
+            let mut cmd = Command::new("script");
+            cmd.args(["-qec", &line, "/dev/null"])
+                .current_dir(&self.project)
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", &self.user_home)
+                .env("ZOT_HOME", &self.home)
+                .env("TERM", "dumb");
+            cmd
+        };
+        run.stdin(input).output()
+    }
+}
