@@ -1,6 +1,7 @@
 //! Discovery: every installed extension of both scopes in the host's precedence order,
 //! with its manifest or the reason it cannot be read, and which copy of a name wins.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::PathBuf;
 
@@ -25,6 +26,11 @@ pub struct Installed {
 }
 
 impl Installed {
+    /// The folder's name in its root, exactly (`dir_name` is its lossy UTF-8 form).
+    pub fn folder_name(&self) -> &OsStr {
+        self.dir.file_name().unwrap_or_default()
+    }
+
     /// The name the host knows it by: the manifest's, or the folder's when it is unreadable.
     pub fn name(&self) -> &str {
         match &self.manifest {
@@ -35,28 +41,35 @@ impl Installed {
 }
 
 /// Lists the extensions of `scopes` (in the order given), folders sorted by name within a
-/// scope, marking later copies of a name as shadowed.
+/// scope. A copy is shadowed when one earlier in the host's load order (project before
+/// global) has the same name, whether or not that scope is listed.
 pub fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> {
     let mut found: Vec<Installed> = Vec::new();
-    for &scope in scopes {
-        let root = layout.scope(scope).extensions();
-        let entries = match fs::read_dir(&root) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => bail!("cannot read {}: {e}", root.display()),
-        };
-        let mut here: Vec<Installed> = entries
-            .flatten()
-            .filter_map(|entry| inspect(scope, entry.path()))
-            .collect();
-        here.sort_by(|a, b| a.dir_name.cmp(&b.dir_name));
-        found.extend(here);
+    for scope in Scope::ALL {
+        found.extend(scan_root(layout, scope)?);
     }
     for i in 0..found.len() {
         let name = found[i].name().to_string();
         found[i].shadowed = found[..i].iter().any(|earlier| earlier.name() == name);
     }
+    found.retain(|e| scopes.contains(&e.scope));
+    found.sort_by_key(|e| scopes.iter().position(|s| *s == e.scope));
     Ok(found)
+}
+
+fn scan_root(layout: &Layout, scope: Scope) -> Result<Vec<Installed>> {
+    let root = layout.scope(scope).extensions();
+    let entries = match fs::read_dir(&root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => bail!("cannot read {}: {e}", root.display()),
+    };
+    let mut here: Vec<Installed> = entries
+        .flatten()
+        .filter_map(|entry| inspect(scope, entry.path()))
+        .collect();
+    here.sort_by(|a, b| a.dir.file_name().cmp(&b.dir.file_name()));
+    Ok(here)
 }
 
 fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
@@ -99,9 +112,11 @@ pub fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Install
         None => Scope::ALL.to_vec(),
     };
     let all = scan(layout, &scopes)?;
-    let by_dir = all.iter().find(|e| e.dir_name == name);
-    let by_manifest = || all.iter().find(|e| e.name() == name);
-    if let Some(found) = by_dir.or_else(by_manifest) {
+    // The host loads by manifest name, first copy wins; a folder name only helps for a
+    // copy whose manifest says otherwise (or cannot be read).
+    let by_manifest = all.iter().find(|e| e.name() == name);
+    let by_dir = || all.iter().find(|e| e.dir_name == name);
+    if let Some(found) = by_manifest.or_else(by_dir) {
         return Ok(found.clone());
     }
     let looked: Vec<String> = scopes

@@ -75,16 +75,13 @@ fn copy_into(
     shown: &str,
     out: &Output,
 ) -> Result<(Manifest, Record)> {
-    let shown = Path::new(shown).join(subdir.unwrap_or(Path::new("")));
-    let prefix = format!("{}/", shown.display());
+    let shown = match subdir {
+        Some(sub) => Path::new(shown).join(sub),
+        None => PathBuf::from(shown),
+    };
+    let prefix = format!("{}/", shown.display().to_string().trim_end_matches('/'));
     let from = match subdir {
-        Some(sub) => {
-            let from = source.join(sub);
-            if !from.is_dir() {
-                bail!("{} has no folder {}", source.display(), sub.display());
-            }
-            from
-        }
+        Some(sub) => real_subdir(source, sub, &source.display().to_string())?,
         None => source.to_path_buf(),
     };
     tree::audit(&from, &prefix)?;
@@ -111,6 +108,7 @@ fn clone_into(
     subdir: Option<&Path>,
     out: &Output,
 ) -> Result<(Manifest, Record)> {
+    check_local_repository(url)?;
     let checkout_dir = match subdir {
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
@@ -152,6 +150,28 @@ fn clone_into(
     Ok((manifest, record))
 }
 
+/// A local repository path must exist and be a repository; libgit2 would only say
+/// "unsupported URL protocol" or "could not find repository".
+fn check_local_repository(url: &GitUrl) -> Result<()> {
+    if !url.local || url.url.to_ascii_lowercase().starts_with("file://") {
+        return Ok(());
+    }
+    let path = Path::new(&url.url);
+    if !path.exists() {
+        bail!(
+            "{} does not exist; give a git repository or a folder that holds extension.json",
+            url.display
+        );
+    }
+    if git2::Repository::open_bare(path).is_err() && git2::Repository::open(path).is_err() {
+        bail!(
+            "{} is not a git repository, nor a folder with extension.json to copy",
+            url.display
+        );
+    }
+    Ok(())
+}
+
 /// The URL to record: local repository paths are made absolute, so `update` finds them
 /// from any directory.
 fn recorded_url(url: &GitUrl) -> String {
@@ -167,16 +187,33 @@ fn recorded_url(url: &GitUrl) -> String {
 
 /// Moves `checkout/sub` to `tree`; the rest of the checkout is dropped with the staging folder.
 fn take_subdir(checkout: &Path, sub: &Path, tree: &Path, label: &str) -> Result<()> {
-    let from = checkout.join(sub);
-    match fs::symlink_metadata(&from) {
-        Ok(meta) if meta.is_dir() => fs::rename(&from, tree)
-            .with_context(|| format!("cannot move {} into staging", from.display())),
-        Ok(_) => bail!("{label}: {} is not a folder", sub.display()),
-        Err(_) => bail!(
-            "{label} has no folder {}; check the path inside the repository",
-            sub.display()
-        ),
+    let from = real_subdir(checkout, sub, label)?;
+    fs::rename(&from, tree).with_context(|| format!("cannot move {} into staging", from.display()))
+}
+
+/// `base/sub`, checked one component at a time: every step must be a real folder, not a
+/// symbolic link, so the path cannot lead outside `base` (and nothing outside is moved or
+/// copied). `label` names `base` in messages.
+fn real_subdir(base: &Path, sub: &Path, label: &str) -> Result<PathBuf> {
+    let mut path = base.to_path_buf();
+    let mut walked = PathBuf::new();
+    for part in sub.components() {
+        path.push(part);
+        walked.push(part);
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => bail!(
+                "{label}: {} is a symbolic link; the subfolder must be a real folder inside the source",
+                walked.display()
+            ),
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => bail!("{label}: {} is not a folder", walked.display()),
+            Err(_) => bail!(
+                "{label} has no folder {}; check the path inside the source",
+                sub.display()
+            ),
+        }
     }
+    Ok(path)
 }
 
 pub fn short(commit: &str) -> &str {

@@ -349,7 +349,7 @@ impl Auth {
             }
         }
         if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
-            && !self.attempted("git credential helpers")
+            && !self.attempted(helpers_label())
             && let Ok(config) = git2::Config::open_default()
             && let Ok(cred) =
                 Cred::credential_helper(&config, url, Some(user).filter(|u| *u != "git"))
@@ -360,6 +360,21 @@ impl Auth {
             return Cred::default();
         }
         Err(git2::Error::from_str("no more credentials to try"))
+    }
+}
+
+/// How the credential helpers are named in an auth failure: whether any is configured.
+fn helpers_label() -> &'static str {
+    let configured = git2::Config::open_default()
+        .and_then(|c| {
+            let mut entries = c.entries(Some("credential\\..*helper"))?;
+            Ok(entries.next().is_some())
+        })
+        .unwrap_or(false);
+    if configured {
+        "git credential helpers"
+    } else {
+        "git credential helpers (none configured)"
     }
 }
 

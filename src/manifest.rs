@@ -89,6 +89,11 @@ pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
         message,
     };
     let text = match fs::read(&path) {
+        Ok(bytes) if bytes.starts_with(b"\xef\xbb\xbf") => {
+            return Err(fail(
+                "starts with a byte order mark (BOM), which zot cannot read; save it as UTF-8 without BOM".into(),
+            ));
+        }
         Ok(bytes) => String::from_utf8(bytes)
             .map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))?,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -280,13 +285,22 @@ fn with_enabled(text: &str, enabled: bool) -> Option<String> {
     use jsonc_parser::cst::CstRootNode;
     let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).ok()?;
     let object = root.object_value()?;
-    match object.get("enabled") {
-        Some(prop) => prop.set_value(jsonc_parser::json!(enabled)),
-        None => {
-            object.append("enabled", jsonc_parser::json!(enabled));
-        }
+    // Every "enabled" key: readers keep the last of duplicate keys, so all must change.
+    let existing: Vec<_> = object
+        .properties()
+        .into_iter()
+        .filter(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some("enabled"))
+        .collect();
+    if existing.is_empty() {
+        object.append("enabled", jsonc_parser::json!(enabled));
     }
-    Some(root.to_string())
+    for prop in existing {
+        prop.set_value(jsonc_parser::json!(enabled));
+    }
+    let edited = root.to_string();
+    // Never write a file that would not say what was asked.
+    let check = parse(&edited, Path::new(FILE)).ok()?;
+    (check.enabled == enabled).then_some(edited)
 }
 
 /// Replaces `path` with `contents` through a temporary file in the same folder and a rename,
@@ -412,6 +426,26 @@ mod tests {
         let text = "{\n    \"zeta\": 1,\n    \"name\": \"a\",\n    \"enabled\": true,\n    \"exec\": \"x\"\n}\n";
         let out = with_enabled(text, false).unwrap();
         assert_eq!(out, text.replace("\"enabled\": true", "\"enabled\": false"));
+    }
+
+    #[test]
+    fn enabled_edit_changes_every_duplicate_key() {
+        let text = "{\"name\":\"d\",\"enabled\":true,\"exec\":\"./x\",\"enabled\":true}";
+        let out = with_enabled(text, false).unwrap();
+        assert_eq!(out, text.replace("true", "false"));
+        assert!(!parse(&out, Path::new(FILE)).unwrap().enabled);
+    }
+
+    #[test]
+    fn byte_order_mark_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(FILE),
+            b"\xef\xbb\xbf{\"name\":\"b\",\"exec\":\"x\"}",
+        )
+        .unwrap();
+        let err = read(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("byte order mark"), "{err}");
     }
 
     #[test]

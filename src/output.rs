@@ -120,18 +120,34 @@ pub struct Cell {
 
 impl Cell {
     pub fn plain(text: impl Into<String>) -> Cell {
-        Cell {
-            text: text.into(),
-            style: Style::new(),
-        }
+        Cell::styled(text, Style::new())
     }
 
+    /// Control characters in `text` are escaped: cells show manifest text, which any
+    /// repository controls, and must not move the cursor or restyle the terminal.
     pub fn styled(text: impl Into<String>, style: Style) -> Cell {
         Cell {
-            text: text.into(),
+            text: printable(&text.into()),
             style,
         }
     }
+}
+
+/// `text` with control characters (newlines, escape sequences) written as escapes, so it
+/// stays on one line and cannot send commands to the terminal.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Writes rows as left-aligned columns separated by two spaces; the last column is not padded.
@@ -174,6 +190,12 @@ mod tests {
         assert!(use_color(ColorChoice::Auto, false, true));
         assert!(!use_color(ColorChoice::Auto, true, true));
         assert!(!use_color(ColorChoice::Auto, false, false));
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
+        assert_eq!(printable("plain é"), "plain é");
     }
 
     #[test]

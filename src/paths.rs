@@ -135,7 +135,10 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// A relative `zot_home` is taken from `cwd`, so every path zot ext prints or records is
+    /// absolute.
     pub fn new(zot_home: PathBuf, cwd: &Path) -> Self {
+        let zot_home = cwd.join(zot_home);
         Layout {
             project: ScopeDirs {
                 scope: Scope::Project,
@@ -258,6 +261,15 @@ mod tests {
         let err = zot_home(&env(&[]), Os::Other).unwrap_err().to_string();
         assert!(err.contains("set ZOT_HOME"), "{err}");
         assert!(zot_home(&env(&[]), Os::Windows).is_err());
+    }
+
+    #[test]
+    fn relative_zot_home_is_made_absolute() {
+        let l = Layout::new(PathBuf::from("rel/home"), Path::new("/p"));
+        assert_eq!(
+            l.global.extension("a"),
+            PathBuf::from("/p/rel/home/extensions/a")
+        );
     }
 
     #[test]

@@ -90,19 +90,24 @@ impl Record {
         serde_json::from_str(&text).ok()
     }
 
-    /// Writes the record atomically (temporary file + rename).
-    pub fn save(&self, dirs: &ScopeDirs) -> Result<()> {
+    /// Writes the record to a temporary file beside its place, so that all that is left to
+    /// do after the extension is placed is a rename ([`PendingRecord::commit`]). Errors
+    /// (a full disk, no permission) surface here, before anything changes.
+    pub fn prepare(&self, dirs: &ScopeDirs) -> Result<PendingRecord> {
         let path = Self::path(dirs, &self.name);
         let dir = path.parent().expect("record path has a parent");
-        fs::create_dir_all(dir)?;
-        let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+        let fail = || format!("cannot write the install record {}", path.display());
+        fs::create_dir_all(dir).with_context(fail)?;
+        let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(fail)?;
         serde_json::to_writer_pretty(&mut temp, self)?;
-        temp.write_all(b"\n")?;
-        temp.as_file().sync_all()?;
-        temp.persist(&path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot write the install record {}", path.display()))?;
-        Ok(())
+        temp.write_all(b"\n").with_context(fail)?;
+        temp.as_file().sync_all().with_context(fail)?;
+        Ok(PendingRecord { temp, path })
+    }
+
+    /// Writes the record atomically (temporary file + rename).
+    pub fn save(&self, dirs: &ScopeDirs) -> Result<()> {
+        self.prepare(dirs)?.commit()
     }
 
     pub fn delete(dirs: &ScopeDirs, name: &str) -> Result<()> {
@@ -110,6 +115,23 @@ impl Record {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
         }
+    }
+}
+
+/// A record written to a temporary file, waiting to be renamed into place.
+pub struct PendingRecord {
+    temp: tempfile::NamedTempFile,
+    path: PathBuf,
+}
+
+impl PendingRecord {
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        self.temp
+            .persist(&path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot write the install record {}", path.display()))?;
+        Ok(())
     }
 }
 

@@ -1,7 +1,7 @@
 //! What an install argument names: a local directory or a git repository, and how to show
 //! a git URL without the credentials it may carry.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A parsed install source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +42,22 @@ impl Source {
             return Source::git(arg, true);
         }
         Source::Path(PathBuf::from(arg))
+    }
+
+    /// Like [`Source::parse`], but a local path ending in `.git` that is an extension folder
+    /// (it has `extension.json` at the top) is copied as a folder rather than cloned.
+    pub fn parse_on_disk(arg: &str) -> Source {
+        match Source::parse(arg) {
+            Source::Git(url)
+                if url.local
+                    && url.subdir.is_none()
+                    && !url.url.to_ascii_lowercase().starts_with("file://")
+                    && Path::new(&url.url).join("extension.json").is_file() =>
+            {
+                Source::Path(PathBuf::from(arg))
+            }
+            source => source,
+        }
     }
 
     fn git(arg: &str, local: bool) -> Source {

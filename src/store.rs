@@ -1,6 +1,7 @@
 //! Atomic changes to one scope's extensions root: the lock, staging, rename into place,
 //! replacement, removal, and cleanup after a killed run.
 
+use std::ffi::OsStr;
 use std::fs::{self, File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -70,13 +71,24 @@ impl Store {
     }
 
     fn clear_leftovers(&self) {
-        for sub in ["staging", "trash"] {
-            let Ok(entries) = fs::read_dir(self.dirs.state().join(sub)) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let _ = remove_entry(&entry.path());
-            }
+        clear_leftovers(&self.dirs);
+    }
+
+    /// Deletes what a killed run left in staging and trash, if the store is not in use
+    /// right now. Read-only commands call this: it creates nothing, waits for nothing and
+    /// ignores every error.
+    pub fn tidy(dirs: &ScopeDirs) {
+        let has_leftovers = ["staging", "trash"].iter().any(|sub| {
+            fs::read_dir(dirs.state().join(sub)).is_ok_and(|mut entries| entries.next().is_some())
+        });
+        if !has_leftovers {
+            return;
+        }
+        let Ok(lock) = File::options().write(true).open(dirs.state().join("lock")) else {
+            return;
+        };
+        if lock.try_lock().is_ok() {
+            clear_leftovers(dirs);
         }
     }
 
@@ -90,19 +102,25 @@ impl Store {
     }
 
     /// The installed entry for `name` (which may be a symlink), if any.
-    pub fn existing(&self, name: &str) -> Option<PathBuf> {
-        let path = self.dirs.extension(name);
+    pub fn existing(&self, name: impl AsRef<OsStr>) -> Option<PathBuf> {
+        let path = self.dirs.extensions().join(name.as_ref());
         fs::symlink_metadata(&path).ok().map(|_| path)
     }
 
     /// Moves the staged tree to `extensions/<name>`; with `replace`, atomically swaps it with
     /// the installed copy, which stays in place until the new one is.
-    pub fn place(&self, staging: &Staging, name: &str, replace: bool) -> Result<PathBuf> {
+    /// `name` is the folder name (a manifest name, or an existing folder's own name).
+    pub fn place(
+        &self,
+        staging: &Staging,
+        name: impl AsRef<OsStr>,
+        replace: bool,
+    ) -> Result<PathBuf> {
         let root = self.dirs.extensions();
         create_dir(&root)?;
-        let dest = root.join(name);
+        let dest = root.join(name.as_ref());
         let tree = staging.tree();
-        if replace && self.existing(name).is_some() {
+        if replace && self.existing(&name).is_some() {
             exchange(&tree, &dest).with_context(|| format!("cannot replace {}", dest.display()))?;
         } else {
             rename_new(&tree, &dest)?;
@@ -112,8 +130,9 @@ impl Store {
 
     /// Moves `extensions/<name>` out of the root, then deletes it. A symlinked extension
     /// loses only its link; nothing outside the root is followed.
-    pub fn remove(&self, name: &str) -> Result<PathBuf> {
-        let dest = self.dirs.extension(name);
+    pub fn remove(&self, name: impl AsRef<OsStr>) -> Result<PathBuf> {
+        let name = name.as_ref();
+        let dest = self.dirs.extensions().join(name);
         let meta = fs::symlink_metadata(&dest)
             .with_context(|| format!("{} does not exist", dest.display()))?;
         if !meta.is_dir() && !meta.file_type().is_symlink() {
@@ -132,7 +151,7 @@ impl Store {
                 dest.display()
             )
         })?;
-        Record::delete(&self.dirs, name)?;
+        Record::delete(&self.dirs, &name.to_string_lossy())?;
         // std's removal never follows symlinks.
         remove_entry(trash.path()).with_context(|| {
             format!(
@@ -144,8 +163,25 @@ impl Store {
     }
 }
 
+fn clear_leftovers(dirs: &ScopeDirs) {
+    for sub in ["staging", "trash"] {
+        let Ok(entries) = fs::read_dir(dirs.state().join(sub)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let _ = remove_entry(&entry.path());
+        }
+    }
+}
+
 fn create_dir(path: &Path) -> Result<()> {
-    fs::create_dir_all(path).with_context(|| format!("cannot create {}", path.display()))
+    fs::create_dir_all(path).map_err(|e| match e.kind() {
+        io::ErrorKind::PermissionDenied => anyhow!(
+            "cannot create {}: permission denied; zot ext needs write access there",
+            path.display()
+        ),
+        _ => anyhow!("cannot create {}: {e}", path.display()),
+    })
 }
 
 fn acquire(lock: &File, lock_path: &Path, root: &Path) -> Result<()> {

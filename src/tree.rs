@@ -166,6 +166,7 @@ pub fn copy(src: &Path, dst: &Path, progress: &mut dyn FnMut(&CopyStats)) -> Res
     // Directory modes last (deepest first), so read-only folders could still be filled.
     for (from, to) in dirs.iter().rev() {
         let meta = fs::metadata(from)?;
+        keep_modified(from, to);
         fs::set_permissions(to, meta.permissions())?;
     }
     Ok(stats)
@@ -174,13 +175,16 @@ pub fn copy(src: &Path, dst: &Path, progress: &mut dyn FnMut(&CopyStats)) -> Res
 fn copy_file(from: &Path, to: &Path) -> Result<u64> {
     let bytes = fs::copy(from, to)
         .map_err(|e| anyhow::anyhow!("cannot copy {}: {}", from.display(), io_reason(&e)))?;
-    if let Ok(modified) = fs::metadata(from).and_then(|m| m.modified()) {
-        let _ = fs::File::options()
-            .write(true)
-            .open(to)
-            .and_then(|f| f.set_modified(modified));
-    }
+    keep_modified(from, to);
     Ok(bytes)
+}
+
+/// Gives `to` the modification time of `from`, best effort. A read-only handle is enough
+/// for the owner, so read-only files and folders keep their times too.
+fn keep_modified(from: &Path, to: &Path) {
+    if let Ok(modified) = fs::metadata(from).and_then(|m| m.modified()) {
+        let _ = fs::File::open(to).and_then(|f| f.set_modified(modified));
+    }
 }
 
 /// Recreates a link; an absolute target inside the tree is rewritten relative, so the copy
@@ -266,6 +270,35 @@ mod tests {
         );
         assert_eq!(fs::read_link(to.join("abs")).unwrap(), Path::new("run.sh"));
         assert!(!to.join(".git").exists());
+    }
+
+    #[test]
+    fn copy_keeps_times_of_read_only_files_and_folders() {
+        use std::time::{Duration, SystemTime};
+        let src = tempfile::tempdir().unwrap();
+        let s = src.path();
+        fs::create_dir(s.join("dir")).unwrap();
+        fs::write(s.join("dir/ro"), "x").unwrap();
+        let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        fs::File::open(s.join("dir/ro"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        fs::set_permissions(s.join("dir/ro"), fs::Permissions::from_mode(0o444)).unwrap();
+        fs::File::open(s.join("dir"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let to = dst.path().join("t");
+        copy(s, &to, &mut no_progress()).unwrap();
+        for path in ["dir/ro", "dir"] {
+            assert_eq!(
+                fs::metadata(to.join(path)).unwrap().modified().unwrap(),
+                old,
+                "{path}"
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::catalog::{self, Installed};
 use crate::cli::InfoArgs;
 use crate::host::exec;
 use crate::manifest::Manifest;
+use crate::output::printable;
 use crate::paths::{Layout, Scope};
 use crate::record::{Kind, Record, RefKind};
 
@@ -123,7 +124,9 @@ fn resolve_exec(dir: &Path, manifest: &Manifest) -> Exec {
 
 fn render(name: &str, c: &Copy) -> String {
     let mut lines = Vec::new();
-    let mut field = |label: &str, value: String| lines.push(format!("  {label:<12} {value}"));
+    let mut field = |label: &str, value: String| {
+        lines.push(format!("  {label:<12} {}", printable(&value)));
+    };
     let standing = if c.wins {
         "wins"
     } else {

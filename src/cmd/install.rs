@@ -19,18 +19,23 @@ use crate::store::Store;
 /// `zot ext install --json` output.
 #[derive(Debug, Serialize)]
 struct Installed<'a> {
-    name: &'a str,
+    /// `name` comes first, from the record, then the install record's other fields.
+    #[serde(flatten)]
+    record: &'a Record,
     version: Option<&'a str>,
     scope: Scope,
     dir: String,
     replaced: bool,
-    #[serde(flatten)]
-    record: &'a Record,
 }
 
 impl Run for InstallArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
-        let source = Source::parse(&self.source);
+        if self.source.trim().is_empty() {
+            return Err(usage(
+                "the source is empty; give a folder that holds extension.json or a git URL",
+            ));
+        }
+        let source = Source::parse_on_disk(&self.source);
         let subdir = self.subdir(&source)?;
         if self.git_ref.is_some() && matches!(source, Source::Path(_)) {
             return Err(usage(format!(
@@ -60,8 +65,9 @@ impl Run for InstallArgs {
                 dirs.extension(name).display()
             );
         }
+        let record = staged.record.prepare(dirs)?;
         let dest = store.place(&staged.staging, name, self.force)?;
-        if let Err(e) = staged.record.save(dirs) {
+        if let Err(e) = record.commit() {
             ctx.out.warn(&format!(
                 "installed, but the install record was not saved: {e:#}"
             ));
@@ -104,7 +110,6 @@ fn report(
 ) -> Result<()> {
     if ctx.out.json {
         return Ok(ctx.out.json(&Installed {
-            name: &manifest.name,
             version: manifest.version.as_deref(),
             scope,
             dir: dest.display().to_string(),

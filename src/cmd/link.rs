@@ -7,9 +7,10 @@ use serde::Serialize;
 
 use super::{Context, Run};
 use crate::cli::LinkArgs;
-use crate::fetch::check_local_source;
+use crate::fetch::canonical_or_absolute;
 use crate::manifest;
 use crate::paths::Scope;
+use crate::paths::ScopeDirs;
 use crate::record::{Kind, Record};
 use crate::store::Store;
 
@@ -30,7 +31,7 @@ impl Run for LinkArgs {
             Scope::Global
         };
         let dirs = ctx.layout.scope(scope);
-        let target = check_local_source(&self.path, dirs)?;
+        let target = link_target(&self.path, dirs)?;
         let manifest = manifest::read(&target)?;
         let name = &manifest.name;
         let store = Store::open(dirs)?;
@@ -44,9 +45,9 @@ impl Run for LinkArgs {
         let staging = store.stage()?;
         symlink_dir(&target, &staging.tree())
             .with_context(|| format!("cannot create a link to {}", target.display()))?;
+        let record = Record::new(name, target.display().to_string(), Kind::Link).prepare(dirs)?;
         let dest = store.place(&staging, name, self.force)?;
-        let record = Record::new(name, target.display().to_string(), Kind::Link);
-        if let Err(e) = record.save(dirs) {
+        if let Err(e) = record.commit() {
             ctx.out.warn(&format!(
                 "linked, but the install record was not saved: {e:#}"
             ));
@@ -67,6 +68,31 @@ impl Run for LinkArgs {
         ))?;
         Ok(())
     }
+}
+
+/// The working copy to link to, canonical. A link copies nothing, so a working copy may
+/// hold the store (linking a project's own extension into it is the point of --project);
+/// only a folder inside the extensions root is refused, as it would link to itself.
+fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
+    let target = std::fs::canonicalize(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow::anyhow!(
+            "{} does not exist; give the folder of an extension's working copy",
+            path.display()
+        ),
+        _ => anyhow::anyhow!("cannot resolve {}: {e}", path.display()),
+    })?;
+    if !target.is_dir() {
+        bail!("{} is a file, not a folder", path.display());
+    }
+    let root = canonical_or_absolute(&dirs.extensions());
+    if target.starts_with(&root) {
+        bail!(
+            "{} is inside the extensions folder {}; link a working copy outside it",
+            path.display(),
+            root.display()
+        );
+    }
+    Ok(target)
 }
 
 #[cfg(unix)]

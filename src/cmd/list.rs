@@ -10,6 +10,7 @@ use crate::catalog::{self, Installed};
 use crate::cli::{ListArgs, ScopeArg};
 use crate::output::{BAD, Cell, DIM, GOOD, WARN, table};
 use crate::paths::Scope;
+use crate::store::Store;
 
 /// One row of `zot ext list --json`.
 #[derive(Debug, Serialize)]
@@ -53,10 +54,19 @@ impl Run for ListArgs {
             Some(ScopeArg::Global) => vec![Scope::Global],
             None => Scope::ALL.to_vec(),
         };
+        for scope in Scope::ALL {
+            Store::tidy(ctx.layout.scope(scope));
+        }
         let found = catalog::scan(&ctx.layout, &scopes)?;
         if found.is_empty() {
-            ctx.out
-                .note("no extensions installed; add one with `zot ext install <path|git-url>`");
+            let scope = match self.scope {
+                Some(ScopeArg::Project) => " in the project scope",
+                Some(ScopeArg::Global) => " in the global scope",
+                None => "",
+            };
+            ctx.out.note(&format!(
+                "no extensions installed{scope}; add one with `zot ext install <path|git-url>`"
+            ));
         }
         let entries: Vec<Entry> = found.iter().map(Entry::new).collect();
         if ctx.out.json {

@@ -40,7 +40,7 @@ impl Run for RemoveArgs {
             }
         }
         let store = Store::open(ctx.layout.scope(target.scope))?;
-        store.remove(&target.dir_name)?;
+        store.remove(target.folder_name())?;
         let linked = target.link_target.is_some();
         if ctx.out.json {
             return Ok(ctx.out.json(&Removed {

@@ -1,7 +1,7 @@
 //! `zot ext update`: re-fetch extensions from their recorded source and swap the new
 //! version in atomically, or say what would change.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
@@ -49,6 +49,7 @@ struct Outcome {
 impl Run for UpdateArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
         let targets = self.targets(ctx)?;
+        self.check_ref_target(ctx, &targets)?;
         let outcomes: Vec<Outcome> = targets.iter().map(|t| self.update(ctx, t)).collect();
         if ctx.out.json {
             ctx.out.json(&outcomes)?;
@@ -72,6 +73,25 @@ impl Run for UpdateArgs {
 }
 
 impl UpdateArgs {
+    /// `--ref` re-pins one git install; anything else is a usage error.
+    fn check_ref_target(&self, ctx: &Context, targets: &[Installed]) -> Result<()> {
+        let (Some(_), [target]) = (&self.git_ref, targets) else {
+            return Ok(());
+        };
+        let record = Record::load(ctx.layout.scope(target.scope), &target.dir_name);
+        match record.map(|r| (r.kind, r.source)) {
+            Some((Kind::Git, _)) => Ok(()),
+            Some((_, source)) => Err(usage(format!(
+                "--ref applies to git installs; {} was installed from the folder {source}",
+                target.name()
+            ))),
+            None => Err(usage(format!(
+                "--ref applies to git installs; {} has no install record",
+                target.name()
+            ))),
+        }
+    }
+
     fn targets(&self, ctx: &Context) -> Result<Vec<Installed>> {
         if self.names.is_empty() && !self.all {
             return Err(usage("name the extensions to update, or pass --all"));
@@ -147,16 +167,12 @@ impl UpdateArgs {
         record: &Record,
         outcome: &mut Outcome,
     ) -> Result<Status, Skip> {
-        let git_ref = self.git_ref.as_deref().or(record.git_ref.as_deref());
+        // Without a new --ref: the recorded ref, else the branch recorded at install time
+        // (not whatever the remote's default branch has become since).
+        let git_ref = self.recorded_ref(record).or_else(|| record.branch.clone());
+        let git_ref = git_ref.as_deref();
         match record.kind {
             Kind::Link => return Err(skip("linked: the working copy is used as it is".into())),
-            Kind::Path if self.git_ref.is_some() => {
-                return Err(failed(anyhow!(
-                    "--ref applies to git installs; {} was copied from {}",
-                    outcome.name,
-                    record.source
-                )));
-            }
             Kind::Git if record.pinned() && self.git_ref.is_none() => {
                 let pin = record.git_ref.as_deref().unwrap_or("a commit");
                 return Err(skip(format!(
@@ -180,6 +196,11 @@ impl UpdateArgs {
             .map_err(failed)
     }
 
+    /// The `ref` the record keeps: a new `--ref`, else the one given at install time.
+    fn recorded_ref(&self, record: &Record) -> Option<String> {
+        self.git_ref.clone().or_else(|| record.git_ref.clone())
+    }
+
     /// For git installs: `Some(UpToDate)` when the ref still points at the installed commit.
     fn unchanged(
         &self,
@@ -195,7 +216,7 @@ impl UpdateArgs {
         };
         let scratch = tempfile::tempdir()?;
         let probe = git::probe(&url, git_ref, scratch.path())?;
-        let same_ref = git_ref == record.git_ref.as_deref();
+        let same_ref = self.git_ref.is_none();
         if same_ref && probe.commit.is_some() && probe.commit == record.commit {
             outcome.available = Some(outcome.current.clone());
             return Ok(Some(Status::UpToDate));
@@ -252,8 +273,13 @@ impl UpdateArgs {
         if self.dry_run {
             return Ok(Status::WouldUpdate);
         }
-        store.place(&staged.staging, &target.dir_name, true)?;
-        staged.record.save(dirs)?;
+        let installed = Record {
+            git_ref: self.recorded_ref(record),
+            ..staged.record
+        }
+        .prepare(dirs)?;
+        store.place(&staged.staging, target.folder_name(), true)?;
+        installed.commit()?;
         Ok(Status::Updated)
     }
 }

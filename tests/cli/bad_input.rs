@@ -88,6 +88,11 @@ cases! {
         fs::write(dir.join("extension.json"), b"{\"name\": \"\xff\"}").unwrap();
         dir.display().to_string()
     }, 1, "extension.json: is not valid UTF-8";
+    manifest_has_a_byte_order_mark: |e| {
+        let dir = e.source("bad", "x");
+        fs::write(dir.join("extension.json"), b"\xef\xbb\xbf{\"name\": \"x\", \"exec\": \"y\"}").unwrap();
+        dir.display().to_string()
+    }, 1, "extension.json: starts with a byte order mark";
     manifest_is_a_directory: |e| {
         let dir = e.work.join("bad");
         fs::create_dir_all(dir.join("extension.json")).unwrap();

@@ -341,7 +341,7 @@ fn installs_from_a_file_url_and_a_local_bare_path() {
     let done = zot(&env, &["ext", "install", "../relative.git"]);
     assert_eq!(done.code, 1, "{done:#?}");
     assert!(
-        done.stderr.contains("cannot fetch ../relative.git"),
+        done.stderr.contains("../relative.git does not exist"),
         "{}",
         done.stderr
     );

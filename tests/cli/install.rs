@@ -313,3 +313,60 @@ fn progress_is_shown_only_when_stderr_is_a_terminal() {
     assert!(shown.stdout.contains("copying: "), "{shown:#?}");
     assert!(shown.stdout.contains("installed prog 1.0.0"), "{shown:#?}");
 }
+
+#[test]
+fn an_empty_source_is_a_usage_error() {
+    let env = Env::new();
+    let done = env.zot(["ext", "install", ""]).fails(2);
+    assert!(
+        done.stderr.contains("the source is empty"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn local_paths_ending_in_dot_git() {
+    let env = Env::new();
+    let done = env.zot(["ext", "install", "../work/missing.git"]).fails(1);
+    assert!(
+        done.stderr.contains("missing.git does not exist"),
+        "{}",
+        done.stderr
+    );
+    let plain = env.work.join("plain.git");
+    fs::create_dir_all(&plain).unwrap();
+    let done = env
+        .zot(["ext", "install", plain.to_str().unwrap()])
+        .fails(1);
+    assert!(
+        done.stderr.contains("is not a git repository"),
+        "{}",
+        done.stderr
+    );
+    let folder = env.source("folder.git", "dotgit");
+    let out = env
+        .zot(["ext", "install", "--json", folder.to_str().unwrap()])
+        .ok()
+        .json();
+    assert_eq!(
+        (out["name"].as_str(), out["kind"].as_str()),
+        (Some("dotgit"), Some("path"))
+    );
+}
+
+#[test]
+fn list_clears_what_a_killed_run_left_in_staging() {
+    let env = Env::new();
+    env.installed("present", false);
+    let stale = env.home.join(".ext-store/staging/stage-killed/tree");
+    fs::create_dir_all(&stale).unwrap();
+    fs::write(stale.join("half"), "x").unwrap();
+    env.zot(["ext", "list"]).ok();
+    assert_eq!(
+        fs::read_dir(env.home.join(".ext-store/staging"))
+            .unwrap()
+            .count(),
+        0
+    );
+}

@@ -76,3 +76,26 @@ fn refuses_existing_names_unless_forced_and_folders_without_a_manifest() {
         done.stderr
     );
 }
+
+#[test]
+fn a_project_can_link_its_own_working_copy() {
+    let env = Env::new();
+    fs::write(env.project.join("extension.json"), manifest("self")).unwrap();
+    let done = env.zot(["ext", "link", ".", "--project"]).ok();
+    assert!(
+        done.stdout.contains("linked self (project)"),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        fs::read_link(env.project_root().join("self")).unwrap(),
+        env.project
+    );
+    let inside = env.installed("inner", false);
+    let done = env.zot(["ext", "link", inside.to_str().unwrap()]).fails(1);
+    assert!(
+        done.stderr.contains("is inside the extensions folder"),
+        "{}",
+        done.stderr
+    );
+}

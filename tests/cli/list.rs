@@ -211,3 +211,76 @@ fn table_has_the_documented_columns() {
     );
     assert!(text.contains("test extension cols"), "{text}");
 }
+
+#[test]
+fn a_scope_filter_still_marks_shadowed_copies() {
+    let env = Env::new();
+    env.installed("dup", false);
+    env.installed("dup", true);
+    let global = env
+        .zot(["ext", "list", "--scope", "global", "--json"])
+        .ok()
+        .json();
+    assert_eq!(global[0]["shadowed"], true);
+    let empty = env.zot(["ext", "list", "--scope", "project", "--json"]);
+    let _ = empty;
+    let only_global = Env::new();
+    only_global.installed("g", false);
+    let done = only_global.zot(["ext", "list", "--scope", "project"]).ok();
+    assert!(
+        done.stderr
+            .contains("no extensions installed in the project scope"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn control_characters_in_manifests_are_escaped() {
+    let env = Env::new();
+    let text = serde_json::json!({
+        "name": "esc", "exec": "./run.sh",
+        "description": "line1\nline2 \u{1b}[31mRED\u{1b}]0;pwned\u{7}"
+    })
+    .to_string();
+    let src = env.source_with_manifest("esc", &text);
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    for args in [vec!["ext", "list"], vec!["ext", "info", "esc"]] {
+        let out = env.zot(&args).ok().stdout;
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        assert!(out.contains("line1\\nline2"), "{out:?}");
+    }
+}
+
+#[test]
+fn commands_act_on_the_copy_that_wins_by_manifest_name() {
+    let env = Env::new();
+    env.installed("hello", false);
+    let odd = env.project_root().join("folder-name");
+    fs::create_dir_all(&odd).unwrap();
+    fs::write(
+        odd.join("extension.json"),
+        crate::support::manifest("hello"),
+    )
+    .unwrap();
+    let done = env.zot(["ext", "disable", "hello"]).ok();
+    assert!(
+        done.stdout.contains("disabled hello (project)"),
+        "{}",
+        done.stdout
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn folders_with_non_utf8_names_can_be_removed() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let dir = env
+        .global_root()
+        .join(std::ffi::OsStr::from_bytes(b"bad\xff"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("extension.json"), crate::support::manifest("bad")).unwrap();
+    env.zot(["ext", "remove", "-y", "bad"]).ok();
+    assert!(!dir.exists());
+}

@@ -148,3 +148,20 @@ fn unknown_extension_exits_1() {
         done.stderr
     );
 }
+
+#[test]
+fn duplicate_enabled_keys_are_all_changed() {
+    let env = Env::new();
+    let text = "{\"name\":\"d\",\"enabled\":true,\"exec\":\"./run.sh\",\"enabled\":true}";
+    let src = env.source_with_manifest("d", text);
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.zot(["ext", "disable", "d"]).ok();
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(list[0]["enabled"], false);
+    let again = env.zot(["ext", "disable", "d"]).ok();
+    assert!(
+        again.stdout.contains("already disabled"),
+        "{}",
+        again.stdout
+    );
+}

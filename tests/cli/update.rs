@@ -295,7 +295,12 @@ fn folder_installs_are_copied_again() {
     let done = env.zot(["ext", "update", "local"]).fails(1);
     assert!(done.stdout.contains("does not exist"), "{}", done.stdout);
     assert_eq!(rev(&env, "local"), "two\n");
-    env.zot(["ext", "update", "local", "--ref", "v1"]).fails(1);
+    let done = env.zot(["ext", "update", "local", "--ref", "v1"]).fails(2);
+    assert!(
+        done.stderr.contains("--ref applies to git installs"),
+        "{}",
+        done.stderr
+    );
 }
 
 #[test]
@@ -496,4 +501,78 @@ fn private_http_updates_use_the_credential_helper() {
     );
     assert!(done.stdout.contains("credential helper"), "{}", done.stdout);
     assert_eq!(rev(&env, "priv"), "two\n");
+}
+
+#[test]
+fn updates_follow_the_recorded_branch_when_the_remote_default_changes() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "head");
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url("head")]).ok();
+    repo.branch("other");
+    repo.commit(&[("extension.json", &manifest("someone-else"))]);
+    crate::support::git_servers::git(&repo.bare, &["symbolic-ref", "HEAD", "refs/heads/other"]);
+    repo.switch("main");
+    repo.commit(&[("rev.txt", "two\n")]);
+    env.zot(["ext", "update", "head"]).ok();
+    assert_eq!(rev(&env, "head"), "two\n");
+    assert_eq!(record(&env, "head")["branch"], "main");
+    assert_eq!(record(&env, "head")["ref"], Value::Null);
+}
+
+/// A repository whose `lnk` is a symbolic link to a folder outside it.
+fn repo_linking_to(root: &Path, outside: &Path) -> Repo {
+    let repo = Repo::empty(root, "evil");
+    repo.commit_with("link out", |work| {
+        fs::write(work.join("README"), "x").unwrap();
+        std::os::unix::fs::symlink(outside, work.join("lnk")).unwrap();
+    });
+    repo
+}
+
+#[test]
+fn subfolders_behind_symbolic_links_are_refused_and_nothing_outside_moves() {
+    let env = Env::new();
+    let victim = env.work.join("victim");
+    fs::create_dir_all(victim.join("docs")).unwrap();
+    fs::write(victim.join("docs/thesis.txt"), "important").unwrap();
+    fs::create_dir_all(victim.join("precious")).unwrap();
+    fs::write(victim.join("precious/extension.json"), manifest("precious")).unwrap();
+    let (_tmp, root) = served();
+    repo_linking_to(&root, &victim);
+    let daemon = GitDaemon::start(&root);
+    for sub in ["lnk/docs", "lnk/precious"] {
+        let url = format!("{}#{sub}", daemon.url("evil"));
+        let done = env.zot(["ext", "install", &url]).fails(1);
+        assert!(
+            done.stderr.contains("lnk is a symbolic link"),
+            "{}",
+            done.stderr
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(victim.join("docs/thesis.txt")).unwrap(),
+        "important"
+    );
+    assert!(victim.join("precious/extension.json").is_file());
+    assert!(env.installed_names().is_empty());
+    let local = env.work.join("local-src");
+    fs::create_dir_all(&local).unwrap();
+    std::os::unix::fs::symlink(&victim, local.join("escape")).unwrap();
+    let done = env
+        .zot([
+            "ext",
+            "install",
+            local.to_str().unwrap(),
+            "--subdir",
+            "escape/precious",
+        ])
+        .fails(1);
+    assert!(
+        done.stderr.contains("escape is a symbolic link"),
+        "{}",
+        done.stderr
+    );
+    assert!(env.installed_names().is_empty());
 }
