@@ -363,26 +363,35 @@ fn seconds(text: &str) -> Result<Duration, String> {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Extensions to check, by name or as a path to a folder (default: every installed one)
-    #[arg(value_name = "NAME", add = names(Offer::Installed))]
+    #[arg(value_name = "NAME", add = names(Offer::InstalledOrFolder))]
     pub names: Vec<String>,
 
     /// Seconds to wait for hello, and for ready, after starting an extension
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = seconds)]
     pub timeout: Duration,
 
-    /// Exit 1 on warnings too, not only on errors
+    /// Exit 1 on warnings too, not only on errors (notes never fail)
     #[arg(long)]
     pub strict: bool,
+
+    /// Check at most N extensions at once (default: twice the number of CPUs, at least 2)
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
 }
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
     /// The extension, by name or as a path to its folder
-    #[arg(value_name = "NAME", add = names(Offer::Installed))]
+    #[arg(value_name = "NAME", add = names(Offer::InstalledOrFolder))]
     pub name: String,
 
-    /// /<command> and its arguments; with --tool, the tool's arguments as one JSON object
-    #[arg(value_name = "INPUT")]
+    /// /<command> and its arguments, passed on verbatim (so flags go before /<command>);
+    /// with --tool, the tool's arguments as one JSON object
+    #[arg(
+        value_name = "INPUT",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     pub input: Vec<String>,
 
     /// Call this tool instead of a slash command

@@ -10,8 +10,9 @@ use std::sync::OnceLock;
 
 use clap::CommandFactory;
 use clap::ValueEnum;
+use clap_complete::engine::ValueCompleter;
 use clap_complete::env::{Bash, Elvish, EnvCompleter, Fish, Powershell, Shells, Zsh};
-use clap_complete::{ArgValueCompleter, CompleteEnv, CompletionCandidate, Shell};
+use clap_complete::{ArgValueCompleter, CompleteEnv, CompletionCandidate, PathCompleter, Shell};
 use serde::Deserialize;
 
 use crate::cli::Cli;
@@ -256,6 +257,10 @@ fi
 pub enum Offer {
     /// Every installed extension, broken ones included (by folder name).
     Installed,
+    /// Every installed extension, and folders once the word looks like a path (it contains
+    /// `/` or starts with `.` or `~`): for arguments that also take an extension's folder,
+    /// as `doctor` and `call` do.
+    InstalledOrFolder,
     /// Extensions whose manifest says `enabled` (what `disable` can act on).
     Enabled,
     /// Extensions whose manifest says `"enabled": false` (what `enable` can act on).
@@ -266,18 +271,42 @@ pub enum Offer {
 /// `#[arg(add = names(Offer::Installed))]`.
 pub fn names(offer: Offer) -> ArgValueCompleter {
     ArgValueCompleter::new(move |current: &OsStr| {
-        let Some(prefix) = current.to_str() else {
-            return Vec::new();
-        };
-        let Ok(layout) = Layout::from_process() else {
-            return Vec::new();
-        };
-        let scope = SCOPE_HINT.get().copied().flatten();
-        offered(&layout, offer, scope, prefix)
-            .into_iter()
-            .map(|o| CompletionCandidate::new(o.name).help(o.help.map(Into::into)))
-            .collect()
+        let mut candidates = installed(offer, current);
+        if offer == Offer::InstalledOrFolder && looks_like_folder(current) {
+            candidates.extend(folders(current));
+        }
+        candidates
     })
+}
+
+/// The installed extensions `offer` selects whose names start with `current`.
+fn installed(offer: Offer, current: &OsStr) -> Vec<CompletionCandidate> {
+    let Some(prefix) = current.to_str() else {
+        return Vec::new();
+    };
+    let Ok(layout) = Layout::from_process() else {
+        return Vec::new();
+    };
+    let scope = SCOPE_HINT.get().copied().flatten();
+    offered(&layout, offer, scope, prefix)
+        .into_iter()
+        .map(|o| CompletionCandidate::new(o.name).help(o.help.map(Into::into)))
+        .collect()
+}
+
+/// Whether the word being completed is (the start of) a path rather than a name: what
+/// [`crate::target::looks_like_path`] takes for a folder, plus `~` and a leading `.`.
+fn looks_like_folder(word: &OsStr) -> bool {
+    let word = word.to_string_lossy();
+    word.starts_with(['.', '~']) || word.contains(std::path::is_separator)
+}
+
+/// The folders `word` may go on to name, each ending in `/`, as clap completes a
+/// directory argument (relative to the current directory; `~` is the home folder).
+fn folders(word: &OsStr) -> Vec<CompletionCandidate> {
+    // `~` alone names no folder yet; complete what is in the home folder.
+    let word = if word == "~" { OsStr::new("~/") } else { word };
+    PathCompleter::dir().complete(word)
 }
 
 /// One candidate: the name to insert and what the shell may show beside it.
@@ -316,7 +345,7 @@ pub fn offered(layout: &Layout, offer: Offer, scope: Option<Scope>, prefix: &str
         .filter(|p| p.name().starts_with(prefix))
         .filter_map(|p| {
             let keep = match (&p.manifest, offer) {
-                (_, Offer::Installed) => true,
+                (_, Offer::Installed | Offer::InstalledOrFolder) => true,
                 (Some(m), Offer::Enabled) => m.enabled.unwrap_or(true),
                 (Some(m), Offer::Disabled) => !m.enabled.unwrap_or(true),
                 (None, _) => false,
@@ -495,6 +524,77 @@ mod tests {
     fn nothing_installed_offers_nothing() {
         let layout = Layout::new(PathBuf::from("/nonexistent/zot"), Path::new("/nonexistent"));
         assert!(offered(&layout, Offer::Installed, None, "").is_empty());
+    }
+
+    #[test]
+    fn path_like_words_are_folders() {
+        for word in [
+            ".", "..", "./", "../x", ".hidden", "~", "~/src", "/abs", "a/b",
+        ] {
+            assert!(looks_like_folder(OsStr::new(word)), "{word}");
+        }
+        for word in ["", "hello-py", "clock", "a.b", "a~"] {
+            assert!(!looks_like_folder(OsStr::new(word)), "{word}");
+        }
+    }
+
+    fn completed(completer: &ArgValueCompleter, word: &str) -> Vec<String> {
+        completer
+            .complete(OsStr::new(word))
+            .iter()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| c.get_value().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn installed_or_folder_offers_folders_for_paths_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(tmp.path()).unwrap();
+        fs::create_dir_all(base.join("my-ext/sub")).unwrap();
+        fs::create_dir_all(base.join("other")).unwrap();
+        fs::write(base.join("my-file"), "x").unwrap();
+        let base = base.display();
+        let completer = names(Offer::InstalledOrFolder);
+        assert_eq!(
+            completed(&completer, &format!("{base}/")),
+            [format!("{base}/my-ext/"), format!("{base}/other/")]
+        );
+        assert_eq!(
+            completed(&completer, &format!("{base}/my")),
+            [format!("{base}/my-ext/")]
+        );
+        assert_eq!(
+            completed(&completer, &format!("{base}/my-ext/")),
+            [format!("{base}/my-ext/sub/")]
+        );
+        // The other offers never list folders.
+        for offer in [Offer::Installed, Offer::Enabled, Offer::Disabled] {
+            assert!(completed(&names(offer), &format!("{base}/")).is_empty());
+        }
+    }
+
+    /// `doctor` and `call` take a folder as well as a name, so they complete folders.
+    #[test]
+    fn doctor_and_call_complete_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(tmp.path()).unwrap();
+        fs::create_dir_all(base.join("my-ext")).unwrap();
+        let word = format!("{}/m", base.display());
+        let cli = Cli::command();
+        let ext = cli.find_subcommand("ext").unwrap();
+        for (sub, arg) in [("doctor", "names"), ("call", "name")] {
+            let arg = ext
+                .find_subcommand(sub)
+                .and_then(|c| c.get_arguments().find(|a| a.get_id() == arg))
+                .unwrap_or_else(|| panic!("zot ext {sub} has no argument {arg}"));
+            let completer = arg.get::<ArgValueCompleter>().expect("a completer");
+            assert_eq!(
+                completed(completer, &word),
+                [format!("{}/my-ext/", base.display())],
+                "zot ext {sub}: use `names(Offer::InstalledOrFolder)` in src/cli.rs"
+            );
+        }
     }
 
     /// Every extension-name argument, including those of subcommands added later, completes.

@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::host::{self, Handshake, HostInfo, Level, Problem, Session, Stopped};
+use crate::host::{self, Handshake, HostInfo, Leftover, Level, Problem, Session, Stopped};
 use crate::manifest::Manifest;
 use crate::target::{Origin, Target};
 
@@ -43,6 +43,10 @@ pub const BUILTIN_COMMANDS: &[&str] = &[
 /// Lines of stderr shown for a failing extension.
 const STDERR_LINES: usize = 20;
 
+/// How long doctor watches an extension after `ready` before asking it to stop, to catch one
+/// that exits on its own (zot would talk to it for a whole session).
+const AFTER_READY: Duration = Duration::from_millis(100);
+
 /// What the live check tells the extension and how long it waits.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -71,11 +75,21 @@ pub enum Status {
     Error,
 }
 
-/// A registered command or tool.
+/// A registered command.
 #[derive(Debug, Clone, Serialize)]
 pub struct Named {
     pub name: String,
     pub description: String,
+}
+
+/// A registered tool: `deferred` ones stay hidden until a tool result activates them,
+/// `interactive` ones wait for the user (headless hosts refuse them).
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub deferred: bool,
+    pub interactive: bool,
 }
 
 /// What the extension subscribed to.
@@ -97,13 +111,14 @@ pub struct Report {
     pub version: Option<String>,
     pub pid: Option<i32>,
     pub commands: Vec<Named>,
-    pub tools: Vec<Named>,
+    pub tools: Vec<Tool>,
     pub subscriptions: Subscriptions,
     pub hello_ms: Option<u64>,
     pub ready_ms: Option<u64>,
     pub shutdown_ms: Option<u64>,
     pub errors: Vec<Problem>,
     pub warnings: Vec<Problem>,
+    pub notes: Vec<Problem>,
     pub stderr: Option<String>,
 }
 
@@ -131,6 +146,7 @@ impl Report {
             shutdown_ms: None,
             errors: Vec::new(),
             warnings: Vec::new(),
+            notes: Vec::new(),
             stderr: None,
         }
     }
@@ -139,6 +155,7 @@ impl Report {
         match problem.level {
             Level::Error => self.errors.push(problem),
             Level::Warning => self.warnings.push(problem),
+            Level::Note => self.notes.push(problem),
         }
         self.status = if !self.errors.is_empty() {
             Status::Error
@@ -214,7 +231,12 @@ fn live(report: &mut Report, launch: &host::Launch, manifest: &Manifest, options
     let handshake = host::handshake(&mut session, &manifest.name, &options.host, options.timeout);
     absorb(report, &handshake);
     if !handshake.broken {
-        shutdown(report, session.stop(host::SHUTDOWN_GRACE));
+        if handshake.ready_after.is_some() {
+            session.wait_exit(Instant::now() + AFTER_READY);
+        }
+        let stopped = session.stop(host::SHUTDOWN_GRACE);
+        shutdown(report, &stopped);
+        add_leftovers(report, &stopped.leftovers);
     }
     if !report.errors.is_empty() {
         report.stderr = Some(session.stderr_tail(STDERR_LINES)).filter(|s| !s.trim().is_empty());
@@ -235,9 +257,11 @@ fn absorb(report: &mut Report, h: &Handshake) {
     report.tools = h
         .tools
         .iter()
-        .map(|t| Named {
+        .map(|t| Tool {
             name: t.name.clone(),
             description: t.description.clone(),
+            deferred: t.deferred,
+            interactive: t.interactive,
         })
         .collect();
     report.subscriptions = Subscriptions {
@@ -250,10 +274,11 @@ fn absorb(report: &mut Report, h: &Handshake) {
 
 fn builtin_clashes(report: &mut Report) {
     let mut found = Vec::new();
+    // zot matches slash commands without regard to case.
     for command in report
         .commands
         .iter()
-        .filter(|c| BUILTIN_COMMANDS.contains(&c.name.as_str()))
+        .filter(|c| BUILTIN_COMMANDS.contains(&c.name.to_lowercase().as_str()))
     {
         found.push(Problem::warning(
             format!(
@@ -283,11 +308,14 @@ fn builtin_clashes(report: &mut Report) {
     found.into_iter().for_each(|p| report.add(p));
 }
 
-fn shutdown(report: &mut Report, stopped: Stopped) {
+fn shutdown(report: &mut Report, stopped: &Stopped) {
     let fix = "on {\"type\":\"shutdown\"} reply {\"type\":\"shutdown_ack\"} and exit";
     let grace = host::SHUTDOWN_GRACE.as_secs();
     report.shutdown_ms = Some(millis(stopped.took));
-    let problem = match stopped {
+    if stopped.gone_before {
+        return report.add(gone_before(stopped));
+    }
+    let problem = match *stopped {
         Stopped { exit: None, .. } => {
             Problem::error("still running after SIGKILL", "see its stderr")
         }
@@ -329,6 +357,33 @@ fn shutdown(report: &mut Report, stopped: Stopped) {
         _ => return,
     };
     report.add(problem);
+}
+
+/// It exited (or closed stdout) on its own after `ready`; zot would drop it mid-session.
+fn gone_before(stopped: &Stopped) -> Problem {
+    let what = match stopped.exit {
+        Some(exit) => format!("exited ({exit})"),
+        None => "closed stdout".to_string(),
+    };
+    Problem::error(
+        format!(
+            "{what} right after ready, before zot asked it to stop; zot would lose its commands and tools"
+        ),
+        "keep running and reading stdin until shutdown arrives (or stdin closes): zot talks to an extension for the whole session",
+    )
+}
+
+/// Processes that left the extension's process group and outlived it (ended since).
+pub fn add_leftovers(report: &mut Report, found: &[Leftover]) {
+    for leftover in found {
+        report.add(Problem::warning(
+            format!(
+                "left a process running after shutdown: pid {} ({}); zot ext ended it",
+                leftover.pid, leftover.command
+            ),
+            "stop the processes it starts when shutdown arrives; ones that call setsid or fork twice escape the kill of its process group",
+        ));
+    }
 }
 
 /// Marks commands and tools that an extension loaded earlier already took. zot loads project
@@ -381,6 +436,12 @@ mod tests {
             name: n.to_string(),
             description: String::new(),
         };
+        let tool = |n: &&str| Tool {
+            name: n.to_string(),
+            description: String::new(),
+            deferred: false,
+            interactive: false,
+        };
         Report {
             name: name.into(),
             scope,
@@ -391,13 +452,14 @@ mod tests {
             version: None,
             pid: None,
             commands: commands.iter().map(named).collect(),
-            tools: tools.iter().map(named).collect(),
+            tools: tools.iter().map(tool).collect(),
             subscriptions: Subscriptions::default(),
             hello_ms: None,
             ready_ms: None,
             shutdown_ms: None,
             errors: Vec::new(),
             warnings: Vec::new(),
+            notes: Vec::new(),
             stderr: None,
         }
     }
@@ -443,5 +505,67 @@ mod tests {
         assert_eq!(r.warnings.len(), 2);
         assert!(r.warnings[0].message.starts_with("/help is a built-in"));
         assert!(r.warnings[1].message.starts_with("bash is a built-in"));
+    }
+
+    #[test]
+    fn builtin_commands_clash_whatever_the_case() {
+        let mut r = report("x", Origin::Global, &["Help", "MODEL"], &[]);
+        builtin_clashes(&mut r);
+        assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
+        assert!(r.warnings[0].message.starts_with("/Help is a built-in"));
+    }
+
+    #[test]
+    fn notes_leave_the_status_alone() {
+        let mut r = report("x", Origin::Global, &[], &[]);
+        r.add(Problem::note("sent a frame of type \"x\"", ""));
+        assert_eq!((r.status, r.notes.len()), (Status::Ok, 1));
+    }
+
+    fn stopped(gone_before: bool, exit: Option<host::Exit>) -> Stopped {
+        Stopped {
+            gone_before,
+            acked: false,
+            exit,
+            terminated: false,
+            killed: false,
+            took: Duration::ZERO,
+            leftovers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn exiting_before_shutdown_is_an_error() {
+        let mut r = report("x", Origin::Global, &[], &[]);
+        shutdown(&mut r, &stopped(true, Some(host::Exit::Code(0))));
+        assert_eq!(r.errors.len(), 1, "{r:?}");
+        assert!(r.warnings.is_empty(), "{r:?}");
+        assert_eq!(
+            r.errors[0].message,
+            "exited (exit status 0) right after ready, before zot asked it to stop; zot would lose its commands and tools"
+        );
+        let mut r = report("x", Origin::Global, &[], &[]);
+        shutdown(&mut r, &stopped(false, Some(host::Exit::Code(0))));
+        assert!(
+            r.warnings[0]
+                .message
+                .contains("without sending shutdown_ack")
+        );
+    }
+
+    #[test]
+    fn leftovers_are_warnings() {
+        let mut r = report("x", Origin::Global, &[], &[]);
+        let found = [Leftover {
+            pid: 42,
+            command: "sleep 300".into(),
+        }];
+        add_leftovers(&mut r, &found);
+        assert!(
+            r.warnings[0]
+                .message
+                .starts_with("left a process running after shutdown: pid 42 (sleep 300)"),
+            "{r:?}"
+        );
     }
 }

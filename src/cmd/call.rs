@@ -11,7 +11,10 @@ use super::{Context, Run};
 use crate::cli::CallArgs;
 use crate::error::usage;
 use crate::host::{self, Handshake, HostInfo, Incoming, Session};
-use crate::protocol::{CommandInvoked, CommandResponse, FromExt, FromHost, ToolCall, ToolResult};
+use crate::protocol::{
+    CommandInvoked, CommandResponse, DecodeError, FromExt, FromHost, PanelSpec, ToolCall,
+    ToolCancel, ToolResult,
+};
 use crate::target::Target;
 
 /// The correlation id of the one request `call` sends.
@@ -49,16 +52,25 @@ impl Run for CallArgs {
         let launch = target
             .launch(manifest)
             .map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
+        let host = HostInfo::for_cli(std::env::current_dir()?);
+        host::become_subreaper();
         let mut session = Session::start(&launch)
             .with_context(|| format!("cannot start {}", launch.command_line()))?;
-        let host = HostInfo::for_cli(std::env::current_dir()?);
-        let hs = host::handshake(&mut session, &manifest.name, &host, self.timeout);
+        let registered = |hs: &Handshake| request.registered(hs).is_some();
+        let hs = host::handshake_until(
+            &mut session,
+            &manifest.name,
+            &host,
+            self.timeout,
+            &registered,
+        );
         if hs.broken {
             bail!("{}", start_failure(&manifest.name, &hs, &session));
         }
         request.check_registered(&manifest.name, &hs)?;
-        let (reply, exchange) = exchange(ctx, &mut session, &request, self.timeout)?;
+        let result = exchange(ctx, &mut session, &request, self.timeout, &hs);
         stop(ctx, &mut session, &manifest.name);
+        let (reply, exchange) = result?;
         if ctx.out.json {
             ctx.out.json(&exchange)?;
         } else {
@@ -131,7 +143,35 @@ impl Request {
         }
     }
 
+    /// Whether the extension registered what is asked for; for a tool, whether it is
+    /// interactive.
+    fn registered(&self, hs: &Handshake) -> Option<bool> {
+        match self {
+            Request::Command { name, .. } => {
+                hs.commands.iter().any(|c| c.name == *name).then_some(false)
+            }
+            Request::Tool { name, .. } => hs
+                .tools
+                .iter()
+                .find(|t| t.name == *name)
+                .map(|t| t.interactive),
+        }
+    }
+
+    /// Refuses names the extension does not register, and interactive tools, which wait for
+    /// a user that a headless caller does not have.
     fn check_registered(&self, ext: &str, hs: &Handshake) -> Result<()> {
+        match (self, self.registered(hs)) {
+            (Request::Tool { name, .. }, Some(true)) => bail!(
+                "the tool {name} of {ext} is interactive: it waits for input from the user in zot, \
+                 and headless hosts such as zot ext call refuse such tools; try it in zot"
+            ),
+            (_, Some(false)) => Ok(()),
+            _ => self.unregistered(ext, hs),
+        }
+    }
+
+    fn unregistered(&self, ext: &str, hs: &Handshake) -> Result<()> {
         let (what, name, known): (&str, &str, Vec<String>) = match self {
             Request::Command { name, .. } => (
                 "command",
@@ -151,9 +191,6 @@ impl Request {
                 n.to_string()
             }
         };
-        if known.iter().any(|k| *k == shown(name)) {
-            return Ok(());
-        }
         let registered = if known.is_empty() {
             format!("it registers no {what}s")
         } else {
@@ -193,11 +230,13 @@ fn start_failure(name: &str, hs: &Handshake, session: &Session) -> String {
 }
 
 /// Sends the request and collects frames until the answer, printing notes as they come.
+/// A tool call that times out is cancelled (`tool_cancel`) when the extension supports it.
 fn exchange(
     ctx: &Context,
     session: &mut Session,
     request: &Request,
     timeout: Duration,
+    hs: &Handshake,
 ) -> Result<(Reply, Exchange)> {
     let frame = request.frame();
     session
@@ -212,10 +251,8 @@ fn exchange(
                 frames.push(raw);
                 continue;
             }
-            Incoming::Malformed { line, .. } => {
-                ctx.out.warn(&format!(
-                    "ignored a line on stdout that is not a JSON frame: {line:.80}"
-                ));
+            Incoming::Malformed { line, error } => {
+                malformed(ctx, request, &line, &error)?;
                 continue;
             }
             Incoming::TooLong => bail!("the extension wrote a line longer than zot accepts"),
@@ -223,11 +260,14 @@ fn exchange(
                 "the extension closed stdout (exited?) before sending a {}",
                 request.awaited()
             ),
-            Incoming::Timeout => bail!(
-                "no {} within {}s; raise --timeout if it needs longer",
-                request.awaited(),
-                timeout.as_secs_f64()
-            ),
+            Incoming::Timeout => {
+                let cancelled = cancel(session, request, hs);
+                bail!(
+                    "no {} within {}s{cancelled}; raise --timeout if it needs longer",
+                    request.awaited(),
+                    timeout.as_secs_f64()
+                )
+            }
         };
         frames.push(raw.clone());
         if let Some(reply) = answer(frame, ctx)? {
@@ -241,21 +281,84 @@ fn exchange(
     }
 }
 
-/// The reply if `frame` is the answer to our request; notes are printed on the way.
-fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
-    Ok(match frame {
-        FromExt::CommandResponse(r) if r.id == ID => Some(Reply::Command(r)),
-        FromExt::ToolResult(r) if r.id == ID => Some(Reply::Tool(r)),
-        FromExt::Notify(n) => {
-            if !ctx.out.json {
-                writeln!(io::stdout().lock(), "[{}] {}", n.level, n.message)?;
-            }
-            None
-        }
-        _ => None,
-    })
+/// Sends `tool_cancel` for a timed-out tool call when the extension's hello lists the
+/// capability (as zot does); says so for the error message.
+fn cancel(session: &Session, request: &Request, hs: &Handshake) -> &'static str {
+    let supported = hs
+        .hello
+        .as_ref()
+        .is_some_and(|h| h.capabilities.iter().any(|c| c == "tool_cancel"));
+    if !matches!(request, Request::Tool { .. }) || !supported {
+        return "";
+    }
+    let frame = FromHost::ToolCancel(ToolCancel { id: ID.into() });
+    match session.send(&frame) {
+        Ok(()) => " (sent tool_cancel)",
+        Err(_) => "",
+    }
 }
 
+/// A line that is not a usable frame: the answer zot cannot read fails the call (zot would
+/// drop it and time out); anything else is reported and skipped.
+fn malformed(ctx: &Context, request: &Request, line: &str, error: &DecodeError) -> Result<()> {
+    let DecodeError::Invalid { kind, .. } = error else {
+        ctx.out.warn(&format!(
+            "ignored a line on stdout that is not a JSON frame: {line:.80}"
+        ));
+        return Ok(());
+    };
+    let id = serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("id").cloned());
+    if kind == request.awaited() && id == Some(Value::from(ID)) {
+        bail!(
+            "the extension answered with a {kind} that zot cannot decode ({error}); zot would drop it"
+        );
+    }
+    ctx.out.warn(&format!(
+        "ignored a frame zot cannot decode ({error}): {line:.80}"
+    ));
+    Ok(())
+}
+
+/// The reply if `frame` is the answer to our request; notes and panels are printed on the
+/// way.
+fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
+    let mut out = io::stdout().lock();
+    match frame {
+        FromExt::CommandResponse(r) if r.id == ID => return Ok(Some(Reply::Command(*r))),
+        FromExt::ToolResult(r) if r.id == ID => return Ok(Some(Reply::Tool(r))),
+        _ if ctx.out.json => {}
+        FromExt::Notify(n) => writeln!(out, "[{}] {}", n.level, n.message)?,
+        FromExt::OpenPanel(p) => write!(out, "[panel {}] {}", p.panel.id, panel_text(&p.panel))?,
+        FromExt::PanelRender(p) => {
+            let panel = PanelSpec {
+                id: p.panel_id,
+                title: p.title,
+                lines: p.lines,
+                footer: p.footer,
+            };
+            write!(out, "[panel {}] {}", panel.id, panel_text(&panel))?;
+        }
+        _ => {}
+    }
+    Ok(None)
+}
+
+/// A panel as text: its title, then its lines and footer indented.
+fn panel_text(panel: &PanelSpec) -> String {
+    let mut text = format!("{}\n", panel.title);
+    for line in panel
+        .lines
+        .iter()
+        .chain(Some(&panel.footer).filter(|f| !f.is_empty()))
+    {
+        text += &format!("  {line}\n");
+    }
+    text
+}
+
+/// Shuts the extension down; says so when it needed a signal or left processes behind.
 fn stop(ctx: &Context, session: &mut Session, name: &str) {
     let stopped = session.stop(host::SHUTDOWN_GRACE);
     if stopped.terminated {
@@ -264,12 +367,22 @@ fn stop(ctx: &Context, session: &mut Session, name: &str) {
             host::SHUTDOWN_GRACE.as_secs()
         ));
     }
+    for leftover in stopped.leftovers.iter().chain(&host::end_adopted()) {
+        ctx.out.warn(&format!(
+            "{name} left a process running after shutdown: pid {} ({}); zot ext ended it",
+            leftover.pid, leftover.command
+        ));
+    }
 }
 
 fn print_reply(reply: &Reply) -> io::Result<()> {
     let mut out = io::stdout().lock();
     match reply {
         Reply::Command(r) => {
+            if let Some(panel) = r.open_panel.as_ref().filter(|_| r.action == "open_panel") {
+                write!(out, "open_panel: {}", panel_text(panel))?;
+                return out.flush();
+            }
             let text = match r.action.as_str() {
                 "prompt" => Some(&r.prompt),
                 "insert" => Some(&r.insert),
@@ -371,6 +484,50 @@ mod tests {
             let err = tool_request("t", &strings(bad)).unwrap_err();
             assert_eq!(crate::error::exit_code(&err), 2, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn panels_print_their_title_lines_and_footer() {
+        let panel = PanelSpec {
+            id: "p".into(),
+            title: "Pick one".into(),
+            lines: vec!["a".into(), "> b".into()],
+            footer: "enter picks".into(),
+        };
+        assert_eq!(panel_text(&panel), "Pick one\n  a\n  > b\n  enter picks\n");
+        let bare = PanelSpec::default();
+        assert_eq!(panel_text(&bare), "\n");
+    }
+
+    fn handshake(frames: &[&str]) -> Handshake {
+        let mut hs = Handshake::default();
+        for frame in frames {
+            match serde_json::from_str::<FromExt>(frame).unwrap() {
+                FromExt::RegisterCommand(c) => hs.commands.push(c),
+                FromExt::RegisterTool(t) => hs.tools.push(t),
+                _ => unreachable!(),
+            }
+        }
+        hs
+    }
+
+    #[test]
+    fn interactive_tools_are_refused() {
+        let hs = handshake(&[
+            r#"{"type":"register_command","name":"Go"}"#,
+            r#"{"type":"register_tool","name":"ask","interactive":true}"#,
+            r#"{"type":"register_tool","name":"later","deferred":true}"#,
+        ]);
+        let tool = |name: &str| Request::Tool {
+            name: name.into(),
+            args: json!({}),
+        };
+        let err = tool("ask").check_registered("x", &hs).unwrap_err();
+        assert!(err.to_string().contains("is interactive"), "{err}");
+        assert!(tool("later").check_registered("x", &hs).is_ok());
+        assert!(tool("nope").check_registered("x", &hs).is_err());
+        let go = command_request(&strings(&["/Go"])).unwrap();
+        assert!(go.check_registered("x", &hs).is_ok());
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! `zot ext doctor`: check extensions statically and live, in parallel, then across each other.
+//! `zot ext doctor`: check extensions statically and live, a few at a time, then across each
+//! other.
 
 use std::io::{self, Write};
+use std::num::NonZero;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
 use anyhow::{Result, bail};
@@ -9,7 +12,7 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::cli::DoctorArgs;
 use crate::diagnose::{self, Options, Report, Status};
-use crate::host::{HostInfo, Problem};
+use crate::host::{self, HostInfo, Leftover, Problem};
 use crate::output::{BAD, DIM, GOOD, Output, WARN};
 use crate::target::Target;
 
@@ -41,7 +44,10 @@ impl Run for DoctorArgs {
             timeout: self.timeout,
             host: HostInfo::for_cli(cwd),
         };
-        let mut reports = check_all(&targets, &options);
+        host::become_subreaper();
+        let jobs = self.jobs.map_or_else(default_jobs, |n| n as usize);
+        let mut reports = check_all(&targets, &options, jobs);
+        adopted_leftovers(ctx, &mut reports, host::end_adopted());
         diagnose::add_conflicts(&mut reports);
         let summary = summarize(&reports);
         if ctx.out.json {
@@ -73,18 +79,59 @@ impl DoctorArgs {
     }
 }
 
-/// One thread per extension; reports come back in the order of `targets`.
-fn check_all(targets: &[Target], options: &Options) -> Vec<Report> {
-    thread::scope(|scope| {
-        let running: Vec<_> = targets
-            .iter()
-            .map(|target| scope.spawn(move || diagnose::check(target, options)))
+/// Extensions checked at once unless --jobs says otherwise: twice the CPUs, at least 2.
+/// Starting hundreds at once would starve them, and sound ones would miss the timeout.
+fn default_jobs() -> usize {
+    thread::available_parallelism()
+        .map_or(1, NonZero::get)
+        .saturating_mul(2)
+        .max(2)
+}
+
+/// `jobs` workers take the targets in order, each starting its next extension only when the
+/// last one is done (so every timeout runs from an actual start); reports come back in the
+/// order of `targets`.
+fn check_all(targets: &[Target], options: &Options, jobs: usize) -> Vec<Report> {
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, Report)> = thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.clamp(1, targets.len().max(1)))
+            .map(|_| scope.spawn(|| work(&next, targets, options)))
             .collect();
-        running
+        workers
             .into_iter()
-            .map(|check| check.join().expect("a check thread panicked"))
+            .flat_map(|w| w.join().expect("a check thread panicked"))
             .collect()
-    })
+    });
+    done.sort_by_key(|(index, _)| *index);
+    done.into_iter().map(|(_, report)| report).collect()
+}
+
+/// One worker: checks the next unclaimed target until none is left.
+fn work(next: &AtomicUsize, targets: &[Target], options: &Options) -> Vec<(usize, Report)> {
+    let mut done = Vec::new();
+    loop {
+        let index = next.fetch_add(1, Ordering::SeqCst);
+        let Some(target) = targets.get(index) else {
+            return done;
+        };
+        done.push((index, diagnose::check(target, options)));
+    }
+}
+
+/// Processes zot adopted whose extension is unknown (their parent exited before they were
+/// seen): the one extension started owns them, else they are only named on stderr.
+fn adopted_leftovers(ctx: &Context, reports: &mut [Report], found: Vec<Leftover>) {
+    let mut started = reports.iter_mut().filter(|r| r.pid.is_some());
+    if let (Some(only), None) = (started.next(), started.next()) {
+        diagnose::add_leftovers(only, &found);
+        return;
+    }
+    for leftover in found {
+        ctx.out.warn(&format!(
+            "an extension left a process running after shutdown: pid {} ({}); zot ext ended it",
+            leftover.pid, leftover.command
+        ));
+    }
 }
 
 fn summarize(reports: &[Report]) -> Summary {
@@ -155,7 +202,7 @@ fn render(r: &Report, out: &Output) -> String {
             "commands",
             r.commands.iter().map(|c| format!("/{}", c.name)),
         );
-        text += &list_line("tools", r.tools.iter().map(|t| t.name.clone()));
+        text += &list_line("tools", r.tools.iter().map(tool_label));
         if !r.subscriptions.events.is_empty() || !r.subscriptions.intercept.is_empty() {
             text += &list_line("events", r.subscriptions.events.iter().cloned());
             text += &list_line("intercepts", r.subscriptions.intercept.iter().cloned());
@@ -166,6 +213,9 @@ fn render(r: &Report, out: &Output) -> String {
     }
     for problem in &r.warnings {
         text += &problem_lines(out.paint(WARN, "warning:"), problem);
+    }
+    for problem in &r.notes {
+        text += &problem_lines(out.paint(DIM, "note:"), problem);
     }
     if let Some(stderr) = &r.stderr {
         text += "  stderr (last lines):\n";
@@ -206,6 +256,22 @@ fn timing(r: &Report) -> Option<String> {
         .map(|ms| format!(", stopped in {ms} ms"))
         .unwrap_or_default();
     Some(format!("hello after {hello} ms, {ready}{stopped}"))
+}
+
+/// A tool's name, marked when it is deferred or interactive.
+fn tool_label(tool: &diagnose::Tool) -> String {
+    let marks: Vec<&str> = [
+        (tool.deferred, "deferred"),
+        (tool.interactive, "interactive"),
+    ]
+    .into_iter()
+    .filter_map(|(set, mark)| set.then_some(mark))
+    .collect();
+    if marks.is_empty() {
+        tool.name.clone()
+    } else {
+        format!("{} ({})", tool.name, marks.join(", "))
+    }
 }
 
 fn list_line(label: &str, items: impl Iterator<Item = String>) -> String {
@@ -261,6 +327,7 @@ mod tests {
             shutdown_ms: Some(5),
             errors: Vec::new(),
             warnings: vec![Problem::warning("did not send ready", "send ready")],
+            notes: Vec::new(),
             stderr: None,
         }
     }
@@ -272,6 +339,38 @@ mod tests {
             "clock (global)  warning\n  hello after 30 ms, no ready, stopped in 5 ms\n  \
              commands: /clock\n  tools: none\n  warning: did not send ready\n    fix: send ready\n"
         );
+    }
+
+    #[test]
+    fn tools_and_notes_are_shown() {
+        let mut r = report();
+        let tool = |name: &str, deferred, interactive| diagnose::Tool {
+            name: name.into(),
+            description: String::new(),
+            deferred,
+            interactive,
+        };
+        r.tools = vec![
+            tool("plain", false, false),
+            tool("later", true, false),
+            tool("ask", false, true),
+        ];
+        r.warnings.clear();
+        r.notes = vec![Problem::note("sent a frame of type \"x\"", "")];
+        let text = render(&r, &plain());
+        assert!(
+            text.contains("  tools: plain, later (deferred), ask (interactive)\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("  note: sent a frame of type \"x\"\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn at_least_two_at_a_time() {
+        assert!(default_jobs() >= 2);
     }
 
     #[test]

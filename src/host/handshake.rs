@@ -1,5 +1,6 @@
 //! The start of a conversation as zot runs it: `hello`, `hello_ack`, then registrations until
-//! `ready`. Every deviation from the protocol is recorded as a [`Problem`] saying how to fix it.
+//! `ready` (or the timeout). Every deviation from the protocol is recorded as a [`Problem`]
+//! saying how to fix it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,9 +13,9 @@ use crate::protocol::{
     Subscribe,
 };
 
-/// Without `ready`, registration ends after this much silence. zot itself waits 250 ms;
-/// doctor is more patient so that a slow but correct extension is not misjudged.
-const READY_IDLE: Duration = Duration::from_secs(1);
+/// Without `ready`, zot treats an extension as ready after this much silence on its stdout
+/// and builds the agent's tools then; registrations after such a pause come too late.
+pub const HOST_READY_IDLE: Duration = Duration::from_millis(250);
 
 /// More lines than this before `ready` is a flood.
 pub const MAX_LINES_BEFORE_READY: usize = 1000;
@@ -45,16 +46,13 @@ pub const INTERCEPTABLE: &[&str] = &[
     "before_agent_start",
 ];
 
-/// Frame types newer zot versions understand beyond protocol version 1's set.
+/// Frame types newer zot versions understand beyond the ones this version decodes.
 const NEWER_FRAMES: &[&str] = &[
     "call_tool",
     "call_tool_cancel",
     "clear_notes",
     "submit",
     "submit_slash",
-    "open_panel",
-    "panel_render",
-    "panel_close",
 ];
 
 const NOTIFY_LEVELS: &[&str] = &["info", "success", "warn", "error"];
@@ -98,15 +96,31 @@ pub struct Handshake {
     pub broken: bool,
     /// Index in `problems` of the first malformed line, and how many more followed.
     malformed: Option<(usize, usize)>,
+    /// zot would already have stopped waiting (a pause of [`HOST_READY_IDLE`] without ready).
+    host_moved_on: bool,
+    /// Registrations that came after such a pause: `/command` or `tool name`.
+    late: Vec<String>,
 }
 
 /// Runs the handshake on a freshly started session: `hello` within `timeout` of the start,
-/// `hello_ack` back, then registrations until `ready` (or a second of silence, or the timeout).
+/// `hello_ack` back, then registrations until `ready` or, without it, the timeout.
 pub fn handshake(
     session: &mut Session,
     name: &str,
     host: &HostInfo,
     timeout: Duration,
+) -> Handshake {
+    handshake_until(session, name, host, timeout, &|_| false)
+}
+
+/// [`handshake`], but once `enough` holds, a pause of [`HOST_READY_IDLE`] without `ready`
+/// also ends registration (as it ends zot's wait), quietly.
+pub fn handshake_until(
+    session: &mut Session,
+    name: &str,
+    host: &HostInfo,
+    timeout: Duration,
+    enough: &dyn Fn(&Handshake) -> bool,
 ) -> Handshake {
     let mut h = Handshake::default();
     let deadline = session.started() + timeout;
@@ -115,7 +129,7 @@ pub fn handshake(
         return h;
     }
     let _ = session.send(&host.ack(&session.launch.dir));
-    h.collect(session, deadline, timeout);
+    h.collect(session, deadline, timeout, enough);
     h.count_malformed();
     h
 }
@@ -222,7 +236,13 @@ impl Handshake {
         }
     }
 
-    fn collect(&mut self, session: &mut Session, deadline: Instant, timeout: Duration) {
+    fn collect(
+        &mut self,
+        session: &mut Session,
+        deadline: Instant,
+        timeout: Duration,
+        enough: &dyn Fn(&Handshake) -> bool,
+    ) {
         let mut last = Instant::now();
         loop {
             if session.lines_read() > MAX_LINES_BEFORE_READY {
@@ -233,8 +253,12 @@ impl Handshake {
                     "send hello, the register_* frames and ready, then only answers; log to stderr",
                 ));
             }
-            let incoming = session.recv(deadline.min(last + READY_IDLE));
-            match incoming {
+            let until = if enough(self) {
+                deadline.min(last + HOST_READY_IDLE)
+            } else {
+                deadline
+            };
+            match self.next(session, until) {
                 Incoming::Frame {
                     frame: FromExt::Ready,
                     ..
@@ -246,7 +270,8 @@ impl Handshake {
                 Incoming::Closed => {
                     return self.fatal(ended(session, "after hello, before ready"));
                 }
-                Incoming::Timeout => return self.no_ready(Instant::now() >= deadline, timeout),
+                Incoming::Timeout if Instant::now() >= deadline => return self.no_ready(timeout),
+                Incoming::Timeout => return,
                 Incoming::Frame { frame, raw } => self.on_frame(frame, &raw),
                 Incoming::Unknown { kind, .. } => self.on_unknown(&kind),
                 Incoming::Malformed { line, error } => self.on_malformed(&line, &error),
@@ -255,19 +280,32 @@ impl Handshake {
         }
     }
 
-    fn no_ready(&mut self, timed_out: bool, timeout: Duration) {
-        let message = if timed_out {
-            format!("did not send ready within {}", secs(timeout))
-        } else {
-            format!(
-                "did not send ready ({} of silence after its last frame)",
-                secs(READY_IDLE)
-            )
-        };
+    /// The next line, noting when it came after a pause long enough for zot to move on.
+    fn next(&mut self, session: &mut Session, until: Instant) -> Incoming {
+        let before = session.last_line_after();
+        let incoming = session.recv(until);
+        if session.last_line_after() > before + HOST_READY_IDLE {
+            self.host_moved_on = true;
+        }
+        incoming
+    }
+
+    fn no_ready(&mut self, timeout: Duration) {
+        let mut message = format!(
+            "did not send ready within {}; without it zot stops waiting {} ms after the last \
+             frame and builds the agent's tools then",
+            secs(timeout),
+            HOST_READY_IDLE.as_millis()
+        );
+        if !self.late.is_empty() {
+            message += &format!(
+                ", so it would miss {} (registered after such a pause)",
+                self.late.join(", ")
+            );
+        }
         self.problems.push(Problem::warning(
             message,
-            "send {\"type\":\"ready\"} after the last register_*/subscribe frame; without it zot \
-             waits for a pause and may build the agent's tools before late registrations arrive",
+            "send {\"type\":\"ready\"} after the last register_*/subscribe frame",
         ));
     }
 
@@ -285,6 +323,8 @@ impl Handshake {
                 format!("sent an error frame: {}", error.message),
                 "",
             )),
+            // Panels may be opened, drawn and closed at any time.
+            FromExt::OpenPanel(_) | FromExt::PanelRender(_) | FromExt::PanelClose(_) => {}
             other => self.problems.push(Problem::warning(
                 format!(
                     "sent {} before ready, when nothing had been asked",
@@ -295,11 +335,14 @@ impl Handshake {
         }
     }
 
+    /// Newer frame types are how the protocol grows, so an unknown one is only a note.
     fn on_unknown(&mut self, kind: &str) {
         if !NEWER_FRAMES.contains(&kind) {
-            self.problems.push(Problem::warning(
-                format!("sent a frame of unknown type \"{kind}\"; zot ignores it"),
-                "check the frame's \"type\" against the protocol reference",
+            self.problems.push(Problem::note(
+                format!(
+                    "sent a frame of type \"{kind}\", which this version of zot ext does not know; zot ignores types it does not know"
+                ),
+                "if it is a typo, check the frame's \"type\" against the protocol reference",
             ));
         }
     }
@@ -312,7 +355,10 @@ impl Handshake {
         self.malformed = Some((self.problems.len(), 0));
         self.problems.push(match error {
             DecodeError::Invalid { .. } => Problem::error(
-                format!("{error}: {}", excerpt(line)),
+                format!(
+                    "sent a frame zot cannot decode ({error}), so zot drops it: {}",
+                    excerpt(line)
+                ),
                 "fix the frame's fields (see the protocol reference)",
             ),
             _ => Problem::error(
@@ -348,6 +394,9 @@ impl Handshake {
                 "register each command once",
             ));
         }
+        if self.host_moved_on {
+            self.late.push(format!("/{name}"));
+        }
         self.commands.push(command);
     }
 
@@ -364,6 +413,9 @@ impl Handshake {
                 format!("registers the tool {name} twice"),
                 "register each tool once",
             ));
+        }
+        if self.host_moved_on {
+            self.late.push(format!("the tool {name}"));
         }
         self.tools.push(tool);
     }

@@ -1,12 +1,14 @@
 //! Running an extension the way zot does: started from its folder in its own process group,
 //! stdin and stdout piped, stderr captured; lines read on a thread and taken with deadlines;
 //! shutdown with the host's escalation (shutdown, 2 s, SIGTERM, 1 s, SIGKILL). Dropping a
-//! [`Session`] kills whatever is left of the group and reaps the process.
+//! [`Session`] kills whatever is left of the group and reaps the process; processes that
+//! left the group are found and ended too (see [`orphans`]).
 
 pub mod exec;
 mod group;
 mod handshake;
 mod interrupt;
+pub mod orphans;
 
 use std::io::{self, BufRead, BufReader, Read as _, Write};
 use std::os::unix::process::CommandExt;
@@ -22,7 +24,8 @@ use serde_json::Value;
 
 pub use exec::{ExecError, resolve};
 pub use group::Exit;
-pub use handshake::{Handshake, HostInfo, handshake};
+pub use handshake::{Handshake, HostInfo, handshake, handshake_until};
+pub use orphans::{Leftover, become_subreaper};
 
 use crate::protocol::{self, DecodeError, Decoded, FromExt, FromHost};
 use group::Group;
@@ -45,6 +48,8 @@ const QUEUE: usize = 256;
 pub enum Level {
     Error,
     Warning,
+    /// Worth knowing, but nothing to fix (`--strict` ignores it).
+    Note,
 }
 
 /// A finding about an extension and how to fix it.
@@ -68,6 +73,13 @@ impl Problem {
     pub fn warning(message: impl Into<String>, fix: impl Into<String>) -> Problem {
         Problem {
             level: Level::Warning,
+            ..Problem::error(message, fix)
+        }
+    }
+
+    pub fn note(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+        Problem {
+            level: Level::Note,
             ..Problem::error(message, fix)
         }
     }
@@ -111,7 +123,8 @@ pub enum Incoming {
 enum Read {
     Line(Vec<u8>, Instant),
     TooLong,
-    Eof,
+    /// stdout closed, seen at this moment.
+    Eof(Instant),
 }
 
 /// The end of stderr, and whether it has closed.
@@ -122,8 +135,10 @@ struct Tail {
 }
 
 /// How a session ended after [`Session::stop`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stopped {
+    /// It had exited, or closed stdout, before `shutdown` was sent.
+    pub gone_before: bool,
     /// `shutdown_ack` arrived within the grace period.
     pub acked: bool,
     /// How the process ended (None if even SIGKILL did not end it in time).
@@ -134,6 +149,8 @@ pub struct Stopped {
     pub killed: bool,
     /// From sending `shutdown` to the exit.
     pub took: Duration,
+    /// Processes that had left its process group and were still running (now ended).
+    pub leftovers: Vec<Leftover>,
 }
 
 /// A running extension.
@@ -147,6 +164,10 @@ pub struct Session {
     last_line: Instant,
     lines_read: usize,
     closed: bool,
+    /// When the reader saw stdout close.
+    eof_at: Option<Instant>,
+    /// Set once [`Session::stop`] has dealt with escaped processes.
+    stopped: bool,
     pub launch: Launch,
 }
 
@@ -175,6 +196,8 @@ impl Session {
             last_line: started,
             lines_read: 0,
             closed: false,
+            eof_at: None,
+            stopped: false,
             launch: launch.clone(),
         })
     }
@@ -228,7 +251,12 @@ impl Session {
                 self.closed = true;
                 Incoming::TooLong
             }
-            Ok(Read::Eof) | Err(RecvTimeoutError::Disconnected) => {
+            Ok(Read::Eof(at)) => {
+                self.closed = true;
+                self.eof_at = Some(at);
+                Incoming::Closed
+            }
+            Err(RecvTimeoutError::Disconnected) => {
                 self.closed = true;
                 Incoming::Closed
             }
@@ -255,19 +283,24 @@ impl Session {
     }
 
     /// Sends `shutdown`, closes stdin and waits up to `grace` for `shutdown_ack` and the
-    /// exit; then SIGTERM to the group, and SIGKILL a second later.
+    /// exit; then SIGTERM to the group, and SIGKILL a second later. Whatever is left of the
+    /// group is killed, and processes of its tree that left the group are ended.
     pub fn stop(&mut self, grace: Duration) -> Stopped {
+        let exited_before = self.exited().is_some();
+        let tree = orphans::descendants(self.pid());
         let begun = Instant::now();
         let deadline = begun + grace;
         let _ = self.send(&FromHost::Shutdown);
         self.close_stdin();
         let acked = self.await_ack(deadline);
         let mut stopped = Stopped {
+            gone_before: false,
             acked,
             exit: self.wait_exit(deadline),
             terminated: false,
             killed: false,
             took: Duration::ZERO,
+            leftovers: Vec::new(),
         };
         if stopped.exit.is_none() {
             self.group.terminate();
@@ -280,7 +313,16 @@ impl Session {
             stopped.exit = self.wait_exit(Instant::now() + TERM_GRACE);
         }
         stopped.took = begun.elapsed();
+        stopped.gone_before = exited_before || self.eof_at.is_some_and(|at| at < begun);
+        stopped.leftovers = self.end_group(&tree);
         stopped
+    }
+
+    /// Kills what is left of the group, then ends the processes of `tree` that escaped it.
+    fn end_group(&mut self, tree: &[orphans::Proc]) -> Vec<Leftover> {
+        self.stopped = true;
+        self.group.kill();
+        orphans::end_escaped(tree, self.pid())
     }
 
     fn await_ack(&mut self, deadline: Instant) -> bool {
@@ -319,10 +361,20 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.input = None;
         // The leader is unreaped until here, so the group id still names this group.
+        if !self.stopped {
+            let tree = orphans::descendants(self.pid());
+            self.end_group(&tree);
+        }
         self.group.kill();
-        interrupt::unregister(self.group.id());
         let _ = self.child.wait();
+        interrupt::unregister(self.group.id());
     }
+}
+
+/// Ends every process zot adopted that is not a running extension's leader (call it once
+/// the extensions are stopped); returns the ones that were still running.
+pub fn end_adopted() -> Vec<Leftover> {
+    orphans::end_adopted(&interrupt::registered())
 }
 
 fn decode_line(bytes: &[u8]) -> Incoming {
@@ -405,7 +457,7 @@ fn read_lines(stdout: ChildStdout, out: SyncSender<Read>) {
             }
         }
     }
-    let _ = out.send(Read::Eof);
+    let _ = out.send(Read::Eof(Instant::now()));
 }
 
 fn collect_stderr(mut pipe: ChildStderr, tail: Arc<Mutex<Tail>>) {

@@ -29,7 +29,7 @@ fn a_command_of_an_installed_extension_as_json() {
     let src = examples().join("hello-py");
     env.zot(["ext", "install", src.to_str().unwrap()]).ok();
     let done = env
-        .zot(["ext", "call", "hello-py", "/hellopy", "--json"])
+        .zot(["ext", "call", "--json", "hello-py", "/hellopy"])
         .ok();
     let json = done.json();
     assert_eq!(
@@ -116,7 +116,7 @@ done
     let done = env.zot(["ext", "call", "noisy", "--tool", "pic"]).ok();
     assert_eq!(done.stdout, "a picture:\n[image image/png, 5 bytes]\n");
     let json = env
-        .zot(["ext", "call", "noisy", "/go", "--json"])
+        .zot(["ext", "call", "--json", "noisy", "/go"])
         .fails(1)
         .json();
     assert_eq!(json["frames"][0]["type"], "notify");
@@ -158,7 +158,7 @@ done
     let dir = sh_extension(&env.global_root(), "mute", "mute", script);
     let started = Instant::now();
     let done = env
-        .zot(["ext", "call", "mute", "/wait", "--timeout", "1"])
+        .zot(["ext", "call", "--timeout", "1", "mute", "/wait"])
         .fails(1);
     let took = started.elapsed();
     assert!(
@@ -217,4 +217,246 @@ fn usage_errors() {
         .fails(2);
     env.zot(["ext", "call"]).fails(2);
     env.zot(["ext", "call", "nope", "/x"]).fails(1);
+}
+
+/// An extension that records what it is sent and answers with the given lines.
+fn recorder(env: &Env, name: &str, caps: &str, registrations: &[&str], answers: &str) {
+    let mut script = format!(
+        "echo '{{\"type\":\"hello\",\"name\":\"{name}\",\"version\":\"1\",\"capabilities\":[{caps}]}}'\nread ack\n"
+    );
+    for line in registrations {
+        script += &format!("echo '{line}'\n");
+    }
+    script += "echo '{\"type\":\"ready\"}'\nwhile IFS= read -r line; do\n  printf '%s\\n' \"$line\" >> received\n  case $line in\n";
+    script += answers;
+    script += "    '{\"type\":\"shutdown\"'*) echo '{\"type\":\"shutdown_ack\"}'; exit 0 ;;\n  esac\ndone\n";
+    sh_extension(&env.global_root(), name, name, &script);
+}
+
+fn received(env: &Env, name: &str) -> String {
+    std::fs::read_to_string(env.global_root().join(name).join("received")).unwrap_or_default()
+}
+
+/// Everything after /<command> is the command's arguments, flags included; flags of call
+/// itself go before the name.
+#[test]
+fn arguments_after_the_command_are_passed_verbatim() {
+    let env = Env::new();
+    let answer = "    '{\"type\":\"command_invoked\"'*) echo '{\"type\":\"command_response\",\"id\":\"1\",\"action\":\"display\",\"display\":\"ok\"}' ;;\n";
+    recorder(
+        &env,
+        "args",
+        "",
+        &[r#"{"type":"register_command","name":"echo"}"#],
+        answer,
+    );
+    let done = env
+        .zot([
+            "ext",
+            "call",
+            "args",
+            "/echo",
+            "-v",
+            "--json",
+            "--timeout",
+            "x",
+        ])
+        .ok();
+    assert_eq!(done.stdout, "display: ok\n");
+    assert!(
+        received(&env, "args").contains(r#""args":"-v --json --timeout x""#),
+        "{}",
+        received(&env, "args")
+    );
+    let json = env
+        .zot([
+            "ext",
+            "call",
+            "--json",
+            "--timeout",
+            "5",
+            "args",
+            "/echo",
+            "-v",
+        ])
+        .ok()
+        .json();
+    assert_eq!(json["request"]["args"], "-v");
+    assert_eq!(json["response"]["display"], "ok");
+}
+
+/// Go's SDK writes a nil content slice as null: still a result. A result that does not
+/// decode fails at once, naming the field.
+#[test]
+fn null_content_is_empty_and_bad_content_is_named() {
+    let env = Env::new();
+    let answers = r#"    '{"type":"tool_call","id":"1","name":"empty"'*) echo '{"type":"tool_result","id":"1","content":null}' ;;
+    '{"type":"tool_call","id":"1","name":"broken"'*) echo '{"type":"tool_result","id":"1","content":5}' ;;
+"#;
+    recorder(
+        &env,
+        "nulls",
+        "",
+        &[
+            r#"{"type":"register_tool","name":"empty","schema":{"type":"object"}}"#,
+            r#"{"type":"register_tool","name":"broken","schema":{"type":"object"}}"#,
+        ],
+        answers,
+    );
+    let done = env.zot(["ext", "call", "nulls", "--tool", "empty"]).ok();
+    assert_eq!(done.stdout, "");
+    let started = Instant::now();
+    let done = env
+        .zot([
+            "ext",
+            "call",
+            "--timeout",
+            "30",
+            "nulls",
+            "--tool",
+            "broken",
+        ])
+        .fails(1);
+    assert!(
+        done.stderr.contains(
+            "tool_result that zot cannot decode (tool_result: content: invalid type: integer `5`, expected a sequence)"
+        ),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "it waited for the timeout"
+    );
+}
+
+/// Headless callers must refuse interactive tools; deferred ones can be called.
+#[test]
+fn interactive_tools_are_refused() {
+    let env = Env::new();
+    let answer = "    '{\"type\":\"tool_call\"'*) echo '{\"type\":\"tool_result\",\"id\":\"1\",\"content\":[{\"type\":\"text\",\"text\":\"ran\"}]}' ;;\n";
+    recorder(
+        &env,
+        "asker",
+        "",
+        &[
+            r#"{"type":"register_tool","name":"ask","schema":{"type":"object"},"interactive":true}"#,
+            r#"{"type":"register_tool","name":"later","schema":{"type":"object"},"deferred":true}"#,
+        ],
+        answer,
+    );
+    let done = env.zot(["ext", "call", "asker", "--tool", "ask"]).fails(1);
+    assert!(
+        done.stderr.contains("the tool ask of asker is interactive")
+            && done.stderr.contains("refuse"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        !received(&env, "asker").contains("tool_call"),
+        "it was called"
+    );
+    let done = env.zot(["ext", "call", "asker", "--tool", "later"]).ok();
+    assert_eq!(done.stdout, "ran\n");
+}
+
+/// A command answering with a panel prints its title, lines and footer.
+#[test]
+fn an_open_panel_response_is_printed() {
+    let env = Env::new();
+    let answer = r#"    '{"type":"command_invoked"'*)
+      echo '{"type":"panel_render","panel_id":"q","title":"Busy","lines":["working"]}'
+      echo '{"type":"command_response","id":"1","action":"open_panel","open_panel":{"id":"p","title":"Pick one","lines":["a","> b"],"footer":"esc closes"}}' ;;
+"#;
+    recorder(
+        &env,
+        "panels",
+        "\"panels\"",
+        &[r#"{"type":"register_command","name":"pick"}"#],
+        answer,
+    );
+    let done = env.zot(["ext", "call", "panels", "/pick"]).ok();
+    assert_eq!(
+        done.stdout,
+        "[panel q] Busy\n  working\nopen_panel: Pick one\n  a\n  > b\n  esc closes\n"
+    );
+}
+
+/// A tool call that times out is cancelled before the shutdown, when the extension says it
+/// understands tool_cancel.
+#[test]
+fn a_timed_out_tool_call_is_cancelled() {
+    let env = Env::new();
+    recorder(
+        &env,
+        "sloth",
+        "\"tools\",\"tool_cancel\"",
+        &[r#"{"type":"register_tool","name":"nap","schema":{"type":"object"}}"#],
+        "",
+    );
+    let done = env
+        .zot(["ext", "call", "--timeout", "1", "sloth", "--tool", "nap"])
+        .fails(1);
+    assert!(
+        done.stderr
+            .contains("no tool_result within 1s (sent tool_cancel)"),
+        "{}",
+        done.stderr
+    );
+    let lines: Vec<String> = received(&env, "sloth").lines().map(String::from).collect();
+    let kinds: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split('"').nth(3).unwrap_or_default())
+        .collect();
+    assert_eq!(kinds, ["tool_call", "tool_cancel", "shutdown"], "{lines:?}");
+    assert!(lines[1].contains(r#""id":"1""#), "{lines:?}");
+}
+
+/// A grandchild that leaves the process group is ended and named.
+#[test]
+fn an_escaped_grandchild_is_ended() {
+    let env = Env::new();
+    let script = format!(
+        "echo '{{\"type\":\"hello\",\"name\":\"escapee\",\"version\":\"1\"}}'\nread ack\necho '{{\"type\":\"register_command\",\"name\":\"go\"}}'\nsetsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > grandchild\necho '{{\"type\":\"ready\"}}'\n{}",
+        crate::support::extensions::SERVE
+    );
+    let dir = sh_extension(&env.global_root(), "escapee", "escapee", &script);
+    let done = env.zot(["ext", "call", "escapee", "/go"]).ok();
+    let pid: i32 = std::fs::read_to_string(dir.join("grandchild"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !crate::support::extensions::alive(pid),
+        "the grandchild {pid} is still running"
+    );
+    assert!(
+        done.stderr.contains(&format!(
+            "escapee left a process running after shutdown: pid {pid} (sleep 300)"
+        )),
+        "{}",
+        done.stderr
+    );
+}
+
+/// Without ready, call does not wait for the timeout: like zot, it goes on once the command
+/// is registered and the extension has been quiet for 250 ms.
+#[test]
+fn an_extension_without_ready_is_called_without_waiting_for_the_timeout() {
+    let env = Env::new();
+    let script = format!(
+        "echo '{{\"type\":\"hello\",\"name\":\"legacy\",\"version\":\"1\"}}'\nread ack\necho '{{\"type\":\"register_command\",\"name\":\"go\"}}'\n{}",
+        crate::support::extensions::SERVE
+    );
+    sh_extension(&env.global_root(), "legacy", "legacy", &script);
+    let started = Instant::now();
+    let done = env
+        .zot(["ext", "call", "--timeout", "30", "legacy", "/go"])
+        .ok();
+    assert_eq!(done.stdout, "display: done\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "it waited for the timeout"
+    );
 }

@@ -177,6 +177,55 @@ fn install_completes_paths() {
     );
 }
 
+/// doctor and call take a folder as well as a name: a word with a `/`, or starting with `.`
+/// or `~`, completes folders (hidden ones once a `.` is typed), as clap completes paths.
+#[test]
+fn doctor_and_call_complete_folders_for_path_like_words() {
+    let env = world();
+    fs::create_dir_all(env.project.join("my-ext/sub")).unwrap();
+    fs::write(env.project.join("notes.txt"), "x").unwrap();
+    fs::create_dir_all(env.user_home.join("src/weather")).unwrap();
+    let absolute = format!("{}/my", env.project.display());
+    let cases: [(&str, &[&str]); 7] = [
+        ("./", &["./my-ext/"]),
+        (".", &["./my-ext/"]),
+        ("./my-ext/", &["./my-ext/sub/"]),
+        ("./.z", &["./.zot/"]),
+        ("~/", &["~/src/"]),
+        ("~/src/w", &["~/src/weather/"]),
+        // A word without a `/` or a leading `.` or `~` is a name.
+        ("a", &["alpha"]),
+    ];
+    for sub in ["doctor", "call"] {
+        for (word, expected) in cases {
+            assert_eq!(
+                values(&env, &["ext", sub, word]),
+                expected,
+                "zot ext {sub} {word}<TAB>"
+            );
+        }
+        assert_eq!(
+            values(&env, &["ext", sub, &absolute]),
+            [format!("{}/my-ext/", env.project.display())],
+            "zot ext {sub} {absolute}<TAB>"
+        );
+        assert_eq!(values(&env, &["ext", sub, "my"]), Vec::<String>::new());
+    }
+    // doctor checks several: every word completes.
+    assert_eq!(
+        values(&env, &["ext", "doctor", "alpha", "./m"]),
+        ["./my-ext/"]
+    );
+    // The commands that take only names offer no folders.
+    for sub in ["remove", "logs", "enable", "disable", "info", "update"] {
+        assert_eq!(
+            values(&env, &["ext", sub, "./"]),
+            Vec::<String>::new(),
+            "zot ext {sub} ./<TAB>"
+        );
+    }
+}
+
 #[test]
 fn nothing_installed_and_unusable_homes_stay_silent() {
     let env = Env::new();

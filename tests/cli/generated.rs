@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
+use std::process::Command;
 
 use clap::CommandFactory;
 use zot_ext::cli::Cli;
@@ -59,6 +60,40 @@ fn committed_completions_and_man_pages_are_up_to_date() {
         stale.is_empty() && extra.is_empty(),
         "generated files are out of date (differ or missing: {stale:?}; no longer generated: \
          {extra:?}); regenerate them with:\n\n    {REGENERATE}\n"
+    );
+}
+
+/// mandoc finds nothing worse than style in the rendered pages (`.ci/run` lints the
+/// committed ones too). Skipped with a note when mandoc is missing, outside CI.
+#[test]
+fn man_pages_pass_mandoc_lint() {
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+    if Command::new("mandoc").arg("-V").output().is_err() {
+        assert!(
+            !ci,
+            "mandoc is not installed, and CI must lint the man pages"
+        );
+        eprintln!("note: mandoc is not installed; skipping the man page lint");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut pages = Vec::new();
+    for (path, bytes) in zot_ext::docs::render() {
+        if let Some(name) = path.strip_prefix("man/") {
+            fs::write(dir.path().join(name), bytes).unwrap();
+            pages.push(dir.path().join(name));
+        }
+    }
+    let out = Command::new("mandoc")
+        .args(["-Tlint", "-Wwarning"])
+        .args(&pages)
+        .output()
+        .unwrap();
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && report.trim().is_empty(),
+        "mandoc -Tlint -Wwarning:\n{report}"
     );
 }
 

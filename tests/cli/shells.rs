@@ -1,8 +1,9 @@
 //! Real shells load the committed scripts in completions/ and complete
 //! `zot ext disable <TAB>`: the enabled `alpha` and `gamma` are offered, the disabled `beta`
-//! is not. bash, zsh and fish must be installed when `CI` or `ZOT_REQUIRE_SHELLS` is set
-//! (`.ci/run` installs them); elsewhere a missing shell skips its test with a note. elvish is
-//! tested when installed.
+//! is not; bash and fish also complete folders for `zot ext doctor ./<TAB>`. bash, zsh and
+//! fish must be installed when `CI` or `ZOT_REQUIRE_SHELLS` is set (`.ci/run` installs
+//! them); elsewhere a missing shell skips its test with a note. elvish is tested when
+//! installed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -133,25 +134,24 @@ fn offers_enabled_only(shell: &str, line: &str, listing: &str) {
     );
 }
 
-/// Sources the script, finds the function `complete -p` registered and calls it the way
-/// bash's programmable completion does.
+/// Sources the script and defines `complete_line <words>...`, which finds the function
+/// `complete -p` registered and calls it the way bash's programmable completion does, the
+/// last word being the one under the cursor; it prints the candidates on one line.
 const BASH: &str = r#"
 source "$ZOT_SCRIPT" || exit 3
 complete_line() {
     local spec fn
     spec=$(complete -p "$1") || { echo "no completion registered for $1"; exit 4; }
     fn=${spec#*-F }; fn=${fn%% *}
-    COMP_WORDS=("$@" "")
+    COMP_WORDS=("$@")
     COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
     COMP_LINE="${COMP_WORDS[*]}"
     COMP_POINT=${#COMP_LINE}
     COMP_TYPE=9
     COMPREPLY=()
-    "$fn" "$1" "" "${COMP_WORDS[COMP_CWORD-1]}"
+    "$fn" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
     echo "${COMPREPLY[*]}"
 }
-complete_line zot ext disable
-complete_line zot-ext disable
 "#;
 
 #[test]
@@ -160,14 +160,68 @@ fn bash_completes_enabled_extensions_for_disable() {
         return;
     }
     let world = world();
-    let driver = world.write("complete.bash", BASH);
-    let out = world.run(
-        "bash",
-        &["--norc", "--noprofile", driver.to_str().unwrap()],
-        &[("ZOT_SCRIPT", &script("zot.bash"))],
-    );
+    let out = world.bash("complete_line zot ext disable ''\ncomplete_line zot-ext disable ''\n");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines, ["alpha gamma", "alpha gamma"], "bash:\n{out}");
+}
+
+impl World {
+    /// Runs `lines` in bash after the `BASH` driver; returns what they printed.
+    fn bash(&self, lines: &str) -> String {
+        let driver = self.write("complete.bash", &format!("{BASH}{lines}"));
+        self.run(
+            "bash",
+            &["--norc", "--noprofile", driver.to_str().unwrap()],
+            &[("ZOT_SCRIPT", &script("zot.bash"))],
+        )
+    }
+
+    /// A folder `my-ext` in the project and `src/weather` in the home folder.
+    fn folders(&self) {
+        fs::create_dir_all(self.env.project.join("my-ext")).unwrap();
+        fs::create_dir_all(self.env.user_home.join("src/weather")).unwrap();
+    }
+}
+
+/// doctor and call take a folder too: a path-like word completes folders, `~` included,
+/// with no space after the `/` so the next level can follow.
+#[test]
+fn bash_completes_folders_for_doctor_and_call() {
+    if !have("bash", true) {
+        return;
+    }
+    let world = world();
+    world.folders();
+    let out = world.bash(
+        "complete_line zot ext doctor ./m\n\
+         complete_line zot-ext call '~/src/'\n\
+         complete_line zot ext doctor alpha ./m\n",
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        ["./my-ext/", "~/src/weather/", "./my-ext/"],
+        "bash:\n{out}"
+    );
+}
+
+#[test]
+fn fish_completes_folders_for_doctor_and_call() {
+    if !have("fish", true) {
+        return;
+    }
+    let world = world();
+    world.folders();
+    let out = world.run(
+        "fish",
+        &[
+            "--no-config",
+            "-c",
+            "source $ZOT_SCRIPT; and complete -C 'zot ext doctor ./m'; and complete -C 'zot ext call ~/src/'",
+        ],
+        &[("ZOT_SCRIPT", &script("zot.fish"))],
+    );
+    assert_eq!(out, "./my-ext/\n~/src/weather/\n", "fish");
 }
 
 #[test]
