@@ -137,11 +137,9 @@ pub struct ToolResult {
     pub activate_tools: Vec<String>,
 }
 
-/// A panel an extension shows inside zot: a title, lines of text and a footer.
+/// What a panel shows: a title, lines of text and a footer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PanelSpec {
-    #[serde(default, deserialize_with = "null_default")]
-    pub id: String,
+pub struct PanelContent {
     #[serde(
         default,
         deserialize_with = "null_default",
@@ -160,6 +158,15 @@ pub struct PanelSpec {
         skip_serializing_if = "String::is_empty"
     )]
     pub footer: String,
+}
+
+/// A panel an extension shows inside zot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PanelSpec {
+    #[serde(default, deserialize_with = "null_default")]
+    pub id: String,
+    #[serde(flatten)]
+    pub content: PanelContent,
 }
 
 /// `command_response`: the reply to `command_invoked`; action `open_panel` carries the panel.
@@ -209,24 +216,8 @@ pub struct OpenPanel {
 pub struct PanelRender {
     #[serde(default, deserialize_with = "null_default")]
     pub panel_id: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub title: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub lines: Vec<String>,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub footer: String,
+    #[serde(flatten)]
+    pub content: PanelContent,
 }
 
 /// `panel_close` (either direction): the panel is gone.
@@ -848,12 +839,12 @@ mod tests {
         ) else {
             panic!()
         };
-        assert_eq!(r.open_panel.unwrap().lines, Vec::<String>::new());
+        assert_eq!(r.open_panel.unwrap().content.lines, Vec::<String>::new());
         let FromExt::PanelRender(p) = ext(r#"{"type":"panel_render","panel_id":"p","lines":null}"#)
         else {
             panic!()
         };
-        assert!(p.lines.is_empty());
+        assert!(p.content.lines.is_empty());
         let FromExt::ToolResult(r) = ext(
             r#"{"type":"tool_result","id":"1","content":[{"type":"text","text":null,"mime_type":null,"data":null}]}"#,
         ) else {

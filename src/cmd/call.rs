@@ -12,7 +12,7 @@ use crate::cli::CallArgs;
 use crate::error::usage;
 use crate::host::{self, Handshake, HostInfo, Incoming, Session};
 use crate::protocol::{
-    CommandInvoked, CommandResponse, DecodeError, FromExt, FromHost, PanelSpec, ToolCall,
+    CommandInvoked, CommandResponse, DecodeError, FromExt, FromHost, PanelContent, ToolCall,
     ToolCancel, ToolResult,
 };
 use crate::target::Target;
@@ -330,15 +330,14 @@ fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
         FromExt::ToolResult(r) if r.id == ID => return Ok(Some(Reply::Tool(r))),
         _ if ctx.out.json => {}
         FromExt::Notify(n) => writeln!(out, "[{}] {}", n.level, n.message)?,
-        FromExt::OpenPanel(p) => write!(out, "[panel {}] {}", p.panel.id, panel_text(&p.panel))?,
+        FromExt::OpenPanel(p) => write!(
+            out,
+            "[panel {}] {}",
+            p.panel.id,
+            panel_text(&p.panel.content)
+        )?,
         FromExt::PanelRender(p) => {
-            let panel = PanelSpec {
-                id: p.panel_id,
-                title: p.title,
-                lines: p.lines,
-                footer: p.footer,
-            };
-            write!(out, "[panel {}] {}", panel.id, panel_text(&panel))?;
+            write!(out, "[panel {}] {}", p.panel_id, panel_text(&p.content))?
         }
         _ => {}
     }
@@ -346,7 +345,7 @@ fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
 }
 
 /// A panel as text: its title, then its lines and footer indented.
-fn panel_text(panel: &PanelSpec) -> String {
+fn panel_text(panel: &PanelContent) -> String {
     let mut text = format!("{}\n", panel.title);
     for line in panel
         .lines
@@ -380,7 +379,7 @@ fn print_reply(reply: &Reply) -> io::Result<()> {
     match reply {
         Reply::Command(r) => {
             if let Some(panel) = r.open_panel.as_ref().filter(|_| r.action == "open_panel") {
-                write!(out, "open_panel: {}", panel_text(panel))?;
+                write!(out, "open_panel: {}", panel_text(&panel.content))?;
                 return out.flush();
             }
             let text = match r.action.as_str() {
@@ -488,14 +487,13 @@ mod tests {
 
     #[test]
     fn panels_print_their_title_lines_and_footer() {
-        let panel = PanelSpec {
-            id: "p".into(),
+        let panel = PanelContent {
             title: "Pick one".into(),
             lines: vec!["a".into(), "> b".into()],
             footer: "enter picks".into(),
         };
         assert_eq!(panel_text(&panel), "Pick one\n  a\n  > b\n  enter picks\n");
-        let bare = PanelSpec::default();
+        let bare = PanelContent::default();
         assert_eq!(panel_text(&bare), "\n");
     }
 
