@@ -187,15 +187,21 @@ impl UpdateArgs {
             }
             Kind::Path => {}
         }
-        let store = if self.dry_run {
-            None
+        // A dry run stages into a scratch store, so the real one is never touched.
+        let (store, _scratch) = if self.dry_run {
+            scratch_store(dirs.scope).map_err(failed)?
         } else {
-            Some(Store::open(dirs).map_err(failed)?)
+            (Store::open(dirs).map_err(failed)?, None)
         };
-        self.stage_and_swap(ctx, store.as_ref(), dirs, target, record, git_ref, outcome)
+        let job = Job {
+            dirs,
+            target,
+            record,
+            git_ref,
+        };
+        self.stage_and_swap(ctx, &store, &job, outcome)
             .map_err(failed)
     }
-
     /// The `ref` the record keeps: a new `--ref`, else the one given at install time.
     fn recorded_ref(&self, record: &Record) -> Option<String> {
         self.git_ref.clone().or_else(|| record.git_ref.clone())
@@ -224,38 +230,19 @@ impl UpdateArgs {
         Ok(None)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn stage_and_swap(
         &self,
         ctx: &Context,
-        store: Option<&Store>,
-        dirs: &ScopeDirs,
-        target: &Installed,
-        record: &Record,
-        git_ref: Option<&str>,
+        store: &Store,
+        job: &Job,
         outcome: &mut Outcome,
     ) -> Result<Status> {
-        // A dry run stages into a scratch store, so the real one is never touched.
-        let scratch;
-        let store = match store {
-            Some(store) => store,
-            None => {
-                let base = tempfile::tempdir()?;
-                scratch = (
-                    Store::open(&ScopeDirs {
-                        scope: dirs.scope,
-                        base: base.path().to_path_buf(),
-                    })?,
-                    base,
-                );
-                &scratch.0
-            }
-        };
+        let record = job.record;
         let source = Source::parse(&record.source);
         let request = Request {
             source: &source,
             shown: &record.source,
-            git_ref,
+            git_ref: job.git_ref,
             subdir: record.subdir.as_deref(),
         };
         let staged = fetch::stage(store, &request, &ctx.out)?;
@@ -277,11 +264,29 @@ impl UpdateArgs {
             git_ref: self.recorded_ref(record),
             ..staged.record
         }
-        .prepare(dirs)?;
-        store.place(&staged.staging, target.folder_name(), true)?;
+        .prepare(job.dirs)?;
+        store.place(&staged.staging, job.target.folder_name(), true)?;
         installed.commit()?;
         Ok(Status::Updated)
     }
+}
+
+/// One extension to update: where it is, how it was installed, and the ref to fetch.
+struct Job<'a> {
+    dirs: &'a ScopeDirs,
+    target: &'a Installed,
+    record: &'a Record,
+    git_ref: Option<&'a str>,
+}
+
+/// A store in a temporary folder, for dry runs; it lives as long as the returned guard.
+fn scratch_store(scope: Scope) -> Result<(Store, Option<tempfile::TempDir>)> {
+    let base = tempfile::tempdir()?;
+    let store = Store::open(&ScopeDirs {
+        scope,
+        base: base.path().to_path_buf(),
+    })?;
+    Ok((store, Some(base)))
 }
 
 /// Why an extension was not updated.
