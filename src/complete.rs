@@ -386,15 +386,13 @@ struct Peek {
     enabled: Option<bool>,
     #[serde(default)]
     description: Option<String>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    version: Option<String>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    language: Option<String>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    args: Option<Vec<String>>,
+    // Read only to check their types, as `list` does.
+    #[serde(default, rename = "version")]
+    _version: Option<String>,
+    #[serde(default, rename = "language")]
+    _language: Option<String>,
+    #[serde(default, rename = "args")]
+    _args: Option<Vec<String>>,
 }
 
 fn peek(entry: &fs::DirEntry) -> Option<Peeked> {
