@@ -12,7 +12,7 @@ use git2::{
 };
 
 use crate::record::RefKind;
-use crate::sources::{GitUrl, scrub};
+use crate::sources::{GitUrl, is_scp_like, scrub};
 
 /// What was checked out.
 #[derive(Debug, Clone)]
@@ -298,6 +298,8 @@ struct Auth {
     /// then each fetch) starts afresh, or credentials that worked for the listing would be
     /// withheld from the fetch.
     offered: RefCell<Vec<String>>,
+    /// The host key an ssh server presented (`ED25519 key SHA256:...`), for a refusal.
+    host_key: RefCell<Option<String>>,
 }
 
 impl Auth {
@@ -306,6 +308,14 @@ impl Auth {
         self.offered.borrow_mut().clear();
         let mut callbacks = RemoteCallbacks::new();
         callbacks.credentials(move |url, user, allowed| self.credentials(url, user, allowed));
+        // libgit2 checks ssh host keys against ~/.ssh/known_hosts itself (passthrough keeps
+        // its verdict); the key is only noted so a refusal can show its fingerprint.
+        callbacks.certificate_check(move |cert, _host| {
+            if let Some(key) = cert.as_hostkey() {
+                *self.host_key.borrow_mut() = Some(describe_host_key(key));
+            }
+            Ok(git2::CertificateCheckStatus::CertificatePassthrough)
+        });
         if let Some(progress) = progress {
             callbacks.transfer_progress(move |p| {
                 progress(p.received_objects(), p.total_objects(), p.received_bytes());
@@ -393,6 +403,9 @@ fn ssh_key_files() -> Vec<PathBuf> {
 /// failures, what was tried and how to fix it.
 fn fetch_error(e: git2::Error, url: &GitUrl, auth: &Auth) -> anyhow::Error {
     let message = scrub(e.message(), url);
+    if e.class() == git2::ErrorClass::Ssh && e.code() == git2::ErrorCode::Certificate {
+        return host_key_error(url, auth.host_key.borrow().as_deref(), &message);
+    }
     let tried = auth.tried.borrow();
     if e.class() == git2::ErrorClass::Ssh
         || e.code() == git2::ErrorCode::Auth
@@ -408,10 +421,177 @@ fn fetch_error(e: git2::Error, url: &GitUrl, auth: &Auth) -> anyhow::Error {
         } else {
             tried.join(", ")
         };
+        let ssh = url.url.to_ascii_lowercase().starts_with("ssh://") || is_scp_like(&url.url);
+        let fix = if ssh {
+            "register your public key (such as ~/.ssh/id_ed25519.pub) with the server, and load its private key into the ssh agent (`ssh-add`) or keep it as ~/.ssh/id_ed25519, id_ecdsa or id_rsa"
+        } else {
+            "configure a git credential helper (`git config --global credential.helper store`) or put the credentials in the URL"
+        };
         return anyhow!(
-            "cannot authenticate to {} ({message}); tried: {tried}. For ssh, add your key to the agent (`ssh-add`); for https, configure a git credential helper (`git config --global credential.helper store`)",
+            "cannot authenticate to {} ({message}); tried: {tried}. Fix: {fix}",
             url.display
         );
     }
     anyhow!("cannot fetch {}: {message}", url.display)
+}
+
+/// `ED25519 key SHA256:<base64>`, the way ssh shows a host key fingerprint.
+fn describe_host_key(key: &git2::cert::CertHostkey<'_>) -> String {
+    let kind = key
+        .hostkey_type()
+        .map(|t| format!("{} key", t.short_name()))
+        .unwrap_or_else(|| "key".to_string());
+    match key.hash_sha256() {
+        Some(hash) => format!("{kind} SHA256:{}", base64_unpadded(hash)),
+        None => kind,
+    }
+}
+
+fn base64_unpadded(input: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..=chunk.len() {
+            out.push(TABLE[(n >> (18 - 6 * i)) as usize & 63] as char);
+        }
+    }
+    out
+}
+
+/// The server an `ssh://` or scp-like (`user@host:path`) URL names, and its port.
+fn ssh_server(url: &str) -> Option<(String, u16)> {
+    let authority = match url.strip_prefix("ssh://") {
+        Some(rest) => rest.split('/').next()?,
+        None => url.split(':').next()?,
+    };
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(rest) = host_port.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        let port = after.strip_prefix(':').and_then(|p| p.parse().ok());
+        return Some((host.to_string(), port.unwrap_or(22)));
+    }
+    match host_port.rsplit_once(':') {
+        Some((host, port)) => Some((host.to_string(), port.parse().ok()?)),
+        None => Some((host_port.to_string(), 22)),
+    }
+}
+
+/// The name a host has in known_hosts: `host` on port 22, `[host]:port` otherwise.
+fn known_hosts_name(host: &str, port: u16) -> String {
+    if port == 22 {
+        host.to_string()
+    } else {
+        format!("[{host}]:{port}")
+    }
+}
+
+/// Whether `file` (a known_hosts file) holds any key for `name`: plain and `[host]:port`
+/// entries are read here, hashed (`|1|salt|hash`) ones are looked up with `ssh-keygen -F`.
+fn known_host_has(file: &Path, name: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return false;
+    };
+    let mut hashed = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('@') {
+            continue;
+        }
+        let Some(hosts) = line.split_whitespace().next() else {
+            continue;
+        };
+        if hosts.starts_with("|1|") {
+            hashed = true;
+        } else if hosts.split(',').any(|h| h.eq_ignore_ascii_case(name)) {
+            return true;
+        }
+    }
+    hashed
+        && std::process::Command::new("ssh-keygen")
+            .arg("-F")
+            .arg(name)
+            .arg("-f")
+            .arg(file)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .is_ok_and(|o| {
+                o.status.success()
+                    && String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .any(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            })
+}
+
+/// Why an ssh server's host key was refused (libgit2 found it unknown or different in
+/// `~/.ssh/known_hosts`), and how to check and record it.
+fn host_key_error(url: &GitUrl, offered: Option<&str>, message: &str) -> anyhow::Error {
+    let Some((host, port)) = ssh_server(&url.url) else {
+        return anyhow!(
+            "cannot verify the ssh host key of {} ({message}); check it and add it to ~/.ssh/known_hosts with ssh-keyscan",
+            url.display
+        );
+    };
+    let name = known_hosts_name(&host, port);
+    let scan = if port == 22 {
+        format!("ssh-keyscan {host} >> ~/.ssh/known_hosts")
+    } else {
+        format!("ssh-keyscan -p {port} {host} >> ~/.ssh/known_hosts")
+    };
+    let offered = offered
+        .map(|k| format!(" (the server offered the {k})"))
+        .unwrap_or_default();
+    let known_hosts = directories::BaseDirs::new()
+        .map(|d| d.home_dir().join(".ssh/known_hosts"))
+        .filter(|f| known_host_has(f, &name));
+    if known_hosts.is_some() {
+        return anyhow!(
+            "the host key of {host}:{port} has CHANGED: it does not match the key recorded for {name} in ~/.ssh/known_hosts{offered}; refusing to connect, as someone may be intercepting the connection. If the server's key was replaced on purpose, confirm the new key with its administrator, then remove the old one with `ssh-keygen -R '{name}'` and add the new one with: {scan}"
+        );
+    }
+    anyhow!(
+        "the host key of {host}:{port} is not in ~/.ssh/known_hosts{offered}; check it and add it with: {scan}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ssh_server_of_urls() {
+        let server = |u: &str| ssh_server(u).map(|(h, p)| format!("{h} {p}"));
+        assert_eq!(server("ssh://git@host:2222/r.git").unwrap(), "host 2222");
+        assert_eq!(server("ssh://host/r.git").unwrap(), "host 22");
+        assert_eq!(server("ssh://u:pw@[::1]:2200/r").unwrap(), "::1 2200");
+        assert_eq!(
+            server("git@example.com:me/r.git").unwrap(),
+            "example.com 22"
+        );
+        assert_eq!(known_hosts_name("h", 22), "h");
+        assert_eq!(known_hosts_name("h", 2222), "[h]:2222");
+    }
+
+    #[test]
+    fn known_hosts_entries_plain_and_bracketed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("known_hosts");
+        std::fs::write(
+            &file,
+            "# comment\n@revoked [a]:1 ssh-ed25519 AAAA\nb,[a]:2 ssh-ed25519 AAAA\nC ssh-rsa AAAA\n",
+        )
+        .unwrap();
+        assert!(known_host_has(&file, "[a]:2"));
+        assert!(known_host_has(&file, "b"));
+        assert!(known_host_has(&file, "c"));
+        assert!(!known_host_has(&file, "[a]:1"));
+        assert!(!known_host_has(&file, "a"));
+        assert!(!known_host_has(&dir.path().join("missing"), "b"));
+    }
 }

@@ -76,7 +76,7 @@ impl Source {
 }
 
 /// `user@host:path`, the scp-like syntax for SSH (but not `C:\...` or `./a:b`).
-fn is_scp_like(arg: &str) -> bool {
+pub(crate) fn is_scp_like(arg: &str) -> bool {
     let Some((user_host, path)) = arg.split_once(':') else {
         return false;
     };

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::support::git_servers::{self, GitDaemon, HttpGit, Repo};
-use crate::support::{Done, Env, manifest};
+use crate::support::{Done, Env, Run, manifest};
 
 /// No install may take longer than this; a hang fails the test instead of blocking the run.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
@@ -22,8 +22,12 @@ const RUN_LIMIT: Duration = Duration::from_secs(90);
 // Helpers
 
 /// Runs `zot` with stdin on /dev/null (no terminal), killing it after [`RUN_LIMIT`].
-fn zot(env: &Env, args: &[&str]) -> Done {
-    let mut run = env.zot(args);
+pub(crate) fn zot(env: &Env, args: &[&str]) -> Done {
+    bounded(env.zot(args), args)
+}
+
+/// Runs a prepared `zot` command like [`zot`] (stdin on /dev/null, killed after [`RUN_LIMIT`]).
+pub(crate) fn bounded(mut run: Run, args: &[&str]) -> Done {
     run.cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -63,20 +67,20 @@ fn drain(child: &mut Child, stdout: bool) -> thread::JoinHandle<String> {
     })
 }
 
-fn zot_ok(env: &Env, args: &[&str]) -> Done {
+pub(crate) fn zot_ok(env: &Env, args: &[&str]) -> Done {
     let done = zot(env, args);
     assert_eq!(done.code, 0, "expected success of {args:?}:\n{done:#?}");
     done
 }
 
-fn zot_fails(env: &Env, args: &[&str]) -> Done {
+pub(crate) fn zot_fails(env: &Env, args: &[&str]) -> Done {
     let done = zot(env, args);
     assert_eq!(done.code, 1, "expected exit 1 of {args:?}:\n{done:#?}");
     done
 }
 
 /// A served root: the folder the servers export, holding `<name>.git` bare repositories.
-fn served() -> (TempDir, PathBuf) {
+pub(crate) fn served() -> (TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let root = fs::canonicalize(tmp.path()).unwrap().join("srv");
     fs::create_dir(&root).unwrap();
@@ -85,7 +89,7 @@ fn served() -> (TempDir, PathBuf) {
 
 /// A bare repository `<root>/<name>.git` whose first commit is a valid extension `name`
 /// (manifest, executable `run.sh`, `rev.txt` = "one", `lib/util.txt`).
-fn extension_repo(env: &Env, root: &Path, name: &str) -> Repo {
+pub(crate) fn extension_repo(env: &Env, root: &Path, name: &str) -> Repo {
     let src = env.source(&format!("src-{name}"), name);
     fs::write(src.join("rev.txt"), "one\n").unwrap();
     fs::create_dir_all(src.join("lib")).unwrap();
@@ -142,7 +146,7 @@ fn record(env: &Env, name: &str) -> Value {
 
 /// Checks the installed copy of `name`: the files of the repository, `run.sh` still
 /// executable, no `.git`.
-fn assert_installed_tree(env: &Env, name: &str) {
+pub(crate) fn assert_installed_tree(env: &Env, name: &str) {
     let dir = installed_dir(env, name);
     assert!(dir.join("extension.json").is_file(), "{}", dir.display());
     assert_eq!(
@@ -168,7 +172,13 @@ fn assert_installed_tree(env: &Env, name: &str) {
     assert_eq!(manifest["name"], name);
 }
 
-fn assert_git_record(env: &Env, name: &str, source: &str, git_ref: Option<&str>, commit: &str) {
+pub(crate) fn assert_git_record(
+    env: &Env,
+    name: &str,
+    source: &str,
+    git_ref: Option<&str>,
+    commit: &str,
+) {
     let rec = record(env, name);
     assert_eq!(rec["name"], name, "{rec:#}");
     assert_eq!(rec["kind"], "git", "{rec:#}");
@@ -182,7 +192,7 @@ fn assert_git_record(env: &Env, name: &str, source: &str, git_ref: Option<&str>,
 
 /// After a failed install: everything that was there is unchanged, the only new entries are
 /// the store's own (empty) state folders, no staging leftovers, and no extension appeared.
-fn assert_nothing_installed(env: &Env, before: &[(String, String)]) {
+pub(crate) fn assert_nothing_installed(env: &Env, before: &[(String, String)]) {
     let after = env.snapshot();
     for entry in before {
         assert!(
@@ -212,7 +222,7 @@ fn assert_nothing_installed(env: &Env, before: &[(String, String)]) {
 }
 
 /// Runs a failing install and checks its message and that nothing was installed.
-fn install_fails(env: &Env, args: &[&str], expected: &[&str]) -> Done {
+pub(crate) fn install_fails(env: &Env, args: &[&str], expected: &[&str]) -> Done {
     let before = env.snapshot();
     let done = zot_fails(env, args);
     for text in expected {

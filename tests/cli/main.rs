@@ -17,5 +17,6 @@ mod logs;
 mod new;
 mod remove;
 mod shells;
+mod ssh_install;
 mod toggle;
 mod update;

@@ -711,3 +711,233 @@ pub fn base64(input: &[u8]) -> String {
     }
     out
 }
+
+// ---------------------------------------------------------------------------------------------
+// sshd
+
+/// Where Debian's OpenSSH server lives; sshd refuses to start from a relative path.
+pub const SSHD: &str = "/usr/sbin/sshd";
+
+/// Runs `ssh-keygen args`; panics on failure.
+fn ssh_keygen(args: &[&str]) {
+    let output = Command::new("ssh-keygen")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("cannot run ssh-keygen");
+    assert!(
+        output.status.success(),
+        "ssh-keygen {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A fresh passphrase-less ed25519 key pair `<dir>/<name>` and `<dir>/<name>.pub`.
+pub fn ssh_key(dir: &Path, name: &str) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let key = dir.join(name);
+    ssh_keygen(&[
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-C",
+        name,
+        "-f",
+        key.to_str().unwrap(),
+    ]);
+    key
+}
+
+/// The name of the user running the tests (the one sshd lets in).
+pub fn user_name() -> String {
+    let output = Command::new("id")
+        .arg("-un")
+        .stdin(Stdio::null())
+        .output()
+        .expect("cannot run id -un");
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// An OpenSSH server on 127.0.0.1 with its own host key, letting the current user in with
+/// the keys written to its authorized keys file only; killed on drop.
+pub struct Sshd {
+    child: Child,
+    dir: TempDir,
+    pub port: u16,
+    /// The public host key line (`ssh-ed25519 AAAA... comment`).
+    pub host_key: String,
+}
+
+impl Sshd {
+    /// Starts sshd on a free port, accepting the public keys of `authorized` (private key
+    /// paths; `.pub` is added), and waits until it accepts connections.
+    pub fn start(authorized: &[&Path]) -> Sshd {
+        let dir = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(dir.path()).unwrap();
+        let host_key = ssh_key(&base, "host_key");
+        let mut keys = String::new();
+        for key in authorized {
+            keys.push_str(&fs::read_to_string(key.with_extension("pub")).unwrap());
+        }
+        let authorized_keys = base.join("authorized_keys");
+        fs::write(&authorized_keys, keys).unwrap();
+        // A privileged sshd needs its privilege separation folder (systemd makes it normally).
+        if crate::support::is_root() {
+            let _ = fs::create_dir_all("/run/sshd");
+        }
+        let log = base.join("sshd.log");
+        let mut last_error = String::new();
+        // The free port may be taken between the probe and sshd's bind: retry a few times.
+        for _ in 0..5 {
+            let port = free_port();
+            let config = base.join("sshd_config");
+            fs::write(
+                &config,
+                format!(
+                    "ListenAddress 127.0.0.1\nPort {port}\nHostKey {}\nAuthorizedKeysFile {}\n\
+                     PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+                     StrictModes no\nPidFile none\nPermitRootLogin prohibit-password\n\
+                     LogLevel ERROR\n",
+                    host_key.display(),
+                    authorized_keys.display()
+                ),
+            )
+            .unwrap();
+            let mut child = Command::new(SSHD)
+                .arg("-D")
+                .arg("-e")
+                .arg("-f")
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(fs::File::create(&log).unwrap())
+                .spawn()
+                .expect("cannot start sshd");
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let up = wait_for_port(addr, Instant::now() + START_TIMEOUT);
+            match child.try_wait() {
+                Ok(None) if up => {
+                    let host_key = fs::read_to_string(host_key.with_extension("pub"))
+                        .unwrap()
+                        .trim()
+                        .to_string();
+                    return Sshd {
+                        child,
+                        dir,
+                        port,
+                        host_key,
+                    };
+                }
+                Ok(Some(status)) => last_error = format!("sshd exited: {status}"),
+                _ => last_error = format!("sshd did not listen on {addr} in time"),
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let log = fs::read_to_string(&log).unwrap_or_default();
+        panic!("{last_error}\n{log}");
+    }
+
+    /// `ssh://<user>@127.0.0.1:PORT<bare>`.
+    pub fn url(&self, bare: &Path) -> String {
+        format!(
+            "ssh://{}@127.0.0.1:{}{}",
+            user_name(),
+            self.port,
+            bare.display()
+        )
+    }
+
+    /// The known_hosts line for this server: `[127.0.0.1]:PORT <key type> <key>`.
+    pub fn known_hosts_line(&self) -> String {
+        let mut fields = self.host_key.split_whitespace();
+        let (kind, key) = (fields.next().unwrap(), fields.next().unwrap());
+        format!("[127.0.0.1]:{} {kind} {key}", self.port)
+    }
+
+    /// The host key's fingerprint as ssh shows it: `SHA256:<base64>`.
+    pub fn fingerprint(&self) -> String {
+        let output = Command::new("ssh-keygen")
+            .arg("-l")
+            .arg("-f")
+            .arg(self.dir.path().join("host_key.pub"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("cannot run ssh-keygen");
+        let text = String::from_utf8_lossy(&output.stdout);
+        text.split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// What sshd logged so far (errors only), for failure messages.
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An `ssh-agent` listening on a socket in a temporary folder, in the foreground so its
+/// pid is the child's; killed on drop.
+pub struct SshAgent {
+    child: Child,
+    _dir: TempDir,
+    pub socket: PathBuf,
+}
+
+impl SshAgent {
+    /// Starts an agent holding the private key `key`.
+    pub fn with_key(key: &Path) -> SshAgent {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = fs::canonicalize(dir.path()).unwrap().join("agent.sock");
+        let child = Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start ssh-agent");
+        let mut agent = SshAgent {
+            child,
+            _dir: dir,
+            socket,
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        while !agent.socket.exists() {
+            if Instant::now() > deadline || agent.child.try_wait().unwrap().is_some() {
+                panic!("ssh-agent did not create {}", agent.socket.display());
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        let output = Command::new("ssh-add")
+            .arg(key)
+            .env("SSH_AUTH_SOCK", &agent.socket)
+            .stdin(Stdio::null())
+            .output()
+            .expect("cannot run ssh-add");
+        assert!(
+            output.status.success(),
+            "ssh-add failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        agent
+    }
+}
+
+impl Drop for SshAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
