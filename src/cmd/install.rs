@@ -10,7 +10,7 @@ use crate::catalog;
 use crate::cli::InstallArgs;
 use crate::error::usage;
 use crate::fetch::{self, Request};
-use crate::manifest::Manifest;
+use crate::manifest::{self, Manifest};
 use crate::paths::{Layout, Scope};
 use crate::record::Record;
 use crate::sources::Source;
@@ -56,15 +56,13 @@ impl Run for InstallArgs {
             git_ref: self.git_ref.as_deref(),
             subdir: subdir.as_deref(),
         };
+        if let Some(name) = self.local_name(&store, &source) {
+            self.refuse_existing(&store, &name)?;
+        }
         let staged = fetch::stage(&store, &request, &ctx.out)?;
         let name = &staged.manifest.name;
         let existing = store.existing(name);
-        if existing.is_some() && !self.force {
-            bail!(
-                "extension \"{name}\" is already installed at {}; pass --force to replace it (nothing was changed)",
-                dirs.extension(name).display()
-            );
-        }
+        self.refuse_existing(&store, name)?;
         let record = staged.record.prepare(dirs)?;
         let dest = store.place(&staged.staging, name, self.force)?;
         if let Err(e) = record.commit() {
@@ -84,6 +82,31 @@ impl Run for InstallArgs {
 }
 
 impl InstallArgs {
+    /// The name in a local source's manifest, read before anything is copied, so a clash is
+    /// refused at once rather than after copying a large tree. (The staged copy's manifest is
+    /// checked again: it is the one that counts.)
+    fn local_name(&self, store: &Store, source: &Source) -> Option<String> {
+        let Source::Path(path) = source else {
+            return None;
+        };
+        if self.subdir.is_some() {
+            return None; // the subfolder is checked link by link while staging
+        }
+        // A source the staging step would refuse anyway gets that step's message.
+        let path = fetch::check_local_source(path, &store.dirs).ok()?;
+        manifest::read(&path).ok().map(|m| m.name)
+    }
+
+    fn refuse_existing(&self, store: &Store, name: &str) -> Result<()> {
+        if store.existing(name).is_some() && !self.force {
+            bail!(
+                "extension \"{name}\" is already installed at {}; pass --force to replace it (nothing was changed)",
+                store.dirs.extension(name).display()
+            );
+        }
+        Ok(())
+    }
+
     /// The subfolder from `--subdir` or a `URL#path` fragment (not both).
     fn subdir(&self, source: &Source) -> Result<Option<String>> {
         let fragment = match source {

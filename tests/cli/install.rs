@@ -370,3 +370,19 @@ fn list_clears_what_a_killed_run_left_in_staging() {
         0
     );
 }
+
+#[test]
+fn a_clash_with_a_local_source_is_refused_before_copying() {
+    let env = Env::new();
+    env.installed("early", false);
+    let src = env.source("early-again", "early");
+    // A named pipe would fail the copy; the clash is found first.
+    let ok = std::process::Command::new("mkfifo")
+        .arg(src.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
+    assert!(done.stderr.contains("already installed"), "{}", done.stderr);
+    assert!(!done.stderr.contains("special file"), "{}", done.stderr);
+}
