@@ -61,8 +61,7 @@ impl Run for InstallArgs {
         }
         let staged = fetch::stage(&store, &request, &ctx.out)?;
         let name = &staged.manifest.name;
-        let existing = store.existing(name);
-        self.refuse_existing(&store, name)?;
+        let replaced = self.refuse_existing(&store, name)?;
         let record = staged.record.prepare(dirs)?;
         let dest = store.place(&staged.staging, name, self.force)?;
         if let Err(e) = record.commit() {
@@ -76,7 +75,7 @@ impl Run for InstallArgs {
             &staged.record,
             scope,
             &dest,
-            existing.is_some(),
+            replaced,
         )
     }
 }
@@ -97,14 +96,17 @@ impl InstallArgs {
         manifest::read(&path).ok().map(|m| m.name)
     }
 
-    fn refuse_existing(&self, store: &Store, name: &str) -> Result<()> {
-        if store.existing(name).is_some() && !self.force {
+    /// Fails when `name` is installed and `--force` was not given; otherwise says whether
+    /// an installed copy will be replaced.
+    fn refuse_existing(&self, store: &Store, name: &str) -> Result<bool> {
+        let exists = store.existing(name).is_some();
+        if exists && !self.force {
             bail!(
                 "extension \"{name}\" is already installed at {}; pass --force to replace it (nothing was changed)",
                 store.dirs.extension(name).display()
             );
         }
-        Ok(())
+        Ok(exists)
     }
 
     /// The subfolder from `--subdir` or a `URL#path` fragment (not both).
