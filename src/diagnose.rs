@@ -130,13 +130,27 @@ impl Report {
     fn new(target: &Target) -> Report {
         let manifest = target.manifest.as_ref().ok();
         Report {
-            name: target.name().to_string(),
-            scope: target.origin,
-            dir: target.dir.display().to_string(),
-            status: Status::Ok,
             enabled: manifest.map(|m| m.enabled),
             loaded: target.loaded(),
             version: manifest.and_then(|m| m.version.clone()),
+            ..Report::blank(
+                target.name().to_string(),
+                target.origin,
+                target.dir.display().to_string(),
+            )
+        }
+    }
+
+    /// A report with nothing found yet.
+    fn blank(name: String, scope: Origin, dir: String) -> Report {
+        Report {
+            name,
+            scope,
+            dir,
+            status: Status::Ok,
+            enabled: None,
+            loaded: false,
+            version: None,
             pid: None,
             commands: Vec::new(),
             tools: Vec::new(),
@@ -443,24 +457,11 @@ mod tests {
             interactive: false,
         };
         Report {
-            name: name.into(),
-            scope,
-            dir: String::new(),
-            status: Status::Ok,
             enabled: Some(true),
             loaded: true,
-            version: None,
-            pid: None,
             commands: commands.iter().map(named).collect(),
             tools: tools.iter().map(tool).collect(),
-            subscriptions: Subscriptions::default(),
-            hello_ms: None,
-            ready_ms: None,
-            shutdown_ms: None,
-            errors: Vec::new(),
-            warnings: Vec::new(),
-            notes: Vec::new(),
-            stderr: None,
+            ..Report::blank(name.into(), scope, String::new())
         }
     }
 
