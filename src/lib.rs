@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod cli;
 pub mod cmd;
 pub mod complete;
+pub mod crashpoint;
 pub mod diagnose;
 pub mod docs;
 pub mod error;

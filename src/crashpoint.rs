@@ -1,0 +1,56 @@
+//! Named points where the torture suite kills `zot` on purpose (`ZOT_EXT_CRASH_AT=<point>`),
+//! so crash safety is proven at the exact instants that matter, not only at random ones.
+//!
+//! When the variable names the point being passed, the process sends itself SIGKILL: no
+//! destructor, no flush, no cleanup runs, exactly as with `kill -9` from outside. Unset (the
+//! normal case) a point costs one cached environment look-up.
+
+use std::sync::OnceLock;
+
+/// Every named point, in the order an operation passes them. The torture suite iterates
+/// this list, so a point added to the code must be added here.
+pub const POINTS: &[&str] = &[
+    // install, install --force, update: the staged tree is complete, nothing is published.
+    "stage.done",
+    // the pending install record is on disk, the tree is not placed yet.
+    "place.before",
+    // the tree is in place, its install record is not committed yet.
+    "place.after",
+    // the install record is committed; the old copy (after --force/update) is still in staging.
+    "record.after",
+    // remove: the extension is in the trash, its record still exists.
+    "remove.moved",
+    // remove: the record is gone, the trash is not emptied yet.
+    "remove.unrecorded",
+    // enable/disable: the new manifest is written to a temporary file, not renamed yet.
+    "toggle.temp",
+    // enable/disable: the new manifest is in place.
+    "toggle.after",
+];
+
+/// The environment variable that names the point to die at.
+pub const VAR: &str = "ZOT_EXT_CRASH_AT";
+
+/// Kills the process with SIGKILL when `ZOT_EXT_CRASH_AT` names `point`.
+pub fn hit(point: &str) {
+    debug_assert!(POINTS.contains(&point), "unknown crash point {point}");
+    static ARMED: OnceLock<Option<String>> = OnceLock::new();
+    let armed = ARMED.get_or_init(|| std::env::var(VAR).ok().filter(|v| !v.is_empty()));
+    if armed.as_deref() == Some(point) {
+        kill_self();
+    }
+}
+
+#[cfg(unix)]
+fn kill_self() {
+    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    // SIGKILL cannot be caught; should delivery be delayed, never run on past the point.
+    loop {
+        std::thread::park();
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_self() {
+    std::process::abort();
+}
