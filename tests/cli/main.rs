@@ -18,5 +18,6 @@ mod new;
 mod remove;
 mod shells;
 mod ssh_install;
+mod store_safety;
 mod toggle;
 mod update;

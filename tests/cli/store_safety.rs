@@ -1,0 +1,463 @@
+//! The store's own state folder (`<base>/.ext-store`) under attack and under `kill -9`:
+//! links planted in it are refused without deleting anything, symlinked manifests are
+//! never written through, a kill at any named point leaves records matching trees, and a
+//! command that waited for the lock says what happened meanwhile.
+
+use std::fs::{self, File};
+use std::os::unix::fs::{MetadataExt, symlink};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::support::{Env, manifest, write_executable};
+
+/// A folder outside every root with one file in it, which no command may touch.
+fn make_victim(env: &Env) -> PathBuf {
+    let dir = env.work.parent().unwrap().join("victim");
+    fs::create_dir_all(dir.join("sub")).unwrap();
+    fs::write(dir.join("precious.txt"), "keep me").unwrap();
+    fs::write(dir.join("sub/also.txt"), "keep me too").unwrap();
+    dir
+}
+
+fn assert_victim_intact(dir: &Path) {
+    assert_eq!(
+        fs::read_to_string(dir.join("precious.txt")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("sub/also.txt")).unwrap(),
+        "keep me too"
+    );
+}
+
+/// Replaces `<state>/<sub>` by a symbolic link to `to`.
+fn plant_link(state: &Path, sub: &str, to: &Path) {
+    let path = state.join(sub);
+    let _ = fs::remove_dir_all(&path);
+    let _ = fs::remove_file(&path);
+    fs::create_dir_all(state).unwrap();
+    symlink(to, &path).unwrap();
+}
+
+fn one_line_naming(stderr: &str, what: &str) {
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected:\n{stderr}");
+    assert!(stderr.contains(what), "{what} not named:\n{stderr}");
+    assert!(stderr.contains("remove it"), "no fix given:\n{stderr}");
+}
+
+#[test]
+fn linked_trash_or_staging_in_zot_home_is_refused_by_every_command() {
+    let commands: &[&[&str]] = &[
+        &["ext", "list"],
+        &["ext", "info", "x"],
+        &["ext", "install", "SRC"],
+        &["ext", "enable", "x"],
+        &["ext", "disable", "x"],
+        &["ext", "remove", "x", "--yes"],
+    ];
+    for sub in ["trash", "staging", "sources"] {
+        for command in commands {
+            let env = Env::new();
+            env.installed("x", false);
+            let src = env.source("other", "other");
+            let victim = make_victim(&env);
+            plant_link(&env.home.join(".ext-store"), sub, &victim);
+            let args: Vec<String> = command
+                .iter()
+                .map(|a| a.replace("SRC", src.to_str().unwrap()))
+                .collect();
+            let done = env.zot(&args).fails(1);
+            one_line_naming(&done.stderr, &format!(".ext-store/{sub}"));
+            assert_victim_intact(&victim);
+            assert!(
+                env.global_root().join("x/extension.json").exists(),
+                "{sub} {command:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cloned_project_with_a_linked_trash_cannot_empty_a_folder_outside() {
+    let env = Env::new();
+    let victim = make_victim(&env);
+    let state = env.project.join(".zot/.ext-store");
+    fs::create_dir_all(&state).unwrap();
+    fs::write(state.join("lock"), "").unwrap();
+    // As committed in a repository: relative, from .zot/.ext-store to beside the project.
+    symlink("../../../victim", state.join("trash")).unwrap();
+    assert!(state.join("trash/precious.txt").exists());
+    let done = env.zot(["ext", "list"]).fails(1);
+    one_line_naming(&done.stderr, ".ext-store/trash");
+    assert_victim_intact(&victim);
+}
+
+#[test]
+fn a_project_with_a_linked_staging_cannot_empty_a_folder_outside_on_install() {
+    let env = Env::new();
+    let victim = make_victim(&env);
+    let state = env.project.join(".zot/.ext-store");
+    fs::create_dir_all(&state).unwrap();
+    symlink("../../../victim", state.join("staging")).unwrap();
+    let src = env.source("p", "p");
+    let done = env
+        .zot(["ext", "install", "--project", src.to_str().unwrap()])
+        .fails(1);
+    one_line_naming(&done.stderr, ".ext-store/staging");
+    assert_victim_intact(&victim);
+    assert!(!env.project_root().join("p").exists());
+}
+
+#[test]
+fn a_state_folder_or_lock_that_is_not_what_it_must_be_is_refused() {
+    // The state folder itself a link.
+    let env = Env::new();
+    let victim = make_victim(&env);
+    symlink(&victim, env.home.join(".ext-store")).unwrap();
+    let src = env.source("a", "a");
+    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
+    one_line_naming(&done.stderr, ".ext-store");
+    assert_victim_intact(&victim);
+    assert!(!victim.join("staging").exists() && !victim.join("lock").exists());
+
+    // The lock a link, a folder, or a named pipe (which must not hang).
+    for kind in ["link", "dir", "fifo"] {
+        let env = Env::new();
+        let victim = make_victim(&env);
+        let state = env.home.join(".ext-store");
+        fs::create_dir_all(&state).unwrap();
+        let lock = state.join("lock");
+        match kind {
+            "link" => symlink(victim.join("precious.txt"), &lock).unwrap(),
+            "dir" => fs::create_dir(&lock).unwrap(),
+            _ => {
+                let status = std::process::Command::new("mkfifo")
+                    .arg(&lock)
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }
+        }
+        let src = env.source("a", "a");
+        let started = Instant::now();
+        let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
+        assert!(started.elapsed() < Duration::from_secs(5), "{kind}: slow");
+        one_line_naming(&done.stderr, ".ext-store/lock");
+        assert_victim_intact(&victim);
+        assert!(!env.global_root().join("a").exists(), "{kind}");
+    }
+}
+
+/// A file outside the roots that `extensions/x/extension.json` links to.
+fn linked_manifest(env: &Env, enabled: bool) -> (PathBuf, PathBuf) {
+    let dir = env.installed("x", false);
+    let outside = env.work.join("outside.json");
+    let text = manifest("x").replace(
+        "\"enabled\": true",
+        &format!("\"enabled\": {enabled}"),
+    );
+    fs::write(&outside, &text).unwrap();
+    fs::remove_file(dir.join("extension.json")).unwrap();
+    symlink(&outside, dir.join("extension.json")).unwrap();
+    (dir, outside)
+}
+
+#[test]
+fn a_symlinked_manifest_is_never_written_through() {
+    for (command, enabled) in [("disable", true), ("enable", false)] {
+        let env = Env::new();
+        let (dir, outside) = linked_manifest(&env, enabled);
+        let before = fs::read(&outside).unwrap();
+        let inode = fs::metadata(&outside).unwrap().ino();
+        let done = env.zot(["ext", command, "x"]).fails(1);
+        assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+        assert!(
+            done.stderr.contains("extension.json")
+                && done.stderr.contains("symbolic link"),
+            "{}",
+            done.stderr
+        );
+        assert_eq!(fs::read(&outside).unwrap(), before, "{command}");
+        assert_eq!(fs::metadata(&outside).unwrap().ino(), inode, "{command}");
+        assert!(
+            fs::symlink_metadata(dir.join("extension.json"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+}
+
+// --- kill -9 at the named points ---------------------------------------------------------
+
+/// Runs `zot args` with `ZOT_EXT_CRASH_AT=point` and asserts it died by SIGKILL.
+fn killed_at(env: &Env, point: &str, args: &[&str]) {
+    let mut run = env.zot(args).env("ZOT_EXT_CRASH_AT", point);
+    let out = run
+        .cmd
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn zot");
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "{point}: expected SIGKILL, got {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A source folder `work/<dir>` for version `version` of `x`, with a marker file naming it.
+fn versioned_source(env: &Env, dir: &str, version: &str) -> PathBuf {
+    let path = env.work.join(dir);
+    fs::create_dir_all(&path).unwrap();
+    fs::write(
+        path.join("extension.json"),
+        manifest("x").replace("1.0.0", version),
+    )
+    .unwrap();
+    write_executable(&path.join("run.sh"), "#!/bin/sh\nexit 0\n");
+    fs::write(path.join("marker"), version).unwrap();
+    path
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The version the installed `x` is, checked whole; `None` when it is not installed.
+fn installed_version(env: &Env) -> Option<String> {
+    let dir = env.global_root().join("x");
+    if fs::symlink_metadata(&dir).is_err() {
+        return None;
+    }
+    assert_eq!(
+        names_in(&dir),
+        ["extension.json", "marker", "run.sh"],
+        "the tree is not whole, or something temporary is visible in it"
+    );
+    let version = fs::read_to_string(dir.join("marker")).unwrap();
+    let manifest = fs::read_to_string(dir.join("extension.json")).unwrap();
+    assert!(manifest.contains(&format!("\"version\": \"{version}\"")));
+    Some(version)
+}
+
+/// The source folder the record of `x` names, if there is a record.
+fn recorded_source(env: &Env) -> Option<String> {
+    let text = fs::read_to_string(env.home.join(".ext-store/sources/x.json")).ok()?;
+    let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+    Some(record["source"].as_str().unwrap().to_string())
+}
+
+/// After a kill: the next read-only command succeeds and resolves the journal; the tree
+/// is `expected` (old or new, whole) and the record names its source; the state folder
+/// holds no leftovers; `info` knows where it came from.
+fn check_invariants(env: &Env, allowed: &[(Option<&str>, Option<&Path>)], context: &str) {
+    env.zot(["ext", "list"]).ok();
+    let version = installed_version(env);
+    let source = recorded_source(env);
+    let found = allowed.iter().find(|(v, _)| v.as_deref() == version.as_deref());
+    let Some((_, expected_source)) = found else {
+        panic!("{context}: unexpected version {version:?}");
+    };
+    assert_eq!(
+        source.as_deref(),
+        expected_source.map(|p| p.to_str().unwrap()),
+        "{context}: the record does not match the tree ({version:?})"
+    );
+    for sub in ["staging", "trash", "pending"] {
+        assert_eq!(
+            names_in(&env.home.join(".ext-store").join(sub)),
+            Vec::<String>::new(),
+            "{context}: {sub} not emptied"
+        );
+    }
+    if version.is_some() {
+        let info = env.zot(["ext", "info", "x"]).ok();
+        assert!(
+            !info.stdout.contains("by hand"),
+            "{context}:\n{}",
+            info.stdout
+        );
+    }
+}
+
+const INSTALL_POINTS: [&str; 4] = ["stage.done", "place.before", "place.after", "record.after"];
+
+#[test]
+fn a_kill_during_a_first_install_leaves_nothing_or_the_whole_install() {
+    for point in INSTALL_POINTS {
+        let env = Env::new();
+        let v1 = versioned_source(&env, "v1", "1.0.0");
+        killed_at(&env, point, &["ext", "install", v1.to_str().unwrap()]);
+        check_invariants(&env, &[(None, None), (Some("1.0.0"), Some(&v1))], point);
+        // The next install (or a repeat with --force) succeeds.
+        env.zot(["ext", "install", "--force", v1.to_str().unwrap()])
+            .ok();
+        check_invariants(&env, &[(Some("1.0.0"), Some(&v1))], point);
+    }
+}
+
+#[test]
+fn a_kill_during_install_force_or_update_leaves_the_old_or_the_new_version() {
+    for point in INSTALL_POINTS {
+        for how in ["install --force", "update"] {
+            let env = Env::new();
+            let v1 = versioned_source(&env, "v1", "1.0.0");
+            env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+            let context = format!("{how} at {point}");
+            let new_source = if how == "update" {
+                // update re-reads the recorded folder, which now holds version 2.
+                versioned_source(&env, "v1", "2.0.0");
+                killed_at(&env, point, &["ext", "update", "x"]);
+                v1.clone()
+            } else {
+                let v2 = versioned_source(&env, "v2", "2.0.0");
+                killed_at(
+                    &env,
+                    point,
+                    &["ext", "install", "--force", v2.to_str().unwrap()],
+                );
+                v2
+            };
+            check_invariants(
+                &env,
+                &[(Some("1.0.0"), Some(&v1)), (Some("2.0.0"), Some(&new_source))],
+                &context,
+            );
+        }
+    }
+}
+
+#[test]
+fn a_kill_during_remove_leaves_the_extension_or_nothing() {
+    for point in ["remove.moved", "remove.unrecorded"] {
+        let env = Env::new();
+        let v1 = versioned_source(&env, "v1", "1.0.0");
+        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+        killed_at(&env, point, &["ext", "remove", "x", "--yes"]);
+        check_invariants(&env, &[(None, None)], point);
+        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+    }
+}
+
+#[test]
+fn a_kill_during_disable_leaves_no_temporary_file_in_the_extension() {
+    for point in ["toggle.temp", "toggle.after"] {
+        let env = Env::new();
+        let v1 = versioned_source(&env, "v1", "1.0.0");
+        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+        killed_at(&env, point, &["ext", "disable", "x"]);
+        check_invariants(&env, &[(Some("1.0.0"), Some(&v1))], point);
+        let text = fs::read_to_string(env.global_root().join("x/extension.json")).unwrap();
+        let whole = [true, false]
+            .iter()
+            .any(|on| text == manifest("x").replace("true", &on.to_string()));
+        assert!(whole, "{point}: manifest is neither old nor new:\n{text}");
+        env.zot(["ext", "enable", "x"]).ok();
+        assert_eq!(names_in(&env.home.join(".ext-store/staging")).len(), 0);
+    }
+}
+
+#[test]
+fn a_kill_while_toggling_a_linked_extension_is_cleaned_by_the_next_toggle() {
+    let env = Env::new();
+    let work = versioned_source(&env, "working-copy", "1.0.0");
+    env.zot(["ext", "link", work.to_str().unwrap()]).ok();
+    killed_at(&env, "toggle.temp", &["ext", "disable", "x"]);
+    env.zot(["ext", "disable", "x"]).ok();
+    assert_eq!(names_in(&work), ["extension.json", "marker", "run.sh"]);
+}
+
+// --- waiting for the lock ----------------------------------------------------------------
+
+/// Holds the global store's lock, as another zot ext command would.
+fn hold_lock(env: &Env) -> File {
+    let file = File::options()
+        .write(true)
+        .open(env.home.join(".ext-store/lock"))
+        .unwrap();
+    file.lock().unwrap();
+    file
+}
+
+/// Starts `zot args`, lets it reach the lock, runs `meanwhile` while it waits, then
+/// releases the lock and returns what the command said.
+fn waiting(env: &Env, args: &[&str], meanwhile: impl FnOnce()) -> (i32, String) {
+    let lock = hold_lock(env);
+    let mut run = env.zot(args);
+    let child = run
+        .cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(700));
+    meanwhile();
+    drop(lock);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What `zot ext remove x` does, done by hand while the test holds the lock.
+fn remove_by_hand(env: &Env) {
+    fs::remove_dir_all(env.global_root().join("x")).unwrap();
+    let _ = fs::remove_file(env.home.join(".ext-store/sources/x.json"));
+}
+
+#[test]
+fn a_command_that_waited_while_its_extension_was_removed_says_so() {
+    for args in [
+        &["ext", "disable", "x"][..],
+        &["ext", "enable", "x"],
+        &["ext", "remove", "x", "--yes"],
+        &["ext", "update", "x"],
+    ] {
+        let env = Env::new();
+        env.installed("x", false);
+        let (code, stderr) = waiting(&env, args, || remove_by_hand(&env));
+        assert_eq!(code, 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(
+                "\"x\" was removed by another zot ext command while this one waited for the lock"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("not found"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn an_install_that_waited_while_the_name_was_taken_says_it_is_installed() {
+    let env = Env::new();
+    fs::create_dir_all(env.home.join(".ext-store")).unwrap();
+    fs::write(env.home.join(".ext-store/lock"), "").unwrap();
+    let src = env.source("x-src", "x");
+    let other = env.source("x-other", "x");
+    let (code, stderr) = waiting(&env, &["ext", "install", src.to_str().unwrap()], || {
+        let dest = env.global_root().join("x");
+        fs::create_dir_all(&dest).unwrap();
+        for file in ["extension.json", "run.sh"] {
+            fs::copy(other.join(file), dest.join(file)).unwrap();
+        }
+    });
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("already installed"), "{stderr}");
+}
