@@ -3,13 +3,16 @@
 
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ast;
 use jsonc_parser::common::Ranged;
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::output::printable;
+use crate::store::fsx::Folder;
 
 /// The manifest's file name, at the top of every extension folder.
 pub const FILE: &str = "extension.json";
@@ -266,19 +269,77 @@ fn position_of(text: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
+/// Longest manifest that `enable`/`disable` rewrite.
+const MAX_REWRITE: u64 = 1 << 20;
+
+/// The prefix of the temporary file a rewrite renames over the manifest.
+const TEMP_PREFIX: &str = ".extension.json.";
+
 /// Sets `enabled` in `<dir>/extension.json`, keeping everything else byte for byte.
-/// Returns whether the file changed.
-pub fn set_enabled(dir: &Path, enabled: bool) -> anyhow::Result<bool> {
-    let manifest = read(dir)?;
+/// Returns whether the file changed. The manifest must be a regular file: a symbolic link
+/// is refused, so nothing is ever written through one. `scratch` is the store's staging
+/// folder, where the temporary file goes when it can (see [`write_atomically`]).
+pub fn set_enabled(dir: &Path, enabled: bool, scratch: &Folder) -> anyhow::Result<bool> {
+    // A linked extension's manifest is its working copy's.
+    let dir = fs::canonicalize(dir)
+        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", printable(&dir.display().to_string())))?;
+    let folder = Folder::open_path(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", printable(&dir.display().to_string())))?;
+    clear_leftovers(&folder);
+    let path = dir.join(FILE);
+    let (text, mode) = read_for_rewrite(&folder, &path)?;
+    let manifest = parse(&text, &path)?;
     if manifest.enabled == enabled {
         return Ok(false);
     }
-    let path = fs::canonicalize(dir.join(FILE))?;
-    let text = fs::read_to_string(&path)?;
+    let shown = printable(&path.display().to_string());
     let edited = with_enabled(&text, enabled)
-        .ok_or_else(|| anyhow::anyhow!("{}: cannot edit \"enabled\"", path.display()))?;
-    write_atomically(&path, edited.as_bytes())?;
+        .ok_or_else(|| anyhow::anyhow!("{shown}: cannot edit \"enabled\""))?;
+    write_atomically(&folder, FILE, edited.as_bytes(), mode, scratch)
+        .map_err(|e| anyhow::anyhow!("cannot write {shown}: {e}"))?;
     Ok(true)
+}
+
+/// The manifest's text and permission bits, read only if it is a regular file of at most
+/// [`MAX_REWRITE`] bytes (never through a link, never blocking on a special file).
+fn read_for_rewrite(folder: &Folder, path: &Path) -> anyhow::Result<(String, u32)> {
+    let shown = printable(&path.display().to_string());
+    let stat = match folder.stat(FILE)? {
+        None => anyhow::bail!("{shown}: not found; an extension needs {FILE} at the top of its folder"),
+        Some(stat) => stat,
+    };
+    let kind = crate::store::fsx::kind_of(&stat);
+    if kind == "a symbolic link" {
+        anyhow::bail!(
+            "{shown} is a symbolic link; zot ext never writes through links: replace it with a copy of the file it points to"
+        );
+    }
+    if kind != "a regular file" {
+        anyhow::bail!("{shown} is {kind}, not a regular file; replace it with a regular file");
+    }
+    let bytes = folder
+        .read_file(FILE, MAX_REWRITE)
+        .map_err(|e| anyhow::anyhow!("{shown} cannot be read: {e}"))?
+        .ok_or_else(|| anyhow::anyhow!("{shown}: not found"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{shown} is not valid UTF-8; save it as UTF-8 JSON"))?;
+    Ok((text, stat.st_mode as u32 & 0o7777))
+}
+
+/// Deletes temporary manifests that a killed rewrite left beside a manifest (only regular
+/// files with the rewrite's own prefix).
+fn clear_leftovers(folder: &Folder) {
+    for name in folder.names().unwrap_or_default() {
+        let ours = name.to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX));
+        let regular = folder
+            .stat(&name)
+            .ok()
+            .flatten()
+            .is_some_and(|stat| crate::store::fsx::kind_of(&stat) == "a regular file");
+        if ours && regular {
+            let _ = folder.remove(&name);
+        }
+    }
 }
 
 fn with_enabled(text: &str, enabled: bool) -> Option<String> {
@@ -303,18 +364,42 @@ fn with_enabled(text: &str, enabled: bool) -> Option<String> {
     (check.enabled == enabled).then_some(edited)
 }
 
-/// Replaces `path` with `contents` through a temporary file in the same folder and a rename,
-/// keeping the file's permissions.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let permissions = fs::metadata(path)?.permissions();
-    let mut temp = tempfile::Builder::new()
-        .prefix(".extension.json.")
-        .tempfile_in(dir)?;
-    temp.write_all(contents)?;
-    temp.as_file().sync_all()?;
-    fs::set_permissions(temp.path(), permissions)?;
-    temp.persist(path).map_err(|e| e.error)?;
+/// Replaces `name` in `folder` with `contents` (permission bits `mode`): a flushed
+/// temporary file, renamed over it, then the folder is flushed. The temporary file is
+/// written in `scratch` (the store's staging folder, which the next command empties after
+/// a kill) when it is on the same file system; otherwise beside the file, where the next
+/// rewrite deletes it after a kill.
+pub fn write_atomically(
+    folder: &Folder,
+    name: &str,
+    contents: &[u8],
+    mode: u32,
+    scratch: &Folder,
+) -> std::io::Result<()> {
+    let same_fs = rustix::fs::fstat(folder)?.st_dev == rustix::fs::fstat(scratch)?.st_dev;
+    if same_fs {
+        match write_via(scratch, folder, name, contents, mode) {
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {}
+            done => return done,
+        }
+    }
+    write_via(folder, folder, name, contents, mode)
+}
+
+fn write_via(
+    temp_home: &Folder,
+    folder: &Folder,
+    name: &str,
+    contents: &[u8],
+    mode: u32,
+) -> std::io::Result<()> {
+    let temp = crate::store::fsx::unique_name(TEMP_PREFIX);
+    temp_home.write_new(&temp, contents, mode)?;
+    crate::crashpoint::hit("toggle.temp");
+    temp_home.rename_to(&temp, folder, name).inspect_err(|_| {
+        let _ = temp_home.unlink(&temp);
+    })?;
+    crate::crashpoint::hit("toggle.after");
     Ok(())
 }
 

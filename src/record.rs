@@ -1,14 +1,12 @@
 //! Install records: where each installed extension came from, kept in the store's state
 //! folder (`<base>/.ext-store/sources/<name>.json`) where the host's scan never looks.
+//! The store writes and deletes them ([`crate::store::Store::save_record`]), through its
+//! journal so that they always match the trees.
 
-use std::fs;
-use std::io::{self, Write};
-use std::path::PathBuf;
-
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::paths::ScopeDirs;
+use crate::store;
 
 /// How an extension was installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,58 +78,23 @@ impl Record {
         matches!(self.ref_kind, Some(RefKind::Tag | RefKind::Commit))
     }
 
-    fn path(dirs: &ScopeDirs, name: &str) -> PathBuf {
-        dirs.state().join("sources").join(format!("{name}.json"))
+    /// The record's file name in `.ext-store/sources`.
+    pub fn file_name(name: &str) -> String {
+        format!("{name}.json")
     }
 
-    /// The record of `name` in this scope; `None` when it was installed by hand.
+    /// The record of `name` in this scope; `None` when it was installed by hand. The file
+    /// is read without following links and at most 1 MiB of it.
     pub fn load(dirs: &ScopeDirs, name: &str) -> Option<Record> {
-        let text = fs::read_to_string(Self::path(dirs, name)).ok()?;
-        serde_json::from_str(&text).ok()
+        let bytes = store::read_state_file(dirs, "sources", &Self::file_name(name))?;
+        serde_json::from_slice(&bytes).ok()
     }
 
-    /// Writes the record to a temporary file beside its place, so that all that is left to
-    /// do after the extension is placed is a rename ([`PendingRecord::commit`]). Errors
-    /// (a full disk, no permission) surface here, before anything changes.
-    pub fn prepare(&self, dirs: &ScopeDirs) -> Result<PendingRecord> {
-        let path = Self::path(dirs, &self.name);
-        let dir = path.parent().expect("record path has a parent");
-        let fail = || format!("cannot write the install record {}", path.display());
-        fs::create_dir_all(dir).with_context(fail)?;
-        let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(fail)?;
-        serde_json::to_writer_pretty(&mut temp, self)?;
-        temp.write_all(b"\n").with_context(fail)?;
-        temp.as_file().sync_all().with_context(fail)?;
-        Ok(PendingRecord { temp, path })
-    }
-
-    /// Writes the record atomically (temporary file + rename).
-    pub fn save(&self, dirs: &ScopeDirs) -> Result<()> {
-        self.prepare(dirs)?.commit()
-    }
-
-    pub fn delete(dirs: &ScopeDirs, name: &str) -> Result<()> {
-        match fs::remove_file(Self::path(dirs, name)) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// A record written to a temporary file, waiting to be renamed into place.
-pub struct PendingRecord {
-    temp: tempfile::NamedTempFile,
-    path: PathBuf,
-}
-
-impl PendingRecord {
-    pub fn commit(self) -> Result<()> {
-        let path = self.path;
-        self.temp
-            .persist(&path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot write the install record {}", path.display()))?;
-        Ok(())
+    /// The record as its file holds it (written by [`crate::store::Store::save_record`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("a record serializes");
+        bytes.push(b'\n');
+        bytes
     }
 }
 

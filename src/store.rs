@@ -1,5 +1,13 @@
 //! Atomic changes to one scope's extensions root: the lock, staging, rename into place,
-//! replacement, removal, and cleanup after a killed run.
+//! replacement, removal, the journal that keeps install records matching trees whatever
+//! instant a run is killed at, and cleanup after a killed run.
+//!
+//! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `pending`)
+//! is untrusted: it is opened without following symbolic links (see [`fsx`]), and
+//! anything there that is not what it must be is an error that names it.
+
+pub mod fsx;
+mod journal;
 
 use std::ffi::OsStr;
 use std::fs::{self, File, TryLockError};
@@ -9,96 +17,176 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use tempfile::TempDir;
+use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
 
+use crate::crashpoint;
+use crate::output::printable;
 use crate::paths::ScopeDirs;
 use crate::record::Record;
+use fsx::{Folder, Identity, OpenError, Wrong, unique_name};
 
 /// How long a second run waits for the store lock before giving up.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
+/// The state folder's name inside a scope's base.
+const STATE: &str = ".ext-store";
+
+/// Longest record or journal entry read (they are a few hundred bytes).
+pub const MAX_STATE_FILE: u64 = 1 << 20;
+
 /// An open, locked store for one scope. Dropping it releases the lock.
 pub struct Store {
     pub dirs: ScopeDirs,
+    folders: Folders,
+    waited: bool,
     _lock: File,
+}
+
+/// The folders inside the state folder, each opened without following links.
+struct Folders {
+    staging: Folder,
+    trash: Folder,
+    sources: Folder,
+    pending: Folder,
 }
 
 /// A directory under the store's staging folder, deleted on drop unless its tree was placed.
 pub struct Staging {
-    dir: TempDir,
+    parent: Folder,
+    name: String,
+    path: PathBuf,
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        // A staged copy may hold read-only folders, which TempDir alone cannot empty.
-        let _ = remove_entry(self.dir.path());
+        // Never through a link, and read-only folders of a staged copy are emptied too.
+        let _ = self.parent.remove(&self.name);
     }
 }
 
 impl Staging {
     /// Where the new extension tree is built.
     pub fn tree(&self) -> PathBuf {
-        self.dir.path().join("tree")
+        self.path.join("tree")
     }
 
     /// Scratch space beside the tree (for example a git object store).
     pub fn scratch(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.path.join(name)
+    }
+
+    /// The staged tree's identity, which it keeps when renamed into place.
+    fn identity(&self) -> Result<Identity> {
+        let stat = self
+            .parent
+            .stat(format!("{}/tree", self.name))
+            .ok()
+            .flatten()
+            .ok_or_else(|| anyhow!("the staged tree in {} is missing", self.path.display()))?;
+        Ok(Identity::of(&stat))
     }
 }
 
+/// What [`Store::publish`] did: where the tree is, and whether its record could not be
+/// saved (the journal saves it on the next run).
+pub struct Published {
+    pub dest: PathBuf,
+    pub record_error: Option<anyhow::Error>,
+}
+
 impl Store {
-    /// Locks the scope's store (waiting up to ten seconds) and clears leftovers of killed runs.
+    /// Locks the scope's store (waiting up to ten seconds), finishes what a killed run
+    /// left in the journal and clears its leftovers.
     pub fn open(dirs: &ScopeDirs) -> Result<Store> {
-        let state = dirs.state();
-        for sub in ["staging", "trash", "sources"] {
-            create_dir(&state.join(sub))?;
-        }
-        let lock_path = state.join("lock");
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("cannot open the lock file {}", lock_path.display()))?;
-        acquire(&lock, &lock_path, &dirs.extensions())?;
+        create_dir(&dirs.base)?;
+        let state = open_state(dirs, true)?.expect("created");
+        let lock = open_lock(&state, true)?.expect("created");
+        let waited = acquire(&lock, state.path(), &dirs.extensions())?;
+        let folders = Folders::open(&state, true)?;
         let store = Store {
             dirs: dirs.clone(),
+            folders: folders.expect("created"),
+            waited,
             _lock: lock,
         };
+        store.resolve_journal()?;
         store.clear_leftovers();
         Ok(store)
     }
 
-    fn clear_leftovers(&self) {
-        clear_leftovers(&self.dirs);
+    /// Checks the state folder and, if the store is not in use right now, finishes what a
+    /// killed run left (journal, staging, trash). Read-only commands call this: it creates
+    /// nothing and waits for nothing; only a state folder that is not what it must be (a
+    /// link, a file) is an error.
+    pub fn tidy(dirs: &ScopeDirs) -> Result<()> {
+        let Some(state) = open_state(dirs, false)? else {
+            return Ok(());
+        };
+        let folders = Folders::open(&state, false)?;
+        let lock = open_lock(&state, false)?;
+        let (Some(folders), Some(lock)) = (folders, lock) else {
+            return Ok(());
+        };
+        let busy = [&folders.staging, &folders.trash, &folders.pending]
+            .iter()
+            .any(|f| !f.is_empty().unwrap_or(true));
+        if busy && lock.try_lock().is_ok() {
+            let store = Store {
+                dirs: dirs.clone(),
+                folders,
+                waited: false,
+                _lock: lock,
+            };
+            let _ = store.resolve_journal();
+            store.clear_leftovers();
+        }
+        Ok(())
     }
 
-    /// Deletes what a killed run left in staging and trash, if the store is not in use
-    /// right now. Read-only commands call this: it creates nothing, waits for nothing and
-    /// ignores every error.
-    pub fn tidy(dirs: &ScopeDirs) {
-        let has_leftovers = ["staging", "trash"].iter().any(|sub| {
-            fs::read_dir(dirs.state().join(sub)).is_ok_and(|mut entries| entries.next().is_some())
-        });
-        if !has_leftovers {
-            return;
-        }
-        let Ok(lock) = File::options().write(true).open(dirs.state().join("lock")) else {
-            return;
+    /// Whether this run had to wait for another zot ext command to finish.
+    pub fn waited(&self) -> bool {
+        self.waited
+    }
+
+    /// The error for an extension that another command removed before this one got the lock.
+    pub fn gone_meanwhile(&self, name: &str) -> anyhow::Error {
+        let when = if self.waited {
+            "while this one waited for the lock"
+        } else {
+            "meanwhile"
         };
-        if lock.try_lock().is_ok() {
-            clear_leftovers(dirs);
+        anyhow!(
+            "\"{}\" was removed by another zot ext command {when}; nothing was changed",
+            printable(name)
+        )
+    }
+
+    fn clear_leftovers(&self) {
+        for folder in [&self.folders.staging, &self.folders.trash] {
+            for name in folder.names().unwrap_or_default() {
+                let _ = folder.remove(&name);
+            }
         }
     }
 
     /// A fresh staging directory on the same filesystem as the extensions root.
     pub fn stage(&self) -> Result<Staging> {
-        let dir = tempfile::Builder::new()
-            .prefix("stage-")
-            .tempdir_in(self.dirs.state().join("staging"))
-            .context("cannot create a staging directory")?;
-        Ok(Staging { dir })
+        let staging = &self.folders.staging;
+        let name = unique_name("stage-");
+        let path = staging
+            .create_dir(&name)
+            .with_context(|| format!("cannot create a staging directory in {}", staging.path().display()))?;
+        Ok(Staging {
+            parent: staging.try_clone()?,
+            name,
+            path,
+        })
+    }
+
+    /// The staging folder, for temporary files that must be cleaned after a kill.
+    pub fn scratch_folder(&self) -> &Folder {
+        &self.folders.staging
     }
 
     /// The installed entry for `name` (which may be a symlink), if any.
@@ -107,8 +195,37 @@ impl Store {
         fs::symlink_metadata(&path).ok().map(|_| path)
     }
 
+    /// Places the staged tree as `extensions/<name>` (see [`Store::place`]) together with
+    /// its install record, through the journal: whatever instant the run is killed at, the
+    /// next run finds the record matching the tree that is in place.
+    pub fn publish(
+        &self,
+        staging: &Staging,
+        name: &str,
+        replace: bool,
+        record: &Record,
+    ) -> Result<Published> {
+        let tree = staging.identity()?;
+        self.write_intent(name, &journal::Intent::install(record, tree))?;
+        crashpoint::hit("place.before");
+        let dest = self.place(staging, name, replace).inspect_err(|_| {
+            let _ = self.clear_intent(name);
+        })?;
+        crashpoint::hit("place.after");
+        let saved = self.save_record(record);
+        crashpoint::hit("record.after");
+        if saved.is_ok() {
+            let _ = self.clear_intent(name);
+        }
+        Ok(Published {
+            dest,
+            record_error: saved.err(),
+        })
+    }
+
     /// Moves the staged tree to `extensions/<name>`; with `replace`, atomically swaps it with
-    /// the installed copy, which stays in place until the new one is.
+    /// the installed copy, which stays in place until the new one is. Everything written
+    /// is flushed to disk before the rename, and the rename after it.
     /// `name` is the folder name (a manifest name, or an existing folder's own name).
     pub fn place(
         &self,
@@ -120,16 +237,23 @@ impl Store {
         create_dir(&root)?;
         let dest = root.join(name.as_ref());
         let tree = staging.tree();
+        self.folders
+            .staging
+            .sync_filesystem()
+            .with_context(|| format!("cannot flush {} to disk", tree.display()))?;
         if replace && self.existing(&name).is_some() {
             exchange(&tree, &dest).with_context(|| format!("cannot replace {}", dest.display()))?;
         } else {
             rename_new(&tree, &dest)?;
         }
+        Folder::open_path(&root)
+            .and_then(|root| root.sync())
+            .with_context(|| format!("cannot flush {} to disk", root.display()))?;
         Ok(dest)
     }
 
-    /// Moves `extensions/<name>` out of the root, then deletes it. A symlinked extension
-    /// loses only its link; nothing outside the root is followed.
+    /// Moves `extensions/<name>` out of the root, deletes its record, then deletes it. A
+    /// symlinked extension loses only its link; nothing outside the root is followed.
     pub fn remove(&self, name: impl AsRef<OsStr>) -> Result<PathBuf> {
         let name = name.as_ref();
         let dest = self.dirs.extensions().join(name);
@@ -141,37 +265,158 @@ impl Store {
                 dest.display()
             );
         }
-        let trash = tempfile::Builder::new()
-            .prefix("removed-")
-            .tempdir_in(self.dirs.state().join("trash"))
-            .context("cannot create a trash directory")?;
-        fs::rename(&dest, trash.path().join(name)).with_context(|| {
-            format!(
-                "cannot move {} out of the extensions folder",
-                dest.display()
-            )
-        })?;
-        Record::delete(&self.dirs, &name.to_string_lossy())?;
-        // std's removal never follows symlinks.
-        remove_entry(trash.path()).with_context(|| {
+        let key = name.to_string_lossy();
+        self.write_intent(&key, &journal::Intent::removal(identity_of(&meta)))?;
+        let trash = &self.folders.trash;
+        let holder = unique_name("removed-");
+        let holder_path = trash
+            .create_dir(&holder)
+            .with_context(|| format!("cannot create a folder in {}", trash.path().display()))?;
+        if let Err(e) = fs::rename(&dest, holder_path.join(name)) {
+            let _ = self.clear_intent(&key);
+            return Err(e).with_context(|| {
+                format!("cannot move {} out of the extensions folder", dest.display())
+            });
+        }
+        let _ = Folder::open_path(&self.dirs.extensions()).and_then(|root| root.sync());
+        crashpoint::hit("remove.moved");
+        self.delete_record(&key)?;
+        crashpoint::hit("remove.unrecorded");
+        self.clear_intent(&key)?;
+        trash.remove(&holder).with_context(|| {
             format!(
                 "the extension was removed, but deleting its files in {} failed",
-                trash.path().display()
+                holder_path.display()
             )
         })?;
         Ok(dest)
     }
+
+    /// Writes the install record of `record.name` atomically and durably.
+    pub fn save_record(&self, record: &Record) -> Result<()> {
+        let file = Record::file_name(&record.name);
+        self.folders
+            .staging
+            .replace_file(&self.folders.sources, &file, &record.to_bytes(), 0o644)
+            .with_context(|| {
+                format!(
+                    "cannot write the install record {}",
+                    self.folders.sources.path().join(&file).display()
+                )
+            })
+    }
+
+    pub fn delete_record(&self, name: &str) -> Result<()> {
+        let file = Record::file_name(name);
+        self.folders.sources.unlink(&file).with_context(|| {
+            format!(
+                "cannot delete the install record {}",
+                self.folders.sources.path().join(&file).display()
+            )
+        })
+    }
 }
 
-fn clear_leftovers(dirs: &ScopeDirs) {
-    for sub in ["staging", "trash"] {
-        let Ok(entries) = fs::read_dir(dirs.state().join(sub)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let _ = remove_entry(&entry.path());
-        }
+/// Reads `<state>/<sub>/<name>` without following links and at most [`MAX_STATE_FILE`]
+/// bytes; `None` when it is missing or cannot be read.
+pub fn read_state_file(dirs: &ScopeDirs, sub: &str, name: &str) -> Option<Vec<u8>> {
+    let state = open_state(dirs, false).ok()??;
+    let folder = state.sub(sub, false).ok()??;
+    folder.read_file(name, MAX_STATE_FILE).ok()?
+}
+
+fn identity_of(meta: &fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    Identity {
+        dev: meta.dev(),
+        ino: meta.ino(),
     }
+}
+
+impl Folders {
+    /// Opens (with `create`, makes) every folder of the state folder; `None` when one is
+    /// missing and not created.
+    fn open(state: &Folder, create: bool) -> Result<Option<Folders>> {
+        let sub = |name: &str| {
+            state
+                .sub(name, create)
+                .map_err(|e| state_error(&state.path().join(name), e))
+        };
+        let (Some(staging), Some(trash), Some(sources), Some(pending)) =
+            (sub("staging")?, sub("trash")?, sub("sources")?, sub("pending")?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Folders {
+            staging,
+            trash,
+            sources,
+            pending,
+        }))
+    }
+}
+
+/// `<base>/.ext-store`, never through a link; `None` when it is missing and not created.
+fn open_state(dirs: &ScopeDirs, create: bool) -> Result<Option<Folder>> {
+    let base = match Folder::open_path(&dirs.base) {
+        Ok(base) => base,
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+        Err(e) => return Err(anyhow!("cannot open {}: {e}", dirs.base.display())),
+    };
+    base.sub(STATE, create)
+        .map_err(|e| state_error(&dirs.state(), e))
+}
+
+/// A state folder `path` that could not be opened: what is wrong, and the fix.
+fn state_error(path: &Path, e: OpenError) -> anyhow::Error {
+    let shown = printable(&path.display().to_string());
+    match e {
+        OpenError::Wrong(Wrong::Link) => anyhow!(
+            "{shown} is a symbolic link; zot ext never follows links in its state folder: remove it; zot ext recreates it (nothing was changed)"
+        ),
+        OpenError::Wrong(Wrong::NotFolder(kind)) => anyhow!(
+            "{shown} is {kind}, not a folder; zot ext keeps its state there: remove it; zot ext recreates it (nothing was changed)"
+        ),
+        OpenError::Io(e) if e.kind() == io::ErrorKind::PermissionDenied => anyhow!(
+            "cannot open {shown}: permission denied; zot ext needs write access there"
+        ),
+        OpenError::Io(e) => anyhow!("cannot open {shown}: {e}"),
+    }
+}
+
+/// The lock file, never through a link and never blocking on a special file; `None` when
+/// it is missing and not created.
+fn open_lock(state: &Folder, create: bool) -> Result<Option<File>> {
+    let path = state.path().join("lock");
+    let shown = printable(&path.display().to_string());
+    let mut flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    if create {
+        flags |= OFlags::CREATE;
+    }
+    let wrong = |kind: &str| {
+        anyhow!(
+            "{shown} is {kind}, not the store's lock file: remove it; zot ext recreates it (nothing was changed)"
+        )
+    };
+    let fd = match rustix::fs::openat(state, "lock", flags, Mode::from_raw_mode(0o644)) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) if !create => return Ok(None),
+        Err(Errno::ACCESS | Errno::ROFS | Errno::PERM) if !create => return Ok(None),
+        Err(e @ (Errno::LOOP | Errno::ISDIR | Errno::NXIO | Errno::OPNOTSUPP | Errno::NOTDIR)) => {
+            return Err(match state.stat("lock") {
+                Ok(Some(stat)) => wrong(fsx::kind_of(&stat)),
+                _ => anyhow!("cannot open the lock file {shown}: {}", io::Error::from(e)),
+            });
+        }
+        Err(e) => {
+            return Err(anyhow!("cannot open the lock file {shown}: {}", io::Error::from(e)));
+        }
+    };
+    let stat = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(wrong(fsx::kind_of(&stat)));
+    }
+    Ok(Some(File::from(fd)))
 }
 
 fn create_dir(path: &Path) -> Result<()> {
@@ -184,60 +429,30 @@ fn create_dir(path: &Path) -> Result<()> {
     })
 }
 
-fn acquire(lock: &File, lock_path: &Path, root: &Path) -> Result<()> {
+/// Takes the lock, waiting up to [`LOCK_WAIT`]; returns whether it had to wait.
+fn acquire(lock: &File, state: &Path, root: &Path) -> Result<bool> {
     let started = Instant::now();
+    let mut waited = false;
     loop {
         match lock.try_lock() {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(waited),
             Err(TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+                waited = true;
                 thread::sleep(Duration::from_millis(50));
             }
             Err(TryLockError::WouldBlock) => bail!(
                 "another zot ext command is changing {} (it holds {}); wait for it to finish and try again",
                 root.display(),
-                lock_path.display()
+                state.join("lock").display()
             ),
             Err(TryLockError::Error(e)) => {
-                return Err(anyhow!(e).context(format!("cannot lock {}", lock_path.display())));
+                return Err(anyhow!(e).context(format!(
+                    "cannot lock {}",
+                    state.join("lock").display()
+                )));
             }
         }
     }
-}
-
-/// Deletes a file, link or whole tree without following links; folders without write
-/// permission are made writable first (their contents could not be deleted otherwise).
-fn remove_entry(path: &Path) -> io::Result<()> {
-    let meta = match fs::symlink_metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        meta => meta?,
-    };
-    if !meta.is_dir() {
-        return fs::remove_file(path);
-    }
-    if fs::remove_dir_all(path).is_ok() {
-        return Ok(());
-    }
-    for entry in walkdir::WalkDir::new(path)
-        .follow_links(false)
-        .into_iter()
-        .flatten()
-    {
-        if !entry.file_type().is_dir() {
-            continue;
-        }
-        if let Ok(meta) = entry.metadata() {
-            let mut permissions = meta.permissions();
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                permissions.set_mode(permissions.mode() | 0o700);
-            }
-            #[cfg(not(unix))]
-            permissions.set_readonly(false);
-            let _ = fs::set_permissions(entry.path(), permissions);
-        }
-    }
-    fs::remove_dir_all(path)
 }
 
 /// Renames `from` to `to`, failing if `to` exists (even as an empty directory, which a plain

@@ -15,6 +15,7 @@ use crate::manifest::Manifest;
 use crate::output::printable;
 use crate::paths::{Layout, Scope};
 use crate::record::{Kind, Record, RefKind};
+use crate::store::Store;
 
 /// `zot ext info --json`.
 #[derive(Debug, Serialize)]
@@ -55,6 +56,9 @@ struct Log {
 
 impl Run for InfoArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
+        for scope in Scope::ALL {
+            Store::tidy(ctx.layout.scope(scope))?;
+        }
         let all = catalog::scan(&ctx.layout, &Scope::ALL)?;
         let found: Vec<&Installed> = all
             .iter()

@@ -48,8 +48,7 @@ impl Run for InstallArgs {
         } else {
             Scope::Global
         };
-        let dirs = ctx.layout.scope(scope);
-        let store = Store::open(dirs)?;
+        let store = Store::open(ctx.layout.scope(scope))?;
         let request = Request {
             source: &source,
             shown: &self.source,
@@ -62,11 +61,10 @@ impl Run for InstallArgs {
         let staged = fetch::stage(&store, &request, &ctx.out)?;
         let name = &staged.manifest.name;
         let replaced = self.refuse_existing(&store, name)?;
-        let record = staged.record.prepare(dirs)?;
-        let dest = store.place(&staged.staging, name, self.force)?;
-        if let Err(e) = record.commit() {
+        let published = store.publish(&staged.staging, name, self.force, &staged.record)?;
+        if let Some(e) = published.record_error {
             ctx.out.warn(&format!(
-                "installed, but the install record was not saved: {e:#}"
+                "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
             ));
         }
         report(
@@ -74,7 +72,7 @@ impl Run for InstallArgs {
             &staged.manifest,
             &staged.record,
             scope,
-            &dest,
+            &published.dest,
             replaced,
         )
     }

@@ -45,11 +45,12 @@ impl Run for LinkArgs {
         let staging = store.stage()?;
         symlink_dir(&target, &staging.tree())
             .with_context(|| format!("cannot create a link to {}", target.display()))?;
-        let record = Record::new(name, target.display().to_string(), Kind::Link).prepare(dirs)?;
-        let dest = store.place(&staging, name, self.force)?;
-        if let Err(e) = record.commit() {
+        let record = Record::new(name, target.display().to_string(), Kind::Link);
+        let published = store.publish(&staging, name, self.force, &record)?;
+        let dest = published.dest;
+        if let Some(e) = published.record_error {
             ctx.out.warn(&format!(
-                "linked, but the install record was not saved: {e:#}"
+                "linked, but the install record was not saved: {e:#}; the next zot ext command saves it"
             ));
         }
         if ctx.out.json {

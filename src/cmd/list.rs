@@ -55,7 +55,7 @@ impl Run for ListArgs {
             None => Scope::ALL.to_vec(),
         };
         for scope in Scope::ALL {
-            Store::tidy(ctx.layout.scope(scope));
+            Store::tidy(ctx.layout.scope(scope))?;
         }
         let found = catalog::scan(&ctx.layout, &scopes)?;
         if found.is_empty() {

@@ -40,6 +40,9 @@ impl Run for RemoveArgs {
             }
         }
         let store = Store::open(ctx.layout.scope(target.scope))?;
+        if store.existing(target.folder_name()).is_none() {
+            return Err(store.gone_meanwhile(target.name()));
+        }
         store.remove(target.folder_name())?;
         let linked = target.link_target.is_some();
         if ctx.out.json {

@@ -1,4 +1,5 @@
-//! `zot ext enable` and `zot ext disable`: rewrite only the manifest's `enabled` field.
+//! `zot ext enable` and `zot ext disable`: rewrite only the manifest's `enabled` field,
+//! under the store's lock, never through a link.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -32,8 +33,15 @@ impl Run for Toggle<'_> {
         if let Err(e) = &target.manifest {
             anyhow::bail!("{e}; fix the manifest first");
         }
-        let _store = Store::open(ctx.layout.scope(target.scope))?;
-        let changed = manifest::set_enabled(&target.dir, self.enable)?;
+        let store = Store::open(ctx.layout.scope(target.scope))?;
+        // What this run found may have changed while it waited for the lock.
+        let Ok(target) = catalog::find(&ctx.layout, self.name, Some(target.scope)) else {
+            return Err(store.gone_meanwhile(target.name()));
+        };
+        if let Err(e) = &target.manifest {
+            anyhow::bail!("{e}; fix the manifest first");
+        }
+        let changed = manifest::set_enabled(&target.dir, self.enable, store.scratch_folder())?;
         if ctx.out.json {
             return Ok(ctx.out.json(&Toggled {
                 name: target.name(),

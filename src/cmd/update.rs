@@ -191,10 +191,11 @@ impl UpdateArgs {
         let (store, _scratch) = if self.dry_run {
             scratch_store(dirs.scope).map_err(failed)?
         } else {
-            (Store::open(dirs).map_err(failed)?, None)
+            let store = Store::open(dirs).map_err(failed)?;
+            recheck(&store, target, record).map_err(failed)?;
+            (store, None)
         };
         let job = Job {
-            dirs,
             target,
             record,
             git_ref,
@@ -263,17 +264,33 @@ impl UpdateArgs {
         let installed = Record {
             git_ref: self.recorded_ref(record),
             ..staged.record
+        };
+        let folder = job.target.folder_name().to_string_lossy();
+        let published = store.publish(&staged.staging, &folder, true, &installed)?;
+        if let Some(e) = published.record_error {
+            return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));
         }
-        .prepare(job.dirs)?;
-        store.place(&staged.staging, job.target.folder_name(), true)?;
-        installed.commit()?;
         Ok(Status::Updated)
     }
 }
 
+/// After the lock is taken: the extension must still be the one the record described
+/// when this run looked, or another command changed it while this one waited.
+fn recheck(store: &Store, target: &Installed, record: &Record) -> Result<()> {
+    if store.existing(target.folder_name()).is_none() {
+        return Err(store.gone_meanwhile(target.name()));
+    }
+    if Record::load(&store.dirs, &target.dir_name).as_ref() != Some(record) {
+        bail!(
+            "\"{}\" was changed by another zot ext command while this one waited for the lock; nothing was changed; run the update again",
+            target.name()
+        );
+    }
+    Ok(())
+}
+
 /// One extension to update: where it is, how it was installed, and the ref to fetch.
 struct Job<'a> {
-    dirs: &'a ScopeDirs,
     target: &'a Installed,
     record: &'a Record,
     git_ref: Option<&'a str>,

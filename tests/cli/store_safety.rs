@@ -397,6 +397,7 @@ fn hold_lock(env: &Env) -> File {
 /// Starts `zot args`, lets it reach the lock, runs `meanwhile` while it waits, then
 /// releases the lock and returns what the command said.
 fn waiting(env: &Env, args: &[&str], meanwhile: impl FnOnce()) -> (i32, String) {
+    // What the command printed on both streams (update reports per extension on stdout).
     let lock = hold_lock(env);
     let mut run = env.zot(args);
     let child = run
@@ -412,7 +413,8 @@ fn waiting(env: &Env, args: &[&str], meanwhile: impl FnOnce()) -> (i32, String) 
     let out = child.wait_with_output().unwrap();
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr),
     )
 }
 

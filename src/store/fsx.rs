@@ -1,0 +1,399 @@
+//! Folder handles that never follow a symbolic link: every name is looked up relative to an
+//! open directory with `O_NOFOLLOW`, so a link planted in the store's state folder cannot
+//! lead a deletion or a write outside it. The one deletion function, [`Folder::remove`],
+//! lives here.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, Stat};
+use rustix::io::Errno;
+
+/// An open directory and the path it was opened at (for messages only).
+#[derive(Debug)]
+pub struct Folder {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// What stands at a name that had to be a folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wrong {
+    Link,
+    NotFolder(&'static str),
+}
+
+/// Opening a folder failed: something else is there, or an I/O error.
+#[derive(Debug)]
+pub enum OpenError {
+    Wrong(Wrong),
+    Io(io::Error),
+}
+
+impl From<Errno> for OpenError {
+    fn from(e: Errno) -> Self {
+        OpenError::Io(e.into())
+    }
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// The identity of a file system object, which a rename keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Identity {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl Identity {
+    pub fn of(stat: &Stat) -> Identity {
+        Identity {
+            dev: stat.st_dev as u64,
+            ino: stat.st_ino as u64,
+        }
+    }
+}
+
+/// A name for a temporary entry that no other run of zot picks at the same time.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}{}-{nanos:x}-{n}", std::process::id())
+}
+
+/// The kind of a file, in words.
+pub fn kind_of(stat: &Stat) -> &'static str {
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a folder",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a named pipe",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
+        FileType::Unknown => "an unknown kind of file",
+    }
+}
+
+impl Folder {
+    /// Opens the folder at `path`, following links in the path itself (the roots may be
+    /// links the user made).
+    pub fn open_path(path: &Path) -> io::Result<Folder> {
+        let fd = rustix::fs::openat(CWD, path, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())?;
+        Ok(Folder {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn try_clone(&self) -> io::Result<Folder> {
+        Ok(Folder {
+            fd: self.fd.try_clone()?,
+            path: self.path.clone(),
+        })
+    }
+
+    /// The folder `name` inside this one, never through a link; with `create`, made when
+    /// missing. `Ok(None)`: missing and not created.
+    pub fn sub(&self, name: &str, create: bool) -> Result<Option<Folder>, OpenError> {
+        let path = self.path.join(name);
+        let open = |fd: BorrowedFd| rustix::fs::openat(fd, name, DIR_FLAGS, Mode::empty());
+        let fd = match open(self.fd.as_fd()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if create => {
+                match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                open(self.fd.as_fd()).map_err(|e| self.explain(name, e))?
+            }
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(self.explain(name, e)),
+        };
+        Ok(Some(Folder { fd, path }))
+    }
+
+    /// Why `name` could not be opened as a folder.
+    fn explain(&self, name: &str, e: Errno) -> OpenError {
+        if !matches!(e, Errno::LOOP | Errno::NOTDIR | Errno::MLINK) {
+            return e.into();
+        }
+        match self.stat(name) {
+            Ok(Some(stat)) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => {
+                OpenError::Wrong(Wrong::Link)
+            }
+            Ok(Some(stat)) => OpenError::Wrong(Wrong::NotFolder(kind_of(&stat))),
+            _ => e.into(),
+        }
+    }
+
+    /// The status of `name` itself (a link is not followed); `None` when it does not exist.
+    pub fn stat(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Stat>> {
+        match rustix::fs::statat(&self.fd, name.as_ref(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(stat)),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Opens the existing regular file `name` for reading, never through a link and never
+    /// blocking on a special file.
+    pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&self.fd, name.as_ref(), flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let stat = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(io::Error::other(format!("is {}, not a regular file", kind_of(&stat))));
+        }
+        Ok(Some(File::from(fd)))
+    }
+
+    /// Reads the regular file `name`, at most `limit` bytes; `None` when it does not exist.
+    pub fn read_file(&self, name: impl AsRef<OsStr>, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        let Some(file) = self.open_file(name)? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        file.take(limit + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > limit {
+            return Err(io::Error::other(format!("is larger than {limit} bytes")));
+        }
+        Ok(Some(bytes))
+    }
+
+    /// The names in this folder, without `.` and `..`.
+    pub fn names(&self) -> io::Result<Vec<OsString>> {
+        let mut dir = rustix::fs::Dir::read_from(&self.fd)?;
+        let mut names = Vec::new();
+        while let Some(entry) = dir.read() {
+            let bytes = entry?.file_name().to_bytes().to_vec();
+            if bytes != b"." && bytes != b".." {
+                names.push(OsStr::from_bytes(&bytes).to_os_string());
+            }
+        }
+        Ok(names)
+    }
+
+    /// Whether this folder holds anything.
+    pub fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.names()?.is_empty())
+    }
+
+    /// Deletes `name` (a file, a link or a whole tree) inside this folder. It never crosses
+    /// a symbolic link (links are deleted, not followed) and never leaves this folder: every
+    /// step is relative to an open handle of the folder above. Folders without write
+    /// permission are made writable first, through their own handle.
+    pub fn remove(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+        remove_within(self.fd.as_fd(), name.as_ref())
+    }
+
+    /// Flushes this folder's entries (after a rename into it or an unlink).
+    pub fn sync(&self) -> io::Result<()> {
+        rustix::fs::fsync(&self.fd).map_err(Into::into)
+    }
+
+    /// Flushes every written file and folder of the file system this folder is on.
+    pub fn sync_filesystem(&self) -> io::Result<()> {
+        rustix::fs::syncfs(&self.fd).map_err(Into::into)
+    }
+
+    /// Creates the empty folder `name` (private to the user); fails if anything is there.
+    pub fn create_dir(&self, name: &str) -> io::Result<PathBuf> {
+        rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700))?;
+        Ok(self.path.join(name))
+    }
+
+    /// Writes `contents` to a new file `name` here (never through a link: the name must be
+    /// free) with `mode`, and flushes it.
+    pub fn write_new(&self, name: &str, contents: &[u8], mode: u32) -> io::Result<()> {
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode))?;
+        // The umask may have cleared bits of `mode`.
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+        let mut file = File::from(fd);
+        let written = file.write_all(contents).and_then(|()| file.sync_all());
+        if let Err(e) = written {
+            let _ = rustix::fs::unlinkat(&self.fd, name, AtFlags::empty());
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Renames `name` here to `to_name` in `to` (replacing a file there), then flushes `to`.
+    pub fn rename_to(&self, name: &str, to: &Folder, to_name: impl AsRef<OsStr>) -> io::Result<()> {
+        rustix::fs::renameat(&self.fd, name, &to.fd, to_name.as_ref())?;
+        to.sync()
+    }
+
+    /// Writes `contents` as `to_name` in `to` atomically: a flushed temporary file here
+    /// (`self` is a scratch folder on the same file system), renamed over the old one.
+    pub fn replace_file(
+        &self,
+        to: &Folder,
+        to_name: impl AsRef<OsStr>,
+        contents: &[u8],
+        mode: u32,
+    ) -> io::Result<()> {
+        let temp = unique_name(".tmp-");
+        self.write_new(&temp, contents, mode)?;
+        self.rename_to(&temp, to, to_name).inspect_err(|_| {
+            let _ = rustix::fs::unlinkat(&self.fd, temp.as_str(), AtFlags::empty());
+        })
+    }
+
+    /// Deletes the file or link `name` (not a folder) if it exists, and flushes the folder.
+    pub fn unlink(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+        match rustix::fs::unlinkat(&self.fd, name.as_ref(), AtFlags::empty()) {
+            Ok(()) => self.sync(),
+            Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl AsFd for Folder {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+fn remove_within(dir: BorrowedFd, name: &OsStr) -> io::Result<()> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+        return Err(io::Error::other(format!(
+            "refusing to delete {name:?}: not a single name inside its folder"
+        )));
+    }
+    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => stat,
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+        return match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(e.into()),
+        };
+    }
+    // O_NOFOLLOW: should a link have replaced the folder since the stat, this fails.
+    let child = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty())?;
+    if stat.st_mode & 0o700 != 0o700 {
+        rustix::fs::fchmod(&child, Mode::from_raw_mode((stat.st_mode | 0o700) & 0o7777))?;
+    }
+    let names = Folder {
+        fd: child,
+        path: PathBuf::new(),
+    };
+    for entry in names.names()? {
+        remove_within(names.fd.as_fd(), &entry)?;
+    }
+    match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    #[test]
+    fn remove_deletes_links_not_what_they_point_to() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("keep"), "x").unwrap();
+        let tree = tmp.path().join("tree");
+        fs::create_dir_all(tree.join("a/b")).unwrap();
+        symlink(outside.path(), tree.join("a/out")).unwrap();
+        symlink(outside.path().join("keep"), tree.join("a/b/file-link")).unwrap();
+        fs::write(tree.join("a/b/f"), "x").unwrap();
+        Folder::open_path(tmp.path()).unwrap().remove("tree").unwrap();
+        assert!(!tree.exists());
+        assert!(outside.path().join("keep").exists());
+    }
+
+    #[test]
+    fn remove_of_a_link_to_a_folder_keeps_the_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("keep"), "x").unwrap();
+        symlink(outside.path(), tmp.path().join("l")).unwrap();
+        Folder::open_path(tmp.path()).unwrap().remove("l").unwrap();
+        assert!(fs::symlink_metadata(tmp.path().join("l")).is_err());
+        assert!(outside.path().join("keep").exists());
+    }
+
+    #[test]
+    fn remove_empties_read_only_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tree = tmp.path().join("t");
+        fs::create_dir_all(tree.join("ro/inner")).unwrap();
+        fs::write(tree.join("ro/inner/f"), "x").unwrap();
+        fs::set_permissions(tree.join("ro/inner"), fs::Permissions::from_mode(0o500)).unwrap();
+        fs::set_permissions(tree.join("ro"), fs::Permissions::from_mode(0o500)).unwrap();
+        Folder::open_path(tmp.path()).unwrap().remove("t").unwrap();
+        assert!(!tree.exists());
+    }
+
+    #[test]
+    fn remove_refuses_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let folder = Folder::open_path(tmp.path()).unwrap();
+        for bad in ["", ".", "..", "a/b", "../x"] {
+            assert!(folder.remove(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sub_refuses_links_and_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        symlink(outside.path(), tmp.path().join("l")).unwrap();
+        fs::write(tmp.path().join("f"), "").unwrap();
+        let folder = Folder::open_path(tmp.path()).unwrap();
+        assert!(matches!(
+            folder.sub("l", true),
+            Err(OpenError::Wrong(Wrong::Link))
+        ));
+        assert!(matches!(
+            folder.sub("f", true),
+            Err(OpenError::Wrong(Wrong::NotFolder("a regular file")))
+        ));
+        assert!(folder.sub("new", false).unwrap().is_none());
+        assert!(folder.sub("new", true).unwrap().is_some());
+    }
+
+    #[test]
+    fn replace_file_writes_atomically_with_the_mode() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir(tmp.path().join("scratch")).unwrap();
+        let scratch = Folder::open_path(&tmp.path().join("scratch")).unwrap();
+        let here = Folder::open_path(tmp.path()).unwrap();
+        fs::write(tmp.path().join("f"), "old").unwrap();
+        scratch.replace_file(&here, "f", b"new", 0o640).unwrap();
+        assert_eq!(fs::read_to_string(tmp.path().join("f")).unwrap(), "new");
+        let mode = fs::metadata(tmp.path().join("f")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+        assert!(scratch.is_empty().unwrap());
+    }
+}
