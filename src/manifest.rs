@@ -281,10 +281,12 @@ const TEMP_PREFIX: &str = ".extension.json.";
 /// folder, where the temporary file goes when it can (see [`write_atomically`]).
 pub fn set_enabled(dir: &Path, enabled: bool, scratch: &Folder) -> anyhow::Result<bool> {
     // A linked extension's manifest is its working copy's.
-    let dir = fs::canonicalize(dir)
-        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", printable(&dir.display().to_string())))?;
-    let folder = Folder::open_path(&dir)
-        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", printable(&dir.display().to_string())))?;
+    let dir = fs::canonicalize(dir).map_err(|e| {
+        anyhow::anyhow!("cannot open {}: {e}", printable(&dir.display().to_string()))
+    })?;
+    let folder = Folder::open_path(&dir).map_err(|e| {
+        anyhow::anyhow!("cannot open {}: {e}", printable(&dir.display().to_string()))
+    })?;
     clear_leftovers(&folder);
     let path = dir.join(FILE);
     let (text, mode) = read_for_rewrite(&folder, &path)?;
@@ -305,7 +307,9 @@ pub fn set_enabled(dir: &Path, enabled: bool, scratch: &Folder) -> anyhow::Resul
 fn read_for_rewrite(folder: &Folder, path: &Path) -> anyhow::Result<(String, u32)> {
     let shown = printable(&path.display().to_string());
     let stat = match folder.stat(FILE)? {
-        None => anyhow::bail!("{shown}: not found; an extension needs {FILE} at the top of its folder"),
+        None => {
+            anyhow::bail!("{shown}: not found; an extension needs {FILE} at the top of its folder")
+        }
         Some(stat) => stat,
     };
     let kind = crate::store::fsx::kind_of(&stat);
@@ -531,6 +535,40 @@ mod tests {
         .unwrap();
         let err = read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("byte order mark"), "{err}");
+    }
+
+    fn extension_with_leftover() -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("x");
+        fs::create_dir_all(tmp.path().join("scratch")).unwrap();
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join(FILE), "{\"name\":\"x\",\"exec\":\"./x\"}").unwrap();
+        fs::write(dir.join(".extension.json.1234-killed"), "{}").unwrap();
+        (tmp, dir)
+    }
+
+    #[test]
+    fn a_rewrite_deletes_what_a_killed_rewrite_left_beside_the_manifest() {
+        let (tmp, dir) = extension_with_leftover();
+        let scratch = Folder::open_path(&tmp.path().join("scratch")).unwrap();
+        assert!(set_enabled(&dir, false, &scratch).unwrap());
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, [FILE]);
+        assert!(scratch.is_empty().unwrap());
+        assert!(!read(&dir).unwrap().enabled);
+    }
+
+    #[test]
+    fn the_fallback_beside_the_manifest_leaves_no_temporary_file() {
+        let (_tmp, dir) = extension_with_leftover();
+        let folder = Folder::open_path(&dir).unwrap();
+        write_via(&folder, &folder, FILE, b"{}", 0o600).unwrap();
+        assert_eq!(fs::read_to_string(dir.join(FILE)).unwrap(), "{}");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 2); // and the old leftover
     }
 
     #[test]

@@ -102,3 +102,29 @@ impl Record {
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::Scope;
+
+    #[test]
+    fn a_record_that_is_a_link_or_huge_is_not_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = ScopeDirs {
+            scope: Scope::Global,
+            base: tmp.path().to_path_buf(),
+        };
+        let sources = dirs.state().join("sources");
+        std::fs::create_dir_all(&sources).unwrap();
+        let record = Record::new("a", "/src".into(), Kind::Path);
+        let outside = tmp.path().join("outside.json");
+        std::fs::write(&outside, record.to_bytes()).unwrap();
+        std::fs::write(sources.join("a.json"), record.to_bytes()).unwrap();
+        assert_eq!(Record::load(&dirs, "a"), Some(record));
+        std::os::unix::fs::symlink(&outside, sources.join("b.json")).unwrap();
+        assert_eq!(Record::load(&dirs, "b"), None);
+        std::os::unix::fs::symlink("/dev/zero", sources.join("c.json")).unwrap();
+        assert_eq!(Record::load(&dirs, "c"), None);
+    }
+}

@@ -174,9 +174,12 @@ impl Store {
     pub fn stage(&self) -> Result<Staging> {
         let staging = &self.folders.staging;
         let name = unique_name("stage-");
-        let path = staging
-            .create_dir(&name)
-            .with_context(|| format!("cannot create a staging directory in {}", staging.path().display()))?;
+        let path = staging.create_dir(&name).with_context(|| {
+            format!(
+                "cannot create a staging directory in {}",
+                staging.path().display()
+            )
+        })?;
         Ok(Staging {
             parent: staging.try_clone()?,
             name,
@@ -275,7 +278,10 @@ impl Store {
         if let Err(e) = fs::rename(&dest, holder_path.join(name)) {
             let _ = self.clear_intent(&key);
             return Err(e).with_context(|| {
-                format!("cannot move {} out of the extensions folder", dest.display())
+                format!(
+                    "cannot move {} out of the extensions folder",
+                    dest.display()
+                )
             });
         }
         let _ = Folder::open_path(&self.dirs.extensions()).and_then(|root| root.sync());
@@ -342,9 +348,12 @@ impl Folders {
                 .sub(name, create)
                 .map_err(|e| state_error(&state.path().join(name), e))
         };
-        let (Some(staging), Some(trash), Some(sources), Some(pending)) =
-            (sub("staging")?, sub("trash")?, sub("sources")?, sub("pending")?)
-        else {
+        let (Some(staging), Some(trash), Some(sources), Some(pending)) = (
+            sub("staging")?,
+            sub("trash")?,
+            sub("sources")?,
+            sub("pending")?,
+        ) else {
             return Ok(None);
         };
         Ok(Some(Folders {
@@ -377,9 +386,9 @@ fn state_error(path: &Path, e: OpenError) -> anyhow::Error {
         OpenError::Wrong(Wrong::NotFolder(kind)) => anyhow!(
             "{shown} is {kind}, not a folder; zot ext keeps its state there: remove it; zot ext recreates it (nothing was changed)"
         ),
-        OpenError::Io(e) if e.kind() == io::ErrorKind::PermissionDenied => anyhow!(
-            "cannot open {shown}: permission denied; zot ext needs write access there"
-        ),
+        OpenError::Io(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            anyhow!("cannot open {shown}: permission denied; zot ext needs write access there")
+        }
         OpenError::Io(e) => anyhow!("cannot open {shown}: {e}"),
     }
 }
@@ -409,7 +418,10 @@ fn open_lock(state: &Folder, create: bool) -> Result<Option<File>> {
             });
         }
         Err(e) => {
-            return Err(anyhow!("cannot open the lock file {shown}: {}", io::Error::from(e)));
+            return Err(anyhow!(
+                "cannot open the lock file {shown}: {}",
+                io::Error::from(e)
+            ));
         }
     };
     let stat = rustix::fs::fstat(&fd)?;
@@ -446,10 +458,9 @@ fn acquire(lock: &File, state: &Path, root: &Path) -> Result<bool> {
                 state.join("lock").display()
             ),
             Err(TryLockError::Error(e)) => {
-                return Err(anyhow!(e).context(format!(
-                    "cannot lock {}",
-                    state.join("lock").display()
-                )));
+                return Err(
+                    anyhow!(e).context(format!("cannot lock {}", state.join("lock").display()))
+                );
             }
         }
     }
@@ -579,6 +590,109 @@ mod tests {
         s.remove("l").unwrap();
         assert!(target.path().join("keep").exists());
         assert!(fs::symlink_metadata(s.dirs.extension("l")).is_err());
+    }
+
+    fn record(name: &str, source: &str) -> Record {
+        Record::new(name, source.into(), crate::record::Kind::Path)
+    }
+
+    fn pending_names(s: &Store) -> Vec<std::ffi::OsString> {
+        s.folders.pending.names().unwrap()
+    }
+
+    #[test]
+    fn a_placed_tree_gets_its_journalled_record_on_the_next_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let staging = stage_with(&s, "new");
+        let r = record("a", "/src/new");
+        // What publish does up to a kill right after the rename.
+        s.write_intent(
+            "a",
+            &journal::Intent::install(&r, staging.identity().unwrap()),
+        )
+        .unwrap();
+        s.place(&staging, "a", false).unwrap();
+        std::mem::forget(staging);
+        let dirs = s.dirs.clone();
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert_eq!(Record::load(&dirs, "a").unwrap().source, "/src/new");
+        assert!(pending_names(&s).is_empty());
+        assert!(s.folders.staging.is_empty().unwrap());
+    }
+
+    #[test]
+    fn a_tree_never_placed_keeps_the_old_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let first = stage_with(&s, "old");
+        s.publish(&first, "a", false, &record("a", "/src/old"))
+            .unwrap();
+        drop(first);
+        let second = stage_with(&s, "new");
+        s.write_intent(
+            "a",
+            &journal::Intent::install(&record("a", "/src/new"), second.identity().unwrap()),
+        )
+        .unwrap();
+        std::mem::forget(second);
+        let dirs = s.dirs.clone();
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert_eq!(Record::load(&dirs, "a").unwrap().source, "/src/old");
+        assert!(dirs.extension("a").join("old").exists());
+        assert!(pending_names(&s).is_empty());
+    }
+
+    #[test]
+    fn a_removal_is_finished_only_if_the_entry_moved_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        for name in ["moved", "stayed"] {
+            let staging = stage_with(&s, "f");
+            s.publish(&staging, name, false, &record(name, "/src"))
+                .unwrap();
+        }
+        for name in ["moved", "stayed"] {
+            let meta = fs::symlink_metadata(s.dirs.extension(name)).unwrap();
+            s.write_intent(name, &journal::Intent::removal(identity_of(&meta)))
+                .unwrap();
+        }
+        fs::rename(s.dirs.extension("moved"), s.dirs.state().join("trash/x")).unwrap();
+        let dirs = s.dirs.clone();
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert!(Record::load(&dirs, "moved").is_none());
+        assert!(Record::load(&dirs, "stayed").is_some());
+        assert!(pending_names(&s).is_empty());
+        assert!(s.folders.trash.is_empty().unwrap());
+    }
+
+    #[test]
+    fn a_linked_state_subfolder_is_refused_and_nothing_is_deleted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("keep"), "x").unwrap();
+        let dirs = ScopeDirs {
+            scope: Scope::Global,
+            base: tmp.path().to_path_buf(),
+        };
+        drop(Store::open(&dirs).unwrap());
+        for sub in ["staging", "trash", "sources", "pending"] {
+            let path = dirs.state().join(sub);
+            fs::remove_dir(&path).unwrap();
+            std::os::unix::fs::symlink(outside.path(), &path).unwrap();
+            let err = Store::open(&dirs).err().unwrap().to_string();
+            assert!(
+                err.contains("is a symbolic link") && err.contains(sub),
+                "{err}"
+            );
+            assert!(Store::tidy(&dirs).is_err());
+            assert!(outside.path().join("keep").exists());
+            fs::remove_file(&path).unwrap();
+            fs::create_dir(&path).unwrap();
+        }
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub struct Identity {
 }
 
 impl Identity {
+    // The field types differ between platforms (u32 on some).
+    #[allow(clippy::unnecessary_cast)]
     pub fn of(stat: &Stat) -> Identity {
         Identity {
             dev: stat.st_dev as u64,
@@ -89,7 +91,12 @@ impl Folder {
     /// Opens the folder at `path`, following links in the path itself (the roots may be
     /// links the user made).
     pub fn open_path(path: &Path) -> io::Result<Folder> {
-        let fd = rustix::fs::openat(CWD, path, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())?;
+        let fd = rustix::fs::openat(
+            CWD,
+            path,
+            DIR_FLAGS.difference(OFlags::NOFOLLOW),
+            Mode::empty(),
+        )?;
         Ok(Folder {
             fd,
             path: path.to_path_buf(),
@@ -161,7 +168,10 @@ impl Folder {
         };
         let stat = rustix::fs::fstat(&fd)?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-            return Err(io::Error::other(format!("is {}, not a regular file", kind_of(&stat))));
+            return Err(io::Error::other(format!(
+                "is {}, not a regular file",
+                kind_of(&stat)
+            )));
         }
         Ok(Some(File::from(fd)))
     }
@@ -224,7 +234,8 @@ impl Folder {
     /// Writes `contents` to a new file `name` here (never through a link: the name must be
     /// free) with `mode`, and flushes it.
     pub fn write_new(&self, name: &str, contents: &[u8], mode: u32) -> io::Result<()> {
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode))?;
         // The umask may have cleared bits of `mode`.
         rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
@@ -327,7 +338,10 @@ mod tests {
         symlink(outside.path(), tree.join("a/out")).unwrap();
         symlink(outside.path().join("keep"), tree.join("a/b/file-link")).unwrap();
         fs::write(tree.join("a/b/f"), "x").unwrap();
-        Folder::open_path(tmp.path()).unwrap().remove("tree").unwrap();
+        Folder::open_path(tmp.path())
+            .unwrap()
+            .remove("tree")
+            .unwrap();
         assert!(!tree.exists());
         assert!(outside.path().join("keep").exists());
     }
@@ -392,7 +406,10 @@ mod tests {
         fs::write(tmp.path().join("f"), "old").unwrap();
         scratch.replace_file(&here, "f", b"new", 0o640).unwrap();
         assert_eq!(fs::read_to_string(tmp.path().join("f")).unwrap(), "new");
-        let mode = fs::metadata(tmp.path().join("f")).unwrap().permissions().mode();
+        let mode = fs::metadata(tmp.path().join("f"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o640);
         assert!(scratch.is_empty().unwrap());
     }

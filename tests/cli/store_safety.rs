@@ -156,10 +156,7 @@ fn a_state_folder_or_lock_that_is_not_what_it_must_be_is_refused() {
 fn linked_manifest(env: &Env, enabled: bool) -> (PathBuf, PathBuf) {
     let dir = env.installed("x", false);
     let outside = env.work.join("outside.json");
-    let text = manifest("x").replace(
-        "\"enabled\": true",
-        &format!("\"enabled\": {enabled}"),
-    );
+    let text = manifest("x").replace("\"enabled\": true", &format!("\"enabled\": {enabled}"));
     fs::write(&outside, &text).unwrap();
     fs::remove_file(dir.join("extension.json")).unwrap();
     symlink(&outside, dir.join("extension.json")).unwrap();
@@ -176,8 +173,7 @@ fn a_symlinked_manifest_is_never_written_through() {
         let done = env.zot(["ext", command, "x"]).fails(1);
         assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
         assert!(
-            done.stderr.contains("extension.json")
-                && done.stderr.contains("symbolic link"),
+            done.stderr.contains("extension.json") && done.stderr.contains("symbolic link"),
             "{}",
             done.stderr
         );
@@ -197,11 +193,7 @@ fn a_symlinked_manifest_is_never_written_through() {
 /// Runs `zot args` with `ZOT_EXT_CRASH_AT=point` and asserts it died by SIGKILL.
 fn killed_at(env: &Env, point: &str, args: &[&str]) {
     let mut run = env.zot(args).env("ZOT_EXT_CRASH_AT", point);
-    let out = run
-        .cmd
-        .stdin(Stdio::null())
-        .output()
-        .expect("spawn zot");
+    let out = run.cmd.stdin(Stdio::null()).output().expect("spawn zot");
     assert_eq!(
         out.status.signal(),
         Some(9),
@@ -269,7 +261,9 @@ fn check_invariants(env: &Env, allowed: &[(Option<&str>, Option<&Path>)], contex
     env.zot(["ext", "list"]).ok();
     let version = installed_version(env);
     let source = recorded_source(env);
-    let found = allowed.iter().find(|(v, _)| v.as_deref() == version.as_deref());
+    let found = allowed
+        .iter()
+        .find(|(v, _)| v.as_deref() == version.as_deref());
     let Some((_, expected_source)) = found else {
         panic!("{context}: unexpected version {version:?}");
     };
@@ -335,7 +329,10 @@ fn a_kill_during_install_force_or_update_leaves_the_old_or_the_new_version() {
             };
             check_invariants(
                 &env,
-                &[(Some("1.0.0"), Some(&v1)), (Some("2.0.0"), Some(&new_source))],
+                &[
+                    (Some("1.0.0"), Some(&v1)),
+                    (Some("2.0.0"), Some(&new_source)),
+                ],
                 &context,
             );
         }
@@ -413,8 +410,7 @@ fn waiting(env: &Env, args: &[&str], meanwhile: impl FnOnce()) -> (i32, String) 
     let out = child.wait_with_output().unwrap();
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
     )
 }
 
