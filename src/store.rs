@@ -211,8 +211,10 @@ impl Store {
         let tree = staging.identity()?;
         self.write_intent(name, &journal::Intent::install(record, tree))?;
         crashpoint::hit("place.before");
+        // Should the rename have happened after all (a flush after it failed), the journal
+        // tells: it commits the record of whatever is in place now.
         let dest = self.place(staging, name, replace).inspect_err(|_| {
-            let _ = self.clear_intent(name);
+            let _ = self.resolve_journal();
         })?;
         crashpoint::hit("place.after");
         let saved = self.save_record(record);
@@ -344,8 +346,7 @@ impl Folders {
     /// missing and not created.
     fn open(state: &Folder, create: bool) -> Result<Option<Folders>> {
         let sub = |name: &str| {
-            state
-                .sub(name, create)
+            lenient(state.sub(name, create), create)
                 .map_err(|e| state_error(&state.path().join(name), e))
         };
         let (Some(staging), Some(trash), Some(sources), Some(pending)) = (
@@ -366,14 +367,23 @@ impl Folders {
 }
 
 /// `<base>/.ext-store`, never through a link; `None` when it is missing and not created.
+/// Without `create` (read-only commands), a folder that cannot be opened for another
+/// reason than being the wrong kind of file counts as missing.
 fn open_state(dirs: &ScopeDirs, create: bool) -> Result<Option<Folder>> {
     let base = match Folder::open_path(&dirs.base) {
         Ok(base) => base,
-        Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+        Err(_) if !create => return Ok(None),
         Err(e) => return Err(anyhow!("cannot open {}: {e}", dirs.base.display())),
     };
-    base.sub(STATE, create)
-        .map_err(|e| state_error(&dirs.state(), e))
+    lenient(base.sub(STATE, create), create).map_err(|e| state_error(&dirs.state(), e))
+}
+
+/// Without `create`, an I/O error opening a folder makes it count as missing.
+fn lenient<T>(opened: Result<Option<T>, OpenError>, create: bool) -> Result<Option<T>, OpenError> {
+    match opened {
+        Err(OpenError::Io(_)) if !create => Ok(None),
+        other => other,
+    }
 }
 
 /// A state folder `path` that could not be opened: what is wrong, and the fix.
@@ -409,14 +419,13 @@ fn open_lock(state: &Folder, create: bool) -> Result<Option<File>> {
     };
     let fd = match rustix::fs::openat(state, "lock", flags, Mode::from_raw_mode(0o644)) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) if !create => return Ok(None),
-        Err(Errno::ACCESS | Errno::ROFS | Errno::PERM) if !create => return Ok(None),
         Err(e @ (Errno::LOOP | Errno::ISDIR | Errno::NXIO | Errno::OPNOTSUPP | Errno::NOTDIR)) => {
             return Err(match state.stat("lock") {
                 Ok(Some(stat)) => wrong(fsx::kind_of(&stat)),
                 _ => anyhow!("cannot open the lock file {shown}: {}", io::Error::from(e)),
             });
         }
+        Err(_) if !create => return Ok(None),
         Err(e) => {
             return Err(anyhow!(
                 "cannot open the lock file {shown}: {}",

@@ -48,6 +48,10 @@ struct Outcome {
 
 impl Run for UpdateArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
+        // Records are read before the lock is taken: finish what a killed run left first.
+        for scope in Scope::ALL {
+            Store::tidy(ctx.layout.scope(scope))?;
+        }
         let targets = self.targets(ctx)?;
         self.check_ref_target(ctx, &targets)?;
         let outcomes: Vec<Outcome> = targets.iter().map(|t| self.update(ctx, t)).collect();
@@ -281,8 +285,13 @@ fn recheck(store: &Store, target: &Installed, record: &Record) -> Result<()> {
         return Err(store.gone_meanwhile(target.name()));
     }
     if Record::load(&store.dirs, &target.dir_name).as_ref() != Some(record) {
+        let when = if store.waited() {
+            "while this one waited for the lock"
+        } else {
+            "meanwhile"
+        };
         bail!(
-            "\"{}\" was changed by another zot ext command while this one waited for the lock; nothing was changed; run the update again",
+            "\"{}\" was changed by another zot ext command {when}; nothing was changed; run the update again",
             target.name()
         );
     }

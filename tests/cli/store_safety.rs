@@ -459,3 +459,20 @@ fn an_install_that_waited_while_the_name_was_taken_says_it_is_installed() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("already installed"), "{stderr}");
 }
+
+#[test]
+fn an_update_right_after_a_kill_reads_the_record_the_journal_finished() {
+    let env = Env::new();
+    let v1 = versioned_source(&env, "v1", "1.0.0");
+    env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+    let v2 = versioned_source(&env, "v2", "2.0.0");
+    killed_at(
+        &env,
+        "place.after",
+        &["ext", "install", "--force", v2.to_str().unwrap()],
+    );
+    // No read-only command in between: update itself must finish the journal first.
+    let done = env.zot(["ext", "update", "x"]).ok();
+    assert!(done.stdout.contains("updated x"), "{done:#?}");
+    check_invariants(&env, &[(Some("2.0.0"), Some(&v2))], "update after a kill");
+}
