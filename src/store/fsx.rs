@@ -307,7 +307,8 @@ fn remove_within(dir: BorrowedFd, name: &OsStr) -> io::Result<()> {
     // O_NOFOLLOW: should a link have replaced the folder since the stat, this fails.
     let child = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty())?;
     if stat.st_mode & 0o700 != 0o700 {
-        rustix::fs::fchmod(&child, Mode::from_raw_mode((stat.st_mode | 0o700) & 0o7777))?;
+        // Should this fail (not the owner), deleting the contents says why.
+        let _ = rustix::fs::fchmod(&child, Mode::from_raw_mode((stat.st_mode | 0o700) & 0o7777));
     }
     let names = Folder {
         fd: child,
