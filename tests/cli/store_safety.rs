@@ -379,6 +379,45 @@ fn a_kill_while_toggling_a_linked_extension_is_cleaned_by_the_next_toggle() {
     assert_eq!(names_in(&work), ["extension.json", "marker", "run.sh"]);
 }
 
+/// A working copy on another file system than the store (tmpfs): the temporary manifest
+/// cannot go to staging, so it goes beside the manifest and the next toggle deletes it.
+#[test]
+fn a_kill_while_toggling_a_working_copy_on_another_file_system_is_cleaned_too() {
+    let shm = Path::new("/dev/shm");
+    let same_fs =
+        |a: &Path, b: &Path| fs::metadata(a).unwrap().dev() == fs::metadata(b).unwrap().dev();
+    let env = Env::new();
+    if !shm.is_dir() || same_fs(shm, &env.home) {
+        eprintln!("skipped: no tmpfs at /dev/shm apart from the test's file system");
+        return;
+    }
+    let other = tempfile::tempdir_in(shm).unwrap();
+    let work = other.path().join("working-copy");
+    fs::create_dir(&work).unwrap();
+    for file in ["extension.json", "marker", "run.sh"] {
+        let from = versioned_source(&env, "wc", "1.0.0").join(file);
+        fs::copy(from, work.join(file)).unwrap();
+    }
+    env.zot(["ext", "link", work.to_str().unwrap()]).ok();
+    killed_at(&env, "toggle.temp", &["ext", "disable", "x"]);
+    let left: Vec<String> = names_in(&work)
+        .into_iter()
+        .filter(|n| n.starts_with(".extension.json."))
+        .collect();
+    assert_eq!(
+        left.len(),
+        1,
+        "the killed run's temporary file is beside the manifest"
+    );
+    env.zot(["ext", "disable", "x"]).ok();
+    assert_eq!(names_in(&work), ["extension.json", "marker", "run.sh"]);
+    assert!(
+        fs::read_to_string(work.join("extension.json"))
+            .unwrap()
+            .contains("\"enabled\": false")
+    );
+}
+
 // --- waiting for the lock ----------------------------------------------------------------
 
 /// Holds the global store's lock, as another zot ext command would.
