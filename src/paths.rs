@@ -116,7 +116,8 @@ impl ScopeDirs {
         self.base.join("extensions")
     }
 
-    /// State the host's scan never sees: lock, staging, trash and install records.
+    /// State the host's scan never sees: lock, staging, trash, install records and the
+    /// journal. Read and written only through [`crate::store`], which never follows a link in it.
     pub fn state(&self) -> PathBuf {
         self.base.join(".ext-store")
     }
