@@ -73,7 +73,7 @@ impl LooseLink {
 }
 
 /// How many links a one-line list names before it says "and N more".
-const LISTED: usize = 5;
+pub const LISTED: usize = 5;
 
 /// The list of `links` on one line: the first few, then how many more.
 pub fn list_links(links: &[LooseLink]) -> String {
@@ -102,8 +102,9 @@ pub fn loose_summary(links: &[LooseLink]) -> String {
     format!("{count} {noun} {whither}")
 }
 
-/// The note shown after installing or updating `name`: one line naming the links that
-/// were kept although they point outside the extension or nowhere; None when there are none.
+/// The note shown after installing or updating `name` (without the `note:` label): one line
+/// naming the links that were kept although they point outside the extension or nowhere;
+/// None when there are none.
 pub fn loose_note(name: &str, links: &[LooseLink]) -> Option<String> {
     if links.is_empty() {
         return None;
@@ -114,7 +115,7 @@ pub fn loose_note(name: &str, links: &[LooseLink]) -> Option<String> {
         String::new()
     };
     Some(format!(
-        "note: kept {}: {}{all}",
+        "kept {}: {}{all}",
         loose_summary(links),
         list_links(links)
     ))
@@ -799,7 +800,7 @@ mod tests {
         let one = [link(".venv/bin/python3", "/usr/bin/python3", Leads::Outside)];
         assert_eq!(
             loose_note("v", &one).unwrap(),
-            "note: kept 1 link that points outside the extension: .venv/bin/python3 -> /usr/bin/python3"
+            "kept 1 link that points outside the extension: .venv/bin/python3 -> /usr/bin/python3"
         );
         assert_eq!(loose_note("v", &[]), None);
         let mut many: Vec<LooseLink> = (0..7)
@@ -809,7 +810,7 @@ mod tests {
         let note = loose_note("v", &many).unwrap();
         assert_eq!(
             note,
-            "note: kept 7 links that point outside the extension or nowhere: l0 -> /x, d\\nforged -> gone (dangling), l2 -> /x, l3 -> /x, l4 -> /x, and 2 more (zot ext info v lists them all)"
+            "kept 7 links that point outside the extension or nowhere: l0 -> /x, d\\nforged -> gone (dangling), l2 -> /x, l3 -> /x, l4 -> /x, and 2 more (zot ext info v lists them all)"
         );
     }
 }
