@@ -289,7 +289,12 @@ fn reach(tree: &Root, link: &Path, target: &Path) -> Leads {
 
 /// Puts the steps of link target `target` in front of `pending`; an absolute target
 /// restarts at the top of the tree. False when an absolute target lies outside the tree.
-fn enter(tree: &Root, target: &Path, dir: &mut Vec<OsString>, pending: &mut VecDeque<Step>) -> bool {
+fn enter(
+    tree: &Root,
+    target: &Path,
+    dir: &mut Vec<OsString>,
+    pending: &mut VecDeque<Step>,
+) -> bool {
     let relative = if target.is_absolute() {
         let Some(rest) = tree.below(target) else {
             return false;
@@ -764,7 +769,10 @@ mod tests {
         let (_dir, d) = tree();
         mkfifo(&d.join("pipe"));
         let err = audit(&d, "src/").unwrap_err().to_string();
-        assert!(err.contains("src/pipe is a special file (a named pipe)"), "{err}");
+        assert!(
+            err.contains("src/pipe is a special file (a named pipe)"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -772,7 +780,10 @@ mod tests {
         let (_dir, d) = tree();
         mkfifo(&d.join("x\nerror: forged"));
         let err = audit(&d, "src/").unwrap_err().to_string();
-        assert!(err.contains("src/x\\nerror: forged is a special file"), "{err}");
+        assert!(
+            err.contains("src/x\\nerror: forged is a special file"),
+            "{err}"
+        );
         assert_eq!(err.lines().count(), 1);
     }
 
@@ -797,7 +808,11 @@ mod tests {
             target: target.into(),
             leads,
         };
-        let one = [link(".venv/bin/python3", "/usr/bin/python3", Leads::Outside)];
+        let one = [link(
+            ".venv/bin/python3",
+            "/usr/bin/python3",
+            Leads::Outside,
+        )];
         assert_eq!(
             loose_note("v", &one).unwrap(),
             "kept 1 link that points outside the extension: .venv/bin/python3 -> /usr/bin/python3"

@@ -200,7 +200,9 @@ fn render_links(name: &str, c: &Copy) -> Option<String> {
     let partial = if c.outside_links_complete {
         String::new()
     } else {
-        format!(" (not every entry was checked: the folder has over {LINK_SCAN_LIMIT} entries or some cannot be read)")
+        format!(
+            " (not every entry was checked: the folder has over {LINK_SCAN_LIMIT} entries or some cannot be read)"
+        )
     };
     if links.is_empty() {
         return (!partial.is_empty()).then(|| format!("none found{partial}"));

@@ -10,10 +10,10 @@ use crate::cli::UpdateArgs;
 use crate::error::usage;
 use crate::fetch::{self, Request, short};
 use crate::git;
+use crate::output::printable;
 use crate::paths::{Scope, ScopeDirs};
 use crate::record::{Kind, Record};
 use crate::sources::Source;
-use crate::output::printable;
 use crate::store::Store;
 use crate::tree::{self, LooseLink};
 
@@ -62,7 +62,8 @@ impl Run for UpdateArgs {
             for outcome in &outcomes {
                 ctx.out.say(&describe(outcome))?;
                 if let Some(note) = tree::loose_note(&outcome.name, &outcome.outside_links) {
-                    ctx.out.note(&format!("note: {}: {note}", printable(&outcome.name)));
+                    ctx.out
+                        .note(&format!("note: {}: {note}", printable(&outcome.name)));
                 }
             }
         }

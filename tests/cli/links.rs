@@ -99,7 +99,10 @@ fn a_link_loop_is_kept() {
     let src = source_with_links(&env, "ext", &[("a", "b"), ("b", "a")]);
     let out = zot_ok(&env, &["ext", "install", "--json", src.to_str().unwrap()]).json();
     let dest = installed(&env, "ext");
-    assert_eq!((link_of(&dest.join("a")), link_of(&dest.join("b"))), ("b".into(), "a".into()));
+    assert_eq!(
+        (link_of(&dest.join("a")), link_of(&dest.join("b"))),
+        ("b".into(), "a".into())
+    );
     assert_eq!(
         listed(&out["outside_links"]),
         [triple("a", "b", "loop"), triple("b", "a", "loop")]
@@ -112,7 +115,10 @@ fn links_inside_are_not_listed() {
     let src = source_with_links(&env, "ext", &[("start", "run.sh"), ("bin/up", "..")]);
     let done = zot_ok(&env, &["ext", "install", src.to_str().unwrap()]);
     assert!(!done.stderr.contains("kept"), "{}", done.stderr);
-    let out = zot_ok(&env, &["ext", "install", "--json", "--force", src.to_str().unwrap()]);
+    let out = zot_ok(
+        &env,
+        &["ext", "install", "--json", "--force", src.to_str().unwrap()],
+    );
     assert_eq!(out.json()["outside_links"], serde_json::json!([]));
 }
 
@@ -133,13 +139,19 @@ fn the_note_lists_the_links_on_one_line() {
     let notes: Vec<&str> = done.stderr.lines().filter(|l| l.contains("kept")).collect();
     assert_eq!(
         notes,
-        ["note: kept 4 links that point outside the extension or nowhere: \
+        [
+            "note: kept 4 links that point outside the extension or nowhere: \
           .venv/bin/python -> python3, .venv/bin/python3 -> /usr/bin/python3, \
-          gone -> missing (dangling), up -> ../../x"],
+          gone -> missing (dangling), up -> ../../x"
+        ],
         "{}",
         done.stderr
     );
-    assert!(done.stdout.starts_with("installed ext 1.0.0"), "{}", done.stdout);
+    assert!(
+        done.stdout.starts_with("installed ext 1.0.0"),
+        "{}",
+        done.stdout
+    );
 }
 
 #[test]
@@ -149,7 +161,10 @@ fn a_long_note_is_cut_short_and_names_are_escaped() {
         .map(|i| (format!("l{i}"), format!("/nowhere/{i}")))
         .collect();
     links.push(("a\nerror: forged".into(), "/tmp/x\u{1b}[31m".into()));
-    let pairs: Vec<(&str, &str)> = links.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = links
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let src = source_with_links(&env, "ext", &pairs);
     let done = zot_ok(&env, &["ext", "install", src.to_str().unwrap()]);
     let note = done
@@ -171,7 +186,8 @@ fn a_long_note_is_cut_short_and_names_are_escaped() {
     assert!(!done.stderr.contains("\nerror: forged"), "{}", done.stderr);
     let info = zot_ok(&env, &["ext", "info", "ext"]);
     assert!(
-        info.stdout.contains("links:       10 links that point outside the extension"),
+        info.stdout
+            .contains("links:       10 links that point outside the extension"),
         "{}",
         info.stdout
     );
@@ -185,7 +201,11 @@ fn a_long_note_is_cut_short_and_names_are_escaped() {
 #[test]
 fn info_lists_outside_links_in_text_and_json() {
     let env = Env::new();
-    let src = source_with_links(&env, "ext", &[("bin/py", "/usr/bin/python3"), ("in", "run.sh")]);
+    let src = source_with_links(
+        &env,
+        "ext",
+        &[("bin/py", "/usr/bin/python3"), ("in", "run.sh")],
+    );
     zot_ok(&env, &["ext", "install", src.to_str().unwrap()]);
     let text = zot_ok(&env, &["ext", "info", "ext"]).stdout;
     assert!(
@@ -220,7 +240,11 @@ fn links_to_a_pipe_or_a_device_do_not_block_install_info_or_update() {
     )
     .unwrap();
     let done = zot_ok(&env, &["ext", "install", src.to_str().unwrap()]);
-    assert!(done.stderr.contains("note: kept 2 links"), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("note: kept 2 links"),
+        "{}",
+        done.stderr
+    );
     let dest = installed(&env, "ext");
     assert_eq!(link_of(&dest.join("pipe")), pipe.display().to_string());
     assert_eq!(link_of(&dest.join("zero")), "/dev/zero");
@@ -254,8 +278,14 @@ fn remove_deletes_the_links_not_what_they_point_to() {
     );
     zot_ok(&env, &["ext", "remove", "--yes", "ext"]);
     assert!(!installed(&env, "ext").exists());
-    assert_eq!(fs::read_to_string(outside.join("sub/data")).unwrap(), "keep me");
-    assert_eq!(fs::read_to_string(env.work.join("file")).unwrap(), "keep me too");
+    assert_eq!(
+        fs::read_to_string(outside.join("sub/data")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(
+        fs::read_to_string(env.work.join("file")).unwrap(),
+        "keep me too"
+    );
 }
 
 #[test]
@@ -265,7 +295,11 @@ fn update_keeps_the_links_and_reports_them() {
     zot_ok(&env, &["ext", "install", src.to_str().unwrap()]);
     symlink("gone", src.join("dangling")).unwrap();
     let done = zot_ok(&env, &["ext", "update", "ext"]);
-    assert!(done.stdout.starts_with("updated ext (global)"), "{}", done.stdout);
+    assert!(
+        done.stdout.starts_with("updated ext (global)"),
+        "{}",
+        done.stdout
+    );
     assert!(
         done.stderr.contains(
             "note: ext: kept 2 links that point outside the extension or nowhere: \
@@ -334,7 +368,10 @@ fn special_files_are_still_refused() {
     mkfifo(&src.join("lib-pipe"));
     let done = zot(&env, &["ext", "install", src.to_str().unwrap()]);
     assert_eq!(done.code, 1, "{done:#?}");
-    assert!(done.stderr.contains("lib-pipe is a special file (a named pipe)"));
+    assert!(
+        done.stderr
+            .contains("lib-pipe is a special file (a named pipe)")
+    );
 }
 
 #[test]
@@ -382,7 +419,8 @@ fn the_venv_example_installs_passes_doctor_and_answers() {
     };
     let done = zot_ok(&env, &["ext", "install", src.to_str().unwrap()]);
     assert!(
-        done.stderr.contains("links that point outside the extension: ")
+        done.stderr
+            .contains("links that point outside the extension: ")
             && done.stderr.contains(".venv/bin/python3 -> /"),
         "{}",
         done.stderr
