@@ -61,7 +61,11 @@ impl Run for UpdateArgs {
         } else {
             for outcome in &outcomes {
                 ctx.out.say(&describe(outcome))?;
-                if let Some(note) = tree::loose_note(&outcome.name, &outcome.outside_links) {
+                let kept = match outcome.status {
+                    Status::Updated => tree::loose_note(&outcome.name, &outcome.outside_links),
+                    _ => None,
+                };
+                if let Some(note) = kept {
                     ctx.out
                         .note(&format!("note: {}: {note}", printable(&outcome.name)));
                 }

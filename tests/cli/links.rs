@@ -294,6 +294,11 @@ fn update_keeps_the_links_and_reports_them() {
     let src = source_with_links(&env, "ext", &[("py", "/usr/bin/python3")]);
     zot_ok(&env, &["ext", "install", src.to_str().unwrap()]);
     symlink("gone", src.join("dangling")).unwrap();
+    let dry = zot_ok(&env, &["ext", "update", "--dry-run", "ext"]);
+    assert!(!dry.stderr.contains("kept"), "{}", dry.stderr);
+    let dry = zot_ok(&env, &["ext", "update", "--dry-run", "--json", "ext"]).json();
+    assert_eq!(dry[0]["status"], "would-update");
+    assert_eq!(dry[0]["outside_links"].as_array().unwrap().len(), 2);
     let done = zot_ok(&env, &["ext", "update", "ext"]);
     assert!(
         done.stdout.starts_with("updated ext (global)"),
