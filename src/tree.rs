@@ -110,7 +110,7 @@ pub fn loose_note(name: &str, links: &[LooseLink]) -> Option<String> {
         return None;
     }
     let all = if links.len() > LISTED {
-        format!(" (zot ext info {} lists them all)", printable(name))
+        format!(" (zot ext info --json {} lists them all)", printable(name))
     } else {
         String::new()
     };
@@ -825,7 +825,7 @@ mod tests {
         let note = loose_note("v", &many).unwrap();
         assert_eq!(
             note,
-            "kept 7 links that point outside the extension or nowhere: l0 -> /x, d\\nforged -> gone (dangling), l2 -> /x, l3 -> /x, l4 -> /x, and 2 more (zot ext info v lists them all)"
+            "kept 7 links that point outside the extension or nowhere: l0 -> /x, d\\nforged -> gone (dangling), l2 -> /x, l3 -> /x, l4 -> /x, and 2 more (zot ext info --json v lists them all)"
         );
     }
 }

@@ -180,7 +180,7 @@ fn a_long_note_is_cut_short_and_names_are_escaped() {
         "{note}"
     );
     assert!(
-        note.ends_with(", and 5 more (zot ext info ext lists them all)"),
+        note.ends_with(", and 5 more (zot ext info --json ext lists them all)"),
         "{note}"
     );
     assert!(!done.stderr.contains("\nerror: forged"), "{}", done.stderr);
