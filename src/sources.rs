@@ -208,7 +208,9 @@ fn redact_query(tail: &str) -> String {
     let params: Vec<String> = query
         .split('&')
         .map(|param| match param.split_once('=') {
-            Some((name, value)) if !value.is_empty() && is_secret_param(name) => {
+            Some((name, value))
+                if !value.is_empty() && !already_hidden(value) && is_secret_param(name) =>
+            {
                 format!("{name}={HIDDEN}")
             }
             _ => param.to_string(),
@@ -220,6 +222,14 @@ fn redact_query(tail: &str) -> String {
         params.join("&"),
         &tail[fragment..]
     )
+}
+
+/// `***`, perhaps followed by the punctuation of the message it stands in
+/// (`…?token=***: failed`): redacting it again would eat that punctuation.
+fn already_hidden(value: &str) -> bool {
+    value
+        .strip_prefix(HIDDEN)
+        .is_some_and(|rest| rest.chars().all(|c| matches!(c, ':' | ',' | ';' | '.' | ')')))
 }
 
 fn is_secret_param(name: &str) -> bool {
@@ -635,11 +645,14 @@ mod tests {
         proptest! {
             #[test]
             fn userinfo_secrets_never_show(secret in USERINFO_SECRET, name in secret_name()) {
+                // `***` and punctuation reads as already redacted.
+                prop_assume!(!secret.starts_with(HIDDEN));
                 check(&secret, &name)?;
             }
 
             #[test]
             fn query_secrets_never_show(secret in QUERY_SECRET, name in secret_name()) {
+                prop_assume!(!secret.starts_with(HIDDEN));
                 let url = format!("https://{HOST}{PATH}?{name}={secret}&ref=main");
                 let out = redact(&url);
                 prop_assert_eq!(&out, &format!("https://{HOST}{PATH}?{name}=***&ref=main"));
@@ -662,10 +675,13 @@ mod tests {
             #[test]
             fn messages_never_show_query_secrets(secret in QUERY_SECRET, name in secret_name()) {
                 prop_assume!(secret.len() >= 4 && !secret.contains(char::is_whitespace));
+                prop_assume!(!secret.starts_with(HIDDEN));
                 let url = format!("https://{HOST}{PATH}?{name}={secret}");
                 let out = redact_text(&format!("cannot fetch {url}: refused"));
                 // The value runs to the end of the word, the `:` included.
                 prop_assert_eq!(&out, &format!("cannot fetch https://{HOST}{PATH}?{name}=*** refused"));
+                let shown = redact_text(&format!("cannot fetch {}: refused", redact(&url)));
+                prop_assert_eq!(&shown, &format!("cannot fetch https://{HOST}{PATH}?{name}=***: refused"));
             }
 
             #[test]

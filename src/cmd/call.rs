@@ -65,7 +65,7 @@ impl Run for CallArgs {
             &registered,
         );
         if hs.broken {
-            bail!("{}", start_failure(&manifest.name, &hs, &session));
+            return Err(start_failure(ctx, &manifest.name, &hs, &session));
         }
         request.check_registered(&manifest.name, &hs)?;
         let result = exchange(ctx, &mut session, &request, self.timeout, &hs);
@@ -210,23 +210,24 @@ impl Request {
     }
 }
 
-/// Why the extension could not be talked to, with its fix and stderr.
-fn start_failure(name: &str, hs: &Handshake, session: &Session) -> String {
+/// Why the extension could not be talked to, with its fix, as one line; the last lines of
+/// its stderr are printed before it (one note each, so each stays one line).
+fn start_failure(ctx: &Context, name: &str, hs: &Handshake, session: &Session) -> anyhow::Error {
+    let stderr = session.stderr_tail(20);
+    if !stderr.trim().is_empty() {
+        ctx.out.note(&format!("{name} stderr (last lines):"));
+        for line in stderr.lines() {
+            ctx.out.note(&format!("    | {line}"));
+        }
+    }
     let mut text = format!("{name} did not start properly");
     if let Some(problem) = hs.problems.iter().rfind(|p| p.level == host::Level::Error) {
         text += &format!(": {}", problem.message);
         if let Some(fix) = &problem.fix {
-            text += &format!("\n  fix: {fix}");
+            text += &format!("; fix: {fix}");
         }
     }
-    let stderr = session.stderr_tail(20);
-    if !stderr.trim().is_empty() {
-        text += "\n  stderr (last lines):";
-        for line in stderr.lines() {
-            text += &format!("\n    | {line}");
-        }
-    }
-    text
+    anyhow!(text)
 }
 
 /// Sends the request and collects frames until the answer, printing notes as they come.

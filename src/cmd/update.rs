@@ -12,7 +12,7 @@ use crate::fetch::{self, Request, short};
 use crate::git;
 use crate::paths::{Scope, ScopeDirs};
 use crate::record::{Kind, Record};
-use crate::sources::Source;
+use crate::sources::{Source, redact};
 use crate::store::Store;
 
 /// What happened to one extension.
@@ -82,8 +82,9 @@ impl UpdateArgs {
         match record.map(|r| (r.kind, r.source)) {
             Some((Kind::Git, _)) => Ok(()),
             Some((_, source)) => Err(usage(format!(
-                "--ref applies to git installs; {} was installed from the folder {source}",
-                target.name()
+                "--ref applies to git installs; {} was installed from the folder {}",
+                target.name(),
+                redact(&source)
             ))),
             None => Err(usage(format!(
                 "--ref applies to git installs; {} has no install record",
@@ -217,7 +218,7 @@ impl UpdateArgs {
         let Source::Git(url) = Source::parse(&record.source) else {
             bail!(
                 "the install record's source {} is not a git URL",
-                record.source
+                redact(&record.source)
             );
         };
         let scratch = tempfile::tempdir()?;
