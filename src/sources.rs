@@ -227,9 +227,10 @@ fn redact_query(tail: &str) -> String {
 /// `***`, perhaps followed by the punctuation of the message it stands in
 /// (`…?token=***: failed`): redacting it again would eat that punctuation.
 fn already_hidden(value: &str) -> bool {
-    value
-        .strip_prefix(HIDDEN)
-        .is_some_and(|rest| rest.chars().all(|c| matches!(c, ':' | ',' | ';' | '.' | ')')))
+    value.strip_prefix(HIDDEN).is_some_and(|rest| {
+        rest.chars()
+            .all(|c| matches!(c, ':' | ',' | ';' | '.' | ')'))
+    })
 }
 
 fn is_secret_param(name: &str) -> bool {
@@ -432,7 +433,10 @@ mod tests {
         assert_eq!(redact("https://ghp_token@host/r"), "https://***@host/r");
         assert_eq!(redact("ssh://git@host/r"), "ssh://git@host/r");
         assert_eq!(redact("ssh://git:pw@host/r"), "ssh://git:***@host/r");
-        assert_eq!(redact("git+ssh://git:pw@host/r"), "git+ssh://git:***@host/r");
+        assert_eq!(
+            redact("git+ssh://git:pw@host/r"),
+            "git+ssh://git:***@host/r"
+        );
         assert_eq!(redact("file://u:pw@/srv/r"), "file://***@/srv/r");
         assert_eq!(redact("git://u:pw@host:9418/r"), "git://***@host:9418/r");
         assert_eq!(redact("https://host/a@b"), "https://host/a@b");
@@ -538,8 +542,14 @@ mod tests {
         for secret in ["hunter2", "rest@", "tok3n", ":pw@", "pw2", "a:b"] {
             assert!(!out.contains(secret), "{secret} in {out}");
         }
-        assert!(out.starts_with("cannot fetch http://***@127.0.0.1:1/x.git: failed"), "{out}");
-        assert!(out.contains("ssh://git:***@h/r and user:***@host:r"), "{out}");
+        assert!(
+            out.starts_with("cannot fetch http://***@127.0.0.1:1/x.git: failed"),
+            "{out}"
+        );
+        assert!(
+            out.contains("ssh://git:***@h/r and user:***@host:r"),
+            "{out}"
+        );
         assert!(out.contains("https://***@c/"), "{out}");
         assert_eq!(redact_text(&out), out);
         let plain = "extension \"a@b\" at /x/y: not found; mail me@example.com: ok";

@@ -117,7 +117,11 @@ fn install_errors_never_show_a_credential() {
             assert_eq!(done.code, 1, "{url}: {done:#?}");
             assert_not_printed(&done, secret, url);
             assert_one_line(&done);
-            assert!(done.stderr.contains(shown.as_str()), "{url}: {}", done.stderr);
+            assert!(
+                done.stderr.contains(shown.as_str()),
+                "{url}: {}",
+                done.stderr
+            );
         }
     }
     assert_not_stored(&env, "5ecret");
@@ -129,13 +133,17 @@ fn install_errors_never_show_a_credential() {
 fn an_scp_like_password_is_refused_without_showing_it() {
     let env = Env::new();
     // libgit2 would read `git` as the host and try to reach it: refused before any connection.
-    let done = zot(&env, &["ext", "install", "git:scp-5ecret@127.0.0.1:owner/x.git"]);
+    let done = zot(
+        &env,
+        &["ext", "install", "git:scp-5ecret@127.0.0.1:owner/x.git"],
+    );
     assert_eq!(done.code, 2, "{done:#?}");
     assert_not_printed(&done, "scp-5ecret", "install");
     assert_one_line(&done);
     assert!(
-        done.stderr
-            .contains("git:***@127.0.0.1:owner/x.git: the user@host:path form cannot carry a password"),
+        done.stderr.contains(
+            "git:***@127.0.0.1:owner/x.git: the user@host:path form cannot carry a password"
+        ),
         "{}",
         done.stderr
     );
@@ -259,7 +267,10 @@ fn credentials_in_an_old_record_are_never_shown() {
     assert_eq!(info.code, 0, "{info:#?}");
     assert!(info.stdout.contains(&shown), "{}", info.stdout);
     let info_json = zot(&env, &["ext", "info", "legacy", "--json"]);
-    assert_eq!(info_json.json()["copies"][0]["source"]["source"], shown.as_str());
+    assert_eq!(
+        info_json.json()["copies"][0]["source"]["source"],
+        shown.as_str()
+    );
     let update = zot(&env, &["ext", "update", "legacy"]);
     assert_eq!(update.code, 1, "{update:#?}");
     assert!(update.stdout.contains(&shown), "{update:#?}");
@@ -282,12 +293,11 @@ fn a_hostile_source_folder_name_is_one_escaped_line() {
     let env = Env::new();
     let src = env.work.join(FORGED);
     fs::create_dir_all(&src).unwrap();
-    let done = env
-        .zot(["ext", "install", src.to_str().unwrap()])
-        .fails(1);
+    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
     assert_one_line(&done);
     assert!(
-        done.stderr.contains(&format!("{FORGED_SHOWN}/extension.json: not found")),
+        done.stderr
+            .contains(&format!("{FORGED_SHOWN}/extension.json: not found")),
         "{}",
         done.stderr
     );
@@ -306,12 +316,11 @@ fn a_hostile_file_name_inside_a_source_is_one_escaped_line() {
         0,
     )
     .unwrap();
-    let done = env
-        .zot(["ext", "install", src.to_str().unwrap()])
-        .fails(1);
+    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
     assert_one_line(&done);
     assert!(
-        done.stderr.contains(&format!("{FORGED_SHOWN}\\u{{1b}}[31m")),
+        done.stderr
+            .contains(&format!("{FORGED_SHOWN}\\u{{1b}}[31m")),
         "{}",
         done.stderr
     );
@@ -353,10 +362,7 @@ fn a_hostile_store_folder_name_is_escaped_everywhere() {
 #[test]
 fn manifest_text_in_info_stays_on_its_line() {
     let env = Env::new();
-    let text = manifest("shady").replace(
-        "\"1.0.0\"",
-        "\"1.0.0\\nerror: forged\\u001b[2J\"",
-    );
+    let text = manifest("shady").replace("\"1.0.0\"", "\"1.0.0\\nerror: forged\\u001b[2J\"");
     let src = env.source_with_manifest("shady-src", &text);
     env.zot(["ext", "install", src.to_str().unwrap()]).ok();
     let info = env.zot(["ext", "info", "shady"]).ok();
