@@ -11,6 +11,7 @@ use super::{Context, Run};
 use crate::cli::CallArgs;
 use crate::error::usage;
 use crate::host::{self, Handshake, HostInfo, Incoming, Session};
+use crate::output::clean;
 use crate::protocol::{
     CommandInvoked, CommandResponse, DecodeError, FromExt, FromHost, PanelContent, ToolCall,
     ToolCancel, ToolResult,
@@ -330,7 +331,7 @@ fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
         FromExt::CommandResponse(r) if r.id == ID => return Ok(Some(Reply::Command(*r))),
         FromExt::ToolResult(r) if r.id == ID => return Ok(Some(Reply::Tool(r))),
         _ if ctx.out.json => {}
-        FromExt::Notify(n) => writeln!(out, "[{}] {}", n.level, n.message)?,
+        FromExt::Notify(n) => writeln!(out, "[{}] {}", clean(&n.level), clean(&n.message))?,
         FromExt::OpenPanel(p) => write!(
             out,
             "[panel {}] {}",
@@ -347,13 +348,13 @@ fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
 
 /// A panel as text: its title, then its lines and footer indented.
 fn panel_text(panel: &PanelContent) -> String {
-    let mut text = format!("{}\n", panel.title);
+    let mut text = format!("{}\n", clean(&panel.title));
     for line in panel
         .lines
         .iter()
         .chain(Some(&panel.footer).filter(|f| !f.is_empty()))
     {
-        text += &format!("  {line}\n");
+        text += &format!("  {}\n", clean(line));
     }
     text
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::git_install::{extension_repo, served, zot};
 use crate::support::git_servers::{HttpGit, free_port};
+use crate::support::extensions::sh_extension;
 use crate::support::{Done, Env, manifest};
 
 // ---------------------------------------------------------------------------------------------
@@ -377,4 +378,32 @@ fn manifest_text_in_info_stays_on_its_line() {
         "{}",
         info.stdout
     );
+}
+
+/// What an extension writes (its stderr, a command name in its hello) is remote data:
+/// `doctor` and `call` show it with control characters escaped.
+#[test]
+fn extension_output_in_doctor_and_call_is_escaped() {
+    let env = Env::new();
+    let script = "printf 'red \\033[31mtext\\n' >&2\n\
+                  echo '{\"type\":\"hello\",\"name\":\"loud\",\"version\":\"1.0.0\"}'\n\
+                  read ack\n\
+                  echo '{\"type\":\"register_command\",\"name\":\"x\\u001b[2Jy\",\"description\":\"d\"}'\n\
+                  exit 3\n";
+    sh_extension(&env.global_root(), "loud", "loud", script);
+    let doctor = env.zot(["ext", "doctor", "loud", "--color", "never"]).output();
+    assert!(
+        !doctor.stdout.contains('\u{1b}') && !doctor.stderr.contains('\u{1b}'),
+        "{doctor:#?}"
+    );
+    assert!(doctor.stdout.contains("red \\u{1b}[31mtext"), "{doctor:#?}");
+    let call = env.zot(["ext", "call", "loud", "/x", "--color", "never"]).fails(1);
+    assert!(
+        !call.stdout.contains('\u{1b}') && !call.stderr.contains('\u{1b}'),
+        "{call:#?}"
+    );
+    assert!(call.stderr.contains("| red \\u{1b}[31mtext"), "{call:#?}");
+    // The error itself is the last line, and one line.
+    let last = call.stderr.lines().last().unwrap();
+    assert!(last.starts_with("error: loud did not start properly"), "{call:#?}");
 }
