@@ -7,8 +7,8 @@ use std::fs;
 use serde_json::Value;
 
 use crate::git_install::{extension_repo, served, zot};
-use crate::support::git_servers::{HttpGit, free_port};
 use crate::support::extensions::sh_extension;
+use crate::support::git_servers::{HttpGit, free_port};
 use crate::support::{Done, Env, manifest};
 
 // ---------------------------------------------------------------------------------------------
@@ -391,13 +391,17 @@ fn extension_output_in_doctor_and_call_is_escaped() {
                   echo '{\"type\":\"register_command\",\"name\":\"x\\u001b[2Jy\",\"description\":\"d\"}'\n\
                   exit 3\n";
     sh_extension(&env.global_root(), "loud", "loud", script);
-    let doctor = env.zot(["ext", "doctor", "loud", "--color", "never"]).output();
+    let doctor = env
+        .zot(["ext", "doctor", "loud", "--color", "never"])
+        .output();
     assert!(
         !doctor.stdout.contains('\u{1b}') && !doctor.stderr.contains('\u{1b}'),
         "{doctor:#?}"
     );
     assert!(doctor.stdout.contains("red \\u{1b}[31mtext"), "{doctor:#?}");
-    let call = env.zot(["ext", "call", "loud", "/x", "--color", "never"]).fails(1);
+    let call = env
+        .zot(["ext", "call", "loud", "/x", "--color", "never"])
+        .fails(1);
     assert!(
         !call.stdout.contains('\u{1b}') && !call.stderr.contains('\u{1b}'),
         "{call:#?}"
@@ -405,5 +409,8 @@ fn extension_output_in_doctor_and_call_is_escaped() {
     assert!(call.stderr.contains("| red \\u{1b}[31mtext"), "{call:#?}");
     // The error itself is the last line, and one line.
     let last = call.stderr.lines().last().unwrap();
-    assert!(last.starts_with("error: loud did not start properly"), "{call:#?}");
+    assert!(
+        last.starts_with("error: loud did not start properly"),
+        "{call:#?}"
+    );
 }
