@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::git_install::{extension_repo, served, zot};
 use crate::support::extensions::sh_extension;
-use crate::support::git_servers::{HttpGit, free_port};
+use crate::support::git_servers::{HttpGit, Repo, free_port};
 use crate::support::{Done, Env, manifest};
 
 // ---------------------------------------------------------------------------------------------
@@ -178,7 +178,28 @@ fn a_password_with_odd_characters_is_used_but_never_shown_or_stored() {
     assert_eq!(done_json.code, 0, "{done_json:#?}");
     assert_eq!(done_json.json()["source"], shown.as_str());
 
-    let mut runs = vec![done, done_json];
+    // `#` starts the subfolder only after the host.
+    Repo::with_files(
+        &root,
+        "mono",
+        &[
+            ("ext/inner/extension.json", &manifest("inner")),
+            ("ext/inner/run.sh", "#!/bin/sh\n"),
+        ],
+    );
+    let mono = format!(
+        "http://alice:{PASSWORD_IN_URL}@127.0.0.1:{}/mono.git#ext/inner",
+        http.port()
+    );
+    let done_subdir = zot(&env, &["ext", "install", &mono]);
+    assert_eq!(done_subdir.code, 0, "{done_subdir:#?}");
+    assert_eq!(
+        record_source(&env, "inner"),
+        format!("http://***@127.0.0.1:{}/mono.git", http.port()).as_str()
+    );
+    assert!(env.global_root().join("inner/extension.json").is_file());
+
+    let mut runs = vec![done, done_json, done_subdir];
     for args in [
         &["ext", "list"][..],
         &["ext", "list", "--json"],
