@@ -117,6 +117,7 @@ fn clone_into(
     out: &Output,
 ) -> Result<Built> {
     check_local_repository(url)?;
+    check_scp_password(url)?;
     let checkout_dir = match subdir {
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
@@ -176,6 +177,18 @@ fn check_local_repository(url: &GitUrl) -> Result<()> {
             "{} is not a git repository, nor a folder with extension.json to copy",
             url.display
         );
+    }
+    Ok(())
+}
+
+/// `user:password@host:path` cannot be fetched: libgit2 reads `user` as the host (and
+/// would try to reach it). Said before anything connects.
+fn check_scp_password(url: &GitUrl) -> Result<()> {
+    if url.scp_password() {
+        return Err(usage(format!(
+            "{}: the user@host:path form cannot carry a password (git reads the user name as the host); use an ssh key, or an ssh:// URL (ssh://user@host/path) with the password after the user name",
+            url.display
+        )));
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ use crate::manifest::Manifest;
 use crate::output::printable;
 use crate::paths::{Layout, Scope};
 use crate::record::{Kind, Record, RefKind};
+use crate::sources::redact;
 use crate::tree::{self, LooseLink};
 
 /// `info` looks at no more than this many entries of an extension folder for links.
@@ -84,7 +85,9 @@ impl Run for InfoArgs {
             if i > 0 {
                 ctx.out.say("")?;
             }
-            ctx.out.say(&render(&self.name, copy))?;
+            for line in render(&self.name, copy) {
+                ctx.out.say(&line)?;
+            }
         }
         Ok(())
     }
@@ -92,7 +95,11 @@ impl Run for InfoArgs {
 
 fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
     let manifest = e.manifest.as_ref().ok();
-    let source = Record::load(layout.scope(e.scope), &e.dir_name);
+    // A record written by hand or by an older zot may hold a credential: never show it.
+    let source = Record::load(layout.scope(e.scope), &e.dir_name).map(|r| Record {
+        source: redact(&r.source),
+        ..r
+    });
     let updates = source.as_ref().and_then(|r| match (r.kind, r.ref_kind) {
         (Kind::Git, Some(RefKind::Branch)) => Some("tracking"),
         (Kind::Git, Some(_)) => Some("pinned"),
@@ -137,7 +144,8 @@ fn resolve_exec(dir: &Path, manifest: &Manifest) -> Exec {
     }
 }
 
-fn render(name: &str, c: &Copy) -> String {
+/// The lines that describe one copy (each printed with `say`, which escapes it).
+fn render(name: &str, c: &Copy) -> Vec<String> {
     let mut lines = Vec::new();
     let mut field = |label: &str, value: String| {
         lines.push(format!("  {label:<12} {}", printable(&value)));
@@ -187,10 +195,7 @@ fn render(name: &str, c: &Copy) -> String {
         .bytes
         .map_or("not written yet".to_string(), |b| format!("{b} bytes"));
     field("log:", format!("{} ({size})", c.log.path));
-    std::iter::once(head)
-        .chain(lines)
-        .collect::<Vec<_>>()
-        .join("\n")
+    std::iter::once(head).chain(lines).collect()
 }
 
 /// The links that point outside the folder or nowhere, on one line; None when there are

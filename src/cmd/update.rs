@@ -13,7 +13,7 @@ use crate::git;
 use crate::output::printable;
 use crate::paths::{Scope, ScopeDirs};
 use crate::record::{Kind, Record};
-use crate::sources::Source;
+use crate::sources::{Source, redact};
 use crate::store::Store;
 use crate::tree::{self, LooseLink};
 
@@ -95,8 +95,9 @@ impl UpdateArgs {
         match record.map(|r| (r.kind, r.source)) {
             Some((Kind::Git, _)) => Ok(()),
             Some((_, source)) => Err(usage(format!(
-                "--ref applies to git installs; {} was installed from the folder {source}",
-                target.name()
+                "--ref applies to git installs; {} was installed from the folder {}",
+                target.name(),
+                redact(&source)
             ))),
             None => Err(usage(format!(
                 "--ref applies to git installs; {} has no install record",
@@ -231,7 +232,7 @@ impl UpdateArgs {
         let Source::Git(url) = Source::parse(&record.source) else {
             bail!(
                 "the install record's source {} is not a git URL",
-                record.source
+                redact(&record.source)
             );
         };
         let scratch = tempfile::tempdir()?;
