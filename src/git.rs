@@ -119,7 +119,15 @@ pub fn fetch(
             .map_err(|e| fetch_error(e, url, &auth))?;
             repo.refname_to_id(name)?
         }
-        Want::Commit(id) => fetch_commit(&repo, url, &auth, id, depth_for(url), progress)?,
+        Want::Commit(id) => fetch_commit(
+            &repo,
+            url,
+            &auth,
+            &advertised,
+            id,
+            depth_for(url),
+            progress,
+        )?,
     };
     let commit = repo.find_object(oid, None)?.peel_to_commit()?;
     let shallow = repo.is_shallow();
@@ -209,6 +217,17 @@ impl RemoteRefs {
         };
         find(&format!("{name}^{{}}")).or_else(|| find(name))
     }
+
+    /// A branch or tag that points at `commit` (tags peeled), to fetch it by name: libgit2
+    /// fetches an id only from servers that allow any id (`allow-*-sha1-in-want`).
+    fn naming(&self, commit: Oid) -> Option<String> {
+        self.oids.iter().find_map(|(name, oid)| {
+            let name = name.strip_suffix("^{}").unwrap_or(name);
+            let named = name.starts_with("refs/heads/") || name.starts_with("refs/tags/");
+            (named && *oid == commit && self.peeled(name) == Some(commit.to_string()))
+                .then(|| name.to_string())
+        })
+    }
 }
 
 fn list_remote(repo: &Repository, url: &GitUrl, auth: &Auth) -> Result<RemoteRefs, git2::Error> {
@@ -278,18 +297,28 @@ fn resolve(refs: &RemoteRefs, git_ref: Option<&str>, url: &GitUrl) -> Result<Wan
     )
 }
 
-/// Fetches a commit by id: directly where the server allows it, otherwise every branch and
-/// tag, then looks the (possibly abbreviated) id up.
+/// Fetches a commit by id: through a branch or tag the remote advertises at it (shallow
+/// everywhere), else by id where the server allows that, else every branch and tag in full,
+/// then looks the (possibly abbreviated) id up.
 fn fetch_commit(
     repo: &Repository,
     url: &GitUrl,
     auth: &Auth,
+    advertised: &RemoteRefs,
     id: &str,
     depth: i32,
     progress: Progress,
 ) -> Result<Oid> {
+    if let Ok(oid) = Oid::from_str(id).map_err(drop).and_then(|oid| {
+        let name = advertised.naming(oid).ok_or(())?;
+        let refspec = format!("+{name}:{name}");
+        download(repo, url, auth, &[refspec], depth, &mut *progress).map_err(drop)?;
+        repo.find_commit(oid).map(|c| c.id()).map_err(drop)
+    }) {
+        return Ok(oid);
+    }
     if id.len() == 40
-        && download(repo, url, auth, &[id.to_string()], depth, progress).is_ok()
+        && download(repo, url, auth, &[id.to_string()], depth, &mut *progress).is_ok()
         && let Ok(oid) = Oid::from_str(id)
         && repo.find_commit(oid).is_ok()
     {

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow, bail};
 use git2::{Commit, ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
-use super::{Auth, GitUrl, Progress, check_out, depth_for, fetch_commit};
+use super::{
+    Auth, GitUrl, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote,
+};
 use crate::manifest;
 use crate::output::printable;
 use crate::sources::{is_scp_like, redact};
@@ -121,7 +123,11 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
     let auth = Auth::default();
     let depth = depth_for(&url);
     let id = link.commit.to_string();
-    let oid = fetch_commit(&repo, &url, &auth, &id, depth, &mut *run.progress).map_err(failed)?;
+    let advertised = list_remote(&repo, &url, &auth)
+        .map_err(|e| fetch_error(e, &url, &auth))
+        .map_err(failed)?;
+    let progress = &mut *run.progress;
+    let oid = fetch_commit(&repo, &url, &auth, &advertised, &id, depth, progress).map_err(failed)?;
     let commit = repo.find_commit(oid)?;
     let only = inner(sup.only.as_deref(), &link.path);
     if let Some(top) = run.manifest {

@@ -17,6 +17,7 @@ mod logs;
 mod new;
 mod remove;
 mod shells;
+mod submodules;
 mod ssh_install;
 mod toggle;
 mod update;
