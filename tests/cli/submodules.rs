@@ -100,13 +100,27 @@ fn nested_submodules_are_checked_out_recursively() {
     let sup = extension_repo(&env, &root, "nested");
     // An absolute URL this time.
     sup.add_submodule("vendor/lib", &lib, &daemon.url("lib"));
+    // `update = none`: skipped (left an empty folder), as git does; its URL is dead.
+    let dead = format!("git://127.0.0.1:{}/dead.git", git_servers::free_port());
+    sup.add_submodule("vendor/skipped", &inner, &dead);
+    git_servers::git(
+        &sup.work,
+        &[
+            "config",
+            "--file",
+            ".gitmodules",
+            "submodule.vendor/skipped.update",
+            "none",
+        ],
+    );
+    sup.commit_with("skip it", |_| {});
 
     zot_ok(&env, &["ext", "install", &daemon.url("nested")]);
 
     let dir = installed(&env, "nested");
     assert_eq!(read(&dir, "vendor/lib/lib.txt"), "lib\n");
     assert_eq!(read(&dir, "vendor/lib/deps/inner/inner.txt"), "inner\n");
-    assert!(!dir.join("vendor/lib/.gitmodules").is_dir());
+    assert_eq!(fs::read_dir(dir.join("vendor/skipped")).unwrap().count(), 0);
     assert_no_git(&dir);
 }
 
