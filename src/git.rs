@@ -119,19 +119,17 @@ pub fn fetch(
             .map_err(|e| fetch_error(e, url, &auth))?;
             repo.refname_to_id(name)?
         }
-        Want::Commit(id) => fetch_commit(
-            &repo,
-            url,
-            &auth,
-            &advertised,
-            id,
-            depth_for(url),
-            progress,
-        )?,
+        Want::Commit(id) => {
+            fetch_commit(&repo, url, &auth, &advertised, id, depth_for(url), progress)?
+        }
     };
     let commit = repo.find_object(oid, None)?.peel_to_commit()?;
     let shallow = repo.is_shallow();
-    let label = format!("{} ({})", url.display, &commit.id().to_string()[..12]);
+    let label = format!(
+        "{} ({})",
+        crate::output::printable(&url.display),
+        &commit.id().to_string()[..12]
+    );
     submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
     check_out(&repo, &commit, tree)?;
     submodules::fetch_all(

@@ -9,11 +9,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
-use git2::{Commit, ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
+use git2::{Commit, ObjectType, Oid, Repository, Tree};
 
-use super::{
-    Auth, GitUrl, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote,
-};
+use super::{Auth, GitUrl, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote};
 use crate::manifest;
 use crate::output::printable;
 use crate::sources::{is_scp_like, redact};
@@ -60,7 +58,7 @@ struct Gitlink {
 /// Fetches and checks out every submodule `sup` needs, then theirs.
 pub(super) fn fetch_all(run: &mut Run, sup: &Superproject) -> Result<()> {
     let tree = sup.commit.tree()?;
-    let links = gitlinks(&tree, sup.only.as_deref())?;
+    let links = gitlinks(sup.repo, &tree, sup.only.as_deref())?;
     if links.is_empty() {
         return Ok(());
     }
@@ -127,7 +125,8 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
         .map_err(|e| fetch_error(e, &url, &auth))
         .map_err(failed)?;
     let progress = &mut *run.progress;
-    let oid = fetch_commit(&repo, &url, &auth, &advertised, &id, depth, progress).map_err(failed)?;
+    let oid =
+        fetch_commit(&repo, &url, &auth, &advertised, &id, depth, progress).map_err(failed)?;
     let commit = repo.find_commit(oid)?;
     let only = inner(sup.only.as_deref(), &link.path);
     if let Some(top) = run.manifest {
@@ -156,19 +155,29 @@ fn inner(only: Option<&Path>, link: &Path) -> Option<PathBuf> {
 }
 
 /// The gitlinks of `tree` a checkout of `only` needs: those at or under it, and the one it
-/// lies in.
-fn gitlinks(tree: &Tree, only: Option<&Path>) -> Result<Vec<Gitlink>> {
+/// lies in. Walked with a stack of subtrees (no recursion, any name bytes), entering only
+/// folders on the way to or inside `only`.
+fn gitlinks(repo: &Repository, tree: &Tree, only: Option<&Path>) -> Result<Vec<Gitlink>> {
+    let related = |path: &Path| only.is_none_or(|o| path.starts_with(o) || o.starts_with(path));
     let mut links = Vec::new();
-    tree.walk(TreeWalkMode::PreOrder, |root, entry| {
-        if entry.filemode() == GITLINK {
-            links.push(Gitlink {
-                path: Path::new(root).join(OsStr::from_bytes(entry.name_bytes())),
-                commit: entry.id(),
-            });
+    let mut pending = vec![(PathBuf::new(), tree.id())];
+    while let Some((dir, id)) = pending.pop() {
+        for entry in repo.find_tree(id)?.iter() {
+            let path = dir.join(OsStr::from_bytes(entry.name_bytes()));
+            if !related(&path) {
+                continue;
+            }
+            if entry.filemode() == GITLINK {
+                links.push(Gitlink {
+                    path,
+                    commit: entry.id(),
+                });
+            } else if entry.kind() == Some(ObjectType::Tree) {
+                pending.push((path, entry.id()));
+            }
         }
-        TreeWalkResult::Ok
-    })?;
-    links.retain(|l| only.is_none_or(|o| l.path.starts_with(o) || o.starts_with(&l.path)));
+    }
+    links.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(links)
 }
 
@@ -233,12 +242,7 @@ struct Module {
 }
 
 /// The `.gitmodules` of `tree` (none: no sections), read from the object store.
-fn read_gitmodules(
-    repo: &Repository,
-    tree: &Tree,
-    label: &str,
-    at: &Path,
-) -> Result<Vec<Module>> {
+fn read_gitmodules(repo: &Repository, tree: &Tree, label: &str, at: &Path) -> Result<Vec<Module>> {
     let Ok(entry) = tree.get_path(Path::new(".gitmodules")) else {
         return Ok(Vec::new());
     };
@@ -536,10 +540,18 @@ mod tests {
             ("git@h:o/super.git", "../lib.git", "git@h:o/lib.git"),
             ("git@h:super.git", "../lib.git", "git@h:lib.git"),
             ("/srv/super.git", "../lib.git", "/srv/lib.git"),
-            ("file:///srv/super.git", "../x/lib.git", "file:///srv/x/lib.git"),
+            (
+                "file:///srv/super.git",
+                "../x/lib.git",
+                "file:///srv/x/lib.git",
+            ),
         ];
         for (base, raw, want) in cases {
-            assert_eq!(relative_url(base, raw).as_deref(), Ok(want), "{base} + {raw}");
+            assert_eq!(
+                relative_url(base, raw).as_deref(),
+                Ok(want),
+                "{base} + {raw}"
+            );
         }
         assert!(relative_url("git://h/super", "../../x").is_err());
         assert!(relative_url("super", "../../x").is_err());
@@ -575,7 +587,10 @@ mod tests {
 
     #[test]
     fn only_the_needed_submodules() {
-        assert_eq!(inner(Some(Path::new("a/b/c")), Path::new("a/b")), Some("c".into()));
+        assert_eq!(
+            inner(Some(Path::new("a/b/c")), Path::new("a/b")),
+            Some("c".into())
+        );
         assert_eq!(inner(Some(Path::new("a/b")), Path::new("a/b")), None);
         assert_eq!(inner(Some(Path::new("a")), Path::new("a/b")), None);
         assert_eq!(inner(None, Path::new("a/b")), None);

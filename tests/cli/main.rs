@@ -17,7 +17,7 @@ mod logs;
 mod new;
 mod remove;
 mod shells;
-mod submodules;
 mod ssh_install;
+mod submodules;
 mod toggle;
 mod update;

@@ -83,8 +83,9 @@ fn a_submodule_with_a_relative_url_installs_shallow_over_git_daemon_and_http() {
         .map(|r| r.body_text())
         .collect();
     assert!(
-        uploads.iter().any(|b| b.contains("deepen 1")
-            && b.contains(&format!("want {}", lib.head_commit()))),
+        uploads
+            .iter()
+            .any(|b| b.contains("deepen 1") && b.contains(&format!("want {}", lib.head_commit()))),
         "the submodule fetch was not shallow at its commit: {uploads:#?}"
     );
 }
@@ -191,9 +192,15 @@ fn subfolders_fetch_only_the_submodules_they_need() {
     assert_installed_tree(&env, "libext");
     // The subfolder holds a submodule.
     zot_ok(&env, &["ext", "install", &url, "--subdir", "ext"]);
-    assert_eq!(read(&installed(&env, "outer"), "vendor/lib/lib.txt"), "lib\n");
+    assert_eq!(
+        read(&installed(&env, "outer"), "vendor/lib/lib.txt"),
+        "lib\n"
+    );
     // The subfolder lies inside a submodule.
-    zot_ok(&env, &["ext", "install", &format!("{url}#vendor/deep/tools/ext")]);
+    zot_ok(
+        &env,
+        &["ext", "install", &format!("{url}#vendor/deep/tools/ext")],
+    );
     assert!(installed(&env, "deepext").join("run.sh").is_file());
     for name in ["libext", "outer", "deepext"] {
         assert_no_git(&installed(&env, name));
@@ -412,7 +419,10 @@ fn a_manifest_that_is_a_link_or_a_submodule_in_the_repository_is_refused() {
     );
     assert_one_line(&done.stderr);
     assert!(
-        !http.requests().iter().any(|r| r.path.starts_with("/lib.git")),
+        !http
+            .requests()
+            .iter()
+            .any(|r| r.path.starts_with("/lib.git")),
         "the manifest's submodule was fetched"
     );
 
@@ -426,7 +436,11 @@ fn a_manifest_that_is_a_link_or_a_submodule_in_the_repository_is_refused() {
     outer.add_submodule("vendor/deep", &deep, "../deep.git");
     install_fails(
         &env,
-        &["ext", "install", &format!("{}#vendor/deep/ext", http.url("outer"))],
+        &[
+            "ext",
+            "install",
+            &format!("{}#vendor/deep/ext", http.url("outer")),
+        ],
         &["vendor/deep/ext/extension.json is a symbolic link in the repository"],
     );
 }
