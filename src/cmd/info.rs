@@ -15,6 +15,10 @@ use crate::manifest::Manifest;
 use crate::output::printable;
 use crate::paths::{Layout, Scope};
 use crate::record::{Kind, Record, RefKind};
+use crate::tree::{self, LooseLink};
+
+/// `info` looks at no more than this many entries of an extension folder for links.
+const LINK_SCAN_LIMIT: usize = 100_000;
 
 /// `zot ext info --json`.
 #[derive(Debug, Serialize)]
@@ -38,6 +42,11 @@ struct Copy<'a> {
     /// "pinned" (tag or commit), "tracking" (branch), or null.
     updates: Option<&'static str>,
     log: Log,
+    /// Symbolic links in the folder that point outside it or nowhere; null for a linked
+    /// working copy (zot did not copy it).
+    outside_links: Option<Vec<LooseLink>>,
+    /// False when not every entry was checked (a huge or partly unreadable folder).
+    outside_links_complete: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -90,6 +99,10 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
         _ => None,
     });
     let log_path = layout.log_file(e.name());
+    let links = e
+        .link_target
+        .is_none()
+        .then(|| tree::loose_links(&e.dir, LINK_SCAN_LIMIT));
     Copy {
         scope: e.scope,
         dir: e.dir.display().to_string(),
@@ -105,6 +118,8 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
             bytes: fs::metadata(&log_path).ok().map(|m| m.len()),
             path: log_path.display().to_string(),
         },
+        outside_links_complete: links.as_ref().is_none_or(|l| l.complete),
+        outside_links: links.map(|l| l.links),
     }
 }
 
@@ -163,6 +178,9 @@ fn render(name: &str, c: &Copy) -> String {
             field("args:", m.args.join(" "));
         }
     }
+    if let Some(links) = render_links(name, c) {
+        field("links:", links);
+    }
     render_source(&mut field, c);
     let size = c
         .log
@@ -173,6 +191,32 @@ fn render(name: &str, c: &Copy) -> String {
         .chain(lines)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The links that point outside the folder or nowhere, on one line; None when there are
+/// none to mention.
+fn render_links(name: &str, c: &Copy) -> Option<String> {
+    let links = c.outside_links.as_deref().unwrap_or_default();
+    let partial = if c.outside_links_complete {
+        String::new()
+    } else {
+        format!(
+            " (not every entry was checked: the folder has over {LINK_SCAN_LIMIT} entries or some cannot be read)"
+        )
+    };
+    if links.is_empty() {
+        return (!partial.is_empty()).then(|| format!("none found{partial}"));
+    }
+    let all = if links.len() > tree::LISTED {
+        format!("; zot ext info --json {name} lists them all")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{}: {}{all}{partial}",
+        tree::loose_summary(links),
+        tree::list_links(links)
+    ))
 }
 
 fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {

@@ -12,6 +12,7 @@ mod git_install;
 mod info;
 mod install;
 mod link;
+mod links;
 mod list;
 mod logs;
 mod new;
