@@ -444,3 +444,50 @@ fn a_manifest_that_is_a_link_or_a_submodule_in_the_repository_is_refused() {
         &["vendor/deep/ext/extension.json is a symbolic link in the repository"],
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Credentials
+
+#[test]
+fn a_submodule_over_ssh_uses_the_same_keys_and_known_hosts() {
+    use crate::support::git_servers::{SSHD, Sshd, ssh_key};
+    if !Path::new(SSHD).is_file() {
+        eprintln!("note: {SSHD} is not installed; skipping the ssh submodule test");
+        return;
+    }
+    let env = Env::new();
+    let dot_ssh = env.user_home.join(".ssh");
+    let key = ssh_key(&dot_ssh, "id_ed25519");
+    let sshd = Sshd::start(&[&key]);
+    let (_tmp, root) = served();
+    let lib = lib_repo(&root, "lib", "over ssh\n");
+    let lib_url = sshd.url(&lib.bare);
+    let sup = extension_repo(&env, &root, "sshsub");
+    sup.add_submodule("vendor/lib", &lib, &lib_url);
+    let daemon = GitDaemon::start(&root);
+    let url = daemon.url("sshsub");
+
+    // The host key is checked for submodules too.
+    let done = install_fails(
+        &env,
+        &["ext", "install", &url],
+        &[
+            "submodule vendor/lib",
+            "is not in ~/.ssh/known_hosts",
+            "ssh-keyscan",
+        ],
+    );
+    assert_one_line(&done.stderr);
+
+    fs::write(
+        dot_ssh.join("known_hosts"),
+        format!("{}\n", sshd.known_hosts_line()),
+    )
+    .unwrap();
+    zot_ok(&env, &["ext", "install", &url]);
+    assert_eq!(
+        read(&installed(&env, "sshsub"), "vendor/lib/lib.txt"),
+        "over ssh\n"
+    );
+    assert_no_git(&installed(&env, "sshsub"));
+}
