@@ -127,6 +127,7 @@ fn clone_into(
         git_ref,
         &staging.scratch("git"),
         &checkout_dir,
+        subdir,
         &mut |received, total, bytes| {
             out.progress(&format!(
                 "receiving objects: {received}/{total}, {:.1} KiB",

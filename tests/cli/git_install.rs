@@ -330,6 +330,32 @@ fn installs_over_smart_http_with_a_shallow_fetch() {
 }
 
 #[test]
+fn a_commit_id_at_a_branch_or_tag_tip_is_fetched_shallowly() {
+    let (_tmp, root) = served();
+    let seed = Env::new();
+    let revs = revisions_repo(&seed, &root, "tips");
+    let http = HttpGit::start(&root);
+    let url = http.url("tips");
+    // c3 is the tip of `feature`, c2 the commit of the annotated tag v2: libgit2 fetches an
+    // id only from servers that allow any, so these are fetched through the ref naming them.
+    for commit in [&revs.c3, &revs.c2] {
+        let env = Env::new();
+        let before = http.requests().len();
+        zot_ok(&env, &["ext", "install", &url, "--ref", commit]);
+        assert_git_record(&env, "tips", &url, Some(commit), commit);
+        let bodies: Vec<String> = http.requests()[before..]
+            .iter()
+            .filter(|r| r.method == "POST")
+            .map(|r| r.body_text())
+            .collect();
+        assert!(
+            !bodies.is_empty() && bodies.iter().all(|b| b.contains("deepen 1")),
+            "--ref {commit} was not fetched shallowly: {bodies:#?}"
+        );
+    }
+}
+
+#[test]
 fn installs_from_a_file_url_and_a_local_bare_path() {
     let (_tmp, root) = served();
     let seed = Env::new();

@@ -20,5 +20,6 @@ mod remove;
 mod secrets;
 mod shells;
 mod ssh_install;
+mod submodules;
 mod toggle;
 mod update;
