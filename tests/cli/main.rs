@@ -9,6 +9,7 @@ mod completion;
 mod doctor;
 mod generated;
 mod git_install;
+mod hostile;
 mod info;
 mod install;
 mod link;
