@@ -17,6 +17,7 @@ mod list;
 mod logs;
 mod new;
 mod remove;
+mod resources;
 mod shells;
 mod ssh_install;
 mod toggle;

@@ -26,22 +26,35 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(8);
 /// The most output kept from one stream (a runaway writer must not fill the test's memory).
 const OUTPUT_CAP: usize = 16 << 20;
 
-/// A populated store: `existing` installed globally, `local` in the project, and a victim
-/// folder with files beside the roots that no command may touch.
+/// A store (see [`World::new`]) and a victim folder with files beside the roots that no
+/// command may touch.
 pub struct World {
     pub env: Env,
     pub victim: PathBuf,
 }
 
 impl World {
-    pub fn new() -> World {
+    /// An empty store and the victim folder.
+    pub fn empty() -> World {
         let env = Env::new();
         let victim = env.home.parent().unwrap().join("victim");
         fs::create_dir_all(victim.join("sub")).unwrap();
         fs::write(victim.join("precious.txt"), "do not touch\n").unwrap();
         fs::write(victim.join("sub/keep.json"), super::manifest("existing")).unwrap();
         fs::set_permissions(victim.join("sub"), fs::Permissions::from_mode(0o750)).unwrap();
-        let world = World { env, victim };
+        World { env, victim }
+    }
+
+    /// [`World::empty`] with `existing` installed globally and `local` in the project.
+    pub fn new() -> World {
+        let world = World::empty();
+        world.populate();
+        world
+    }
+
+    /// Installs `existing` globally and `local` in the project.
+    pub fn populate(&self) {
+        let world = self;
         for (name, project) in [("existing", false), ("local", true)] {
             let src = world.env.source(&format!("src-{name}"), name);
             let mut args = vec!["ext".into(), "install".into(), src.into_os_string()];
@@ -51,7 +64,6 @@ impl World {
             let done = world.run(Prepared::new(args));
             assert_eq!(done.code, 0, "setup install of {name}: {done:?}");
         }
-        world
     }
 
     /// The folder holding home, project, work and victim.
@@ -351,8 +363,13 @@ pub enum Changes {
 }
 
 /// As a case's `code`: exit 0 or 1 are both right (a read-only command may list around
-/// the problem or refuse); the one-line and nothing-changed rules hold either way.
+/// the problem, mentioning `existing`, or refuse with one line containing the case's
+/// `says`); the nothing-changed rule holds either way.
 pub const EITHER: i32 = -100;
+
+/// What the output of a read-only command that succeeded must mention: the extension
+/// every world has installed globally.
+const LISTED: &str = "existing";
 
 /// One hostile input: how to prepare it, and what `zot` must answer.
 pub struct Case {
@@ -440,8 +457,10 @@ impl Case {
             if lines > 1 {
                 problems.push(format!("stderr has {lines} lines"));
             }
-            if !done.stdout.contains(self.says) && !done.stderr.contains(self.says) {
-                problems.push(format!("the output does not say {:?}", self.says));
+            // Exit 0 where a refusal was allowed too: the command listed around the problem.
+            let says = if self.code == EITHER { LISTED } else { self.says };
+            if !done.stdout.contains(says) && !done.stderr.contains(says) {
+                problems.push(format!("the output does not say {says:?}"));
             }
         }
         if let Some(secret) = self.forbid
@@ -588,4 +607,77 @@ pub fn remove_any(path: &Path) {
         Ok(_) => fs::remove_file(path).unwrap(),
         Err(_) => {}
     }
+}
+
+/// A small tmpfs mounted over an empty folder for disk-full tests; unmounted on drop.
+pub struct Tmpfs {
+    at: PathBuf,
+}
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (e.g. "2m") at `at`, or says on stderr why it cannot
+    /// (not root, or mounting is not permitted here) and returns None.
+    pub fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        if !super::is_root() {
+            skip(&format!("disk-full test skipped: not root, cannot mount a tmpfs at {}", at.display()));
+            return None;
+        }
+        fs::create_dir_all(at).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+            .arg(at)
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Some(Tmpfs { at: at.to_path_buf() }),
+            Ok(out) => {
+                skip(&format!(
+                    "disk-full test skipped: mount -t tmpfs failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+                None
+            }
+            Err(e) => {
+                skip(&format!("disk-full test skipped: cannot run mount: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Bytes still free on the tmpfs.
+    pub fn free(&self) -> u64 {
+        let out = Command::new("df").args(["-B1", "--output=avail"]).arg(&self.at).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.lines().nth(1).unwrap().trim().parse().unwrap()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.at).status();
+    }
+}
+
+/// Says on the real stderr (past the harness's capture) that a test did not run fully.
+pub fn skip(message: &str) {
+    let _ = std::io::stderr().write_all(format!("note: {message}\n").as_bytes());
+}
+
+/// `len` bytes that no compressor shrinks (git zlib-compresses what it stores).
+pub fn incompressible(len: usize) -> Vec<u8> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+/// The entries left in a folder (for "staging was emptied" checks).
+pub fn entries(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
 }
