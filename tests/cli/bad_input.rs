@@ -72,32 +72,56 @@ fn forged_dir(w: &World) -> PathBuf {
 
 /// Links that point outside the source are kept as links (issue 8); the install
 /// changes the global root and its record only.
-const NEW_X: &[&str] = &["zot-home/extensions/x", "zot-home/.ext-store/sources/x.json"];
+const NEW_X: &[&str] = &[
+    "zot-home/extensions/x",
+    "zot-home/.ext-store/sources/x.json",
+];
 
 pub fn cases() -> Vec<Case> {
     vec![
         // --- manifest syntax and types -----------------------------------------------
-        Case::fails("invalid_json", 1, "bad/extension.json:3:3: invalid JSON: expected `,` or `}`", |w| {
-            with_manifest(w, "{\n  \"name\": \"x\"\n  \"exec\": \"y\"\n}")
-        }),
-        Case::fails("trailing_comma", 1, "extension.json:1:27: invalid JSON: trailing comma", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\",}")
-        }),
-        Case::fails("empty_manifest", 1, "extension.json:1:1: invalid JSON: EOF while parsing", |w| {
-            with_manifest(w, "")
-        }),
-        Case::fails("whitespace_manifest", 1, "invalid JSON: EOF while parsing", |w| {
-            with_manifest(w, " \n\t\n")
-        }),
-        Case::fails("top_level_array", 1, "extension.json:1:1: expected a JSON object at the top level, found an array", |w| {
-            with_manifest(w, "[{\"name\": \"x\"}]")
-        }),
-        Case::fails("top_level_null", 1, "expected a JSON object at the top level", |w| {
-            with_manifest(w, "null")
-        }),
-        Case::fails("top_level_string", 1, "expected a JSON object at the top level", |w| {
-            with_manifest(w, "\"x\"")
-        }),
+        Case::fails(
+            "invalid_json",
+            1,
+            "bad/extension.json:3:3: invalid JSON: expected `,` or `}`",
+            |w| with_manifest(w, "{\n  \"name\": \"x\"\n  \"exec\": \"y\"\n}"),
+        ),
+        Case::fails(
+            "trailing_comma",
+            1,
+            "extension.json:1:27: invalid JSON: trailing comma",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\",}"),
+        ),
+        Case::fails(
+            "empty_manifest",
+            1,
+            "extension.json:1:1: invalid JSON: EOF while parsing",
+            |w| with_manifest(w, ""),
+        ),
+        Case::fails(
+            "whitespace_manifest",
+            1,
+            "invalid JSON: EOF while parsing",
+            |w| with_manifest(w, " \n\t\n"),
+        ),
+        Case::fails(
+            "top_level_array",
+            1,
+            "extension.json:1:1: expected a JSON object at the top level, found an array",
+            |w| with_manifest(w, "[{\"name\": \"x\"}]"),
+        ),
+        Case::fails(
+            "top_level_null",
+            1,
+            "expected a JSON object at the top level",
+            |w| with_manifest(w, "null"),
+        ),
+        Case::fails(
+            "top_level_string",
+            1,
+            "expected a JSON object at the top level",
+            |w| with_manifest(w, "\"x\""),
+        ),
         Case::fails("two_objects", 1, "invalid JSON: trailing characters", |w| {
             with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\"} {}")
         }),
@@ -107,36 +131,78 @@ pub fn cases() -> Vec<Case> {
         Case::fails("single_quotes", 1, "invalid JSON", |w| {
             with_manifest(w, "{'name': 'x', 'exec': 'y'}")
         }),
-        Case::fails("name_is_a_number", 1, "extension.json:1:10: \"name\" must be a string, found the number 5", |w| {
-            with_manifest(w, "{\"name\": 5, \"exec\": \"y\"}")
-        }),
+        Case::fails(
+            "name_is_a_number",
+            1,
+            "extension.json:1:10: \"name\" must be a string, found the number 5",
+            |w| with_manifest(w, "{\"name\": 5, \"exec\": \"y\"}"),
+        ),
         Case::fails("name_is_null", 1, "\"name\" must be a string", |w| {
             with_manifest(w, "{\"name\": null, \"exec\": \"y\"}")
         }),
-        Case::fails("exec_is_an_array", 1, "extension.json:2:10: \"exec\" must be a string, found an array", |w| {
-            with_manifest(w, "{\"name\": \"x\",\n \"exec\": [\"y\"]}")
-        }),
-        Case::fails("args_is_a_string", 1, "\"args\" must be an array of strings, found a string", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"args\": \"-v\"}")
-        }),
-        Case::fails("args_element_is_a_number", 1, "\"args\"[1] must be a string, found the number 2", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"args\": [\"a\", 2]}")
-        }),
-        Case::fails("version_is_a_number", 1, "\"version\" must be a string, found the number 1.0", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"version\": 1.0}")
-        }),
-        Case::fails("language_is_an_object", 1, "\"language\" must be a string, found an object", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"language\": {}}")
-        }),
-        Case::fails("description_is_true", 1, "\"description\" must be a string, found true", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"description\": true}")
-        }),
-        Case::fails("enabled_is_a_string", 1, "\"enabled\" must be true or false, found a string", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"enabled\": \"yes\"}")
-        }),
-        Case::fails("enabled_is_a_number", 1, "\"enabled\" must be true or false", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"enabled\": 1}")
-        }),
+        Case::fails(
+            "exec_is_an_array",
+            1,
+            "extension.json:2:10: \"exec\" must be a string, found an array",
+            |w| with_manifest(w, "{\"name\": \"x\",\n \"exec\": [\"y\"]}"),
+        ),
+        Case::fails(
+            "args_is_a_string",
+            1,
+            "\"args\" must be an array of strings, found a string",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"args\": \"-v\"}"),
+        ),
+        Case::fails(
+            "args_element_is_a_number",
+            1,
+            "\"args\"[1] must be a string, found the number 2",
+            |w| {
+                with_manifest(
+                    w,
+                    "{\"name\": \"x\", \"exec\": \"y\", \"args\": [\"a\", 2]}",
+                )
+            },
+        ),
+        Case::fails(
+            "version_is_a_number",
+            1,
+            "\"version\" must be a string, found the number 1.0",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"version\": 1.0}"),
+        ),
+        Case::fails(
+            "language_is_an_object",
+            1,
+            "\"language\" must be a string, found an object",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"language\": {}}"),
+        ),
+        Case::fails(
+            "description_is_true",
+            1,
+            "\"description\" must be a string, found true",
+            |w| {
+                with_manifest(
+                    w,
+                    "{\"name\": \"x\", \"exec\": \"y\", \"description\": true}",
+                )
+            },
+        ),
+        Case::fails(
+            "enabled_is_a_string",
+            1,
+            "\"enabled\" must be true or false, found a string",
+            |w| {
+                with_manifest(
+                    w,
+                    "{\"name\": \"x\", \"exec\": \"y\", \"enabled\": \"yes\"}",
+                )
+            },
+        ),
+        Case::fails(
+            "enabled_is_a_number",
+            1,
+            "\"enabled\" must be true or false",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"enabled\": 1}"),
+        ),
         Case::fails("missing_name", 1, "missing required field \"name\"", |w| {
             with_manifest(w, "{\"exec\": \"y\"}")
         }),
@@ -146,59 +212,134 @@ pub fn cases() -> Vec<Case> {
         Case::fails("empty_exec", 1, "\"exec\" must not be empty", |w| {
             with_manifest(w, "{\"name\": \"x\", \"exec\": \"\"}")
         }),
-        Case::fails("deeply_nested", 1, "extension.json", |w| with_manifest(w, &deeply_nested())),
-        Case::fails("huge_manifest", 1, "extension.json", |w| with_manifest(w, &huge_manifest()))
-            .pending("reads"),
-        Case::fails("nul_byte_in_a_string", 1, "invalid JSON: control character", |w| {
-            with_manifest_bytes(w, b"{\"name\": \"x\", \"exec\": \"./run.sh\", \"description\": \"a\0b\"}")
+        Case::fails("deeply_nested", 1, "extension.json", |w| {
+            with_manifest(w, &deeply_nested())
         }),
-        Case::fails("nul_byte_after_the_object", 1, "invalid JSON: trailing characters", |w| {
-            with_manifest_bytes(w, b"{\"name\": \"x\", \"exec\": \"./run.sh\"}\0")
-        }),
+        Case::fails("huge_manifest", 1, "extension.json", |w| {
+            with_manifest(w, &huge_manifest())
+        })
+        .pending("reads"),
+        Case::fails(
+            "nul_byte_in_a_string",
+            1,
+            "invalid JSON: control character",
+            |w| {
+                with_manifest_bytes(
+                    w,
+                    b"{\"name\": \"x\", \"exec\": \"./run.sh\", \"description\": \"a\0b\"}",
+                )
+            },
+        ),
+        Case::fails(
+            "nul_byte_after_the_object",
+            1,
+            "invalid JSON: trailing characters",
+            |w| with_manifest_bytes(w, b"{\"name\": \"x\", \"exec\": \"./run.sh\"}\0"),
+        ),
         // The last of duplicate keys counts, as for the host's JSON reader.
-        Case::fails("duplicate_name_key", 1, "extension \"existing\" is already installed", |w| {
-            with_manifest(w, "{\"name\": \"x\", \"name\": \"existing\", \"exec\": \"./run.sh\"}")
-        }),
-        Case::fails("manifest_is_not_utf8", 1, "extension.json: is not valid UTF-8", |w| {
-            with_manifest_bytes(w, b"{\"name\": \"\xff\"}")
-        }),
+        Case::fails(
+            "duplicate_name_key",
+            1,
+            "extension \"existing\" is already installed",
+            |w| {
+                with_manifest(
+                    w,
+                    "{\"name\": \"x\", \"name\": \"existing\", \"exec\": \"./run.sh\"}",
+                )
+            },
+        ),
+        Case::fails(
+            "manifest_is_not_utf8",
+            1,
+            "extension.json: is not valid UTF-8",
+            |w| with_manifest_bytes(w, b"{\"name\": \"\xff\"}"),
+        ),
         Case::fails("manifest_is_utf16", 1, "extension.json", |w| {
             with_manifest_bytes(w, b"\xff\xfe{\0\"\0n\0a\0m\0e\0\"\0:\0 \0\"\0x\0\"\0}\0")
         }),
-        Case::fails("manifest_has_a_byte_order_mark", 1, "extension.json: starts with a byte order mark", |w| {
-            with_manifest_bytes(w, b"\xef\xbb\xbf{\"name\": \"x\", \"exec\": \"y\"}")
-        }),
+        Case::fails(
+            "manifest_has_a_byte_order_mark",
+            1,
+            "extension.json: starts with a byte order mark",
+            |w| with_manifest_bytes(w, b"\xef\xbb\xbf{\"name\": \"x\", \"exec\": \"y\"}"),
+        ),
         // --- names in the manifest ---------------------------------------------------
-        Case::fails("empty_name", 1, "\"name\" must not be empty", |w| with_manifest(w, &named(""))),
-        Case::fails("name_with_parent_dir", 1, "\"name\" contains '/'", |w| with_manifest(w, &named("../x"))),
-        Case::fails("name_with_separator", 1, "\"name\" contains '/'", |w| with_manifest(w, &named("a/b"))),
-        Case::fails("name_with_backslash", 1, "\"name\" contains '\\\\'", |w| with_manifest(w, &named("a\\b"))),
-        Case::fails("name_dot", 1, "\"name\" \".\" is not a usable directory name", |w| with_manifest(w, &named("."))),
-        Case::fails("name_dot_dot", 1, "\"name\" \"..\" is not a usable directory name", |w| with_manifest(w, &named(".."))),
-        Case::fails("name_with_nul", 1, "\"name\" contains '\\0'", |w| with_manifest(w, &named("a\u{0}b"))),
-        Case::fails("name_with_newline", 1, "\"name\" contains '\\n'", |w| with_manifest(w, &named("a\nerror: forged"))),
-        Case::fails("name_with_escape", 1, "\"name\" contains '\\u{1b}'", |w| with_manifest(w, &named("a\u{1b}[2Jb"))),
-        Case::fails("name_with_right_to_left_override", 1, "\"name\" contains '\\u{202e}'", |w| {
-            with_manifest(w, &named("a\u{202e}b"))
+        Case::fails("empty_name", 1, "\"name\" must not be empty", |w| {
+            with_manifest(w, &named(""))
         }),
-        Case::fails("name_too_long", 1, "\"name\" is 300 characters long", |w| with_manifest(w, &named(&"n".repeat(300)))),
-        Case::fails("name_with_space", 1, "\"name\" contains ' '", |w| with_manifest(w, &named("my ext"))),
-        Case::fails("name_is_a_glob", 1, "\"name\" contains '*'", |w| with_manifest(w, &named("*"))),
-        Case::fails("name_clashes_with_an_installed_one", 1, "extension \"existing\" is already installed", |w| {
-            install(w.env.source("again", "existing"))
+        Case::fails("name_with_parent_dir", 1, "\"name\" contains '/'", |w| {
+            with_manifest(w, &named("../x"))
         }),
+        Case::fails("name_with_separator", 1, "\"name\" contains '/'", |w| {
+            with_manifest(w, &named("a/b"))
+        }),
+        Case::fails("name_with_backslash", 1, "\"name\" contains '\\\\'", |w| {
+            with_manifest(w, &named("a\\b"))
+        }),
+        Case::fails(
+            "name_dot",
+            1,
+            "\"name\" \".\" is not a usable directory name",
+            |w| with_manifest(w, &named(".")),
+        ),
+        Case::fails(
+            "name_dot_dot",
+            1,
+            "\"name\" \"..\" is not a usable directory name",
+            |w| with_manifest(w, &named("..")),
+        ),
+        Case::fails("name_with_nul", 1, "\"name\" contains '\\0'", |w| {
+            with_manifest(w, &named("a\u{0}b"))
+        }),
+        Case::fails("name_with_newline", 1, "\"name\" contains '\\n'", |w| {
+            with_manifest(w, &named("a\nerror: forged"))
+        }),
+        Case::fails("name_with_escape", 1, "\"name\" contains '\\u{1b}'", |w| {
+            with_manifest(w, &named("a\u{1b}[2Jb"))
+        }),
+        Case::fails(
+            "name_with_right_to_left_override",
+            1,
+            "\"name\" contains '\\u{202e}'",
+            |w| with_manifest(w, &named("a\u{202e}b")),
+        ),
+        Case::fails("name_too_long", 1, "\"name\" is 300 characters long", |w| {
+            with_manifest(w, &named(&"n".repeat(300)))
+        }),
+        Case::fails("name_with_space", 1, "\"name\" contains ' '", |w| {
+            with_manifest(w, &named("my ext"))
+        }),
+        Case::fails("name_is_a_glob", 1, "\"name\" contains '*'", |w| {
+            with_manifest(w, &named("*"))
+        }),
+        Case::fails(
+            "name_clashes_with_an_installed_one",
+            1,
+            "extension \"existing\" is already installed",
+            |w| install(w.env.source("again", "existing")),
+        ),
         // --- the source folder -------------------------------------------------------
-        Case::fails("manifest_is_a_directory", 1, "extension.json: is a directory", |w| {
-            let dir = w.env.work.join("bad");
-            fs::create_dir_all(dir.join("extension.json")).unwrap();
-            install(dir)
-        }),
-        Case::fails("no_manifest", 1, "extension.json: not found; an extension needs extension.json at the top of its folder", |w| {
-            let dir = w.env.work.join("bad");
-            fs::create_dir_all(&dir).unwrap();
-            fs::write(dir.join("main.py"), "").unwrap();
-            install(dir)
-        }),
+        Case::fails(
+            "manifest_is_a_directory",
+            1,
+            "extension.json: is a directory",
+            |w| {
+                let dir = w.env.work.join("bad");
+                fs::create_dir_all(dir.join("extension.json")).unwrap();
+                install(dir)
+            },
+        ),
+        Case::fails(
+            "no_manifest",
+            1,
+            "extension.json: not found; an extension needs extension.json at the top of its folder",
+            |w| {
+                let dir = w.env.work.join("bad");
+                fs::create_dir_all(&dir).unwrap();
+                fs::write(dir.join("main.py"), "").unwrap();
+                install(dir)
+            },
+        ),
         Case::fails("only_a_git_folder", 1, "extension.json: not found", |w| {
             let dir = w.env.work.join("bad");
             fs::create_dir_all(&dir).unwrap();
@@ -210,60 +351,109 @@ pub fn cases() -> Vec<Case> {
             fs::create_dir_all(&dir).unwrap();
             install(dir)
         }),
-        Case::fails("manifest_only_in_a_subfolder", 1, "there is one in extensions/inner/: install that folder instead", |w| {
-            let dir = w.env.work.join("repo");
-            fs::create_dir_all(dir.join("extensions/inner")).unwrap();
-            fs::write(dir.join("extensions/inner/extension.json"), manifest("inner")).unwrap();
-            install(dir)
-        }),
-        Case::fails("source_is_a_file", 1, "plain.txt is a file, not a folder", |w| {
-            let file = w.env.work.join("plain.txt");
-            fs::write(&file, "x").unwrap();
-            install(file)
-        }),
-        Case::fails("source_is_the_manifest_itself", 1, "install its folder instead: zot ext install", |w| {
-            install(w.env.source("m", "m").join("extension.json"))
-        }),
+        Case::fails(
+            "manifest_only_in_a_subfolder",
+            1,
+            "there is one in extensions/inner/: install that folder instead",
+            |w| {
+                let dir = w.env.work.join("repo");
+                fs::create_dir_all(dir.join("extensions/inner")).unwrap();
+                fs::write(
+                    dir.join("extensions/inner/extension.json"),
+                    manifest("inner"),
+                )
+                .unwrap();
+                install(dir)
+            },
+        ),
+        Case::fails(
+            "source_is_a_file",
+            1,
+            "plain.txt is a file, not a folder",
+            |w| {
+                let file = w.env.work.join("plain.txt");
+                fs::write(&file, "x").unwrap();
+                install(file)
+            },
+        ),
+        Case::fails(
+            "source_is_the_manifest_itself",
+            1,
+            "install its folder instead: zot ext install",
+            |w| install(w.env.source("m", "m").join("extension.json")),
+        ),
         Case::fails("source_is_a_named_pipe", 1, "srcpipe", |w| {
             let fifo = w.env.work.join("srcpipe");
             mkfifo(&fifo);
             install(fifo)
         }),
-        Case::fails("source_is_dev_zero", 1, "/dev/zero", |_| install("/dev/zero")),
-        Case::fails("source_does_not_exist", 1, "missing does not exist; give a folder that holds extension.json or a git URL", |w| {
-            install(w.env.work.join("missing"))
+        Case::fails("source_is_dev_zero", 1, "/dev/zero", |_| {
+            install("/dev/zero")
         }),
+        Case::fails(
+            "source_does_not_exist",
+            1,
+            "missing does not exist; give a folder that holds extension.json or a git URL",
+            |w| install(w.env.work.join("missing")),
+        ),
         Case::fails("source_is_empty", 2, "the source is empty", |_| install("")),
-        Case::fails("source_inside_the_destination", 1, "is inside the extensions folder", |w| {
-            install(w.env.global_root().join("existing"))
+        Case::fails(
+            "source_inside_the_destination",
+            1,
+            "is inside the extensions folder",
+            |w| install(w.env.global_root().join("existing")),
+        ),
+        Case::fails("source_is_the_state_folder", 1, ".ext-store", |w| {
+            install(w.global_state())
         }),
-        Case::fails("source_is_the_state_folder", 1, ".ext-store", |w| install(w.global_state())),
-        Case::fails("source_contains_the_store", 1, "contains the extensions folder", |w| {
-            install(w.base().to_path_buf())
-        }),
-        Case::fails("source_is_the_project_root", 1, "is inside the extensions folder", |w| {
-            install(w.env.project_root().join("local")).with_arg("--project")
-        }),
-        Case::fails("source_name_forges_an_error_line", 1, "everything is fine", |w| {
-            let dir = forged_dir(w);
-            fs::create_dir_all(&dir).unwrap();
-            install(dir)
-        })
+        Case::fails(
+            "source_contains_the_store",
+            1,
+            "contains the extensions folder",
+            |w| install(w.base().to_path_buf()),
+        ),
+        Case::fails(
+            "source_is_the_project_root",
+            1,
+            "is inside the extensions folder",
+            |w| install(w.env.project_root().join("local")).with_arg("--project"),
+        ),
+        Case::fails(
+            "source_name_forges_an_error_line",
+            1,
+            "everything is fine",
+            |w| {
+                let dir = forged_dir(w);
+                fs::create_dir_all(&dir).unwrap();
+                install(dir)
+            },
+        )
         .pending("redact"),
-        Case::fails("file_name_forges_an_error_line", 1, "everything is fine", |w| {
-            source_with(w, |dir| mkfifo(&dir.join("x\nerror: everything is fine")))
-        })
+        Case::fails(
+            "file_name_forges_an_error_line",
+            1,
+            "everything is fine",
+            |w| source_with(w, |dir| mkfifo(&dir.join("x\nerror: everything is fine"))),
+        )
         .pending("redact"),
         // --- special files and links in the source -----------------------------------
-        Case::fails("named_pipe", 1, "pipe is a special file (a named pipe)", |w| {
-            source_with(w, |dir| mkfifo(&dir.join("pipe")))
-        }),
-        Case::fails("named_pipe_deep_inside", 1, "a/b/c/pipe is a special file (a named pipe)", |w| {
-            source_with(w, |dir| {
-                fs::create_dir_all(dir.join("a/b/c")).unwrap();
-                mkfifo(&dir.join("a/b/c/pipe"));
-            })
-        }),
+        Case::fails(
+            "named_pipe",
+            1,
+            "pipe is a special file (a named pipe)",
+            |w| source_with(w, |dir| mkfifo(&dir.join("pipe"))),
+        ),
+        Case::fails(
+            "named_pipe_deep_inside",
+            1,
+            "a/b/c/pipe is a special file (a named pipe)",
+            |w| {
+                source_with(w, |dir| {
+                    fs::create_dir_all(dir.join("a/b/c")).unwrap();
+                    mkfifo(&dir.join("a/b/c/pipe"));
+                })
+            },
+        ),
         Case::fails("socket", 1, "sock is a special file (a socket)", |w| {
             source_with(w, |dir| {
                 let listener = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
@@ -296,9 +486,11 @@ pub fn cases() -> Vec<Case> {
         })
         .changing(NEW_X)
         .pending("links"),
-        Case::succeeds("absolute_symlink_outside_is_kept", "passwd -> /etc/passwd", |w| {
-            source_with(w, |dir| symlink("/etc/passwd", dir.join("passwd")).unwrap())
-        })
+        Case::succeeds(
+            "absolute_symlink_outside_is_kept",
+            "passwd -> /etc/passwd",
+            |w| source_with(w, |dir| symlink("/etc/passwd", dir.join("passwd")).unwrap()),
+        )
         .changing(NEW_X)
         .pending("links"),
         Case::succeeds("relative_symlink_outside_is_kept", "s -> ../secret", |w| {
@@ -315,10 +507,14 @@ pub fn cases() -> Vec<Case> {
         })
         .changing(NEW_X)
         .pending("links"),
-        Case::succeeds("link_to_the_victim_folder_is_kept_not_followed", "victim", |w| {
-            let victim = w.victim.clone();
-            source_with(w, move |dir| symlink(victim, dir.join("v")).unwrap())
-        })
+        Case::succeeds(
+            "link_to_the_victim_folder_is_kept_not_followed",
+            "victim",
+            |w| {
+                let victim = w.victim.clone();
+                source_with(w, move |dir| symlink(victim, dir.join("v")).unwrap())
+            },
+        )
         .changing(NEW_X)
         .pending("links"),
         // --- permissions (run as nobody when the tests run as root) -------------------

@@ -27,7 +27,9 @@ fn hostile_inputs() {
 }
 
 fn install_source(w: &World, name: &str) -> OsString {
-    w.env.source(&format!("src-new-{name}"), name).into_os_string()
+    w.env
+        .source(&format!("src-new-{name}"), name)
+        .into_os_string()
 }
 
 /// `zot ext install <a valid source named x>` plus `extra` arguments.
@@ -42,7 +44,19 @@ fn existing_manifest(w: &World) -> PathBuf {
 }
 
 fn record(w: &World, name: &str) -> PathBuf {
-    w.global_state().join("sources").join(format!("{name}.json"))
+    w.global_state()
+        .join("sources")
+        .join(format!("{name}.json"))
+}
+
+/// Replaces the record of `existing` with a git record for `url`.
+fn write_git_record(w: &World, url: &str) {
+    let text = serde_json::json!({
+        "name": "existing", "source": url, "kind": "git", "ref": null, "ref_kind": null,
+        "branch": "main", "commit": "0000000000000000000000000000000000000000",
+        "subdir": null, "installed_at": "2026-01-01T00:00:00Z"
+    });
+    fs::write(record(w, "existing"), text.to_string()).unwrap();
 }
 
 /// Writes a sparse file of `len` bytes of zeros (huge without using the disk).
@@ -60,10 +74,7 @@ const EXISTING_GONE: &[&str] = &[
     "zot-home/extensions/existing",
     "zot-home/.ext-store/sources/existing.json",
 ];
-const STAGING_AND_TRASH: &[&str] = &[
-    "zot-home/.ext-store/staging/",
-    "zot-home/.ext-store/trash/",
-];
+const STAGING_AND_TRASH: &[&str] = &["zot-home/.ext-store/staging/", "zot-home/.ext-store/trash/"];
 
 fn state_folder_cases() -> Vec<Case> {
     vec![
@@ -99,11 +110,16 @@ fn state_folder_cases() -> Vec<Case> {
             ext(["list"])
         })
         .pending("store"),
-        Case::fails("cloned_project_staging_link_then_install", 1, "staging", |w| {
-            remove_any(&w.project_state().join("staging"));
-            symlink("../../../victim", w.project_state().join("staging")).unwrap();
-            install_x(w, &["--project"])
-        })
+        Case::fails(
+            "cloned_project_staging_link_then_install",
+            1,
+            "staging",
+            |w| {
+                remove_any(&w.project_state().join("staging"));
+                symlink("../../../victim", w.project_state().join("staging")).unwrap();
+                install_x(w, &["--project"])
+            },
+        )
         .pending("store"),
         Case::fails("sources_folder_is_a_link", 1, "sources", |w| {
             replace_with_link(&w.global_state().join("sources"), &w.victim);
@@ -142,7 +158,10 @@ fn state_folder_cases() -> Vec<Case> {
         })
         .pending("store"),
         Case::fails("lock_is_a_link_outside", 1, "lock", |w| {
-            replace_with_link(&w.global_state().join("lock"), &w.victim.join("created-by-lock"));
+            replace_with_link(
+                &w.global_state().join("lock"),
+                &w.victim.join("created-by-lock"),
+            );
             ext(["disable", "existing"])
         })
         .pending("store"),
@@ -158,15 +177,20 @@ fn state_folder_cases() -> Vec<Case> {
             fs::write(&zot, "x").unwrap();
             install_x(w, &["--project"])
         }),
-        Case::fails("project_root_links_to_the_victim_then_remove", 1, "extensions", |w| {
-            let root = w.env.project_root();
-            remove_any(&root);
-            let tool = w.victim.join("tool");
-            fs::create_dir_all(&tool).unwrap();
-            fs::write(tool.join("extension.json"), manifest("tool")).unwrap();
-            symlink("../../victim", &root).unwrap();
-            ext(["remove", "tool", "--project", "--yes"])
-        })
+        Case::fails(
+            "project_root_links_to_the_victim_then_remove",
+            1,
+            "extensions",
+            |w| {
+                let root = w.env.project_root();
+                remove_any(&root);
+                let tool = w.victim.join("tool");
+                fs::create_dir_all(&tool).unwrap();
+                fs::write(tool.join("extension.json"), manifest("tool")).unwrap();
+                symlink("../../victim", &root).unwrap();
+                ext(["remove", "tool", "--project", "--yes"])
+            },
+        )
         .pending("store"),
         // leftovers of killed runs that are links: only the links go
         Case::either("staging_leftover_links_to_the_victim", "existing", |w| {
@@ -174,13 +198,17 @@ fn state_folder_cases() -> Vec<Case> {
             ext(["list"])
         })
         .changing(STAGING_AND_TRASH),
-        Case::succeeds("trash_leftover_holds_a_link_to_the_victim", "disabled", |w| {
-            let old = w.global_state().join("trash/old");
-            fs::create_dir_all(&old).unwrap();
-            symlink(&w.victim, old.join("v")).unwrap();
-            symlink(w.victim.join("precious.txt"), old.join("f")).unwrap();
-            ext(["disable", "existing"])
-        })
+        Case::succeeds(
+            "trash_leftover_holds_a_link_to_the_victim",
+            "disabled",
+            |w| {
+                let old = w.global_state().join("trash/old");
+                fs::create_dir_all(&old).unwrap();
+                symlink(&w.victim, old.join("v")).unwrap();
+                symlink(w.victim.join("precious.txt"), old.join("f")).unwrap();
+                ext(["disable", "existing"])
+            },
+        )
         .changing(&[
             "zot-home/.ext-store/trash/",
             "zot-home/extensions/existing/extension.json",
@@ -214,50 +242,128 @@ fn state_folder_cases() -> Vec<Case> {
             ext(["remove", "existing", "--yes"])
         })
         .changing(EXISTING_GONE),
-        // installed manifests that are special files or links
-        Case::fails("installed_manifest_links_outside_then_disable", 1, "extension.json", |w| {
-            replace_with_link(&existing_manifest(w), &w.victim.join("sub/keep.json"));
-            ext(["disable", "existing"])
-        })
-        .pending("store"),
-        Case::fails("installed_manifest_links_outside_then_enable", 1, "extension.json", |w| {
-            fs::write(w.victim.join("off.json"), "{\"name\": \"existing\", \"exec\": \"./run.sh\", \"enabled\": false}").unwrap();
-            replace_with_link(&existing_manifest(w), &w.victim.join("off.json"));
-            ext(["enable", "existing"])
-        })
-        .pending("store"),
-        Case::fails("installed_manifest_links_inside_then_disable", 1, "extension.json", |w| {
-            let dir = w.env.global_root().join("existing");
-            fs::rename(dir.join("extension.json"), dir.join("real.json")).unwrap();
-            symlink("real.json", dir.join("extension.json")).unwrap();
-            ext(["disable", "existing"])
-        })
-        .pending("store"),
-        Case::either("installed_manifest_is_a_named_pipe_then_list", "named pipe", |w| {
-            replace_with_fifo(&existing_manifest(w));
-            ext(["list"])
-        })
-        .pending("reads"),
-        Case::either("installed_manifest_is_a_named_pipe_then_info", "named pipe", |w| {
-            replace_with_fifo(&existing_manifest(w));
+        Case::succeeds("record_source_has_credentials_then_info", "existing", |w| {
+            write_git_record(
+                w,
+                "https://user:hunter2@127.0.0.1:1/x.git?access_token=hunter2",
+            );
             ext(["info", "existing"])
         })
+        .forbid("hunter2")
+        .pending("redact"),
+        Case::succeeds(
+            "record_source_has_credentials_then_info_json",
+            "existing",
+            |w| {
+                write_git_record(w, "https://user:hunter2@127.0.0.1:1/x.git");
+                ext(["info", "existing", "--json"])
+            },
+        )
+        .forbid("hunter2")
+        .pending("redact"),
+        Case::fails(
+            "record_source_has_credentials_then_update",
+            1,
+            "failed to update",
+            |w| {
+                write_git_record(w, "http://user:hunter2@127.0.0.1:1/x.git");
+                ext(["update", "existing"])
+            },
+        )
+        .forbid("hunter2"),
+        Case::fails(
+            "project_zot_folder_links_to_the_victim_then_install",
+            1,
+            ".zot",
+            |w| {
+                let zot = w.env.project.join(".zot");
+                remove_any(&zot);
+                symlink("../victim", &zot).unwrap();
+                install_x(w, &["--project"])
+            },
+        )
+        .pending("store"),
+        // installed manifests that are special files or links
+        Case::fails(
+            "installed_manifest_links_outside_then_disable",
+            1,
+            "extension.json",
+            |w| {
+                replace_with_link(&existing_manifest(w), &w.victim.join("sub/keep.json"));
+                ext(["disable", "existing"])
+            },
+        )
+        .pending("store"),
+        Case::fails(
+            "installed_manifest_links_outside_then_enable",
+            1,
+            "extension.json",
+            |w| {
+                let off = r#"{"name": "existing", "exec": "./run.sh", "enabled": false}"#;
+                fs::write(w.victim.join("off.json"), off).unwrap();
+                replace_with_link(&existing_manifest(w), &w.victim.join("off.json"));
+                ext(["enable", "existing"])
+            },
+        )
+        .pending("store"),
+        Case::fails(
+            "installed_manifest_links_inside_then_disable",
+            1,
+            "extension.json",
+            |w| {
+                let dir = w.env.global_root().join("existing");
+                fs::rename(dir.join("extension.json"), dir.join("real.json")).unwrap();
+                symlink("real.json", dir.join("extension.json")).unwrap();
+                ext(["disable", "existing"])
+            },
+        )
+        .pending("store"),
+        Case::either(
+            "installed_manifest_is_a_named_pipe_then_list",
+            "named pipe",
+            |w| {
+                replace_with_fifo(&existing_manifest(w));
+                ext(["list"])
+            },
+        )
         .pending("reads"),
-        Case::fails("installed_manifest_is_a_named_pipe_then_disable", 1, "named pipe", |w| {
-            replace_with_fifo(&existing_manifest(w));
-            ext(["disable", "existing"])
-        })
+        Case::either(
+            "installed_manifest_is_a_named_pipe_then_info",
+            "named pipe",
+            |w| {
+                replace_with_fifo(&existing_manifest(w));
+                ext(["info", "existing"])
+            },
+        )
         .pending("reads"),
-        Case::succeeds("installed_manifest_is_a_named_pipe_then_remove", "existing", |w| {
-            replace_with_fifo(&existing_manifest(w));
-            ext(["remove", "existing", "--yes"])
-        })
+        Case::fails(
+            "installed_manifest_is_a_named_pipe_then_disable",
+            1,
+            "named pipe",
+            |w| {
+                replace_with_fifo(&existing_manifest(w));
+                ext(["disable", "existing"])
+            },
+        )
+        .pending("reads"),
+        Case::succeeds(
+            "installed_manifest_is_a_named_pipe_then_remove",
+            "existing",
+            |w| {
+                replace_with_fifo(&existing_manifest(w));
+                ext(["remove", "existing", "--yes"])
+            },
+        )
         .changing(EXISTING_GONE)
         .pending("reads"),
-        Case::either("installed_manifest_is_dev_zero_then_list", "existing", |w| {
-            replace_with_link(&existing_manifest(w), Path::new("/dev/zero"));
-            ext(["list"])
-        })
+        Case::either(
+            "installed_manifest_is_dev_zero_then_list",
+            "existing",
+            |w| {
+                replace_with_link(&existing_manifest(w), Path::new("/dev/zero"));
+                ext(["list"])
+            },
+        )
         .pending("reads"),
         Case::either("installed_manifest_is_huge_then_list", "existing", |w| {
             let text = format!(
@@ -271,59 +377,92 @@ fn state_folder_cases() -> Vec<Case> {
             fs::write(existing_manifest(w), "\u{1b}]0;pwned\u{7}\n{").unwrap();
             ext(["list"])
         }),
-        Case::fails("installed_manifest_is_garbage_then_enable", 1, "extension.json", |w| {
-            fs::write(existing_manifest(w), "{\"name\": ").unwrap();
-            ext(["enable", "existing"])
-        }),
+        Case::fails(
+            "installed_manifest_is_garbage_then_enable",
+            1,
+            "extension.json",
+            |w| {
+                fs::write(existing_manifest(w), "{\"name\": ").unwrap();
+                ext(["enable", "existing"])
+            },
+        ),
         // the last of duplicate keys counts; enable rewrites every one of them
-        Case::succeeds("duplicate_enabled_keys_then_enable", "enabled existing", |w| {
-            fs::write(
+        Case::succeeds(
+            "duplicate_enabled_keys_then_enable",
+            "enabled existing",
+            |w| {
+                fs::write(
                 existing_manifest(w),
-                "{\"name\": \"existing\", \"exec\": \"./run.sh\", \"enabled\": true, \"enabled\": false}",
+                r#"{"name": "existing", "exec": "./run.sh", "enabled": true, "enabled": false}"#,
             )
             .unwrap();
-            ext(["enable", "existing"])
-        })
+                ext(["enable", "existing"])
+            },
+        )
         .changing(&["zot-home/extensions/existing/extension.json"]),
         // extension folders that are links or hold links out
-        Case::succeeds("extension_folder_links_to_the_victim_then_remove", "existing", |w| {
-            let dir = w.env.global_root().join("existing");
-            let tool = w.victim.join("tool");
-            fs::create_dir_all(&tool).unwrap();
-            fs::write(tool.join("extension.json"), manifest("existing")).unwrap();
-            remove_any(&dir);
-            symlink(&tool, &dir).unwrap();
-            ext(["remove", "existing", "--yes"])
-        })
+        Case::succeeds(
+            "extension_folder_links_to_the_victim_then_remove",
+            "existing",
+            |w| {
+                let dir = w.env.global_root().join("existing");
+                let tool = w.victim.join("tool");
+                fs::create_dir_all(&tool).unwrap();
+                fs::write(tool.join("extension.json"), manifest("existing")).unwrap();
+                remove_any(&dir);
+                symlink(&tool, &dir).unwrap();
+                ext(["remove", "existing", "--yes"])
+            },
+        )
         .changing(EXISTING_GONE),
-        Case::succeeds("extension_holds_links_to_the_victim_then_remove", "existing", |w| {
-            let dir = w.env.global_root().join("existing");
-            symlink(&w.victim, dir.join("all")).unwrap();
-            symlink(w.victim.join("precious.txt"), dir.join("one")).unwrap();
-            ext(["remove", "existing", "--yes"])
-        })
+        Case::succeeds(
+            "extension_holds_links_to_the_victim_then_remove",
+            "existing",
+            |w| {
+                let dir = w.env.global_root().join("existing");
+                symlink(&w.victim, dir.join("all")).unwrap();
+                symlink(w.victim.join("precious.txt"), dir.join("one")).unwrap();
+                ext(["remove", "existing", "--yes"])
+            },
+        )
         .changing(EXISTING_GONE),
-        Case::succeeds("extension_holds_a_named_pipe_then_remove", "existing", |w| {
-            mkfifo(&w.env.global_root().join("existing/pipe"));
-            ext(["remove", "existing", "--yes"])
-        })
+        Case::succeeds(
+            "extension_holds_a_named_pipe_then_remove",
+            "existing",
+            |w| {
+                mkfifo(&w.env.global_root().join("existing/pipe"));
+                ext(["remove", "existing", "--yes"])
+            },
+        )
         .changing(EXISTING_GONE),
-        Case::succeeds("extension_holds_a_read_only_folder_then_remove", "existing", |w| {
-            let ro = w.env.global_root().join("existing/ro");
-            fs::create_dir_all(ro.join("deep")).unwrap();
-            fs::write(ro.join("deep/f"), "f").unwrap();
-            fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
-            ext(["remove", "existing", "--yes"])
-        })
+        Case::succeeds(
+            "extension_holds_a_read_only_folder_then_remove",
+            "existing",
+            |w| {
+                let ro = w.env.global_root().join("existing/ro");
+                fs::create_dir_all(ro.join("deep")).unwrap();
+                fs::write(ro.join("deep/f"), "f").unwrap();
+                fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+                ext(["remove", "existing", "--yes"])
+            },
+        )
         .changing(EXISTING_GONE),
-        Case::either("extensions_root_holds_a_named_pipe_then_list", "existing", |w| {
-            mkfifo(&w.env.global_root().join("pipe"));
-            ext(["list"])
-        }),
-        Case::either("extensions_root_holds_a_stray_file_then_list", "existing", |w| {
-            fs::write(w.env.global_root().join("notes\nerror: forged"), "x").unwrap();
-            ext(["list"])
-        }),
+        Case::either(
+            "extensions_root_holds_a_named_pipe_then_list",
+            "existing",
+            |w| {
+                mkfifo(&w.env.global_root().join("pipe"));
+                ext(["list"])
+            },
+        ),
+        Case::either(
+            "extensions_root_holds_a_stray_file_then_list",
+            "existing",
+            |w| {
+                fs::write(w.env.global_root().join("notes\nerror: forged"), "x").unwrap();
+                ext(["list"])
+            },
+        ),
         Case::fails("zot_home_is_a_file", 1, "zot-home", |w| {
             let file = w.env.work.join("zot-home");
             fs::write(&file, "x").unwrap();
@@ -334,38 +473,69 @@ fn state_folder_cases() -> Vec<Case> {
 
 fn command_line_cases() -> Vec<Case> {
     vec![
-        Case::fails("disable_parent_path", 1, "../x", |_| ext(["disable", "../x"])),
-        Case::fails("disable_into_the_victim", 1, "../../victim", |_| ext(["disable", "../../victim/sub"])),
+        Case::fails("disable_parent_path", 1, "../x", |_| {
+            ext(["disable", "../x"])
+        }),
+        Case::fails("disable_into_the_victim", 1, "../../victim", |_| {
+            ext(["disable", "../../victim/sub"])
+        }),
         Case::fails("enable_dot_dot", 1, "..", |_| ext(["enable", ".."])),
         Case::fails("remove_dot", 1, "\".\"", |_| ext(["remove", ".", "--yes"])),
-        Case::fails("remove_dot_dot", 1, "\"..\"", |_| ext(["remove", "..", "--yes"])),
+        Case::fails("remove_dot_dot", 1, "\"..\"", |_| {
+            ext(["remove", "..", "--yes"])
+        }),
         Case::fails("remove_through_a_parent_path", 1, "existing", |_| {
             ext(["remove", "../extensions/existing", "--yes"])
         }),
         Case::fails("remove_absolute_path", 1, "victim", |w| {
-            ext_owned(vec!["remove".into(), w.victim.display().to_string(), "--yes".into()])
+            ext_owned(vec![
+                "remove".into(),
+                w.victim.display().to_string(),
+                "--yes".into(),
+            ])
         }),
-        Case::fails("remove_the_state_folder", 1, ".ext-store", |_| ext(["remove", ".ext-store", "--yes"])),
-        Case::fails("remove_empty_name", 1, "error: ", |_| ext(["remove", "", "--yes"])),
+        Case::fails("remove_the_state_folder", 1, ".ext-store", |_| {
+            ext(["remove", ".ext-store", "--yes"])
+        }),
+        Case::fails("remove_empty_name", 1, "error: ", |_| {
+            ext(["remove", "", "--yes"])
+        }),
         Case::fails("remove_glob", 1, "*", |_| ext(["remove", "*", "--yes"])),
         Case::fails("info_empty_name", 1, "error: ", |_| ext(["info", ""])),
         Case::fails("disable_dash_name", 2, "-x", |_| ext(["disable", "-x"])),
-        Case::fails("disable_dash_name_after_separator", 1, "-x", |_| ext(["disable", "--", "-x"])),
+        Case::fails("disable_dash_name_after_separator", 1, "-x", |_| {
+            ext(["disable", "--", "-x"])
+        }),
         Case::fails("enable_very_long_name", 1, "error: ", |_| {
             ext_owned(vec!["enable".into(), "n".repeat(5000)])
         }),
-        Case::fails("info_control_characters", 1, "\\n", |_| ext(["info", "a\nerror: everything is fine"]))
-            .pending("redact"),
-        Case::fails("disable_escape_sequence", 1, "\\u{1b}", |_| ext(["disable", "a\u{1b}]0;title\u{7}"]))
-            .pending("redact"),
-        Case::fails("update_parent_path", 1, "../existing", |_| ext(["update", "../existing"])),
-        Case::fails("logs_into_the_victim", 1, "victim", |_| ext(["logs", "../../victim/precious"]))
-            .forbid("do not touch"),
-        Case::fails("call_parent_path", 1, "../x", |_| ext(["call", "../x", "hello"])),
+        Case::fails("info_control_characters", 1, "\\n", |_| {
+            ext(["info", "a\nerror: everything is fine"])
+        })
+        .pending("redact"),
+        Case::fails("disable_escape_sequence", 1, "\\u{1b}", |_| {
+            ext(["disable", "a\u{1b}]0;title\u{7}"])
+        })
+        .pending("redact"),
+        Case::fails("update_parent_path", 1, "../existing", |_| {
+            ext(["update", "../existing"])
+        }),
+        Case::fails("logs_into_the_victim", 1, "victim", |_| {
+            ext(["logs", "../../victim/precious"])
+        })
+        .forbid("do not touch"),
+        Case::fails("call_parent_path", 1, "../x", |_| {
+            ext(["call", "../x", "hello"])
+        }),
         Case::fails("install_unknown_flag", 2, "-x", |w| install_x(w, &["-x"])),
         Case::fails("new_name_with_separator", 2, "contains '/'", |w| {
-            ext_owned(vec!["new".into(), "../../victim/new".into(), "--lang".into(), "shell".into()])
-                .in_dir(w.env.work.clone())
+            ext_owned(vec![
+                "new".into(),
+                "../../victim/new".into(),
+                "--lang".into(),
+                "shell".into(),
+            ])
+            .in_dir(w.env.work.clone())
         }),
         Case::fails("link_a_named_pipe", 1, "lpipe", |w| {
             let fifo = w.env.work.join("lpipe");
@@ -379,7 +549,14 @@ fn command_line_cases() -> Vec<Case> {
 fn local_repo(w: &World) -> String {
     let root = w.env.work.join("repos");
     fs::create_dir_all(&root).unwrap();
-    Repo::with_files(&root, "repo", &[("extension.json", &manifest("x")), ("run.sh", "#!/bin/sh\n")]);
+    Repo::with_files(
+        &root,
+        "repo",
+        &[
+            ("extension.json", &manifest("x")),
+            ("run.sh", "#!/bin/sh\n"),
+        ],
+    );
     format!("file://{}/repo.git", root.display())
 }
 
@@ -389,20 +566,29 @@ fn install_url(url: impl Into<OsString>) -> Prepared {
 
 fn url_cases() -> Vec<Case> {
     vec![
-        Case::fails("userinfo_password", 1, "127.0.0.1", |_| install_url("http://user:hunter2@127.0.0.1:1/x.git"))
-            .forbid("hunter2"),
-        Case::fails("userinfo_https", 1, "127.0.0.1", |_| install_url("https://user:hunter2@127.0.0.1:1/x.git"))
-            .forbid("hunter2"),
-        Case::fails("userinfo_token_only", 1, "127.0.0.1", |_| install_url("https://hunter2@127.0.0.1:1/x.git"))
-            .forbid("hunter2"),
+        Case::fails("userinfo_password", 1, "127.0.0.1", |_| {
+            install_url("http://user:hunter2@127.0.0.1:1/x.git")
+        })
+        .forbid("hunter2"),
+        Case::fails("userinfo_https", 1, "127.0.0.1", |_| {
+            install_url("https://user:hunter2@127.0.0.1:1/x.git")
+        })
+        .forbid("hunter2"),
+        Case::fails("userinfo_token_only", 1, "127.0.0.1", |_| {
+            install_url("https://hunter2@127.0.0.1:1/x.git")
+        })
+        .forbid("hunter2"),
         Case::fails("userinfo_password_with_hash", 1, "cannot fetch", |_| {
             install_url("http://user:hunter2#rest@127.0.0.1:1/x.git")
         })
         .forbid("hunter2")
         .pending("redact"),
-        Case::fails("userinfo_password_with_question_mark", 1, "cannot fetch", |_| {
-            install_url("http://user:hunter2?q@127.0.0.1:1/x.git")
-        })
+        Case::fails(
+            "userinfo_password_with_question_mark",
+            1,
+            "cannot fetch",
+            |_| install_url("http://user:hunter2?q@127.0.0.1:1/x.git"),
+        )
         .forbid("hunter2"),
         Case::fails("userinfo_password_with_at", 1, "127.0.0.1", |_| {
             install_url("http://user:hunter2@x@127.0.0.1:1/x.git")
@@ -412,10 +598,14 @@ fn url_cases() -> Vec<Case> {
             install_url("http://user:hun%74er2@127.0.0.1:1/x.git")
         })
         .forbid("hun%74er2"),
-        Case::fails("ssh_password", 1, "127.0.0.1", |_| install_url("ssh://git:hunter2@127.0.0.1:1/x.git"))
-            .forbid("hunter2"),
-        Case::fails("git_protocol_userinfo", 1, "127.0.0.1", |_| install_url("git://user:hunter2@127.0.0.1:1/x.git"))
-            .forbid("hunter2"),
+        Case::fails("ssh_password", 1, "127.0.0.1", |_| {
+            install_url("ssh://git:hunter2@127.0.0.1:1/x.git")
+        })
+        .forbid("hunter2"),
+        Case::fails("git_protocol_userinfo", 1, "127.0.0.1", |_| {
+            install_url("git://user:hunter2@127.0.0.1:1/x.git")
+        })
+        .forbid("hunter2"),
         Case::fails("query_access_token", 1, "127.0.0.1", |_| {
             install_url("http://127.0.0.1:1/x.git?access_token=hunter2")
         })
@@ -426,22 +616,37 @@ fn url_cases() -> Vec<Case> {
         })
         .forbid("hunter2")
         .pending("redact"),
-        Case::fails("query_signature", 1, "127.0.0.1", |_| install_url("http://127.0.0.1:1/x.git?sig=hunter2"))
-            .forbid("hunter2")
-            .pending("redact"),
-        Case::fails("scp_like_password", 1, "127.0.0.1", |_| install_url("user:hunter2@127.0.0.1:x.git"))
-            .forbid("hunter2")
-            .pending("redact"),
-        Case::fails("unreachable_http", 1, "127.0.0.1:1", |_| install_url("http://127.0.0.1:1/x.git")),
-        Case::fails("unreachable_https", 1, "127.0.0.1:1", |_| install_url("https://127.0.0.1:1/x.git")),
-        Case::fails("unreachable_git", 1, "127.0.0.1:1", |_| install_url("git://127.0.0.1:1/x.git")),
-        Case::fails("unreachable_ssh", 1, "127.0.0.1:1", |_| install_url("ssh://git@127.0.0.1:1/x.git")),
+        Case::fails("query_signature", 1, "127.0.0.1", |_| {
+            install_url("http://127.0.0.1:1/x.git?sig=hunter2")
+        })
+        .forbid("hunter2")
+        .pending("redact"),
+        Case::fails("scp_like_password", 1, "127.0.0.1", |_| {
+            install_url("user:hunter2@127.0.0.1:x.git")
+        })
+        .forbid("hunter2")
+        .pending("redact"),
+        Case::fails("unreachable_http", 1, "127.0.0.1:1", |_| {
+            install_url("http://127.0.0.1:1/x.git")
+        }),
+        Case::fails("unreachable_https", 1, "127.0.0.1:1", |_| {
+            install_url("https://127.0.0.1:1/x.git")
+        }),
+        Case::fails("unreachable_git", 1, "127.0.0.1:1", |_| {
+            install_url("git://127.0.0.1:1/x.git")
+        }),
+        Case::fails("unreachable_ssh", 1, "127.0.0.1:1", |_| {
+            install_url("ssh://git@127.0.0.1:1/x.git")
+        }),
         Case::fails("url_with_newline", 1, "everything is fine", |_| {
             install_url("http://127.0.0.1:1/x\nerror: everything is fine.git")
         })
         .pending("redact"),
         Case::fails("ext_transport", 1, "ext::", |w| {
-            install_url(format!("ext::sh -c touch% {}/pwned.git", w.victim.display()))
+            install_url(format!(
+                "ext::sh -c touch% {}/pwned.git",
+                w.victim.display()
+            ))
         }),
         Case::fails("fd_transport", 1, "fd::", |_| install_url("fd::0.git")),
         Case::fails("file_url_to_nowhere", 1, "nowhere", |w| {
@@ -449,38 +654,78 @@ fn url_cases() -> Vec<Case> {
         }),
         Case::fails("ref_with_parent_paths", 1, "../../x", |w| {
             let url = local_repo(w);
-            ext_owned(vec!["install".into(), url, "--ref".into(), "../../x".into()])
+            ext_owned(vec![
+                "install".into(),
+                url,
+                "--ref".into(),
+                "../../x".into(),
+            ])
         }),
         Case::fails("ref_that_is_an_option", 1, "-", |w| {
             let url = local_repo(w);
-            ext_owned(vec!["install".into(), url, "--ref=--upload-pack=touch".into()])
+            ext_owned(vec![
+                "install".into(),
+                url,
+                "--ref=--upload-pack=touch".into(),
+            ])
         }),
-        Case::fails("ref_for_a_folder", 2, "--ref", |w| install_x(w, &["--ref", "main"])),
+        Case::fails("ref_for_a_folder", 2, "--ref", |w| {
+            install_x(w, &["--ref", "main"])
+        }),
         Case::fails("subdir_with_parent_paths", 2, "../..", |w| {
             let url = local_repo(w);
-            ext_owned(vec!["install".into(), url, "--subdir".into(), "../..".into()])
+            ext_owned(vec![
+                "install".into(),
+                url,
+                "--subdir".into(),
+                "../..".into(),
+            ])
         }),
         Case::fails("subdir_absolute", 2, "/etc", |w| {
             let url = local_repo(w);
-            ext_owned(vec!["install".into(), url, "--subdir".into(), "/etc".into()])
+            ext_owned(vec![
+                "install".into(),
+                url,
+                "--subdir".into(),
+                "/etc".into(),
+            ])
         }),
-        Case::fails("subdir_in_the_fragment", 2, "..", |w| install_url(format!("{}#../..", local_repo(w)))),
-        Case::fails("repository_manifest_is_a_symlink", 1, "extension.json", |w| {
-            let root = w.env.work.join("repos");
-            fs::create_dir_all(&root).unwrap();
-            let repo = Repo::with_files(&root, "repo", &[("real.json", &manifest("x")), ("run.sh", "")]);
-            repo.commit_with("link", |dir| symlink("real.json", dir.join("extension.json")).unwrap());
-            install_url(format!("file://{}/repo.git", root.display()))
-        })
+        Case::fails("subdir_in_the_fragment", 2, "..", |w| {
+            install_url(format!("{}#../..", local_repo(w)))
+        }),
+        Case::fails(
+            "repository_manifest_is_a_symlink",
+            1,
+            "extension.json",
+            |w| {
+                let root = w.env.work.join("repos");
+                fs::create_dir_all(&root).unwrap();
+                let repo = Repo::with_files(
+                    &root,
+                    "repo",
+                    &[("real.json", &manifest("x")), ("run.sh", "")],
+                );
+                repo.commit_with("link", |dir| {
+                    symlink("real.json", dir.join("extension.json")).unwrap()
+                });
+                install_url(format!("file://{}/repo.git", root.display()))
+            },
+        )
         .pending("git"),
-        Case::fails("repository_manifest_links_outside", 1, "extension.json", |w| {
-            let root = w.env.work.join("repos");
-            fs::create_dir_all(&root).unwrap();
-            let repo = Repo::with_files(&root, "repo", &[("run.sh", "")]);
-            repo.commit_with("link", |dir| symlink("/etc/hostname", dir.join("extension.json")).unwrap());
-            install_url(format!("file://{}/repo.git", root.display()))
-        })
-        ,
+        Case::fails(
+            "repository_manifest_links_outside",
+            1,
+            "extension.json",
+            |w| {
+                let root = w.env.work.join("repos");
+                fs::create_dir_all(&root).unwrap();
+                let repo = Repo::with_files(&root, "repo", &[("run.sh", "")]);
+                repo.commit_with("link", |dir| {
+                    symlink("/etc/hostname", dir.join("extension.json")).unwrap()
+                });
+                install_url(format!("file://{}/repo.git", root.display()))
+            },
+        ),
     ]
 }
 
@@ -504,11 +749,16 @@ fn log_cases() -> Vec<Case> {
             ext(["logs", "existing"])
         })
         .pending("reads"),
-        Case::fails("log_links_to_dev_zero_with_lines", 1, "ext-existing.log", |w| {
-            fs::create_dir_all(w.env.home.join("logs")).unwrap();
-            symlink("/dev/zero", w.log("existing")).unwrap();
-            ext(["logs", "existing", "-n", "1"])
-        })
+        Case::fails(
+            "log_links_to_dev_zero_with_lines",
+            1,
+            "ext-existing.log",
+            |w| {
+                fs::create_dir_all(w.env.home.join("logs")).unwrap();
+                symlink("/dev/zero", w.log("existing")).unwrap();
+                ext(["logs", "existing", "-n", "1"])
+            },
+        )
         .pending("reads"),
         Case::fails("log_is_a_directory", 1, "ext-existing.log", |w| {
             fs::create_dir_all(w.log("existing")).unwrap();
@@ -528,7 +778,10 @@ fn log_cases() -> Vec<Case> {
         Case::succeeds("huge_sparse_log_tail", "last line", |w| {
             fs::create_dir_all(w.env.home.join("logs")).unwrap();
             sparse(&w.log("existing"), 4 << 30);
-            let mut log = fs::OpenOptions::new().append(true).open(w.log("existing")).unwrap();
+            let mut log = fs::OpenOptions::new()
+                .append(true)
+                .open(w.log("existing"))
+                .unwrap();
             std::io::Write::write_all(&mut log, b"\nlast line\n").unwrap();
             ext(["logs", "existing", "-n", "1"])
         }),

@@ -45,7 +45,11 @@ fn assert_emptied(w: &World) {
     for state in [w.global_state(), w.project_state()] {
         for sub in ["staging", "trash"] {
             let left = entries(&state.join(sub));
-            assert!(left.is_empty(), "{sub} of {} holds {left:?}", state.display());
+            assert!(
+                left.is_empty(),
+                "{sub} of {} holds {left:?}",
+                state.display()
+            );
         }
     }
 }
@@ -82,7 +86,9 @@ fn fill(disk: &Tmpfs, filler: &Path) {
 
 #[test]
 fn install_larger_than_the_free_space() {
-    let Some((disk, w)) = on_small_disk("3m") else { return };
+    let Some((disk, w)) = on_small_disk("3m") else {
+        return;
+    };
     let src = big_source(&w, "big", "big", disk.free() as usize + (1 << 20));
     let done = refused(&w, install(&src), &["big.bin"]);
     assert_no_space(&done);
@@ -90,26 +96,34 @@ fn install_larger_than_the_free_space() {
 
 #[test]
 fn install_force_on_a_full_disk_keeps_the_old_copy() {
-    let Some((disk, w)) = on_small_disk("3m") else { return };
+    let Some((disk, w)) = on_small_disk("3m") else {
+        return;
+    };
     let src = big_source(&w, "big", "existing", disk.free() as usize + (1 << 20));
-    let done = refused(
-        &w,
-        install(&src).with_arg("--force"),
-        &["big.bin"],
-    );
+    let done = refused(&w, install(&src).with_arg("--force"), &["big.bin"]);
     assert_no_space(&done);
-    assert!(w.env.global_root().join("existing/extension.json").is_file());
+    assert!(
+        w.env
+            .global_root()
+            .join("existing/extension.json")
+            .is_file()
+    );
 }
 
 #[test]
 fn update_when_full() {
-    let Some((disk, w)) = on_small_disk("3m") else { return };
+    let Some((disk, w)) = on_small_disk("3m") else {
+        return;
+    };
     let repos = w.env.work.join("repos");
     fs::create_dir_all(&repos).unwrap();
     let repo = Repo::with_files(
         &repos,
         "grow",
-        &[("extension.json", &manifest("grow")), ("run.sh", "#!/bin/sh\n")],
+        &[
+            ("extension.json", &manifest("grow")),
+            ("run.sh", "#!/bin/sh\n"),
+        ],
     );
     let url = format!("file://{}/grow.git", repos.display());
     let done = w.zot(&["install", &url]);
@@ -122,7 +136,9 @@ fn update_when_full() {
 
 #[test]
 fn disable_on_a_full_disk() {
-    let Some((disk, w)) = on_small_disk("2m") else { return };
+    let Some((disk, w)) = on_small_disk("2m") else {
+        return;
+    };
     fill(&disk, &w.env.home.join("filler"));
     let done = refused(&w, ext(["disable", "existing"]), &["existing"]);
     assert_no_space(&done);
@@ -130,7 +146,9 @@ fn disable_on_a_full_disk() {
 
 #[test]
 fn enable_on_a_full_disk() {
-    let Some((disk, w)) = on_small_disk("2m") else { return };
+    let Some((disk, w)) = on_small_disk("2m") else {
+        return;
+    };
     assert_eq!(w.zot(&["disable", "existing"]).code, 0);
     fill(&disk, &w.env.home.join("filler"));
     let done = refused(&w, ext(["enable", "existing"]), &["existing"]);
@@ -139,7 +157,9 @@ fn enable_on_a_full_disk() {
 
 #[test]
 fn install_when_full() {
-    let Some((disk, w)) = on_small_disk("2m") else { return };
+    let Some((disk, w)) = on_small_disk("2m") else {
+        return;
+    };
     fill(&disk, &w.env.home.join("filler"));
     let src = w.env.source("tiny", "tiny");
     let done = refused(&w, install(&src), &[]);
@@ -299,6 +319,12 @@ fn the_snapshot_sees_modes_links_and_special_files() {
     std::os::unix::fs::symlink("x", w.victim.join("l")).unwrap();
     let later = Snapshot::of(w.base());
     let diff = after.diff(&later);
-    assert!(diff.iter().any(|d| d.contains("victim/pipe (fifo)")), "{diff:?}");
-    assert!(diff.iter().any(|d| d.contains("victim/l (link)")), "{diff:?}");
+    assert!(
+        diff.iter().any(|d| d.contains("victim/pipe (fifo)")),
+        "{diff:?}"
+    );
+    assert!(
+        diff.iter().any(|d| d.contains("victim/l (link)")),
+        "{diff:?}"
+    );
 }

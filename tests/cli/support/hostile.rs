@@ -387,7 +387,12 @@ pub struct Case {
 
 impl Case {
     /// A refusal: exit `code`, one line on stderr containing `says`, nothing changed.
-    pub fn fails(name: &'static str, code: i32, says: &'static str, setup: fn(&World) -> Prepared) -> Case {
+    pub fn fails(
+        name: &'static str,
+        code: i32,
+        says: &'static str,
+        setup: fn(&World) -> Prepared,
+    ) -> Case {
         Case {
             name,
             setup,
@@ -458,7 +463,11 @@ impl Case {
                 problems.push(format!("stderr has {lines} lines"));
             }
             // Exit 0 where a refusal was allowed too: the command listed around the problem.
-            let says = if self.code == EITHER { LISTED } else { self.says };
+            let says = if self.code == EITHER {
+                LISTED
+            } else {
+                self.says
+            };
             if !done.stdout.contains(says) && !done.stderr.contains(says) {
                 problems.push(format!("the output does not say {says:?}"));
             }
@@ -619,16 +628,27 @@ impl Tmpfs {
     /// (not root, or mounting is not permitted here) and returns None.
     pub fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
         if !super::is_root() {
-            skip(&format!("disk-full test skipped: not root, cannot mount a tmpfs at {}", at.display()));
+            skip(&format!(
+                "disk-full test skipped: not root, cannot mount a tmpfs at {}",
+                at.display()
+            ));
             return None;
         }
         fs::create_dir_all(at).unwrap();
         let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0755"),
+                "tmpfs",
+            ])
             .arg(at)
             .output();
         match out {
-            Ok(out) if out.status.success() => Some(Tmpfs { at: at.to_path_buf() }),
+            Ok(out) if out.status.success() => Some(Tmpfs {
+                at: at.to_path_buf(),
+            }),
             Ok(out) => {
                 skip(&format!(
                     "disk-full test skipped: mount -t tmpfs failed: {}",
@@ -645,7 +665,11 @@ impl Tmpfs {
 
     /// Bytes still free on the tmpfs.
     pub fn free(&self) -> u64 {
-        let out = Command::new("df").args(["-B1", "--output=avail"]).arg(&self.at).output().unwrap();
+        let out = Command::new("df")
+            .args(["-B1", "--output=avail"])
+            .arg(&self.at)
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         text.lines().nth(1).unwrap().trim().parse().unwrap()
     }
@@ -678,6 +702,10 @@ pub fn incompressible(len: usize) -> Vec<u8> {
 /// The entries left in a folder (for "staging was emptied" checks).
 pub fn entries(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
