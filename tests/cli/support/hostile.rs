@@ -436,6 +436,10 @@ impl Case {
         let before = world.snapshot();
         let done = world.run(prepared);
         let after = world.snapshot();
+        if std::env::var_os("ZOT_HOSTILE_SHOW").is_some() {
+            let shown = format!("{}: exit {}: {:?}\n", self.name, done.code, done.stderr);
+            let _ = std::io::stderr().write_all(shown.as_bytes());
+        }
         let mut problems = Vec::new();
         let code_ok = match self.code {
             EITHER => done.code == 0 || done.code == 1,
@@ -510,7 +514,8 @@ fn truncate(text: &str) -> String {
 /// real stderr (past the test harness's capture), and panics with every failure.
 ///
 /// `ZOT_HOSTILE_ONLY=<substring>` runs the matching cases only; `ZOT_HOSTILE_PENDING=1`
-/// runs the pending ones too and reports which of them pass now.
+/// runs the pending ones too and reports which of them pass now; `ZOT_HOSTILE_SHOW=1`
+/// prints what each case's run said on stderr.
 pub fn run_table(title: &str, cases: &[Case], threads: usize) {
     let only = std::env::var("ZOT_HOSTILE_ONLY").unwrap_or_default();
     let run_pending = std::env::var_os("ZOT_HOSTILE_PENDING").is_some();
