@@ -273,8 +273,10 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Done {
 }
 
 fn kill_group(child: &mut Child) {
-    let group = format!("-{}", child.id());
-    let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+    // The child leads its own group (process_group(0)), so its id is the group's id.
+    if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
     let _ = child.kill();
     let _ = child.wait();
 }
