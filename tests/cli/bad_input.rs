@@ -263,6 +263,19 @@ pub fn cases() -> Vec<Case> {
             "extension.json: starts with a byte order mark",
             |w| with_manifest_bytes(w, b"\xef\xbb\xbf{\"name\": \"x\", \"exec\": \"y\"}"),
         ),
+        // `exec` resolves as zot resolves it (absolute as is): pointing outside is allowed,
+        // and installing never runs or opens it.
+        Case::succeeds("exec_pointing_outside", "installed x", |w| {
+            with_manifest(w, r#"{"name": "x", "exec": "../../victim/precious.txt"}"#)
+        })
+        .changing(NEW_X),
+        Case::succeeds("exec_absolute", "installed x", |w| {
+            with_manifest(
+                w,
+                r#"{"name": "x", "exec": "/bin/sh", "args": ["-c", "exit 0"]}"#,
+            )
+        })
+        .changing(NEW_X),
         // --- names in the manifest ---------------------------------------------------
         Case::fails("empty_name", 1, "\"name\" must not be empty", |w| {
             with_manifest(w, &named(""))

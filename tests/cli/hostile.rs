@@ -465,6 +465,26 @@ fn state_folder_cases() -> Vec<Case> {
                 ext(["list"])
             },
         ),
+        Case::succeeds("folder_name_forges_a_list_line", "existing", |w| {
+            let dir = w.env.global_root().join("evil\nerror: forged");
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join("extension.json"), manifest("evil")).unwrap();
+            ext(["list"])
+        })
+        .forbid("\nerror: forged")
+        ,
+        Case::succeeds("manifest_description_forges_a_list_line", "existing", |w| {
+            let text = r#"{"name": "existing", "exec": "./run.sh", "description": "a\nerror: forged\u001b[2J"}"#;
+            fs::write(existing_manifest(w), text).unwrap();
+            ext(["list"])
+        })
+        .forbid("\nerror: forged"),
+        Case::succeeds("manifest_description_forges_an_info_line", "existing", |w| {
+            let text = r#"{"name": "existing", "exec": "./run.sh", "description": "a\nerror: forged"}"#;
+            fs::write(existing_manifest(w), text).unwrap();
+            ext(["info", "existing"])
+        })
+        .forbid("\nerror: forged"),
         Case::fails("zot_home_is_a_file", 1, "zot-home", |w| {
             let file = w.env.work.join("zot-home");
             fs::write(&file, "x").unwrap();
