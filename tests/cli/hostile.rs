@@ -417,6 +417,20 @@ fn state_folder_cases() -> Vec<Case> {
             },
         )
         .changing(EXISTING_GONE),
+        Case::succeeds("install_force_over_a_linked_extension", "replaced existing", |w| {
+            let dir = w.env.global_root().join("existing");
+            let tool = w.victim.join("tool");
+            fs::create_dir_all(&tool).unwrap();
+            fs::write(tool.join("extension.json"), manifest("existing")).unwrap();
+            remove_any(&dir);
+            symlink(&tool, &dir).unwrap();
+            ext([
+                OsString::from("install"),
+                install_source(w, "existing"),
+                OsString::from("--force"),
+            ])
+        })
+        .changing(EXISTING_GONE),
         Case::succeeds(
             "extension_holds_links_to_the_victim_then_remove",
             "existing",
