@@ -193,7 +193,7 @@ fn state_folder_cases() -> Vec<Case> {
                 ext(["remove", "tool", "--project", "--yes"])
             },
         )
-        .pending("store"),
+        .pending("unlisted"),
         // leftovers of killed runs that are links: only the links go
         Case::either("staging_leftover_links_to_the_victim", "existing", |w| {
             symlink(&w.victim, w.global_state().join("staging/.tmpleft")).unwrap();
@@ -284,7 +284,7 @@ fn state_folder_cases() -> Vec<Case> {
                 install_x(w, &["--project"])
             },
         )
-        .pending("store"),
+        .pending("unlisted"),
         // installed manifests that are special files or links
         Case::fails(
             "installed_manifest_links_outside_then_disable",
@@ -573,7 +573,7 @@ fn command_line_cases() -> Vec<Case> {
             ])
             .in_dir(w.env.work.clone())
         }),
-        Case::fails("link_a_named_pipe", 1, "lpipe is a named pipe", |w| {
+        Case::fails("link_a_named_pipe", 1, "named pipe", |w| {
             let fifo = w.env.work.join("lpipe");
             mkfifo(&fifo);
             ext([OsString::from("link"), fifo.into_os_string()])
