@@ -328,3 +328,74 @@ fn the_snapshot_sees_modes_links_and_special_files() {
         "{diff:?}"
     );
 }
+
+// ---- what still works on a full disk -------------------------------------------------------
+
+#[test]
+fn remove_on_a_full_disk() {
+    let Some((disk, w)) = on_small_disk("2m") else {
+        return;
+    };
+    fill(&disk, &w.env.home.join("filler"));
+    let done = w.run(ext(["remove", "existing", "--yes"]));
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert!(!w.env.global_root().join("existing").exists());
+    assert_emptied(&w);
+}
+
+#[test]
+fn list_on_a_full_disk() {
+    let Some((disk, w)) = on_small_disk("2m") else {
+        return;
+    };
+    fill(&disk, &w.env.home.join("filler"));
+    let before = w.snapshot();
+    let done = w.run(ext(["list"]));
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert!(done.stdout.contains("existing"), "{done:#?}");
+    assert_eq!(before.diff(&w.snapshot()), Vec::<String>::new());
+}
+
+#[test]
+fn git_install_larger_than_the_free_space() {
+    let Some((disk, w)) = on_small_disk("3m") else {
+        return;
+    };
+    let repos = w.env.work.join("repos");
+    fs::create_dir_all(&repos).unwrap();
+    let big = incompressible(disk.free() as usize + (1 << 20));
+    let repo = Repo::with_files(&repos, "big", &[("extension.json", &manifest("big"))]);
+    repo.commit_with("big", |dir| fs::write(dir.join("big.bin"), &big).unwrap());
+    let url = format!("file://{}/big.git", repos.display());
+    let done = refused(&w, ext(["install", url.as_str()]), &["big.git"]);
+    assert_no_space(&done);
+}
+
+#[test]
+fn update_into_a_read_only_global_root() {
+    let w = World::new();
+    let src = w.env.work.join("src-existing");
+    fs::write(src.join("new.txt"), "new").unwrap();
+    w.env.open_to_everyone();
+    chmod(&w.env.global_root(), 0o555);
+    refused(
+        &w,
+        ext(["update", "existing"]).unprivileged(),
+        &["extensions", "ermission denied"],
+    );
+}
+
+#[test]
+fn follow_an_unreadable_log() {
+    let w = World::new();
+    fs::create_dir_all(w.env.home.join("logs")).unwrap();
+    fs::write(w.log("existing"), "secret line\n").unwrap();
+    w.env.open_to_everyone();
+    chmod(&w.log("existing"), 0o000);
+    let done = refused(
+        &w,
+        ext(["logs", "existing", "-f"]).unprivileged(),
+        &["ext-existing.log", "ermission denied"],
+    );
+    assert_eq!(done.stdout, "");
+}
