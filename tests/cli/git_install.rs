@@ -451,6 +451,7 @@ fn json_output_of_a_git_install() {
             "installed_at",
             "kind",
             "name",
+            "outside_links",
             "ref",
             "ref_kind",
             "replaced",
@@ -769,38 +770,34 @@ fn manifest_only_in_a_subfolder_is_refused_with_a_hint() {
 }
 
 #[test]
-fn repository_with_a_link_pointing_outside_is_refused() {
+fn repository_links_pointing_outside_are_kept_and_listed() {
     let env = Env::new();
     let (_tmp, root) = served();
     let src = env.source("src-linky", "linky");
     std::os::unix::fs::symlink("/etc/passwd", src.join("passwd")).unwrap();
+    // A relative link climbing out of the tree is kept the same way.
+    std::os::unix::fs::symlink("../../../../../../../../etc/passwd", src.join("up")).unwrap();
+    // A link that stays inside is not listed.
+    std::os::unix::fs::symlink("run.sh", src.join("start")).unwrap();
     Repo::from_dir(&root, "linky", &src);
     let http = HttpGit::start(&root);
-    let url = http.url("linky");
-    install_fails(
-        &env,
-        &["ext", "install", &url],
-        &["/etc/passwd", "points outside the extension folder"],
+    let done = zot_ok(&env, &["ext", "install", &http.url("linky")]);
+    assert!(
+        done.stderr.contains(
+            "note: kept 2 links that point outside the extension: passwd -> /etc/passwd, up -> ../../../../../../../../etc/passwd"
+        ),
+        "{}",
+        done.stderr
     );
-
-    // A relative link climbing out of the tree is refused the same way.
-    let src = env.source("src-climby", "climby");
-    std::os::unix::fs::symlink("../../../../../../../../etc/passwd", src.join("up")).unwrap();
-    Repo::from_dir(&root, "climby", &src);
-    let url = http.url("climby");
-    install_fails(
-        &env,
-        &["ext", "install", &url],
-        &["points outside the extension folder"],
+    let dir = installed_dir(&env, "linky");
+    assert_eq!(
+        fs::read_link(dir.join("passwd")).unwrap(),
+        Path::new("/etc/passwd")
     );
-
-    // A link that stays inside is fine.
-    let src = env.source("src-inside", "inside");
-    std::os::unix::fs::symlink("run.sh", src.join("start")).unwrap();
-    Repo::from_dir(&root, "inside", &src);
-    zot_ok(&env, &["ext", "install", &http.url("inside")]);
-    let link = installed_dir(&env, "inside").join("start");
-    assert_eq!(fs::read_link(link).unwrap(), Path::new("run.sh"));
+    assert_eq!(
+        fs::read_link(dir.join("start")).unwrap(),
+        Path::new("run.sh")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
