@@ -17,7 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::crashpoint;
@@ -209,6 +209,7 @@ impl Store {
         record: &Record,
     ) -> Result<Published> {
         let tree = staging.identity()?;
+        self.check_records_writable()?;
         self.write_intent(name, &journal::Intent::install(record, tree))?;
         crashpoint::hit("place.before");
         // Should the rename have happened after all (a flush after it failed), the journal
@@ -257,8 +258,11 @@ impl Store {
         Ok(dest)
     }
 
-    /// Moves `extensions/<name>` out of the root, deletes its record, then deletes it. A
-    /// symlinked extension loses only its link; nothing outside the root is followed.
+    /// Moves `extensions/<name>` out of the root to `trash/<name>/<name>`, deletes its
+    /// record, then deletes it. A symlinked extension loses only its link; nothing outside
+    /// the root is followed. The folder in the trash is the journal of a removal (it needs
+    /// no data written, so `remove` works on a full disk): after a kill, the next run
+    /// deletes the record of every extension it finds there.
     pub fn remove(&self, name: impl AsRef<OsStr>) -> Result<PathBuf> {
         let name = name.as_ref();
         let dest = self.dirs.extensions().join(name);
@@ -270,15 +274,14 @@ impl Store {
                 dest.display()
             );
         }
-        let key = name.to_string_lossy();
-        self.write_intent(&key, &journal::Intent::removal(identity_of(&meta)))?;
         let trash = &self.folders.trash;
-        let holder = unique_name("removed-");
-        let holder_path = trash
-            .create_dir(&holder)
-            .with_context(|| format!("cannot create a folder in {}", trash.path().display()))?;
-        if let Err(e) = fs::rename(&dest, holder_path.join(name)) {
-            let _ = self.clear_intent(&key);
+        let holder = trash.path().join(name);
+        let made = trash.remove(name).and_then(|()| {
+            rustix::fs::mkdirat(trash, name, Mode::from_raw_mode(0o700)).map_err(Into::into)
+        });
+        made.with_context(|| format!("cannot create {}", holder.display()))?;
+        if let Err(e) = fs::rename(&dest, holder.join(name)) {
+            let _ = trash.remove(name);
             return Err(e).with_context(|| {
                 format!(
                     "cannot move {} out of the extensions folder",
@@ -288,16 +291,27 @@ impl Store {
         }
         let _ = Folder::open_path(&self.dirs.extensions()).and_then(|root| root.sync());
         crashpoint::hit("remove.moved");
-        self.delete_record(&key)?;
+        self.delete_record(&name.to_string_lossy())?;
         crashpoint::hit("remove.unrecorded");
-        self.clear_intent(&key)?;
-        trash.remove(&holder).with_context(|| {
+        trash.remove(name).with_context(|| {
             format!(
                 "the extension was removed, but deleting its files in {} failed",
-                holder_path.display()
+                holder.display()
             )
         })?;
         Ok(dest)
+    }
+
+    /// Fails, before anything changes, when this user cannot write install records.
+    fn check_records_writable(&self) -> Result<()> {
+        let sources = &self.folders.sources;
+        rustix::fs::accessat(sources, ".", Access::WRITE_OK, AtFlags::EACCESS).map_err(|e| {
+            anyhow!(
+                "cannot write the install records in {}: {}; zot ext needs write access there (nothing was changed)",
+                sources.path().display(),
+                io::Error::from(e)
+            )
+        })
     }
 
     /// Writes the install record of `record.name` atomically and durably.
@@ -658,23 +672,25 @@ mod tests {
     fn a_removal_is_finished_only_if_the_entry_moved_out() {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
-        for name in ["moved", "stayed"] {
+        for name in ["moved", "stayed", "back"] {
             let staging = stage_with(&s, "f");
             s.publish(&staging, name, false, &record(name, "/src"))
                 .unwrap();
         }
-        for name in ["moved", "stayed"] {
-            let meta = fs::symlink_metadata(s.dirs.extension(name)).unwrap();
-            s.write_intent(name, &journal::Intent::removal(identity_of(&meta)))
-                .unwrap();
+        // What remove does up to a kill after the move: the folder in the trash is the
+        // journal. "stayed" was killed before its move; "back" was installed again since.
+        let trash = s.dirs.state().join("trash");
+        for name in ["moved", "stayed", "back"] {
+            fs::create_dir(trash.join(name)).unwrap();
         }
-        fs::rename(s.dirs.extension("moved"), s.dirs.state().join("trash/x")).unwrap();
+        fs::rename(s.dirs.extension("moved"), trash.join("moved/moved")).unwrap();
+        fs::create_dir(trash.join("back/back")).unwrap();
         let dirs = s.dirs.clone();
         drop(s);
         let s = Store::open(&dirs).unwrap();
         assert!(Record::load(&dirs, "moved").is_none());
         assert!(Record::load(&dirs, "stayed").is_some());
-        assert!(pending_names(&s).is_empty());
+        assert!(Record::load(&dirs, "back").is_some());
         assert!(s.folders.trash.is_empty().unwrap());
     }
 

@@ -1,13 +1,16 @@
-//! The store's journal, `<base>/.ext-store/pending/<name>.json`: before the rename that
-//! publishes (or removes) an extension, the change it stands for is written down with the
-//! identity (device and inode, which a rename keeps) of the tree involved. After the
-//! rename the record is committed and the entry deleted. A run killed in between leaves the
-//! entry, and the next run decides from what is in the extensions root whether the rename
-//! happened: it applies the entry or drops it. Only this folder (normally empty) is read,
-//! so no command's cost grows with the store.
+//! The store's journal. Before the rename that publishes an extension, its new record is
+//! written to `<base>/.ext-store/pending/<name>.json` with the identity (device and inode,
+//! which a rename keeps) of the staged tree. After the rename the record is committed and
+//! the entry deleted. A run killed in between leaves the entry, and the next run decides
+//! from what is in the extensions root whether the rename happened: it commits the record
+//! or drops the entry. A removal's journal is its folder in the trash
+//! (`trash/<name>/<name>`, see [`Store::remove`]): an extension found there was moved out,
+//! so its record goes. Only these two folders (normally empty) are read, so no command's
+//! cost grows with the store.
 
 use std::ffi::OsStr;
 use std::fs;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -16,25 +19,20 @@ use super::fsx::Identity;
 use super::{MAX_STATE_FILE, Store, identity_of};
 use crate::record::Record;
 
-/// One pending change of `extensions/<name>`.
+/// The record of a tree about to be placed as `extensions/<name>`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Intent {
-    /// The record of the new tree; `None` for a removal.
-    record: Option<Record>,
-    /// The staged tree about to be placed, or the entry about to be removed.
+    record: Record,
+    /// The staged tree.
     tree: Identity,
 }
 
 impl Intent {
     pub fn install(record: &Record, tree: Identity) -> Intent {
         Intent {
-            record: Some(record.clone()),
+            record: record.clone(),
             tree,
         }
-    }
-
-    pub fn removal(tree: Identity) -> Intent {
-        Intent { record: None, tree }
     }
 }
 
@@ -60,8 +58,9 @@ impl Store {
             .with_context(|| format!("cannot delete from {}", pending.path().display()))
     }
 
-    /// Applies or drops every journal entry a killed run left.
+    /// Applies or drops every journal entry a killed run left, installs and removals.
     pub(super) fn resolve_journal(&self) -> Result<()> {
+        self.resolve_removals()?;
         let pending = &self.folders.pending;
         for entry in pending.names()? {
             let name = entry
@@ -79,19 +78,31 @@ impl Store {
         Ok(())
     }
 
-    /// Finishes one change: the record follows what the extensions root holds now.
+    /// Finishes one install: if the staged tree is in place, its record is the one;
+    /// otherwise the rename never happened and the old record still describes the old tree.
     fn apply(&self, name: &str, intent: Intent) -> Result<()> {
         let now = fs::symlink_metadata(self.dirs.extension(name))
             .ok()
             .map(|meta| identity_of(&meta));
-        match intent.record {
-            // The staged tree was placed: its record is the one.
-            Some(record) if now == Some(intent.tree) => self.save_record(&record),
-            // The entry was moved out: its record goes too.
-            None if now != Some(intent.tree) => self.delete_record(name),
-            // The rename never happened: the old record still describes the old tree.
-            _ => Ok(()),
+        if now == Some(intent.tree) {
+            self.save_record(&intent.record)?;
         }
+        Ok(())
+    }
+
+    /// An extension found in its folder in the trash was moved out of the root by a killed
+    /// `remove`: its record goes too, unless the name is installed again. (The trash is
+    /// emptied afterwards.)
+    fn resolve_removals(&self) -> Result<()> {
+        let trash = &self.folders.trash;
+        for holder in trash.names()? {
+            let moved = trash.stat(Path::new(&holder).join(&holder)).ok().flatten();
+            let installed = fs::symlink_metadata(self.dirs.extensions().join(&holder)).is_ok();
+            if moved.is_some() && !installed {
+                self.delete_record(&holder.to_string_lossy())?;
+            }
+        }
+        Ok(())
     }
 }
 
