@@ -82,34 +82,28 @@ fn state_folder_cases() -> Vec<Case> {
         Case::either("trash_link_then_list", "trash", |w| {
             replace_with_link(&w.global_state().join("trash"), &w.victim);
             ext(["list"])
-        })
-        .pending("store"),
+        }),
         Case::fails("trash_link_then_remove", 1, "trash", |w| {
             replace_with_link(&w.global_state().join("trash"), &w.victim);
             ext(["remove", "existing", "--yes"])
-        })
-        .pending("store"),
+        }),
         Case::fails("staging_link_then_install", 1, "staging", |w| {
             replace_with_link(&w.global_state().join("staging"), &w.victim);
             install_x(w, &[])
-        })
-        .pending("store"),
+        }),
         Case::fails("staging_link_then_disable", 1, "staging", |w| {
             replace_with_link(&w.global_state().join("staging"), &w.victim);
             ext(["disable", "existing"])
-        })
-        .pending("store"),
+        }),
         Case::fails("staging_link_then_enable", 1, "staging", |w| {
             replace_with_link(&w.global_state().join("staging"), &w.victim);
             ext(["enable", "existing"])
-        })
-        .pending("store"),
+        }),
         Case::either("cloned_project_trash_link_then_list", "trash", |w| {
             remove_any(&w.project_state().join("trash"));
             symlink("../../../victim", w.project_state().join("trash")).unwrap();
             ext(["list"])
-        })
-        .pending("store"),
+        }),
         Case::fails(
             "cloned_project_staging_link_then_install",
             1,
@@ -119,54 +113,46 @@ fn state_folder_cases() -> Vec<Case> {
                 symlink("../../../victim", w.project_state().join("staging")).unwrap();
                 install_x(w, &["--project"])
             },
-        )
-        .pending("store"),
+        ),
         Case::fails("sources_folder_is_a_link", 1, "sources", |w| {
             replace_with_link(&w.global_state().join("sources"), &w.victim);
             install_x(w, &[])
-        })
-        .pending("store"),
+        }),
         Case::fails("state_folder_is_a_link", 1, ".ext-store", |w| {
             let state = w.global_state();
             let copy = w.victim.join("state");
             fs::rename(&state, &copy).unwrap();
             symlink(&copy, &state).unwrap();
             install_x(w, &[])
-        })
-        .pending("store"),
+        }),
         Case::fails("state_folder_is_a_file", 1, "remove it", |w| {
             let state = w.global_state();
             remove_any(&state);
             fs::write(&state, "not a folder").unwrap();
             install_x(w, &[])
-        })
-        .pending("store"),
+        }),
         Case::fails("staging_is_a_file", 1, "remove it", |w| {
             let staging = w.global_state().join("staging");
             remove_any(&staging);
             fs::write(&staging, "x").unwrap();
             install_x(w, &[])
-        })
-        .pending("store"),
+        }),
         Case::fails("lock_is_a_directory", 1, "remove it", |w| {
             remove_any(&w.global_state().join("lock"));
             fs::create_dir(w.global_state().join("lock")).unwrap();
             install_x(w, &[])
-        })
-        .pending("store"),
+        }),
         Case::fails("lock_is_a_named_pipe", 1, "lock", |w| {
             replace_with_fifo(&w.global_state().join("lock"));
             ext(["disable", "existing"])
-        })
-        .pending("store"),
+        }),
         Case::fails("lock_is_a_link_outside", 1, "lock", |w| {
             replace_with_link(
                 &w.global_state().join("lock"),
                 &w.victim.join("created-by-lock"),
             );
             ext(["disable", "existing"])
-        })
-        .pending("store"),
+        }),
         Case::fails("extensions_root_is_a_file", 1, "extensions", |w| {
             let root = w.env.global_root();
             remove_any(&root);
@@ -292,8 +278,7 @@ fn state_folder_cases() -> Vec<Case> {
                 replace_with_link(&existing_manifest(w), &w.victim.join("sub/keep.json"));
                 ext(["disable", "existing"])
             },
-        )
-        .pending("store"),
+        ),
         Case::fails(
             "installed_manifest_links_outside_then_enable",
             1,
@@ -304,8 +289,7 @@ fn state_folder_cases() -> Vec<Case> {
                 replace_with_link(&existing_manifest(w), &w.victim.join("off.json"));
                 ext(["enable", "existing"])
             },
-        )
-        .pending("store"),
+        ),
         Case::fails(
             "installed_manifest_links_inside_then_disable",
             1,
@@ -316,8 +300,7 @@ fn state_folder_cases() -> Vec<Case> {
                 symlink("real.json", dir.join("extension.json")).unwrap();
                 ext(["disable", "existing"])
             },
-        )
-        .pending("store"),
+        ),
         Case::either(
             "installed_manifest_is_a_named_pipe_then_list",
             "named pipe",
