@@ -24,4 +24,5 @@ mod shells;
 mod ssh_install;
 mod submodules;
 mod toggle;
+mod torture_crash;
 mod update;
