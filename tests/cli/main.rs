@@ -25,4 +25,5 @@ mod ssh_install;
 mod submodules;
 mod toggle;
 mod torture_crash;
+mod torture_races;
 mod update;

@@ -1,0 +1,541 @@
+//! Race suite of the torture suite: 16 `zot ext` processes at once, round after round, run
+//! mixed commands (install, install --force, remove, enable, disable, update, list, info) on
+//! three names in both scopes of one store.
+//!
+//! After every round: the store invariants (every entry is one of the known versions, records
+//! match, nothing temporary, lock free, staging and trash empty); no command hung; every
+//! failure printed exactly one `error: ` line; and the end state of each name can be explained
+//! by the successful commands in some order, each consistent with what it reported
+//! ("installed" or "replaced", "already enabled" or not, the version `update` went to).
+//! CI mode runs 16 × 8 rounds, `ZOT_TORTURE=long` 16 × 50; `ZOT_TORTURE_SEED=<n>` replays.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{self, File};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::support::invariants::{
+    Checker, Expect, RecordId, Rng, Scope, Torture, Tree, Version, capture, read_record,
+};
+use crate::support::{Env, write_executable};
+
+const NAMES: [&str; 3] = ["a", "b", "c"];
+const PROCESSES: usize = 16;
+/// How long one command may take, lock waits included, before it counts as hung.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn rounds(torture: &Torture) -> usize {
+    if torture.long { 50 } else { 8 }
+}
+
+/// What one name holds in one scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum State {
+    Absent,
+    Present { version: usize, enabled: bool },
+}
+
+/// One command of the mix.
+#[derive(Clone, Debug)]
+enum Cmd {
+    Install { name: usize, version: usize, scope: Scope, force: bool },
+    Remove { name: usize, scope: Scope },
+    Toggle { name: usize, scope: Scope, enable: bool },
+    Update { name: usize, scope: Scope },
+    List,
+    Info { name: usize },
+}
+
+impl Cmd {
+    fn random(rng: &mut Rng) -> Cmd {
+        let name = rng.below(NAMES.len());
+        let scope = *rng.pick(&Scope::ALL);
+        match rng.below(12) {
+            0 | 1 => Cmd::Install { name, version: rng.below(2), scope, force: false },
+            2 | 3 => Cmd::Install { name, version: rng.below(2), scope, force: true },
+            4 | 5 => Cmd::Remove { name, scope },
+            6 | 7 => Cmd::Toggle { name, scope, enable: true },
+            8 | 9 => Cmd::Toggle { name, scope, enable: false },
+            10 => Cmd::Update { name, scope },
+            _ if rng.below(2) == 0 => Cmd::List,
+            _ => Cmd::Info { name },
+        }
+    }
+
+    /// The `zot ext` arguments.
+    fn args(&self, env: &Env) -> Vec<String> {
+        match self {
+            Cmd::Install { name, version, scope, force } => {
+                let mut args = vec!["install".into(), source(env, *name, *version)];
+                if *force {
+                    args.push("--force".into());
+                }
+                if *scope == Scope::Project {
+                    args.push("--project".into());
+                }
+                args
+            }
+            Cmd::Remove { name, scope } => {
+                vec!["remove".into(), "--yes".into(), NAMES[*name].into(), scope.flag().into()]
+            }
+            Cmd::Toggle { name, scope, enable } => {
+                let verb = if *enable { "enable" } else { "disable" };
+                vec![verb.into(), NAMES[*name].into(), scope.flag().into()]
+            }
+            Cmd::Update { name, scope } => {
+                vec!["update".into(), NAMES[*name].into(), scope.flag().into()]
+            }
+            Cmd::List => vec!["list".into()],
+            Cmd::Info { name } => vec!["info".into(), NAMES[*name].into()],
+        }
+    }
+
+    /// The name and scope a changing command works on.
+    fn key(&self) -> Option<(Scope, usize)> {
+        match self {
+            Cmd::Install { name, scope, .. }
+            | Cmd::Remove { name, scope }
+            | Cmd::Toggle { name, scope, .. }
+            | Cmd::Update { name, scope } => Some((*scope, *name)),
+            Cmd::List | Cmd::Info { .. } => None,
+        }
+    }
+
+    /// The states a successful run that printed `stdout` may leave after `before`; empty
+    /// when `before` could not have led to that report.
+    fn after(&self, before: State, stdout: &str) -> Vec<State> {
+        use State::*;
+        match (self, before) {
+            (Cmd::Install { version, force, .. }, _) => {
+                let replaced = stdout.starts_with("replaced");
+                let fits = match before {
+                    Absent => !replaced,
+                    Present { .. } => *force && replaced,
+                };
+                if fits {
+                    vec![Present { version: *version, enabled: true }]
+                } else {
+                    vec![]
+                }
+            }
+            (Cmd::Remove { .. }, Present { .. }) => vec![Absent],
+            (Cmd::Toggle { enable, .. }, Present { version, enabled }) => {
+                let unchanged = stdout.contains("is already");
+                if unchanged == (enabled == *enable) {
+                    vec![Present { version, enabled: *enable }]
+                } else {
+                    vec![]
+                }
+            }
+            (Cmd::Update { .. }, Present { enabled, .. }) => match updated_to(stdout) {
+                // The source's manifest says `"enabled": true`; whether an update keeps a
+                // disabled extension disabled is not this suite's question.
+                Some(version) => vec![
+                    Present { version, enabled },
+                    Present { version, enabled: true },
+                ],
+                None => vec![],
+            },
+            _ => vec![],
+        }
+    }
+}
+
+/// The version `update` reports it went to: `... -> 1.0.<v+1>`.
+fn updated_to(stdout: &str) -> Option<usize> {
+    let to = stdout.rsplit("-> ").next()?.trim();
+    match to {
+        "1.0.1" => Some(0),
+        "1.0.2" => Some(1),
+        _ => None,
+    }
+}
+
+fn source(env: &Env, name: usize, version: usize) -> String {
+    env.work
+        .join(format!("{}-v{}", NAMES[name], version + 1))
+        .display()
+        .to_string()
+}
+
+/// Writes the two versions of every name: different contents, both enabled.
+fn write_sources(env: &Env) {
+    for (n, name) in NAMES.iter().enumerate() {
+        for v in 0..2 {
+            let dir = Path::new(&source(env, n, v)).to_path_buf();
+            fs::create_dir_all(dir.join("lib")).unwrap();
+            fs::write(
+                dir.join("extension.json"),
+                format!(
+                    "{{\n  \"name\": \"{name}\",\n  \"version\": \"1.0.{}\",\n  \"exec\": \"./run.sh\",\n  \"enabled\": true\n}}\n",
+                    v + 1
+                ),
+            )
+            .unwrap();
+            write_executable(&dir.join("run.sh"), &format!("#!/bin/sh\n# {name} {v}\n"));
+            for i in 0..(8 + 8 * v) {
+                fs::write(dir.join("lib").join(format!("{i}.txt")), format!("{name} {v} {i}\n"))
+                    .unwrap();
+            }
+        }
+    }
+}
+
+/// The tree every (name, version, enabled) installs as, found by installing it once.
+struct References {
+    trees: BTreeMap<(usize, usize, bool), Tree>,
+    records: BTreeMap<(usize, usize), RecordId>,
+}
+
+impl References {
+    fn take(env: &Env) -> References {
+        let mut trees = BTreeMap::new();
+        let mut records = BTreeMap::new();
+        for n in 0..NAMES.len() {
+            let dir = env.global_root().join(NAMES[n]);
+            for v in 0..2 {
+                zot_ok(env, &["install", "--force", &source(env, n, v)]);
+                trees.insert((n, v, true), capture(&dir));
+                let record = env.home.join(format!(".ext-store/sources/{}.json", NAMES[n]));
+                records.insert((n, v), read_record(&record).unwrap());
+                zot_ok(env, &["disable", NAMES[n], "--global"]);
+                trees.insert((n, v, false), capture(&dir));
+            }
+            zot_ok(env, &["remove", "--yes", NAMES[n], "--global"]);
+        }
+        References { trees, records }
+    }
+
+    /// Every version of every name, absent included, may be anywhere.
+    fn expect(&self) -> Expect {
+        let mut expect = Expect::default();
+        for scope in Scope::ALL {
+            for ((n, v, enabled), tree) in &self.trees {
+                expect.allow(
+                    scope,
+                    NAMES[*n],
+                    &Version {
+                        label: label(*v, *enabled),
+                        tree: tree.clone(),
+                        record: Some(self.records[&(*n, *v)].clone()),
+                    },
+                );
+                expect.allow_absent(scope, NAMES[*n]);
+            }
+        }
+        expect
+    }
+
+    /// The state of `name` in `scope` on disk; `None` for a tree of no known version.
+    fn observe(&self, env: &Env, scope: Scope, name: usize) -> Option<State> {
+        let dir = scope.root(env).join(NAMES[name]);
+        if fs::symlink_metadata(&dir).is_err() {
+            return Some(State::Absent);
+        }
+        let tree = capture(&dir);
+        self.trees
+            .iter()
+            .find(|((n, _, _), t)| *n == name && **t == tree)
+            .map(|((_, version, enabled), _)| State::Present {
+                version: *version,
+                enabled: *enabled,
+            })
+    }
+}
+
+fn label(version: usize, enabled: bool) -> String {
+    format!("v{}{}", version + 1, if enabled { "" } else { " disabled" })
+}
+
+fn zot_ok(env: &Env, args: &[&str]) {
+    let mut full = vec!["ext"];
+    full.extend(args);
+    env.zot(&full).ok();
+}
+
+/// How one command ended.
+struct Outcome {
+    cmd: Cmd,
+    code: Option<i32>,
+    signal: Option<i32>,
+    stdout: String,
+    stderr: String,
+    hung: bool,
+}
+
+/// Starts every command at once and waits for all, killing any that outlive [`TIMEOUT`].
+fn run_round(env: &Env, cmds: Vec<Cmd>) -> Vec<Outcome> {
+    let out_dir = env.work.join("out");
+    fs::create_dir_all(&out_dir).unwrap();
+    let mut running: Vec<(Cmd, Child)> = Vec::new();
+    for (i, cmd) in cmds.into_iter().enumerate() {
+        let mut full = vec!["ext".to_string()];
+        full.extend(cmd.args(env));
+        let mut run = env.zot(&full).cmd;
+        run.stdin(Stdio::null())
+            .stdout(File::create(out_dir.join(format!("{i}.out"))).unwrap())
+            .stderr(File::create(out_dir.join(format!("{i}.err"))).unwrap());
+        running.push((cmd, run.spawn().expect("spawn zot")));
+    }
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    for (i, (cmd, mut child)) in running.into_iter().enumerate() {
+        let mut hung = false;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > TIMEOUT {
+                hung = true;
+                let _ = child.kill();
+                break child.wait().unwrap();
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+        let read = |ext: &str| {
+            fs::read_to_string(out_dir.join(format!("{i}.{ext}"))).unwrap_or_default()
+        };
+        outcomes.push(Outcome {
+            cmd,
+            code: status.code(),
+            signal: status.signal(),
+            stdout: read("out"),
+            stderr: read("err"),
+            hung,
+        });
+    }
+    outcomes
+}
+
+/// Whether some order of `ops` (each successful, with what it printed) leads from `before`
+/// to `after`.
+fn explainable(before: State, ops: &[(&Cmd, &str)], after: State) -> bool {
+    fn search(
+        state: State,
+        done: u32,
+        ops: &[(&Cmd, &str)],
+        after: State,
+        seen: &mut HashSet<(State, u32)>,
+    ) -> bool {
+        if done.count_ones() as usize == ops.len() {
+            return state == after;
+        }
+        if !seen.insert((state, done)) {
+            return false;
+        }
+        (0..ops.len()).any(|i| {
+            done & (1 << i) == 0
+                && ops[i]
+                    .0
+                    .after(state, ops[i].1)
+                    .into_iter()
+                    .any(|next| search(next, done | (1 << i), ops, after, seen))
+        })
+    }
+    search(before, 0, ops, after, &mut HashSet::new())
+}
+
+/// The race suite's bookkeeping across rounds.
+struct Races {
+    env: Env,
+    refs: References,
+    torture: Torture,
+    /// (round, what went wrong)
+    failures: Vec<(usize, String)>,
+    /// Every distinct error message (paths replaced by `<tmp>`), with how often it came.
+    errors: BTreeMap<String, usize>,
+    commands: usize,
+    succeeded: usize,
+}
+
+impl Races {
+    fn new() -> Races {
+        let env = Env::new();
+        write_sources(&env);
+        let refs = References::take(&env);
+        Races {
+            env,
+            refs,
+            torture: Torture::from_env(),
+            failures: Vec::new(),
+            errors: BTreeMap::new(),
+            commands: 0,
+            succeeded: 0,
+        }
+    }
+
+    fn observe_all(&self) -> BTreeMap<(Scope, usize), Option<State>> {
+        let mut states = BTreeMap::new();
+        for scope in Scope::ALL {
+            for n in 0..NAMES.len() {
+                states.insert((scope, n), self.refs.observe(&self.env, scope, n));
+            }
+        }
+        states
+    }
+
+    fn run(&mut self, rounds: usize) {
+        let mut rng = self.torture.rng("torture_races");
+        let expect = self.refs.expect();
+        let mut before = self.observe_all();
+        for round in 0..rounds {
+            let cmds: Vec<Cmd> = (0..PROCESSES).map(|_| Cmd::random(&mut rng)).collect();
+            let outcomes = run_round(&self.env, cmds);
+            for outcome in &outcomes {
+                self.judge(round, outcome);
+            }
+            for v in (Checker {
+                env: &self.env,
+                expect: &expect,
+            })
+            .settled()
+            {
+                self.failures.push((round, v.to_string()));
+            }
+            let after = self.observe_all();
+            self.explain(round, &outcomes, &before, &after);
+            before = after;
+        }
+    }
+
+    /// Exit status and stderr of one command.
+    fn judge(&mut self, round: usize, o: &Outcome) {
+        self.commands += 1;
+        let what = format!("zot ext {}", o.cmd.args(&self.env).join(" "));
+        if o.hung {
+            self.failures
+                .push((round, format!("{what} hung for {TIMEOUT:?}; stderr: {}", o.stderr)));
+            return;
+        }
+        let errors: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("error: ")).collect();
+        match o.code {
+            Some(0) => {
+                self.succeeded += 1;
+                if !errors.is_empty() {
+                    self.failures
+                        .push((round, format!("{what} succeeded but printed {errors:?}")));
+                }
+                return;
+            }
+            Some(1) if errors.len() == 1 => {}
+            _ => {
+                self.failures.push((
+                    round,
+                    format!(
+                        "{what} ended with code {:?} signal {:?} and {} error lines: {:?}",
+                        o.code,
+                        o.signal,
+                        errors.len(),
+                        o.stderr
+                    ),
+                ));
+            }
+        }
+        if matches!(o.cmd, Cmd::List) {
+            self.failures
+                .push((round, format!("{what} failed: {}", o.stderr.trim())));
+        }
+        for error in errors {
+            let base = self.env.home.parent().unwrap().display().to_string();
+            *self
+                .errors
+                .entry(error.replace(&base, "<tmp>"))
+                .or_default() += 1;
+        }
+    }
+
+    /// Each name's new state must follow from its successful commands in some order.
+    fn explain(
+        &mut self,
+        round: usize,
+        outcomes: &[Outcome],
+        before: &BTreeMap<(Scope, usize), Option<State>>,
+        after: &BTreeMap<(Scope, usize), Option<State>>,
+    ) {
+        for (key, now) in after {
+            let (Some(was), Some(now)) = (before[key], *now) else {
+                continue; // an unknown tree is reported by the invariant check
+            };
+            let ops: Vec<(&Cmd, &str)> = outcomes
+                .iter()
+                .filter(|o| o.code == Some(0) && o.cmd.key() == Some(*key))
+                .map(|o| (&o.cmd, o.stdout.as_str()))
+                .collect();
+            if ops.len() > 20 || explainable(was, &ops, now) {
+                continue;
+            }
+            let (scope, n) = key;
+            let reported: Vec<String> = ops
+                .iter()
+                .map(|(cmd, out)| format!("{} => {}", cmd.args(&self.env).join(" "), out.trim()))
+                .collect();
+            self.failures.push((
+                round,
+                format!(
+                    "{} ({scope:?}) went from {was:?} to {now:?}, which no order of the successful commands explains: {reported:#?}",
+                    NAMES[*n]
+                ),
+            ));
+        }
+    }
+
+    fn finish(self, rounds: usize) {
+        let errors: Vec<String> = self
+            .errors
+            .iter()
+            .map(|(e, count)| format!("  {count} × {e}"))
+            .collect();
+        eprintln!(
+            "torture_races: {rounds} rounds × {PROCESSES} processes, {} commands, {} succeeded; distinct errors:\n{}",
+            self.commands,
+            self.succeeded,
+            errors.join("\n")
+        );
+        let failures: Vec<String> = self
+            .failures
+            .iter()
+            .take(30)
+            .map(|(round, f)| format!("  round {round}: {f}"))
+            .collect();
+        assert!(
+            self.failures.is_empty(),
+            "{} race failures ({}):\n{}\ndistinct errors:\n{}",
+            self.failures.len(),
+            self.torture.replay("torture_races::sixteen_processes"),
+            failures.join("\n"),
+            errors.join("\n")
+        );
+    }
+}
+
+#[test]
+fn sixteen_processes() {
+    let mut races = Races::new();
+    let rounds = rounds(&races.torture);
+    races.run(rounds);
+    races.finish(rounds);
+}
+
+/// The order search accepts what can happen and refuses what cannot.
+#[test]
+fn explainable_orders() {
+    use State::*;
+    let on = |version| Present { version, enabled: true };
+    let install = Cmd::Install { name: 0, version: 1, scope: Scope::Global, force: false };
+    let remove = Cmd::Remove { name: 0, scope: Scope::Global };
+    let disable = Cmd::Toggle { name: 0, scope: Scope::Global, enable: false };
+    let ops = [(&install, "installed a 1.0.2"), (&remove, "removed a")];
+    // install then remove, or remove then install
+    assert!(explainable(Absent, &ops, Absent));
+    assert!(explainable(on(0), &ops, on(1)));
+    // two successful plain installs need a remove in between
+    let twice = [(&install, "installed"), (&install, "installed")];
+    assert!(!explainable(Absent, &twice, on(1)));
+    // a disable that says it changed something cannot have found it disabled
+    let off = Present { version: 0, enabled: false };
+    assert!(!explainable(off, &[(&disable, "disabled a (global)")], off));
+    assert!(explainable(off, &[(&disable, "a (global) is already disabled")], off));
+}
