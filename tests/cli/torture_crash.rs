@@ -20,8 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::git_servers::{GitDaemon, Repo};
 use crate::support::invariants::{
-    Checker, Expect, RecordId, Rule, Scope, Torture, Tree, Version, Violation, capture,
-    read_record,
+    Checker, Expect, RecordId, Rule, Scope, Torture, Tree, Version, Violation, capture, read_record,
 };
 use crate::support::{Done, Env, write_executable};
 
@@ -206,7 +205,11 @@ fn write_source(dir: &Path, version: &str, files: usize) {
         .next()
         .unwrap()
         .to_string();
-    let name = if name == "src" { VICTIM.to_string() } else { name };
+    let name = if name == "src" {
+        VICTIM.to_string()
+    } else {
+        name
+    };
     fs::write(
         dir.join("extension.json"),
         format!(
@@ -369,7 +372,8 @@ impl World {
 
     /// The command under test.
     fn command(&self, scope: Scope) -> Vec<String> {
-        let strings = |args: &[&str]| -> Vec<String> { args.iter().map(|a| a.to_string()).collect() };
+        let strings =
+            |args: &[&str]| -> Vec<String> { args.iter().map(|a| a.to_string()).collect() };
         match self.op {
             Op::InstallLocal => install_args(&self.src("src-v1"), false, scope),
             Op::InstallGit => install_args(&self.git.as_ref().unwrap().url, false, scope),
@@ -385,11 +389,7 @@ impl World {
     fn completion(&self, scope: Scope) -> Option<Vec<String>> {
         match self.op {
             Op::InstallLocal => Some(install_args(&self.src("src-v1"), true, scope)),
-            Op::InstallGit => Some(install_args(
-                &self.git.as_ref().unwrap().url,
-                true,
-                scope,
-            )),
+            Op::InstallGit => Some(install_args(&self.git.as_ref().unwrap().url, true, scope)),
             Op::Remove if !self.present(scope) => None,
             _ => Some(self.command(scope)),
         }
@@ -445,7 +445,10 @@ fn run_ok<S: AsRef<str>>(env: &Env, args: &[S]) -> Done {
         done.code,
         0,
         "zot ext {} failed:\n{done:#?}",
-        args.iter().map(|a| a.as_ref()).collect::<Vec<_>>().join(" ")
+        args.iter()
+            .map(|a| a.as_ref())
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     done
 }

@@ -66,12 +66,29 @@ enum State {
 /// One command of the mix.
 #[derive(Clone, Debug)]
 enum Cmd {
-    Install { name: usize, version: usize, scope: Scope, force: bool },
-    Remove { name: usize, scope: Scope },
-    Toggle { name: usize, scope: Scope, enable: bool },
-    Update { name: usize, scope: Scope },
+    Install {
+        name: usize,
+        version: usize,
+        scope: Scope,
+        force: bool,
+    },
+    Remove {
+        name: usize,
+        scope: Scope,
+    },
+    Toggle {
+        name: usize,
+        scope: Scope,
+        enable: bool,
+    },
+    Update {
+        name: usize,
+        scope: Scope,
+    },
     List,
-    Info { name: usize },
+    Info {
+        name: usize,
+    },
 }
 
 impl Cmd {
@@ -79,11 +96,29 @@ impl Cmd {
         let name = rng.below(NAMES.len());
         let scope = *rng.pick(&Scope::ALL);
         match rng.below(12) {
-            0 | 1 => Cmd::Install { name, version: rng.below(2), scope, force: false },
-            2 | 3 => Cmd::Install { name, version: rng.below(2), scope, force: true },
+            0 | 1 => Cmd::Install {
+                name,
+                version: rng.below(2),
+                scope,
+                force: false,
+            },
+            2 | 3 => Cmd::Install {
+                name,
+                version: rng.below(2),
+                scope,
+                force: true,
+            },
             4 | 5 => Cmd::Remove { name, scope },
-            6 | 7 => Cmd::Toggle { name, scope, enable: true },
-            8 | 9 => Cmd::Toggle { name, scope, enable: false },
+            6 | 7 => Cmd::Toggle {
+                name,
+                scope,
+                enable: true,
+            },
+            8 | 9 => Cmd::Toggle {
+                name,
+                scope,
+                enable: false,
+            },
             10 => Cmd::Update { name, scope },
             _ if rng.below(2) == 0 => Cmd::List,
             _ => Cmd::Info { name },
@@ -93,7 +128,12 @@ impl Cmd {
     /// The `zot ext` arguments.
     fn args(&self, env: &Env) -> Vec<String> {
         match self {
-            Cmd::Install { name, version, scope, force } => {
+            Cmd::Install {
+                name,
+                version,
+                scope,
+                force,
+            } => {
                 let mut args = vec!["install".into(), source(env, *name, *version)];
                 if *force {
                     args.push("--force".into());
@@ -104,9 +144,18 @@ impl Cmd {
                 args
             }
             Cmd::Remove { name, scope } => {
-                vec!["remove".into(), "--yes".into(), NAMES[*name].into(), scope.flag().into()]
+                vec![
+                    "remove".into(),
+                    "--yes".into(),
+                    NAMES[*name].into(),
+                    scope.flag().into(),
+                ]
             }
-            Cmd::Toggle { name, scope, enable } => {
+            Cmd::Toggle {
+                name,
+                scope,
+                enable,
+            } => {
                 let verb = if *enable { "enable" } else { "disable" };
                 vec![verb.into(), NAMES[*name].into(), scope.flag().into()]
             }
@@ -143,7 +192,10 @@ impl Cmd {
                     Present { .. } => *force && replaced,
                 };
                 if fits {
-                    vec![Present { version: *version, enabled: true }]
+                    vec![Present {
+                        version: *version,
+                        enabled: true,
+                    }]
                 } else {
                     vec![]
                 }
@@ -152,7 +204,10 @@ impl Cmd {
             (Cmd::Toggle { enable, .. }, Present { version, enabled }) => {
                 let unchanged = stdout.contains("is already");
                 if unchanged == (enabled == *enable) {
-                    vec![Present { version, enabled: *enable }]
+                    vec![Present {
+                        version,
+                        enabled: *enable,
+                    }]
                 } else {
                     vec![]
                 }
@@ -162,12 +217,20 @@ impl Cmd {
                 // disabled extension disabled is not this suite's question.
                 Some(version) => vec![
                     Present { version, enabled },
-                    Present { version, enabled: true },
+                    Present {
+                        version,
+                        enabled: true,
+                    },
                 ],
                 None => vec![],
             },
             (Cmd::Update { .. }, Absent) if recreate => updated_to(stdout)
-                .map(|version| vec![Present { version, enabled: true }])
+                .map(|version| {
+                    vec![Present {
+                        version,
+                        enabled: true,
+                    }]
+                })
                 .unwrap_or_default(),
             _ => vec![],
         }
@@ -207,8 +270,11 @@ fn write_sources(env: &Env) {
             .unwrap();
             write_executable(&dir.join("run.sh"), &format!("#!/bin/sh\n# {name} {v}\n"));
             for i in 0..(8 + 8 * v) {
-                fs::write(dir.join("lib").join(format!("{i}.txt")), format!("{name} {v} {i}\n"))
-                    .unwrap();
+                fs::write(
+                    dir.join("lib").join(format!("{i}.txt")),
+                    format!("{name} {v} {i}\n"),
+                )
+                .unwrap();
             }
         }
     }
@@ -224,17 +290,17 @@ impl References {
     fn take(env: &Env) -> References {
         let mut trees = BTreeMap::new();
         let mut records = BTreeMap::new();
-        for n in 0..NAMES.len() {
-            let dir = env.global_root().join(NAMES[n]);
+        for (n, name) in NAMES.iter().enumerate() {
+            let dir = env.global_root().join(*name);
             for v in 0..2 {
                 zot_ok(env, &["install", "--force", &source(env, n, v)]);
                 trees.insert((n, v, true), capture(&dir));
-                let record = env.home.join(format!(".ext-store/sources/{}.json", NAMES[n]));
+                let record = env.home.join(format!(".ext-store/sources/{name}.json"));
                 records.insert((n, v), read_record(&record).unwrap());
-                zot_ok(env, &["disable", NAMES[n], "--global"]);
+                zot_ok(env, &["disable", *name, "--global"]);
                 trees.insert((n, v, false), capture(&dir));
             }
-            zot_ok(env, &["remove", "--yes", NAMES[n], "--global"]);
+            zot_ok(env, &["remove", "--yes", *name, "--global"]);
         }
         References { trees, records }
     }
@@ -325,9 +391,8 @@ fn run_round(env: &Env, cmds: Vec<Cmd>) -> Vec<Outcome> {
             }
             thread::sleep(Duration::from_millis(5));
         };
-        let read = |ext: &str| {
-            fs::read_to_string(out_dir.join(format!("{i}.{ext}"))).unwrap_or_default()
-        };
+        let read =
+            |ext: &str| fs::read_to_string(out_dir.join(format!("{i}.{ext}"))).unwrap_or_default();
         outcomes.push(Outcome {
             cmd,
             code: status.code(),
@@ -444,11 +509,17 @@ impl Races {
         self.commands += 1;
         let what = format!("zot ext {}", o.cmd.args(&self.env).join(" "));
         if o.hung {
-            self.failures
-                .push((round, format!("{what} hung for {TIMEOUT:?}; stderr: {}", o.stderr)));
+            self.failures.push((
+                round,
+                format!("{what} hung for {TIMEOUT:?}; stderr: {}", o.stderr),
+            ));
             return;
         }
-        let errors: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("error: ")).collect();
+        let errors: Vec<&str> = o
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
         match o.code {
             Some(0) => {
                 self.succeeded += 1;
@@ -550,7 +621,10 @@ impl Races {
             self.succeeded,
             errors.join("\n")
         );
-        eprintln!("{} known-failing outcomes (KNOWN_FAILING):", self.known.len());
+        eprintln!(
+            "{} known-failing outcomes (KNOWN_FAILING):",
+            self.known.len()
+        );
         for (round, known) in self.known.iter().take(20) {
             eprintln!("  round {round}: {known}");
         }
@@ -583,10 +657,25 @@ fn sixteen_processes() {
 #[test]
 fn explainable_orders() {
     use State::*;
-    let on = |version| Present { version, enabled: true };
-    let install = Cmd::Install { name: 0, version: 1, scope: Scope::Global, force: false };
-    let remove = Cmd::Remove { name: 0, scope: Scope::Global };
-    let disable = Cmd::Toggle { name: 0, scope: Scope::Global, enable: false };
+    let on = |version| Present {
+        version,
+        enabled: true,
+    };
+    let install = Cmd::Install {
+        name: 0,
+        version: 1,
+        scope: Scope::Global,
+        force: false,
+    };
+    let remove = Cmd::Remove {
+        name: 0,
+        scope: Scope::Global,
+    };
+    let disable = Cmd::Toggle {
+        name: 0,
+        scope: Scope::Global,
+        enable: false,
+    };
     let ops = [(&install, "installed a 1.0.2"), (&remove, "removed a")];
     // install then remove, or remove then install
     assert!(explainable(Absent, &ops, Absent, false));
@@ -595,12 +684,31 @@ fn explainable_orders() {
     let twice = [(&install, "installed"), (&install, "installed")];
     assert!(!explainable(Absent, &twice, on(1), false));
     // a disable that says it changed something cannot have found it disabled
-    let off = Present { version: 0, enabled: false };
-    assert!(!explainable(off, &[(&disable, "disabled a (global)")], off, false));
-    assert!(explainable(off, &[(&disable, "a (global) is already disabled")], off, false));
+    let off = Present {
+        version: 0,
+        enabled: false,
+    };
+    assert!(!explainable(
+        off,
+        &[(&disable, "disabled a (global)")],
+        off,
+        false
+    ));
+    assert!(explainable(
+        off,
+        &[(&disable, "a (global) is already disabled")],
+        off,
+        false
+    ));
     // an update after a remove brings the extension back only when recreating is allowed
-    let update = Cmd::Update { name: 0, scope: Scope::Global };
-    let ops = [(&remove, "removed a"), (&update, "updated a (global): 1.0.1 -> 1.0.1")];
+    let update = Cmd::Update {
+        name: 0,
+        scope: Scope::Global,
+    };
+    let ops = [
+        (&remove, "removed a"),
+        (&update, "updated a (global): 1.0.1 -> 1.0.1"),
+    ];
     assert!(!explainable(on(0), &ops, on(0), false));
     assert!(explainable(on(0), &ops, on(0), true));
 }

@@ -20,11 +20,20 @@ use super::Env;
 /// One node of a tree, compared byte for byte.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Node {
-    Dir { mode: u32 },
-    File { mode: u32, contents: Vec<u8> },
-    Link { target: PathBuf },
+    Dir {
+        mode: u32,
+    },
+    File {
+        mode: u32,
+        contents: Vec<u8>,
+    },
+    Link {
+        target: PathBuf,
+    },
     /// A FIFO, socket or device: never part of a valid extension.
-    Special { mode: u32 },
+    Special {
+        mode: u32,
+    },
 }
 
 impl fmt::Debug for Node {
@@ -82,10 +91,7 @@ pub fn diff(want: &Tree, got: &Tree) -> String {
         match got.get(path) {
             None => return format!("{} is missing", path.display()),
             Some(other) if other != node => {
-                return format!(
-                    "{} differs: want {node:?}, got {other:?}",
-                    path.display()
-                );
+                return format!("{} differs: want {node:?}, got {other:?}", path.display());
             }
             _ => {}
         }
@@ -345,8 +351,7 @@ impl Checker<'_> {
         for scope in Scope::ALL {
             let dir = scope.state(self.env).join("sources");
             for file in entry_names(&dir) {
-                let Some(name) = file.strip_suffix(".json").filter(|n| !n.starts_with('.'))
-                else {
+                let Some(name) = file.strip_suffix(".json").filter(|n| !n.starts_with('.')) else {
                     out.push(Violation {
                         rule: Rule::NoTempRecord,
                         detail: format!("{} is left", dir.join(&file).display()),
@@ -376,7 +381,10 @@ impl Checker<'_> {
         let Some(allowed) = self.expect.entries.get(&(scope, name.to_string())) else {
             return;
         };
-        let Some(version) = allowed.versions.iter().find(|v| Some(v.label.as_str()) == label)
+        let Some(version) = allowed
+            .versions
+            .iter()
+            .find(|v| Some(v.label.as_str()) == label)
         else {
             return; // already reported as a wrong tree
         };
@@ -498,7 +506,9 @@ pub fn state_emptied(env: &Env, scope: Scope, out: &mut Vec<Violation>) {
 
 /// Splits violations into those of rules listed in `known` and the rest.
 pub fn split_known(violations: Vec<Violation>, known: &[Rule]) -> (Vec<Violation>, Vec<Violation>) {
-    violations.into_iter().partition(|v| !known.contains(&v.rule))
+    violations
+        .into_iter()
+        .partition(|v| !known.contains(&v.rule))
 }
 
 /// The torture suites' run settings: `ZOT_TORTURE=long` for the long mode, and
@@ -535,9 +545,9 @@ impl Torture {
 
     /// A generator for one test, derived from the seed and the test's name.
     pub fn rng(&self, test: &str) -> Rng {
-        let salt = test
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+        let salt = test.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
         Rng(self.seed ^ salt)
     }
 }
