@@ -556,7 +556,8 @@ impl Harness {
     }
 
     /// One kill and everything checked after it.
-    fn attempt(&mut self, scope: Scope, kill: Kill) {
+    /// Returns whether the kill landed.
+    fn attempt(&mut self, scope: Scope, kill: Kill) -> bool {
         let (old, new) = self.world.prepare(scope);
         let args = self.world.command(scope);
         let context = format!("zot ext {} in {scope:?}, {kill}", args.join(" "));
@@ -599,17 +600,22 @@ impl Harness {
         }
         let finished = self.world.expect(scope, &[&new]);
         self.check_settled(&format!("{context}, after finishing"), &finished);
+        killed
     }
 
-    /// Random kills until `wanted` have landed (or four times as many attempts).
-    fn random_kills(&mut self, wanted: usize, duration: Duration) {
+    /// Random kills until `wanted` have landed (or six times as many attempts). A kill that
+    /// comes after the command finished shortens the window (the calibration may have run on
+    /// a busier machine).
+    fn random_kills(&mut self, wanted: usize, mut duration: Duration) {
         let mut rng = self.torture.rng(self.world.op.test_name());
         let before = self.kills;
         let mut attempts = 0;
-        while self.kills - before < wanted && attempts < wanted * 4 {
+        while self.kills - before < wanted && attempts < wanted * 6 {
             let scope = Scope::ALL[attempts % 2];
             let delay = duration.mul_f64(rng.fraction());
-            self.attempt(scope, Kill::After(delay));
+            if !self.attempt(scope, Kill::After(delay)) {
+                duration = duration.mul_f64(0.75);
+            }
             attempts += 1;
         }
         assert!(
