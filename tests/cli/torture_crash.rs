@@ -10,6 +10,7 @@
 //! version. CI mode (plain `cargo test`) kills a few times per operation; `ZOT_TORTURE=long`
 //! kills many more. `ZOT_TORTURE_SEED=<n>` replays a run.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
@@ -20,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::git_servers::{GitDaemon, Repo};
 use crate::support::invariants::{
-    Checker, Expect, RecordId, Rule, Scope, Torture, Tree, Version, Violation, capture, read_record,
+    Checker, Expect, Found, RecordId, Rule, Scope, Torture, Tree, Version, Violation, capture,
+    read_record,
 };
 use crate::support::{Done, Env, write_executable};
 
@@ -412,6 +414,28 @@ impl World {
     }
 }
 
+/// Which version of `victim` in `scope` a kill left: "new", "old" or "neither".
+fn left_behind(
+    found: &Found,
+    scope: Scope,
+    old: &Option<Version>,
+    new: &Option<Version>,
+) -> &'static str {
+    let label = found.get(&(scope, VICTIM.to_string()));
+    let is = |version: &Option<Version>| match (version, label) {
+        (None, None) => true,
+        (Some(v), Some(Some(l))) => v.label == *l,
+        _ => false,
+    };
+    if is(new) {
+        "new"
+    } else if is(old) {
+        "old"
+    } else {
+        "neither"
+    }
+}
+
 fn placeholder() -> Version {
     Version {
         label: String::new(),
@@ -495,6 +519,8 @@ struct Harness {
     kills: usize,
     /// Violations, each with the attempt it was found in.
     violations: Vec<(String, Violation)>,
+    /// What the kills left in place: how many left the old version, how many the new one.
+    left: BTreeMap<String, usize>,
 }
 
 impl Harness {
@@ -504,6 +530,7 @@ impl Harness {
             torture: Torture::from_env(),
             kills: 0,
             violations: Vec::new(),
+            left: BTreeMap::new(),
         }
     }
 
@@ -573,12 +600,16 @@ impl Harness {
             );
         }
         let either = self.world.expect(scope, &[&old, &new]);
-        let (now, _) = Checker {
+        let (now, found) = Checker {
             env: &self.world.env,
             expect: &either,
         }
         .at_any_instant();
         self.add(&format!("{context}, at once"), now);
+        if killed {
+            let left = left_behind(&found, scope, &old, &new);
+            *self.left.entry(left.to_string()).or_default() += 1;
+        }
         let list = run(&self.world.env, &["list"]);
         if list.code != 0 {
             self.violation(
@@ -656,8 +687,9 @@ impl Harness {
                 .join("\n")
         };
         eprintln!(
-            "{test}: {} kills landed; {} violations of rules in KNOWN_FAILING:\n{}",
+            "{test}: {} kills landed, leaving {:?}; {} violations of rules in KNOWN_FAILING:\n{}",
             self.kills,
+            self.left,
             known.len(),
             describe(&known)
         );
