@@ -47,6 +47,11 @@ const KNOWN_FAILING: &[Rule] = &[
 const VICTIM: &str = "victim";
 const KEEP: &str = "keep";
 
+/// The command run after each kill, which must succeed and settle the store: resolve the
+/// pending journal, match records to trees and empty staging, trash and pending (`list` tidies
+/// both scopes when nobody holds their lock).
+const SETTLE: &[&str] = &["list"];
+
 /// How long any one command may run before it counts as hung.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -196,22 +201,13 @@ struct World {
     other: Version,
 }
 
-/// A tree of `files` small files under `lib/`, with an executable and an internal link.
-fn write_source(dir: &Path, version: &str, files: usize) {
+/// An extension `name` at `dir`: a manifest, an executable, `files` small files under
+/// `lib/` (one private), an empty folder and an internal link, so modes, folders and links
+/// all count in the comparison.
+fn write_source(dir: &Path, name: &str, version: &str, files: usize) {
+    use std::os::unix::fs::PermissionsExt;
     fs::create_dir_all(dir.join("lib/deep")).unwrap();
-    let name = dir
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .split('-')
-        .next()
-        .unwrap()
-        .to_string();
-    let name = if name == "src" {
-        VICTIM.to_string()
-    } else {
-        name
-    };
+    fs::create_dir_all(dir.join("data/empty")).unwrap();
     fs::write(
         dir.join("extension.json"),
         format!(
@@ -228,16 +224,18 @@ fn write_source(dir: &Path, version: &str, files: usize) {
         )
         .unwrap();
     }
+    let private = dir.join("lib/f1.txt");
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o600)).unwrap();
     std::os::unix::fs::symlink("run.sh", dir.join("start")).unwrap();
 }
 
 impl World {
     fn new(op: Op) -> World {
         let env = Env::new();
-        write_source(&env.work.join("src-v1"), "1.0.0", 60);
-        write_source(&env.work.join("src-v2"), "2.0.0", 90);
-        write_source(&env.work.join("victim-other"), "9.0.0", 5);
-        write_source(&env.work.join("keep-src"), "1.0.0", 5);
+        write_source(&env.work.join("src-v1"), VICTIM, "1.0.0", 60);
+        write_source(&env.work.join("src-v2"), VICTIM, "2.0.0", 90);
+        write_source(&env.work.join("victim-other"), VICTIM, "9.0.0", 5);
+        write_source(&env.work.join("keep-src"), KEEP, "1.0.0", 5);
         let git = op.uses_git().then(|| Git::start(&env));
         let mut world = World {
             env,
@@ -610,15 +608,15 @@ impl Harness {
             let left = left_behind(&found, scope, &old, &new);
             *self.left.entry(left.to_string()).or_default() += 1;
         }
-        let list = run(&self.world.env, &["list"]);
-        if list.code != 0 {
+        let settle = run(&self.world.env, SETTLE);
+        if settle.code != 0 {
             self.violation(
                 &context,
                 Rule::NextCommandSucceeds,
-                format!("zot ext list failed: {list:?}"),
+                format!("zot ext {} failed: {settle:?}", SETTLE.join(" ")),
             );
         }
-        self.check_settled(&format!("{context}, after list"), &either);
+        self.check_settled(&format!("{context}, after {}", SETTLE.join(" ")), &either);
         if let Some(finish) = self.world.completion(scope) {
             let done = run(&self.world.env, &finish);
             if done.code != 0 {
