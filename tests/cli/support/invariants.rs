@@ -85,6 +85,18 @@ pub fn capture(root: &Path) -> Tree {
     tree
 }
 
+/// Both scope bases (`$ZOT_HOME` and `<project>/.zot`) as one tree, keyed `home/...` and
+/// `project/...`, for "the store is byte-identical" assertions (compare with [`diff`]).
+pub fn capture_store(env: &Env) -> Tree {
+    let mut all = Tree::new();
+    for (key, scope) in [("home", Scope::Global), ("project", Scope::Project)] {
+        for (path, node) in capture(&scope.base(env)) {
+            all.insert(Path::new(key).join(path), node);
+        }
+    }
+    all
+}
+
 /// The first difference between two trees, for messages.
 pub fn diff(want: &Tree, got: &Tree) -> String {
     for (path, node) in want {
