@@ -6,7 +6,7 @@
 //! After each kill: the store invariants at any instant (trees are the old or the new version,
 //! manifests parse, nothing temporary in a root, the lock is free); then `zot ext list` must
 //! succeed and leave the store settled (records match trees; staging, trash and pending
-//! empty); then the command that finishes the operation must succeed and leave exactly the new
+//! empty), also when a first run of it was killed too; then the command that finishes the operation must succeed and leave exactly the new
 //! version. CI mode (plain `cargo test`) kills a few times per operation; `ZOT_TORTURE=long`
 //! kills many more. `ZOT_TORTURE_SEED=<n>` replays a run.
 
@@ -519,6 +519,9 @@ struct Harness {
     violations: Vec<(String, Violation)>,
     /// What the kills left in place: how many left the old version, how many the new one.
     left: BTreeMap<String, usize>,
+    /// How long the settling command runs, and how many kills of it landed.
+    settle_duration: Duration,
+    settle_kills: usize,
 }
 
 impl Harness {
@@ -529,6 +532,8 @@ impl Harness {
             kills: 0,
             violations: Vec::new(),
             left: BTreeMap::new(),
+            settle_duration: Duration::ZERO,
+            settle_kills: 0,
         }
     }
 
@@ -553,6 +558,9 @@ impl Harness {
             }
             let expect = self.world.expect(scope, &[&new]);
             self.check_settled(&context, &expect);
+            let started = Instant::now();
+            run(&self.world.env, SETTLE);
+            self.settle_duration = self.settle_duration.max(started.elapsed());
         }
         longest
     }
@@ -581,8 +589,10 @@ impl Harness {
     }
 
     /// One kill and everything checked after it.
-    /// Returns whether the kill landed.
-    fn attempt(&mut self, scope: Scope, kill: Kill) -> bool {
+    /// Returns whether the kill landed. With `settle_kill`, the settling command is killed
+    /// once that long after its start before it runs undisturbed (recovery must survive a
+    /// kill too).
+    fn attempt(&mut self, scope: Scope, kill: Kill, settle_kill: Option<Duration>) -> bool {
         let (old, new) = self.world.prepare(scope);
         let args = self.world.command(scope);
         let context = format!("zot ext {} in {scope:?}, {kill}", args.join(" "));
@@ -608,6 +618,9 @@ impl Harness {
             let left = left_behind(&found, scope, &old, &new);
             *self.left.entry(left.to_string()).or_default() += 1;
         }
+        if let Some(delay) = settle_kill {
+            self.kill_settle(&context, &either, delay);
+        }
         let settle = run(&self.world.env, SETTLE);
         if settle.code != 0 {
             self.violation(
@@ -632,6 +645,26 @@ impl Harness {
         killed
     }
 
+    /// Kills the settling command `delay` after its start, then checks what must hold at
+    /// any instant.
+    fn kill_settle(&mut self, context: &str, expect: &Expect, delay: Duration) {
+        let settle: Vec<String> = SETTLE.iter().map(|a| a.to_string()).collect();
+        let (status, _) = run_killed(&self.world.env, &settle, &Kill::After(delay));
+        if status.signal() == Some(9) {
+            self.settle_kills += 1;
+        }
+        let (now, _) = Checker {
+            env: &self.world.env,
+            expect,
+        }
+        .at_any_instant();
+        let when = delay.as_micros();
+        self.add(
+            &format!("{context}, {} killed after {when} µs", SETTLE.join(" ")),
+            now,
+        );
+    }
+
     /// Random kills until `wanted` have landed (or six times as many attempts). A kill that
     /// comes after the command finished shortens the window (the calibration may have run on
     /// a busier machine).
@@ -642,7 +675,9 @@ impl Harness {
         while self.kills - before < wanted && attempts < wanted * 6 {
             let scope = Scope::ALL[attempts % 2];
             let delay = duration.mul_f64(rng.fraction());
-            if !self.attempt(scope, Kill::After(delay)) {
+            let settle_delay = self.settle_duration.mul_f64(rng.fraction());
+            let settle_kill = (attempts % 3 == 2).then_some(settle_delay);
+            if !self.attempt(scope, Kill::After(delay), settle_kill) {
                 duration = duration.mul_f64(0.75);
             }
             attempts += 1;
@@ -658,6 +693,9 @@ impl Harness {
 
     /// A kill at each of the operation's named points, in one scope (both in long mode).
     fn named_kills(&mut self) {
+        let mut rng = self
+            .torture
+            .rng(&format!("{} points", self.world.op.test_name()));
         for (i, point) in self.world.op.points().iter().enumerate() {
             let scopes = if self.torture.long {
                 Scope::ALL.to_vec()
@@ -665,7 +703,11 @@ impl Harness {
                 vec![Scope::ALL[i % 2]]
             };
             for scope in scopes {
-                self.attempt(scope, Kill::At(point));
+                // In long mode the project-scope kill also kills the recovery once.
+                let settle_delay = self.settle_duration.mul_f64(rng.fraction());
+                let settle_kill =
+                    (self.torture.long && scope == Scope::Project).then_some(settle_delay);
+                self.attempt(scope, Kill::At(point), settle_kill);
             }
         }
     }
@@ -685,9 +727,11 @@ impl Harness {
                 .join("\n")
         };
         eprintln!(
-            "{test}: {} kills landed, leaving {:?}; {} violations of rules in KNOWN_FAILING:\n{}",
+            "{test}: {} kills landed, leaving {:?}, and {} kills of `{}` after one; {} violations of rules in KNOWN_FAILING:\n{}",
             self.kills,
             self.left,
+            self.settle_kills,
+            SETTLE.join(" "),
             known.len(),
             describe(&known)
         );
