@@ -25,7 +25,11 @@ use crate::support::{Env, write_executable};
 /// Race outcomes today's `main` still shows, each fixed by the lock-wait re-checks of issue 8
 /// (a command that waited for the lock re-checks what it was asked to change). They are
 /// printed but do not fail; empty this list once that part is merged.
-const KNOWN_FAILING: &[Known] = &[Known::UpdateRecreatesRemoved, Known::StaleTargetError];
+const KNOWN_FAILING: &[Known] = &[
+    Known::UpdateRecreatesRemoved,
+    Known::StaleTargetError,
+    Known::InfoWithoutRecord,
+];
 
 /// A race outcome that is wrong but known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +42,10 @@ enum Known {
     /// extension needs extension.json…`, `…/a does not exist: No such file or directory (os
     /// error 2)`) instead of saying the extension was removed meanwhile.
     StaleTargetError,
+    /// `info` ran between an install's rename and its record's (the install-record journal
+    /// of issue 8 closes that window) and called a zot-installed extension "copied in by
+    /// hand?".
+    InfoWithoutRecord,
 }
 
 impl Known {
@@ -523,6 +531,13 @@ impl Races {
         match o.code {
             Some(0) => {
                 self.succeeded += 1;
+                if matches!(o.cmd, Cmd::Info { .. }) && o.stdout.contains("by hand") {
+                    self.known(
+                        round,
+                        Known::InfoWithoutRecord,
+                        format!("{what}: {}", o.stdout),
+                    );
+                }
                 if !errors.is_empty() {
                     self.failures
                         .push((round, format!("{what} succeeded but printed {errors:?}")));

@@ -213,7 +213,7 @@ pub enum Rule {
     ManifestParses,
     /// A temporary manifest (`.extension.json.*`) is inside an extension folder.
     NoTempManifest,
-    /// Something hidden and temporary (`.tmp*`, `*.old`, ...) is in an extensions root.
+    /// Something hidden that no extension may be (`.tmp*`, ...) is in an extensions root.
     NoTempInRoot,
     /// A tree zot installed has no install record.
     RecordMissing,
@@ -285,7 +285,8 @@ impl Checker<'_> {
         for scope in Scope::ALL {
             let root = scope.root(self.env);
             for name in entry_names(&root) {
-                if is_temporary(&name) {
+                let expected = self.expect.entries.contains_key(&(scope, name.clone()));
+                if !expected && name.starts_with('.') {
                     out.push(Violation {
                         rule: Rule::NoTempInRoot,
                         detail: format!("{} is in the root", root.join(&name).display()),
@@ -467,11 +468,6 @@ fn manifest_parses(path: &Path, name: &str, out: &mut Vec<Violation>) {
             ),
         });
     }
-}
-
-/// Whether a root entry's name is a temporary one (zot's or tempfile's).
-fn is_temporary(name: &str) -> bool {
-    name.starts_with('.') || name.ends_with(".old") || name.ends_with(".tmp")
 }
 
 /// The names in a folder, sorted; none when it does not exist.
