@@ -753,10 +753,24 @@ fn random_kills_wanted(torture: &Torture) -> usize {
 
 fn torture(op: Op) {
     let mut harness = Harness::new(op);
+    let test = op.test_name();
+    eprintln!("{test}: {}", harness.torture.replay(test));
     let wanted = random_kills_wanted(&harness.torture);
-    let duration = harness.calibrate();
-    harness.random_kills(wanted, duration);
-    harness.named_kills();
+    // A command that sets up the next attempt may fail on a store a kill broke: report it
+    // with everything found so far rather than losing that to the panic.
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let duration = harness.calibrate();
+        harness.random_kills(wanted, duration);
+        harness.named_kills();
+    }));
+    if let Err(panic) = run {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        harness.violation("stopped", Rule::NextCommandSucceeds, message);
+    }
     harness.finish();
 }
 
