@@ -664,6 +664,8 @@ impl Races {
 fn sixteen_processes() {
     let mut races = Races::new();
     let rounds = rounds(&races.torture);
+    let test = "torture_races::sixteen_processes";
+    eprintln!("{test}: {}", races.torture.replay(test));
     races.run(rounds);
     races.finish(rounds);
 }
