@@ -1,6 +1,7 @@
 //! Race suite of the torture suite: 16 `zot ext` processes at once, round after round, run
 //! mixed commands (install, install --force, remove, enable, disable, update, list, info) on
-//! three names in both scopes of one store.
+//! four names in both scopes of one store: three installed from local folders (two versions
+//! each), one from a loopback git daemon that gets a new commit every few rounds.
 //!
 //! After every round: the store invariants (every entry is one of the known versions, records
 //! match, nothing temporary, lock free, staging and trash empty); no command hung; every
@@ -17,6 +18,7 @@ use std::process::{Child, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::support::git_servers::{GitDaemon, Repo};
 use crate::support::invariants::{
     Checker, Expect, RecordId, Rng, Scope, Torture, Tree, Version, capture, read_record,
 };
@@ -55,7 +57,11 @@ impl Known {
     }
 }
 
-const NAMES: [&str; 3] = ["a", "b", "c"];
+const NAMES: [&str; 4] = ["a", "b", "c", "g"];
+/// The name installed from git.
+const GIT: usize = 3;
+/// A new commit is pushed to the git source before every this many rounds.
+const PUSH_EVERY: usize = 4;
 const PROCESSES: usize = 16;
 /// How long one command may take, lock waits included, before it counts as hung.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -64,7 +70,8 @@ fn rounds(torture: &Torture) -> usize {
     if torture.long { 50 } else { 16 }
 }
 
-/// What one name holds in one scope.
+/// What one name holds in one scope; `version` is the patch number of its manifest version
+/// (`1.0.<version>`): 1 or 2 for the local sources, 101, 102... for the git commits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum State {
     Absent,
@@ -133,8 +140,8 @@ impl Cmd {
         }
     }
 
-    /// The `zot ext` arguments.
-    fn args(&self, env: &Env) -> Vec<String> {
+    /// The `zot ext` arguments; `url` is the git source of [`GIT`].
+    fn args(&self, env: &Env, url: &str) -> Vec<String> {
         match self {
             Cmd::Install {
                 name,
@@ -142,7 +149,12 @@ impl Cmd {
                 scope,
                 force,
             } => {
-                let mut args = vec!["install".into(), source(env, *name, *version)];
+                let source = if *name == GIT {
+                    url.to_string()
+                } else {
+                    source(env, *name, *version)
+                };
+                let mut args = vec!["install".into(), source];
                 if *force {
                     args.push("--force".into());
                 }
@@ -175,6 +187,26 @@ impl Cmd {
         }
     }
 
+    /// What kind of command this is, for the counts: the verb and git or local.
+    fn kind(&self) -> String {
+        let verb = match self {
+            Cmd::Install { force: false, .. } => "install",
+            Cmd::Install { force: true, .. } => "install --force",
+            Cmd::Remove { .. } => "remove",
+            Cmd::Toggle { enable: true, .. } => "enable",
+            Cmd::Toggle { enable: false, .. } => "disable",
+            Cmd::Update { .. } => "update",
+            Cmd::List => return "list".into(),
+            Cmd::Info { .. } => return "info".into(),
+        };
+        let from = if self.key().is_some_and(|(_, n)| n == GIT) {
+            "git"
+        } else {
+            "local"
+        };
+        format!("{verb} ({from})")
+    }
+
     /// The name and scope a changing command works on.
     fn key(&self) -> Option<(Scope, usize)> {
         match self {
@@ -193,19 +225,29 @@ impl Cmd {
     fn after(&self, before: State, stdout: &str, recreate: bool) -> Vec<State> {
         use State::*;
         match (self, before) {
-            (Cmd::Install { version, force, .. }, _) => {
+            (
+                Cmd::Install {
+                    name,
+                    version,
+                    force,
+                    ..
+                },
+                _,
+            ) => {
                 let replaced = stdout.starts_with("replaced");
                 let fits = match before {
                     Absent => !replaced,
                     Present { .. } => *force && replaced,
                 };
-                if fits {
-                    vec![Present {
-                        version: *version,
+                // A local source installs its own version; git whatever the head was.
+                let installed = patch(stdout.split_whitespace().nth(2).unwrap_or(""))
+                    .filter(|p| *name == GIT || *p == version + 1);
+                match installed {
+                    Some(version) if fits => vec![Present {
+                        version,
                         enabled: true,
-                    }]
-                } else {
-                    vec![]
+                    }],
+                    _ => vec![],
                 }
             }
             (Cmd::Remove { .. }, Present { .. }) => vec![Absent],
@@ -219,6 +261,9 @@ impl Cmd {
                 } else {
                     vec![]
                 }
+            }
+            (Cmd::Update { .. }, Present { .. }) if stdout.contains("is up to date") => {
+                vec![before]
             }
             (Cmd::Update { .. }, Present { enabled, .. }) => match updated_to(stdout) {
                 // The source's manifest says `"enabled": true`; whether an update keeps a
@@ -245,14 +290,14 @@ impl Cmd {
     }
 }
 
-/// The version `update` reports it went to: `... -> 1.0.<v+1>`.
+/// The version `update` reports it went to: `... -> 1.0.<patch> [commit]`.
 fn updated_to(stdout: &str) -> Option<usize> {
-    let to = stdout.rsplit("-> ").next()?.trim();
-    match to {
-        "1.0.1" => Some(0),
-        "1.0.2" => Some(1),
-        _ => None,
-    }
+    patch(stdout.rsplit("-> ").next()?.split_whitespace().next()?)
+}
+
+/// The patch number of `1.0.<patch>`.
+fn patch(version: &str) -> Option<usize> {
+    version.strip_prefix("1.0.")?.parse().ok()
 }
 
 fn source(env: &Env, name: usize, version: usize) -> String {
@@ -264,7 +309,7 @@ fn source(env: &Env, name: usize, version: usize) -> String {
 
 /// Writes the two versions of every name: different contents, both enabled.
 fn write_sources(env: &Env) {
-    for (n, name) in NAMES.iter().enumerate() {
+    for (n, name) in NAMES.iter().enumerate().take(GIT) {
         for v in 0..2 {
             let dir = Path::new(&source(env, n, v)).to_path_buf();
             fs::create_dir_all(dir.join("lib")).unwrap();
@@ -298,19 +343,24 @@ impl References {
     fn take(env: &Env) -> References {
         let mut trees = BTreeMap::new();
         let mut records = BTreeMap::new();
-        for (n, name) in NAMES.iter().enumerate() {
-            let dir = env.global_root().join(*name);
+        for (n, name) in NAMES.iter().enumerate().take(GIT) {
             for v in 0..2 {
-                zot_ok(env, &["install", "--force", &source(env, n, v)]);
-                trees.insert((n, v, true), capture(&dir));
-                let record = env.home.join(format!(".ext-store/sources/{name}.json"));
-                records.insert((n, v), read_record(&record).unwrap());
-                zot_ok(env, &["disable", *name, "--global"]);
-                trees.insert((n, v, false), capture(&dir));
+                let source = source(env, n, v);
+                let (on, off, record) = install_twice(env, name, &source);
+                trees.insert((n, v + 1, true), on);
+                trees.insert((n, v + 1, false), off);
+                records.insert((n, v + 1), record);
             }
-            zot_ok(env, &["remove", "--yes", *name, "--global"]);
         }
         References { trees, records }
+    }
+
+    /// Adds the git head, version `1.0.<patch>`, installing it in `scratch`.
+    fn add_git(&mut self, scratch: &Env, url: &str, patch: usize) {
+        let (on, off, record) = install_twice(scratch, NAMES[GIT], url);
+        self.trees.insert((GIT, patch, true), on);
+        self.trees.insert((GIT, patch, false), off);
+        self.records.insert((GIT, patch), record);
     }
 
     /// Every version of every name, absent included, may be anywhere.
@@ -350,8 +400,67 @@ impl References {
     }
 }
 
+/// Installs `source` globally in `env`: its tree enabled and disabled, and its record; then
+/// removes it again.
+fn install_twice(env: &Env, name: &str, source: &str) -> (Tree, Tree, RecordId) {
+    let dir = env.global_root().join(name);
+    zot_ok(env, &["install", "--force", source]);
+    let on = capture(&dir);
+    let record = env.home.join(format!(".ext-store/sources/{name}.json"));
+    let record = read_record(&record).unwrap();
+    zot_ok(env, &["disable", name, "--global"]);
+    let off = capture(&dir);
+    zot_ok(env, &["remove", "--yes", name, "--global"]);
+    (on, off, record)
+}
+
 fn label(version: usize, enabled: bool) -> String {
-    format!("v{}{}", version + 1, if enabled { "" } else { " disabled" })
+    format!("1.0.{version}{}", if enabled { "" } else { " disabled" })
+}
+
+/// The git source of [`GIT`]: a repository on a loopback `git daemon`, and a scratch world
+/// to take the reference tree of each new commit in.
+struct GitSource {
+    _daemon: GitDaemon,
+    repo: Repo,
+    url: String,
+    patch: usize,
+    scratch: Env,
+}
+
+impl GitSource {
+    fn start(env: &Env) -> GitSource {
+        let root = env.work.join("served");
+        let repo = Repo::empty(&root, NAMES[GIT]);
+        let daemon = GitDaemon::start(&root);
+        GitSource {
+            url: daemon.url(NAMES[GIT]),
+            _daemon: daemon,
+            repo,
+            patch: 100,
+            scratch: Env::new(),
+        }
+    }
+
+    /// Commits the next version (`1.0.<patch>`, its own file contents) and learns its trees.
+    fn push(&mut self, refs: &mut References) {
+        self.patch += 1;
+        let patch = self.patch;
+        self.repo.commit_with("next", |work| {
+            fs::write(
+                work.join("extension.json"),
+                format!(
+                    "{{\n  \"name\": \"g\",\n  \"version\": \"1.0.{patch}\",\n  \"exec\": \"./run.sh\",\n  \"enabled\": true\n}}\n"
+                ),
+            )
+            .unwrap();
+            write_executable(&work.join("run.sh"), &format!("#!/bin/sh\n# {patch}\n"));
+            fs::create_dir_all(work.join("lib")).unwrap();
+            fs::write(work.join("lib/push.txt"), format!("push {patch}\n").repeat(patch % 5 + 1))
+                .unwrap();
+        });
+        refs.add_git(&self.scratch, &self.url, patch);
+    }
 }
 
 fn zot_ok(env: &Env, args: &[&str]) {
@@ -371,13 +480,13 @@ struct Outcome {
 }
 
 /// Starts every command at once and waits for all, killing any that outlive [`TIMEOUT`].
-fn run_round(env: &Env, cmds: Vec<Cmd>) -> Vec<Outcome> {
+fn run_round(env: &Env, url: &str, cmds: Vec<Cmd>) -> Vec<Outcome> {
     let out_dir = env.work.join("out");
     fs::create_dir_all(&out_dir).unwrap();
     let mut running: Vec<(Cmd, Child)> = Vec::new();
     for (i, cmd) in cmds.into_iter().enumerate() {
         let mut full = vec!["ext".to_string()];
-        full.extend(cmd.args(env));
+        full.extend(cmd.args(env, url));
         let mut run = env.zot(&full).cmd;
         run.stdin(Stdio::null())
             .stdout(File::create(out_dir.join(format!("{i}.out"))).unwrap())
@@ -450,6 +559,7 @@ fn search(
 struct Races {
     env: Env,
     refs: References,
+    git: GitSource,
     torture: Torture,
     /// (round, what went wrong)
     failures: Vec<(usize, String)>,
@@ -459,22 +569,28 @@ struct Races {
     errors: BTreeMap<String, usize>,
     commands: usize,
     succeeded: usize,
+    /// Per kind of command (`install g`, `update local`...): how many succeeded and failed.
+    kinds: BTreeMap<String, (usize, usize)>,
 }
 
 impl Races {
     fn new() -> Races {
         let env = Env::new();
         write_sources(&env);
-        let refs = References::take(&env);
+        let mut refs = References::take(&env);
+        let mut git = GitSource::start(&env);
+        git.push(&mut refs);
         Races {
             env,
             refs,
+            git,
             torture: Torture::from_env(),
             failures: Vec::new(),
             known: Vec::new(),
             errors: BTreeMap::new(),
             commands: 0,
             succeeded: 0,
+            kinds: BTreeMap::new(),
         }
     }
 
@@ -490,11 +606,15 @@ impl Races {
 
     fn run(&mut self, rounds: usize) {
         let mut rng = self.torture.rng("torture_races");
-        let expect = self.refs.expect();
+        let mut expect = self.refs.expect();
         let mut before = self.observe_all();
         for round in 0..rounds {
+            if round % PUSH_EVERY == PUSH_EVERY - 1 {
+                self.git.push(&mut self.refs);
+                expect = self.refs.expect();
+            }
             let cmds: Vec<Cmd> = (0..PROCESSES).map(|_| Cmd::random(&mut rng)).collect();
-            let outcomes = run_round(&self.env, cmds);
+            let outcomes = run_round(&self.env, &self.git.url, cmds);
             for outcome in &outcomes {
                 self.judge(round, outcome);
             }
@@ -515,7 +635,13 @@ impl Races {
     /// Exit status and stderr of one command.
     fn judge(&mut self, round: usize, o: &Outcome) {
         self.commands += 1;
-        let what = format!("zot ext {}", o.cmd.args(&self.env).join(" "));
+        let counts = self.kinds.entry(o.cmd.kind()).or_default();
+        if o.code == Some(0) {
+            counts.0 += 1;
+        } else {
+            counts.1 += 1;
+        }
+        let what = format!("zot ext {}", o.cmd.args(&self.env, &self.git.url).join(" "));
         if o.hung {
             self.failures.push((
                 round,
@@ -604,7 +730,10 @@ impl Races {
             let (scope, n) = key;
             let reported: Vec<String> = ops
                 .iter()
-                .map(|(cmd, out)| format!("{} => {}", cmd.args(&self.env).join(" "), out.trim()))
+                .map(|(cmd, out)| {
+                    let args = cmd.args(&self.env, &self.git.url).join(" ");
+                    format!("{args} => {}", out.trim())
+                })
                 .collect();
             if explainable(was, &ops, now, true) {
                 self.known(
@@ -631,9 +760,10 @@ impl Races {
             .map(|(e, count)| format!("  {count} × {e}"))
             .collect();
         eprintln!(
-            "torture_races: {rounds} rounds × {PROCESSES} processes, {} commands, {} succeeded; distinct errors:\n{}",
+            "torture_races: {rounds} rounds × {PROCESSES} processes, {} commands, {} succeeded ({:?} as (ok, failed)); distinct errors:\n{}",
             self.commands,
             self.succeeded,
+            self.kinds,
             errors.join("\n")
         );
         eprintln!(
@@ -693,16 +823,33 @@ fn explainable_orders() {
         scope: Scope::Global,
         enable: false,
     };
-    let ops = [(&install, "installed a 1.0.2"), (&remove, "removed a")];
+    let ops = [
+        (&install, "installed a 1.0.2 (global) in /x/a"),
+        (&remove, "removed a"),
+    ];
     // install then remove, or remove then install
     assert!(explainable(Absent, &ops, Absent, false));
-    assert!(explainable(on(0), &ops, on(1), false));
+    assert!(explainable(on(1), &ops, on(2), false));
+    // the second local version reports 1.0.2, nothing else
+    let wrong = [(&install, "installed a 1.0.1 (global) in /x/a")];
+    assert!(!explainable(Absent, &wrong, on(1), false));
     // two successful plain installs need a remove in between
-    let twice = [(&install, "installed"), (&install, "installed")];
-    assert!(!explainable(Absent, &twice, on(1), false));
+    let installed = "installed a 1.0.2 (global) in /x/a";
+    let twice = [(&install, installed), (&install, installed)];
+    assert!(!explainable(Absent, &twice, on(2), false));
+    // a git install is whatever version it reports
+    let git = Cmd::Install {
+        name: GIT,
+        version: 0,
+        scope: Scope::Global,
+        force: true,
+    };
+    let replaced = [(&git, "replaced g 1.0.104 (global) in /x/g")];
+    assert!(explainable(on(103), &replaced, on(104), false));
+    assert!(!explainable(Absent, &replaced, on(104), false));
     // a disable that says it changed something cannot have found it disabled
     let off = Present {
-        version: 0,
+        version: 1,
         enabled: false,
     };
     assert!(!explainable(
@@ -726,6 +873,19 @@ fn explainable_orders() {
         (&remove, "removed a"),
         (&update, "updated a (global): 1.0.1 -> 1.0.1"),
     ];
-    assert!(!explainable(on(0), &ops, on(0), false));
-    assert!(explainable(on(0), &ops, on(0), true));
+    assert!(!explainable(on(1), &ops, on(1), false));
+    assert!(explainable(on(1), &ops, on(1), true));
+    // a git update goes where it says; up to date changes nothing
+    let update = Cmd::Update {
+        name: GIT,
+        scope: Scope::Global,
+    };
+    let moved = [(
+        &update,
+        "updated g (global): 1.0.101 1a2b3c4 -> 1.0.103 5d6e7f8",
+    )];
+    assert!(explainable(on(101), &moved, on(103), false));
+    let same = [(&update, "g (global) is up to date (1.0.103 5d6e7f8)")];
+    assert!(explainable(on(103), &same, on(103), false));
+    assert!(!explainable(on(103), &same, on(104), false));
 }
