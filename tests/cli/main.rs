@@ -25,4 +25,6 @@ mod ssh_install;
 mod store_safety;
 mod submodules;
 mod toggle;
+mod torture_crash;
+mod torture_races;
 mod update;

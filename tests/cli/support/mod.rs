@@ -6,6 +6,7 @@
 pub mod extensions;
 pub mod git_servers;
 pub mod hostile;
+pub mod invariants;
 
 use std::ffi::OsStr;
 use std::fs;
