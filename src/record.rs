@@ -85,7 +85,12 @@ impl Record {
 
     /// The record of `name` in this scope; `None` when it was installed by hand. The file
     /// is read without following links and at most 1 MiB of it.
+    /// While a change is being made, the journal's record counts as soon as its tree is in
+    /// place, so a command reading without the lock never sees a tree without its record.
     pub fn load(dirs: &ScopeDirs, name: &str) -> Option<Record> {
+        if let Some(record) = store::journalled_record(dirs, name) {
+            return Some(record);
+        }
         let bytes = store::read_state_file(dirs, "sources", &Self::file_name(name))?;
         serde_json::from_slice(&bytes).ok()
     }

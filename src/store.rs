@@ -9,6 +9,8 @@
 pub mod fsx;
 mod journal;
 
+pub use journal::journalled_record;
+
 use std::ffi::OsStr;
 use std::fs::{self, File, TryLockError};
 use std::io;

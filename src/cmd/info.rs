@@ -230,10 +230,13 @@ fn render_links(name: &str, c: &Copy) -> Option<String> {
 
 fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {
     let Some(r) = &c.source else {
-        field(
-            "source:",
-            "unknown (no install record: copied in by hand?)".into(),
-        );
+        // A `remove` that finished while this command ran took the record with it.
+        let why = if std::fs::symlink_metadata(&c.dir).is_err() {
+            "unknown (another zot ext command removed it just now)"
+        } else {
+            "unknown (no install record: copied in by hand?)"
+        };
+        field("source:", why.into());
         return;
     };
     let kind = match r.kind {

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fsx::Identity;
 use super::{MAX_STATE_FILE, Store, identity_of};
+use crate::paths::ScopeDirs;
 use crate::record::Record;
 
 /// The record of a tree about to be placed as `extensions/<name>`.
@@ -104,6 +105,16 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// The record of `extensions/<name>` in the journal, if the journal has one and its tree is
+/// the one in place now (read without the lock: the rename happened, the record's commit
+/// may not have).
+pub fn journalled_record(dirs: &ScopeDirs, name: &str) -> Option<Record> {
+    let bytes = super::read_state_file(dirs, "pending", &file_name(name))?;
+    let intent: Intent = serde_json::from_slice(&bytes).ok()?;
+    let now = fs::symlink_metadata(dirs.extension(name)).ok()?;
+    (identity_of(&now) == intent.tree).then_some(intent.record)
 }
 
 fn read_intent(store: &Store, entry: &OsStr) -> Option<Intent> {

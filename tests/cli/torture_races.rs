@@ -27,11 +27,7 @@ use crate::support::{Env, write_executable};
 /// Race outcomes today's `main` still shows, each fixed by the lock-wait re-checks of issue 8
 /// (a command that waited for the lock re-checks what it was asked to change). They are
 /// printed but do not fail; empty this list once that part is merged.
-const KNOWN_FAILING: &[Known] = &[
-    Known::UpdateRecreatesRemoved,
-    Known::StaleTargetError,
-    Known::InfoWithoutRecord,
-];
+const KNOWN_FAILING: &[Known] = &[];
 
 /// A race outcome that is wrong but known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
