@@ -648,6 +648,27 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_without_the_lock_sees_the_journalled_record_once_the_tree_is_placed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let first = stage_with(&s, "old");
+        s.publish(&first, "a", false, &record("a", "/src/old"))
+            .unwrap();
+        let second = stage_with(&s, "new");
+        let r = record("a", "/src/new");
+        s.write_intent(
+            "a",
+            &journal::Intent::install(&r, second.identity().unwrap()),
+        )
+        .unwrap();
+        // Before the rename: the old record describes the old tree.
+        assert_eq!(Record::load(&s.dirs, "a").unwrap().source, "/src/old");
+        s.place(&second, "a", true).unwrap();
+        // After it, before the record's commit: the journal's record.
+        assert_eq!(Record::load(&s.dirs, "a").unwrap().source, "/src/new");
+    }
+
+    #[test]
     fn a_tree_never_placed_keeps_the_old_record() {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
