@@ -24,7 +24,7 @@ use rustix::io::Errno;
 
 use crate::crashpoint;
 use crate::output::printable;
-use crate::paths::ScopeDirs;
+use crate::paths::{Scope, ScopeDirs};
 use crate::record::Record;
 use fsx::{Folder, Identity, OpenError, Wrong, unique_name};
 
@@ -101,6 +101,7 @@ impl Store {
     /// Locks the scope's store (waiting up to ten seconds), finishes what a killed run
     /// left in the journal and clears its leftovers.
     pub fn open(dirs: &ScopeDirs) -> Result<Store> {
+        refuse_project_links(dirs)?;
         create_dir(&dirs.base)?;
         let state = open_state(dirs, true)?.expect("created");
         let lock = open_lock(&state, true)?.expect("created");
@@ -380,6 +381,30 @@ impl Folders {
             pending,
         }))
     }
+}
+
+/// A project's `.zot` and `.zot/extensions` come with the repository, which anyone may
+/// have written: zot ext never changes a project scope through a link there, since the link
+/// could lead anywhere (a global `$ZOT_HOME` and its `extensions` folder are the user's
+/// own choice and may be links).
+fn refuse_project_links(dirs: &ScopeDirs) -> Result<()> {
+    if dirs.scope != Scope::Project {
+        return Ok(());
+    }
+    for path in [dirs.base.clone(), dirs.extensions()] {
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(&path).unwrap_or_default();
+            bail!(
+                "{} is a symbolic link to {}; zot ext never changes a project's extensions through a link (a cloned repository could point it anywhere): replace it with a real folder, or use --global (nothing was changed)",
+                printable(&path.display().to_string()),
+                printable(&target.display().to_string())
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `<base>/.ext-store`, never through a link; `None` when it is missing and not created.

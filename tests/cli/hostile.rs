@@ -178,8 +178,7 @@ fn state_folder_cases() -> Vec<Case> {
                 symlink("../../victim", &root).unwrap();
                 ext(["remove", "tool", "--project", "--yes"])
             },
-        )
-        .pending("unlisted"),
+        ),
         // leftovers of killed runs that are links: only the links go
         Case::either("staging_leftover_links_to_the_victim", "existing", |w| {
             symlink(&w.victim, w.global_state().join("staging/.tmpleft")).unwrap();
@@ -205,13 +204,11 @@ fn state_folder_cases() -> Vec<Case> {
         Case::either("record_is_a_named_pipe_then_info", "existing", |w| {
             replace_with_fifo(&record(w, "existing"));
             ext(["info", "existing"])
-        })
-        .pending("reads"),
+        }),
         Case::either("record_is_dev_zero_then_info", "existing", |w| {
             replace_with_link(&record(w, "existing"), Path::new("/dev/zero"));
             ext(["info", "existing"])
-        })
-        .pending("reads"),
+        }),
         Case::either("record_is_huge_then_info", "existing", |w| {
             sparse(&record(w, "existing"), 64 << 20);
             ext(["info", "existing"])
@@ -223,8 +220,7 @@ fn state_folder_cases() -> Vec<Case> {
         Case::either("record_is_a_named_pipe_then_update", "existing", |w| {
             replace_with_fifo(&record(w, "existing"));
             ext(["update", "existing"])
-        })
-        .pending("reads"),
+        }),
         Case::succeeds("record_links_to_the_victim_then_remove", "existing", |w| {
             replace_with_link(&record(w, "existing"), &w.victim.join("precious.txt"));
             ext(["remove", "existing", "--yes"])
@@ -267,8 +263,7 @@ fn state_folder_cases() -> Vec<Case> {
                 symlink("../victim", &zot).unwrap();
                 install_x(w, &["--project"])
             },
-        )
-        .pending("unlisted"),
+        ),
         // installed manifests that are special files or links
         Case::fails(
             "installed_manifest_links_outside_then_disable",
@@ -721,8 +716,7 @@ fn url_cases() -> Vec<Case> {
                 });
                 install_url(format!("file://{}/repo.git", root.display()))
             },
-        )
-        .pending("git"),
+        ),
         Case::fails(
             "repository_manifest_links_outside",
             1,

@@ -386,8 +386,7 @@ pub struct Case {
     /// The fix this case waits for; the runner skips it (with a note) until the tag is gone.
     /// Issue 8's parts: "store" (state folder, lock, symlinked manifests written), "reads"
     /// (special files, capped reads), "redact" (secrets and control characters in output),
-    /// "git" (repository manifests), "links" (links kept as links); "unlisted" marks a bug
-    /// the issue does not list (a root or `.zot` that is a link out of the project).
+    /// "git" (repository manifests), "links" (links kept as links).
     pub pending: Option<&'static str>,
 }
 
