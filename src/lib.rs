@@ -1,5 +1,6 @@
 //! zot-ext: the `zot ext` extension manager for the zot coding agent.
 
+pub mod bounded;
 pub mod catalog;
 pub mod cli;
 pub mod cmd;

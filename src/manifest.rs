@@ -3,13 +3,15 @@
 
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ast;
 use jsonc_parser::common::Ranged;
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::bounded::{self, ReadError};
 
 /// The manifest's file name, at the top of every extension folder.
 pub const FILE: &str = "extension.json";
@@ -80,33 +82,48 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The largest manifest zot reads; real ones are a few hundred bytes.
+pub const MAX_SIZE: u64 = 1 << 20;
+
 /// Reads and validates `<dir>/extension.json`.
 pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
     let path = dir.join(FILE);
+    let text = load(&path)?;
+    parse(&text, &path)
+}
+
+/// The text of the manifest at `path`, the one way zot reads a manifest: a symbolic link is
+/// followed, but a named pipe, socket or device is refused without waiting on it, a file
+/// over [`MAX_SIZE`] is refused without reading it, and the text must be UTF-8 without BOM.
+pub fn load(path: &Path) -> Result<String, ManifestError> {
     let fail = |message: String| ManifestError {
-        path: path.clone(),
+        path: path.to_path_buf(),
         position: None,
         message,
     };
-    let text = match fs::read(&path) {
-        Ok(bytes) if bytes.starts_with(b"\xef\xbb\xbf") => {
-            return Err(fail(
-                "starts with a byte order mark (BOM), which zot cannot read; save it as UTF-8 without BOM".into(),
-            ));
+    let bytes = bounded::read(path, MAX_SIZE).map_err(|e| fail(unreadable(&e)))?;
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        return Err(fail(
+            "starts with a byte order mark (BOM), which zot cannot read; save it as UTF-8 without BOM".into(),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))
+}
+
+/// Why a manifest could not be read, said for a manifest.
+fn unreadable(e: &ReadError) -> String {
+    match e {
+        ReadError::Missing => {
+            format!("not found; an extension needs {FILE} at the top of its folder")
         }
-        Ok(bytes) => String::from_utf8(bytes)
-            .map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(fail(format!(
-                "not found; an extension needs {FILE} at the top of its folder"
-            )));
-        }
-        Err(e) if path.is_dir() => {
-            return Err(fail(format!("is a directory, not a file ({e})")));
-        }
-        Err(e) => return Err(fail(format!("cannot be read: {e}"))),
-    };
-    parse(&text, &path)
+        ReadError::TooLarge { size, .. } => format!(
+            "is {} ({size} bytes); a manifest may be at most {}",
+            bounded::human_size(*size),
+            bounded::human_size(MAX_SIZE)
+        ),
+        ReadError::Directory | ReadError::Special(_) => e.to_string(),
+        ReadError::Io(io) => format!("cannot be read: {io}"),
+    }
 }
 
 /// Parses and validates manifest text; `path` is only used in messages.
@@ -281,7 +298,9 @@ pub fn set_enabled(dir: &Path, enabled: bool) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-fn with_enabled(text: &str, enabled: bool) -> Option<String> {
+/// `text` with every top-level `enabled` set to `enabled` (appended when there is none),
+/// every other byte kept; `None` when `text` is not a manifest object that can be edited so.
+pub fn with_enabled(text: &str, enabled: bool) -> Option<String> {
     use jsonc_parser::cst::CstRootNode;
     let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).ok()?;
     let object = root.object_value()?;

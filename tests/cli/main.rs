@@ -17,6 +17,7 @@ mod logs;
 mod new;
 mod remove;
 mod shells;
+mod special_files;
 mod ssh_install;
 mod toggle;
 mod update;
