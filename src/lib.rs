@@ -14,6 +14,8 @@ pub mod git;
 pub mod host;
 pub mod logs;
 pub mod manifest;
+#[cfg(test)]
+mod manifest_properties;
 pub mod output;
 pub mod paths;
 pub mod protocol;

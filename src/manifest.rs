@@ -310,16 +310,46 @@ pub fn with_enabled(text: &str, enabled: bool) -> Option<String> {
         .into_iter()
         .filter(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some("enabled"))
         .collect();
-    if existing.is_empty() {
-        object.append("enabled", jsonc_parser::json!(enabled));
-    }
-    for prop in existing {
-        prop.set_value(jsonc_parser::json!(enabled));
-    }
-    let edited = root.to_string();
+    let edited = if existing.is_empty() {
+        append_enabled(text, enabled)?
+    } else {
+        for prop in existing {
+            prop.set_value(jsonc_parser::json!(enabled));
+        }
+        root.to_string()
+    };
     // Never write a file that would not say what was asked.
     let check = parse(&edited, Path::new(FILE)).ok()?;
     (check.enabled == enabled).then_some(edited)
+}
+
+/// `text` with `"enabled": <value>` inserted right after the last top-level value, laid
+/// out like the last member (the same whitespace before the key and around the colon), so
+/// that nothing already there moves or changes.
+fn append_enabled(text: &str, enabled: bool) -> Option<String> {
+    let parsed = jsonc_parser::parse_to_ast(
+        text,
+        &jsonc_parser::CollectOptions::default(),
+        &jsonc_parser::ParseOptions::default(),
+    )
+    .ok()?;
+    let Some(ast::Value::Object(object)) = parsed.value else {
+        return None;
+    };
+    let last = object.properties.last()?;
+    let key_start = ast::Node::from(&last.name).start();
+    let key_end = ast::Node::from(&last.name).end();
+    let (value_start, value_end) = (last.value.start(), last.value.end());
+    let indent_start = text[..key_start]
+        .trim_end_matches([' ', '\t', '\n', '\r'])
+        .len();
+    let indent = &text[indent_start..key_start];
+    let colon = &text[key_end..value_start];
+    Some(format!(
+        "{},{indent}\"enabled\"{colon}{enabled}{}",
+        &text[..value_end],
+        &text[value_end..]
+    ))
 }
 
 /// Replaces `path` with `contents` through a temporary file in the same folder and a rename,
@@ -465,6 +495,20 @@ mod tests {
         .unwrap();
         let err = read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("byte order mark"), "{err}");
+    }
+
+    #[test]
+    fn enabled_edit_appends_without_touching_what_follows() {
+        // Found by the property test: the closing "\n\n}" used to become "\n}".
+        let text = "{\"name\":\"a\",\"exec\":\"x\"\n\n}";
+        let out = with_enabled(text, false).unwrap();
+        assert_eq!(out, "{\"name\":\"a\",\"exec\":\"x\",\"enabled\":false\n\n}");
+        let text = "{ \"name\" : \"a\",\n\t\"exec\" : \"x\" }\n";
+        let out = with_enabled(text, true).unwrap();
+        assert_eq!(
+            out,
+            "{ \"name\" : \"a\",\n\t\"exec\" : \"x\",\n\t\"enabled\" : true }\n"
+        );
     }
 
     #[test]
