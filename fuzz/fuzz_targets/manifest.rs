@@ -75,7 +75,9 @@ fn kept_outside_enabled(text: &str, edited: &str, enabled: bool) -> bool {
 /// `, "enabled": true` with any whitespace around the parts.
 fn is_appended(middle: &str, literal: &str) -> bool {
     let rest = middle.strip_prefix(',').map(str::trim_start);
-    let rest = rest.and_then(|r| r.strip_prefix("\"enabled\"")).map(str::trim_start);
+    let rest = rest
+        .and_then(|r| r.strip_prefix("\"enabled\""))
+        .map(str::trim_start);
     let rest = rest.and_then(|r| r.strip_prefix(':')).map(str::trim_start);
     rest == Some(literal)
 }

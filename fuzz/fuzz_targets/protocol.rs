@@ -10,7 +10,9 @@ fn round_trip<F: Frame + PartialEq + std::fmt::Debug>(line: &str) {
         return;
     };
     let encoded = protocol::encode(&frame);
-    let body = encoded.strip_suffix('\n').expect("a frame ends with a newline");
+    let body = encoded
+        .strip_suffix('\n')
+        .expect("a frame ends with a newline");
     assert!(!body.contains('\n'), "a frame is one line: {encoded:?}");
     match protocol::decode::<F>(body) {
         Ok((_, Decoded::Frame(again))) => assert_eq!(again, frame, "{encoded:?}"),
