@@ -15,7 +15,7 @@ use crate::paths::ScopeDirs;
 use crate::record::{Kind, Record};
 use crate::sources::{GitUrl, Source};
 use crate::store::{Staging, Store};
-use crate::tree;
+use crate::tree::{self, LooseLink};
 
 /// What to stage.
 pub struct Request<'a> {
@@ -32,14 +32,19 @@ pub struct Staged {
     pub staging: Staging,
     pub manifest: Manifest,
     pub record: Record,
+    /// Symbolic links in the tree that point outside it or nowhere: kept, and reported.
+    pub outside_links: Vec<LooseLink>,
 }
+
+/// What staging built, before the record gets its subfolder.
+type Built = (Manifest, Record, Vec<LooseLink>);
 
 /// Copies or clones the requested source into a fresh staging folder of `store` and
 /// validates it. Nothing in the extensions root changes.
 pub fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
     let subdir = request.subdir.map(check_subdir).transpose()?;
     let staging = store.stage()?;
-    let (manifest, record) = match request.source {
+    let (manifest, record, outside_links) = match request.source {
         Source::Path(path) => {
             let source = check_local_source(path, &store.dirs)?;
             copy_into(&staging, &source, subdir.as_deref(), request.shown, out)?
@@ -53,6 +58,7 @@ pub fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
             subdir: request.subdir.map(str::to_string),
             ..record
         },
+        outside_links,
     })
 }
 
@@ -74,7 +80,7 @@ fn copy_into(
     subdir: Option<&Path>,
     shown: &str,
     out: &Output,
-) -> Result<(Manifest, Record)> {
+) -> Result<Built> {
     let shown = match subdir {
         Some(sub) => Path::new(shown).join(sub),
         None => PathBuf::from(shown),
@@ -96,9 +102,11 @@ fn copy_into(
     });
     out.progress_done();
     copied?;
+    // The copy is what gets installed: its links are the ones to report.
+    let outside_links = tree::audit(&staging.tree(), &prefix)?;
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
     let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
-    Ok((manifest, record))
+    Ok((manifest, record, outside_links))
 }
 
 fn clone_into(
@@ -107,8 +115,9 @@ fn clone_into(
     git_ref: Option<&str>,
     subdir: Option<&Path>,
     out: &Output,
-) -> Result<(Manifest, Record)> {
+) -> Result<Built> {
     check_local_repository(url)?;
+    check_scp_password(url)?;
     let checkout_dir = match subdir {
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
@@ -118,6 +127,7 @@ fn clone_into(
         git_ref,
         &staging.scratch("git"),
         &checkout_dir,
+        subdir,
         &mut |received, total, bytes| {
             out.progress(&format!(
                 "receiving objects: {received}/{total}, {:.1} KiB",
@@ -135,7 +145,7 @@ fn clone_into(
         }
         None => String::new(),
     };
-    tree::audit(&staging.tree(), &format!("{label}: {inside}"))?;
+    let outside_links = tree::audit(&staging.tree(), &format!("{label}: {inside}"))?;
     let manifest = validate(
         staging,
         Path::new(&format!("{label}: {inside}{}", manifest::FILE)),
@@ -147,7 +157,7 @@ fn clone_into(
         commit: Some(checkout.commit),
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
-    Ok((manifest, record))
+    Ok((manifest, record, outside_links))
 }
 
 /// A local repository path must exist and be a repository; libgit2 would only say
@@ -168,6 +178,18 @@ fn check_local_repository(url: &GitUrl) -> Result<()> {
             "{} is not a git repository, nor a folder with extension.json to copy",
             url.display
         );
+    }
+    Ok(())
+}
+
+/// `user:password@host:path` cannot be fetched: libgit2 reads `user` as the host (and
+/// would try to reach it). Said before anything connects.
+fn check_scp_password(url: &GitUrl) -> Result<()> {
+    if url.scp_password() {
+        return Err(usage(format!(
+            "{}: the user@host:path form cannot carry a password (git reads the user name as the host); use an ssh key, or an ssh:// URL (ssh://user@host/path) with the password after the user name",
+            url.display
+        )));
     }
     Ok(())
 }

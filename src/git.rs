@@ -1,6 +1,9 @@
 //! Fetching an extension from a git repository with libgit2: shallow where the transport
 //! allows it, any branch, tag or commit, credentials from the ssh agent, key files and git's
-//! credential helpers, and a checkout without `.git`.
+//! credential helpers, and a checkout without `.git` (submodules included, see
+//! [`submodules`]).
+
+mod submodules;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -86,12 +89,16 @@ fn set_timeouts() {
 }
 
 /// Clones `url` at `git_ref` (default branch when `None`) into `tree` (no `.git`), using
-/// `git_dir` as a scratch object store.
+/// `git_dir` as a scratch object store. Submodules are fetched and checked out at the commits
+/// the tree records, recursively; with `only` (a folder of the repository), just those at,
+/// under or around that folder. A manifest (`only/extension.json`) that is a symbolic link
+/// or a submodule in the repository is refused before anything else is fetched.
 pub fn fetch(
     url: &GitUrl,
     git_ref: Option<&str>,
     git_dir: &Path,
     tree: &Path,
+    only: Option<&Path>,
     progress: Progress,
 ) -> Result<Checkout> {
     set_timeouts();
@@ -99,7 +106,6 @@ pub fn fetch(
     let auth = Auth::default();
     let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(e, url, &auth))?;
     let want = resolve(&advertised, git_ref, url)?;
-    let depth = if url.local { 0 } else { 1 };
     let oid = match &want {
         Want::Ref { name, .. } => {
             download(
@@ -107,26 +113,66 @@ pub fn fetch(
                 url,
                 &auth,
                 &[format!("+{name}:{name}")],
-                depth,
+                depth_for(url),
                 progress,
             )
             .map_err(|e| fetch_error(e, url, &auth))?;
             repo.refname_to_id(name)?
         }
-        Want::Commit(id) => fetch_commit(&repo, url, &auth, id, depth, progress)?,
+        Want::Commit(id) => {
+            fetch_commit(&repo, url, &auth, &advertised, id, depth_for(url), progress)?
+        }
     };
     let commit = repo.find_object(oid, None)?.peel_to_commit()?;
-    std::fs::create_dir_all(tree)?;
-    repo.checkout_tree(
-        commit.as_object(),
-        Some(CheckoutBuilder::new().force().target_dir(tree)),
+    let shallow = repo.is_shallow();
+    let label = format!(
+        "{} ({})",
+        crate::output::printable(&url.display),
+        &commit.id().to_string()[..12]
+    );
+    submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
+    check_out(&repo, &commit, tree)?;
+    submodules::fetch_all(
+        &mut submodules::Run {
+            scratch: git_dir.join("modules"),
+            label,
+            manifest: only,
+            fetched: 0,
+            progress,
+        },
+        &submodules::Superproject {
+            repo: &repo,
+            commit: &commit,
+            url,
+            dir: tree,
+            path: PathBuf::new(),
+            only: only.map(Path::to_path_buf),
+            level: 0,
+        },
     )?;
     Ok(Checkout {
         commit: commit.id().to_string(),
-        shallow: repo.is_shallow(),
+        shallow,
         ref_kind: want.kind(),
         branch: want.branch(),
     })
+}
+
+/// Shallow (depth 1) where the transport allows it: libgit2 cannot fetch local repositories
+/// shallowly, so those are fetched in full.
+fn depth_for(url: &GitUrl) -> i32 {
+    if url.local { 0 } else { 1 }
+}
+
+/// Writes `commit`'s tree into `dir` (created if missing) without a `.git`: the scratch
+/// repository is given `dir` as its work tree for the checkout only, with no gitlink file.
+/// (A bare repository checking out into a target folder cannot handle gitlinks: libgit2 asks
+/// for the submodules, which need a work tree.) Gitlinks become empty folders.
+fn check_out(repo: &Repository, commit: &git2::Commit, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    repo.set_workdir(dir, false)?;
+    repo.checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().force()))?;
+    Ok(())
 }
 
 /// Finds what `git_ref` (the default branch when `None`) points at on the remote, without
@@ -168,6 +214,17 @@ impl RemoteRefs {
                 .map(|(_, oid)| oid.to_string())
         };
         find(&format!("{name}^{{}}")).or_else(|| find(name))
+    }
+
+    /// A branch or tag that points at `commit` (tags peeled), to fetch it by name: libgit2
+    /// fetches an id only from servers that allow any id (`allow-*-sha1-in-want`).
+    fn naming(&self, commit: Oid) -> Option<String> {
+        self.oids.iter().find_map(|(name, oid)| {
+            let name = name.strip_suffix("^{}").unwrap_or(name);
+            let named = name.starts_with("refs/heads/") || name.starts_with("refs/tags/");
+            (named && *oid == commit && self.peeled(name) == Some(commit.to_string()))
+                .then(|| name.to_string())
+        })
     }
 }
 
@@ -238,18 +295,28 @@ fn resolve(refs: &RemoteRefs, git_ref: Option<&str>, url: &GitUrl) -> Result<Wan
     )
 }
 
-/// Fetches a commit by id: directly where the server allows it, otherwise every branch and
-/// tag, then looks the (possibly abbreviated) id up.
+/// Fetches a commit by id: through a branch or tag the remote advertises at it (shallow
+/// everywhere), else by id where the server allows that, else every branch and tag in full,
+/// then looks the (possibly abbreviated) id up.
 fn fetch_commit(
     repo: &Repository,
     url: &GitUrl,
     auth: &Auth,
+    advertised: &RemoteRefs,
     id: &str,
     depth: i32,
     progress: Progress,
 ) -> Result<Oid> {
+    if let Ok(oid) = Oid::from_str(id).map_err(drop).and_then(|oid| {
+        let name = advertised.naming(oid).ok_or(())?;
+        let refspec = format!("+{name}:{name}");
+        download(repo, url, auth, &[refspec], depth, &mut *progress).map_err(drop)?;
+        repo.find_commit(oid).map(|c| c.id()).map_err(drop)
+    }) {
+        return Ok(oid);
+    }
     if id.len() == 40
-        && download(repo, url, auth, &[id.to_string()], depth, progress).is_ok()
+        && download(repo, url, auth, &[id.to_string()], depth, &mut *progress).is_ok()
         && let Ok(oid) = Oid::from_str(id)
         && repo.find_commit(oid).is_ok()
     {

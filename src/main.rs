@@ -1,4 +1,5 @@
-//! The `zot` binary: parse, dispatch, map errors to exit codes.
+//! The `zot` binary: parse, dispatch, map errors to exit codes, and print an error as one
+//! line with no credential in it.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -22,7 +23,10 @@ fn main() -> ExitCode {
         Err(e) if error::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let label = output::Output::new(&cli.global).paint_err(output::BAD, "error:");
-            let _ = writeln!(std::io::stderr(), "{label} {e:#}");
+            // Redacted and escaped as a whole: an error built from a raw URL or a hostile
+            // file name still prints as one line without a secret.
+            let message = output::clean(&format!("{e:#}"));
+            let _ = writeln!(std::io::stderr(), "{label} {message}");
             ExitCode::from(error::exit_code(&e))
         }
     }

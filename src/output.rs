@@ -1,5 +1,6 @@
 //! Everything printed: data on stdout (text or JSON), messages and progress on stderr,
-//! colour decisions, and aligned tables.
+//! colour decisions, and aligned tables. Every message goes through [`clean`]: URLs are
+//! redacted and control characters escaped, so one call prints one line and no credential.
 
 use std::io::{self, IsTerminal, Write};
 
@@ -7,6 +8,7 @@ use anstyle::{AnsiColor, Style};
 use serde::Serialize;
 
 use crate::cli::{ColorChoice, GlobalArgs};
+use crate::sources::redact_text;
 
 pub const GOOD: Style = AnsiColor::Green.on_default();
 pub const WARN: Style = AnsiColor::Yellow.on_default();
@@ -61,31 +63,35 @@ impl Output {
         paint(self.color_stderr, style, text)
     }
 
-    /// A human message on stdout, unless `--quiet` or `--json`.
+    /// One line of human output on stdout, unless `--quiet` or `--json` ([`clean`]ed: a
+    /// newline in `message` is printed as `\n`; call once per line).
     pub fn say(&self, message: &str) -> io::Result<()> {
         if self.quiet || self.json {
             return Ok(());
         }
-        writeln!(io::stdout().lock(), "{message}")
+        writeln!(io::stdout().lock(), "{}", clean(message))
     }
 
-    /// A hint or note on stderr, unless `--quiet`.
+    /// A one-line hint or note on stderr, unless `--quiet` ([`clean`]ed).
     pub fn note(&self, message: &str) {
         if !self.quiet {
-            let _ = writeln!(io::stderr().lock(), "{message}");
+            let _ = writeln!(io::stderr().lock(), "{}", clean(message));
         }
     }
 
-    /// A warning on stderr (shown even with `--quiet`).
+    /// A one-line warning on stderr, shown even with `--quiet` ([`clean`]ed).
     pub fn warn(&self, message: &str) {
         let label = self.paint_err(WARN, "warning:");
-        let _ = writeln!(io::stderr().lock(), "{label} {message}");
+        let _ = writeln!(io::stderr().lock(), "{label} {}", clean(message));
     }
 
-    /// Pretty JSON on stdout.
+    /// Pretty JSON on stdout, with the URLs in every string redacted (JSON escapes control
+    /// characters itself).
     pub fn json<T: Serialize>(&self, value: &T) -> io::Result<()> {
+        let mut value = serde_json::to_value(value)?;
+        redact_strings(&mut value);
         let mut out = io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, value)?;
+        serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)
     }
 
@@ -101,6 +107,29 @@ impl Output {
         if self.progress {
             let _ = write!(io::stderr().lock(), "\r\x1b[2K");
         }
+    }
+}
+
+/// A message as it may be shown: URL-shaped words redacted
+/// ([`crate::sources::redact_text`]), then control characters escaped ([`printable`]).
+pub fn clean(message: &str) -> String {
+    printable(&redact_text(message))
+}
+
+/// Redacts the URLs in every string of a JSON value, keys included.
+fn redact_strings(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => *s = redact_text(s),
+        Value::Array(items) => items.iter_mut().for_each(redact_strings),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (key, mut item) in entries {
+                redact_strings(&mut item);
+                map.insert(redact_text(&key), item);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
@@ -123,31 +152,39 @@ impl Cell {
         Cell::styled(text, Style::new())
     }
 
-    /// Control characters in `text` are escaped: cells show manifest text, which any
-    /// repository controls, and must not move the cursor or restyle the terminal.
+    /// `text` is [`clean`]ed: cells show manifest text, which any repository controls, and
+    /// must not move the cursor, restyle the terminal or show a credential.
     pub fn styled(text: impl Into<String>, style: Style) -> Cell {
         Cell {
-            text: printable(&text.into()),
+            text: clean(&text.into()),
             style,
         }
     }
 }
 
-/// `text` with control characters (newlines, escape sequences) written as escapes, so it
-/// stays on one line and cannot send commands to the terminal.
+/// `text` with control characters (newlines, escape sequences), the Unicode line and
+/// paragraph separators and the bidirectional overrides written as escapes, so it stays on
+/// one line, reads in the order it is stored and cannot send commands to the terminal.
 pub fn printable(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(needs_escape) {
         return text.to_string();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if needs_escape(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
             }
         })
         .collect()
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 /// Writes rows as left-aligned columns separated by two spaces; the last column is not padded.
@@ -196,6 +233,36 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(printable("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
         assert_eq!(printable("plain é"), "plain é");
+        assert_eq!(
+            printable("a\u{202e}b\u{2028}c\u{85}"),
+            "a\\u{202e}b\\u{2028}c\\u{85}"
+        );
+    }
+
+    #[test]
+    fn messages_are_redacted_then_escaped() {
+        assert_eq!(
+            clean("cannot fetch http://u:pw@h/r?token=t:\nerror: fine"),
+            "cannot fetch http://***@h/r?token=***\\nerror: fine"
+        );
+    }
+
+    #[test]
+    fn json_strings_are_redacted() {
+        let mut value = serde_json::json!({
+            "source": "https://h/r?access_token=abc123",
+            "list": ["ssh://git:pw@h/r", 1, null],
+            "https://u:pw@h/": true
+        });
+        redact_strings(&mut value);
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "source": "https://h/r?access_token=***",
+                "list": ["ssh://git:***@h/r", 1, null],
+                "https://***@h/": true
+            })
+        );
     }
 
     #[test]

@@ -1,5 +1,14 @@
-//! What an install argument names: a local directory or a git repository, and how to show
-//! a git URL without the credentials it may carry.
+//! What an install argument names (a local directory or a git repository, and the
+//! subfolder after `#`), and the one redaction function, [`redact`], through which every URL
+//! or source string passes before it reaches the terminal, a record, `--json` or an error.
+//!
+//! Redaction rules: the user-info part of a `scheme://` URL becomes `***` (for ssh URLs the
+//! user name is kept and only the password becomes `***`); the password of an scp-like
+//! `user:password@host:path` becomes `***`; the value of a query parameter whose name
+//! contains `token`, `key`, `secret`, `pass`, `pwd`, `sig`, `auth`, `credential` or `session`
+//! (any case) becomes `***`. The user-info part runs to the last `@` before the first `/`
+//! after `://`, the way libgit2 reads it, so a password may hold `#`, `?`, `@` or `:`.
+//! [`redact_text`] applies the same rules to every URL-shaped word of a free-form message.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +34,22 @@ pub struct GitUrl {
 
 const REMOTE_SCHEMES: [&str; 4] = ["https://", "http://", "ssh://", "git://"];
 
+/// What stands in for a secret.
+const HIDDEN: &str = "***";
+
+/// A query parameter whose name (lower-cased) contains one of these holds a secret.
+const SECRET_PARAMS: [&str; 9] = [
+    "token",
+    "key",
+    "secret",
+    "pass",
+    "pwd",
+    "sig",
+    "auth",
+    "credential",
+    "session",
+];
+
 impl Source {
     pub fn parse(arg: &str) -> Source {
         let lower = arg.to_ascii_lowercase();
@@ -37,7 +62,7 @@ impl Source {
         if is_scp_like(arg) {
             return Source::git(arg, false);
         }
-        let without_fragment = arg.split('#').next().unwrap_or(arg);
+        let (without_fragment, _) = split_fragment(arg);
         if without_fragment.trim_end_matches('/').ends_with(".git") {
             return Source::git(arg, true);
         }
@@ -61,70 +86,274 @@ impl Source {
     }
 
     fn git(arg: &str, local: bool) -> Source {
-        let (url, subdir) = match arg.rsplit_once('#') {
-            Some((url, path)) if !path.is_empty() => (url, Some(path.to_string())),
-            Some((url, _)) => (url, None),
-            None => (arg, None),
-        };
+        let (url, fragment) = split_fragment(arg);
         Source::Git(GitUrl {
             url: url.to_string(),
             display: redact(url),
             local,
-            subdir,
+            subdir: fragment.filter(|f| !f.is_empty()).map(str::to_string),
         })
     }
 }
 
-/// `user@host:path`, the scp-like syntax for SSH (but not `C:\...` or `./a:b`).
-pub(crate) fn is_scp_like(arg: &str) -> bool {
-    let Some((user_host, path)) = arg.split_once(':') else {
-        return false;
-    };
-    let Some((user, host)) = user_host.split_once('@') else {
-        return false;
-    };
-    let plain = |s: &str| !s.is_empty() && !s.contains(['/', '\\', ' ']);
-    plain(user) && plain(host) && !path.is_empty()
+impl GitUrl {
+    /// An scp-like address with a password (`user:password@host:path`): libgit2 reads
+    /// `user` as the host of such an address, so it can never be fetched.
+    pub fn scp_password(&self) -> bool {
+        scp_at(&self.url).is_some_and(|at| self.url[..at].contains(':'))
+    }
 }
 
-/// Removes credentials from a URL: an https/http/git/file user-info part (often a token)
-/// becomes `***`; an ssh user name is kept and its password, if any, becomes `***`.
-pub fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_string();
-    };
-    let scheme = &url[..scheme_end];
-    let userinfo = &rest[..at];
-    let hidden = if scheme.eq_ignore_ascii_case("ssh") {
-        match userinfo.split_once(':') {
-            Some((user, _)) => format!("{user}:***"),
-            None => userinfo.to_string(),
+/// `URL#path` split at the `#` that starts the fragment: the first one after the user-info
+/// part, so a password holding `#` stays in the URL.
+fn split_fragment(arg: &str) -> (&str, Option<&str>) {
+    let from = userinfo_at(arg).map_or(0, |at| at + 1);
+    match arg[from..].find('#') {
+        Some(i) => (&arg[..from + i], Some(&arg[from + i + 1..])),
+        None => (arg, None),
+    }
+}
+
+/// The index of the `@` that ends the user-info part of a `scheme://` URL or an scp-like
+/// address, if it has one.
+fn userinfo_at(s: &str) -> Option<usize> {
+    match scheme_end(s) {
+        Some(end) => {
+            let start = end + 3;
+            let rest = &s[start..];
+            let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+            authority.rfind('@').map(|at| start + at)
         }
-    } else {
-        "***".to_string()
-    };
-    format!("{scheme}://{hidden}@{}", &rest[at + 1..])
+        None => scp_at(s),
+    }
 }
 
-/// Replaces every occurrence of the raw URL and its secrets in `message` with the redacted URL.
+/// The index of `://` when `s` starts with a URL scheme (`[a-zA-Z][a-zA-Z0-9+.-]*://`).
+fn scheme_end(s: &str) -> Option<usize> {
+    let end = s.find("://")?;
+    is_scheme(&s[..end]).then_some(end)
+}
+
+fn is_scheme(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// `user@host:path`, the scp-like syntax for SSH (but not `C:\...` or `./a:b`); the user may
+/// carry a password (`user:password@host:path`).
+pub(crate) fn is_scp_like(arg: &str) -> bool {
+    scp_at(arg).is_some()
+}
+
+/// The `@` between user and host of an scp-like address: the last `@` before the first `/`
+/// that is followed by `host:path` and preceded by a plain user name (plus `:password`).
+fn scp_at(arg: &str) -> Option<usize> {
+    if scheme_end(arg).is_some() {
+        return None;
+    }
+    let head = &arg[..arg.find('/').unwrap_or(arg.len())];
+    let plain = |s: &str| !s.is_empty() && !s.contains(['/', '\\', ' ', '@', ':', '#']);
+    head.match_indices('@').rev().map(|(at, _)| at).find(|&at| {
+        let user = arg[..at].split(':').next().unwrap_or("");
+        let Some((host, path)) = arg[at + 1..].split_once(':') else {
+            return false;
+        };
+        plain(user) && plain(host) && !path.is_empty()
+    })
+}
+
+/// Removes credentials from a URL or source string (see the module documentation for the
+/// rules); anything else is returned as it is. Idempotent.
+pub fn redact(source: &str) -> String {
+    if let Some(end) = scheme_end(source) {
+        return redact_url(source, end);
+    }
+    if let Some(at) = scp_at(source)
+        && let Some((user, _)) = source[..at].split_once(':')
+    {
+        return format!("{user}:{HIDDEN}{}", &source[at..]);
+    }
+    source.to_string()
+}
+
+fn redact_url(url: &str, scheme_end: usize) -> String {
+    let scheme = &url[..scheme_end];
+    let rest = &url[scheme_end + 3..];
+    let (userinfo, tail) = match userinfo_at(url) {
+        Some(at) => (Some(&url[scheme_end + 3..at]), &url[at + 1..]),
+        None => (None, rest),
+    };
+    let mut out = format!("{scheme}://");
+    if let Some(userinfo) = userinfo {
+        let ssh = scheme.to_ascii_lowercase().contains("ssh");
+        match userinfo.split_once(':') {
+            _ if !ssh => out.push_str(HIDDEN),
+            Some((user, _)) => out.push_str(&format!("{user}:{HIDDEN}")),
+            None => out.push_str(userinfo),
+        }
+        out.push('@');
+    }
+    out.push_str(&redact_query(tail));
+    out
+}
+
+/// `host/path?query#fragment` with the values of secret query parameters hidden.
+fn redact_query(tail: &str) -> String {
+    let fragment = tail.find('#').unwrap_or(tail.len());
+    let Some(question) = tail[..fragment].find('?') else {
+        return tail.to_string();
+    };
+    let query = &tail[question + 1..fragment];
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, value))
+                if !value.is_empty() && !already_hidden(value) && is_secret_param(name) =>
+            {
+                format!("{name}={HIDDEN}")
+            }
+            _ => param.to_string(),
+        })
+        .collect();
+    format!(
+        "{}{}{}",
+        &tail[..=question],
+        params.join("&"),
+        &tail[fragment..]
+    )
+}
+
+/// `***`, perhaps followed by the punctuation of the message it stands in
+/// (`…?token=***: failed`): redacting it again would eat that punctuation.
+fn already_hidden(value: &str) -> bool {
+    value.strip_prefix(HIDDEN).is_some_and(|rest| {
+        rest.chars()
+            .all(|c| matches!(c, ':' | ',' | ';' | '.' | ')'))
+    })
+}
+
+fn is_secret_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_PARAMS.iter().any(|word| name.contains(word))
+}
+
+/// A free-form message with every URL-shaped word redacted: `scheme://` URLs (also several
+/// in one word, or after a quote or bracket) and scp-like `user:password@host:path`. The
+/// last line of defence for errors built from a raw URL (deep inside libgit2, say).
+pub fn redact_text(text: &str) -> String {
+    if !text.contains('@') && !text.contains("://") {
+        return text.to_string();
+    }
+    text.split_inclusive(char::is_whitespace)
+        .map(|piece| {
+            let word = piece.trim_end_matches(char::is_whitespace);
+            format!("{}{}", redact_word(word), &piece[word.len()..])
+        })
+        .collect()
+}
+
+/// One word of a message with the URLs in it redacted.
+fn redact_word(word: &str) -> String {
+    let Some(&first) = url_starts(word).first() else {
+        return redact(word);
+    };
+    // The whole first, so a query value holding `://` is hidden entirely; then each URL
+    // nested in it (`?next=https://user:pw@host/`) on its own.
+    let outer = redact(&word[first..]);
+    let starts = url_starts(&outer);
+    let mut out = format!("{}{}", &word[..first], &outer[..starts[0]]);
+    for (n, &start) in starts.iter().enumerate() {
+        let end = starts.get(n + 1).copied().unwrap_or(outer.len());
+        out.push_str(&redact(&outer[start..end]));
+    }
+    out
+}
+
+/// Where each `scheme://` URL in `word` starts.
+fn url_starts(word: &str) -> Vec<usize> {
+    word.match_indices("://")
+        .filter_map(|(i, _)| {
+            let start = word[..i]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+                .map_or(0, |j| j + 1);
+            is_scheme(&word[start..i]).then_some(start)
+        })
+        .collect()
+}
+
+/// Replaces every occurrence of the raw URL and its secrets in `message` (also their
+/// percent-decoded forms, as libgit2 shows them) with the redacted URL or `***`, then
+/// redacts whatever else looks like a URL.
 pub fn scrub(message: &str, url: &GitUrl) -> String {
     let mut out = message.replace(&url.url, &url.display);
-    if let Some(scheme_end) = url.url.find("://") {
-        let rest = &url.url[scheme_end + 3..];
-        let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
-        if let Some(at) = authority.rfind('@') {
-            let userinfo = &authority[..at];
-            for secret in userinfo.split(':').filter(|s| s.len() >= 4) {
-                out = out.replace(secret, "***");
+    for secret in secrets(&url.url) {
+        for form in [percent_decoded(&secret), secret] {
+            if form.len() >= 4 {
+                out = out.replace(&form, HIDDEN);
             }
         }
     }
-    out
+    redact_text(&out)
+}
+
+/// The secret parts of a URL as written: user-info (not an ssh user name), the password of
+/// an scp-like address, and the values of secret query parameters.
+fn secrets(url: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Some(at) = userinfo_at(url) {
+        let start = scheme_end(url).map_or(0, |end| end + 3);
+        let userinfo = &url[start..at];
+        let ssh = scheme_end(url).is_none_or(|end| url[..end].to_ascii_lowercase().contains("ssh"));
+        match userinfo.split_once(':') {
+            Some((user, password)) => {
+                found.push(password.to_string());
+                if !ssh {
+                    found.push(user.to_string());
+                }
+            }
+            None if !ssh => found.push(userinfo.to_string()),
+            None => {}
+        }
+    }
+    let tail = &url[userinfo_at(url).map_or(0, |at| at + 1)..];
+    let fragment = tail.find('#').unwrap_or(tail.len());
+    if let Some(question) = tail[..fragment].find('?') {
+        for param in tail[question + 1..fragment].split('&') {
+            if let Some((name, value)) = param.split_once('=')
+                && is_secret_param(name)
+            {
+                found.push(value.to_string());
+            }
+        }
+    }
+    found.retain(|s| !s.is_empty() && s != HIDDEN);
+    found
+}
+
+/// `%XX` escapes decoded (invalid UTF-8 replaced), as libgit2 decodes user-info.
+fn percent_decoded(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -204,8 +433,127 @@ mod tests {
         assert_eq!(redact("https://ghp_token@host/r"), "https://***@host/r");
         assert_eq!(redact("ssh://git@host/r"), "ssh://git@host/r");
         assert_eq!(redact("ssh://git:pw@host/r"), "ssh://git:***@host/r");
+        assert_eq!(
+            redact("git+ssh://git:pw@host/r"),
+            "git+ssh://git:***@host/r"
+        );
+        assert_eq!(redact("file://u:pw@/srv/r"), "file://***@/srv/r");
+        assert_eq!(redact("git://u:pw@host:9418/r"), "git://***@host:9418/r");
         assert_eq!(redact("https://host/a@b"), "https://host/a@b");
         assert_eq!(redact("git@host:r"), "git@host:r");
+        assert_eq!(redact("/srv/some dir/r.git"), "/srv/some dir/r.git");
+    }
+
+    #[test]
+    fn odd_characters_in_a_password_stay_hidden() {
+        for (url, shown) in [
+            (
+                "http://user:hunter2#rest@127.0.0.1:1/x.git",
+                "http://***@127.0.0.1:1/x.git",
+            ),
+            ("https://u:a?b@host/r", "https://***@host/r"),
+            ("https://u:a@b:c@host/r", "https://***@host/r"),
+            ("https://u:p#w@host", "https://***@host"),
+            ("ssh://git:a#b?c@d@host:22/r", "ssh://git:***@host:22/r"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_hash_in_the_password_does_not_start_the_subfolder() {
+        let Source::Git(g) = Source::parse("http://user:hunter2#rest@127.0.0.1:1/x.git") else {
+            panic!()
+        };
+        assert_eq!(g.url, "http://user:hunter2#rest@127.0.0.1:1/x.git");
+        assert_eq!(g.display, "http://***@127.0.0.1:1/x.git");
+        assert_eq!(g.subdir, None);
+        let Source::Git(g) = Source::parse("https://u:p#w@h/r.git#ext/clock") else {
+            panic!()
+        };
+        assert_eq!(g.url, "https://u:p#w@h/r.git");
+        assert_eq!(g.subdir.as_deref(), Some("ext/clock"));
+        let Source::Git(g) = Source::parse("git:p#w@host:owner/r.git#ext") else {
+            panic!()
+        };
+        assert_eq!(g.url, "git:p#w@host:owner/r.git");
+        assert_eq!(g.display, "git:***@host:owner/r.git");
+        assert_eq!(g.subdir.as_deref(), Some("ext"));
+    }
+
+    #[test]
+    fn query_secrets_are_redacted() {
+        assert_eq!(
+            redact("https://h/r.git?access_token=abc123&ref=main"),
+            "https://h/r.git?access_token=***&ref=main"
+        );
+        for name in [
+            "token",
+            "access_token",
+            "PRIVATE_TOKEN",
+            "key",
+            "api_key",
+            "password",
+            "passwd",
+            "secret",
+            "sig",
+            "signature",
+            "auth",
+            "X-Amz-Signature",
+            "X-Amz-Credential",
+            "X-Amz-Security-Token",
+        ] {
+            let url = format!("https://h/r?{name}=s3cr3t#sub");
+            assert_eq!(
+                redact(&url),
+                format!("https://h/r?{name}=***#sub"),
+                "{name}"
+            );
+        }
+        assert_eq!(redact("https://h/r?ref=main"), "https://h/r?ref=main");
+        assert_eq!(redact("https://h/r#x?token=y"), "https://h/r#x?token=y");
+    }
+
+    #[test]
+    fn scp_like_passwords_are_redacted() {
+        assert_eq!(
+            redact("user:pw@host:owner/r.git"),
+            "user:***@host:owner/r.git"
+        );
+        assert_eq!(redact("user:p@w:x@host:r"), "user:***@host:r");
+        assert!(is_git("user:pw@host:owner/r.git"));
+        assert!(is_git("git@host:owner/r.git#a@b"));
+        let Source::Git(g) = Source::parse("user:pw@host:r") else {
+            panic!()
+        };
+        assert!(g.scp_password());
+        let Source::Git(g) = Source::parse("git@host:r") else {
+            panic!()
+        };
+        assert!(!g.scp_password());
+    }
+
+    #[test]
+    fn the_scanner_redacts_every_url_in_a_message() {
+        let message = "cannot fetch http://user:hunter2#rest@127.0.0.1:1/x.git: failed \
+             (\"https://h/r?private_token=tok3n\"), see ssh://git:pw@h/r and user:pw2@host:r \
+             or git+https://x/?u=https://a:b@c/";
+        let out = redact_text(message);
+        for secret in ["hunter2", "rest@", "tok3n", ":pw@", "pw2", "a:b"] {
+            assert!(!out.contains(secret), "{secret} in {out}");
+        }
+        assert!(
+            out.starts_with("cannot fetch http://***@127.0.0.1:1/x.git: failed"),
+            "{out}"
+        );
+        assert!(
+            out.contains("ssh://git:***@h/r and user:***@host:r"),
+            "{out}"
+        );
+        assert!(out.contains("https://***@c/"), "{out}");
+        assert_eq!(redact_text(&out), out);
+        let plain = "extension \"a@b\" at /x/y: not found; mail me@example.com: ok";
+        assert_eq!(redact_text(plain), plain);
     }
 
     #[test]
@@ -216,5 +564,152 @@ mod tests {
         let msg = format!("failed {} with s3cret", g.url);
         let out = scrub(&msg, &g);
         assert!(!out.contains("s3cret"), "{out}");
+        let Source::Git(g) = Source::parse("https://alice:p%23ss%40w0rd@host/r?token=t0k3n") else {
+            panic!()
+        };
+        let out = scrub("rejected p#ss@w0rd and t0k3n for alice", &g);
+        assert_eq!(out, "rejected *** and *** for ***");
+    }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// Printable characters, also `#?@:` and spaces, but no `/` (a user-info part ends at
+        /// the first `/`; a password holding one must be written `%2F`).
+        const USERINFO_SECRET: &str = "[!-.0-~ é]{1,24}";
+        /// A query value ends at `&` or `#` by definition.
+        const QUERY_SECRET: &str = "[!-\"$-%'-~ é]{1,24}";
+        const HOST: &str = "host.example:8443";
+        const PATH: &str = "/owner/repo.git";
+
+        /// Every form a secret can take in a source string, built around `secret`.
+        fn forms(secret: &str, name: &str) -> Vec<String> {
+            vec![
+                format!("https://{secret}@{HOST}{PATH}"),
+                format!("https://alice:{secret}@{HOST}{PATH}"),
+                format!("http://alice:{secret}@{HOST}{PATH}"),
+                format!("git://alice:{secret}@{HOST}{PATH}"),
+                format!("file://alice:{secret}@{HOST}{PATH}"),
+                format!("ssh://git:{secret}@{HOST}{PATH}"),
+                format!("git:{secret}@host.example:owner/repo.git"),
+            ]
+            .into_iter()
+            .chain(
+                (!secret.contains(['&', '#']))
+                    .then(|| format!("https://{HOST}{PATH}?ref=main&{name}={secret}")),
+            )
+            .collect()
+        }
+
+        fn secret_name() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                "token",
+                "access_token",
+                "private_token",
+                "key",
+                "api_key",
+                "password",
+                "passwd",
+                "secret",
+                "sig",
+                "signature",
+                "auth",
+                "X-Amz-Signature",
+            ])
+            .prop_flat_map(|n| {
+                let name = n.to_string();
+                any::<bool>().prop_map(move |upper| {
+                    if upper {
+                        name.to_ascii_uppercase()
+                    } else {
+                        name.clone()
+                    }
+                })
+            })
+        }
+
+        fn check(secret: &str, name: &str) -> Result<(), TestCaseError> {
+            let placeholder = forms("x", name);
+            for (url, fixed) in forms(secret, name).iter().zip(&placeholder) {
+                let out = redact(url);
+                // The output does not depend on the secret at all ...
+                prop_assert_eq!(&out, &redact(fixed), "{}", url);
+                // ... so it holds the secret only where the secret-free form does.
+                if !redact(fixed).contains(secret) {
+                    prop_assert!(!out.contains(secret), "{} -> {}", url, out);
+                }
+                prop_assert_eq!(redact(&out), out.clone(), "not idempotent: {}", url);
+                prop_assert!(out.contains("host.example"), "{}", out);
+                prop_assert!(out.contains("owner/repo.git"), "{}", out);
+                let Source::Git(g) = Source::parse(&format!("{url}#sub/dir")) else {
+                    return Err(TestCaseError::fail(format!("{url} is not git")));
+                };
+                prop_assert_eq!(g.subdir.as_deref(), Some("sub/dir"), "{}", url);
+                prop_assert_eq!(&g.url, url);
+                prop_assert_eq!(&g.display, &out);
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #[test]
+            fn userinfo_secrets_never_show(secret in USERINFO_SECRET, name in secret_name()) {
+                // `***` and punctuation reads as already redacted.
+                prop_assume!(!secret.starts_with(HIDDEN));
+                check(&secret, &name)?;
+            }
+
+            #[test]
+            fn query_secrets_never_show(secret in QUERY_SECRET, name in secret_name()) {
+                prop_assume!(!secret.starts_with(HIDDEN));
+                let url = format!("https://{HOST}{PATH}?{name}={secret}&ref=main");
+                let out = redact(&url);
+                prop_assert_eq!(&out, &format!("https://{HOST}{PATH}?{name}=***&ref=main"));
+                prop_assert_eq!(redact(&out), out.clone());
+            }
+
+            #[test]
+            fn messages_never_show_secrets(secret in "[!-.0-~é]{4,24}", name in secret_name()) {
+                for url in forms(&secret, &name) {
+                    let message = format!("cannot fetch {url}: refused (\"{url}\")\tsee {url}");
+                    let out = redact_text(&message);
+                    let fixed = redact_text(&message.replace(&secret, "x"));
+                    if !fixed.contains(&secret) {
+                        prop_assert!(!out.contains(&secret), "{}", out);
+                    }
+                    prop_assert_eq!(redact_text(&out), out.clone());
+                }
+            }
+
+            #[test]
+            fn messages_never_show_query_secrets(secret in QUERY_SECRET, name in secret_name()) {
+                prop_assume!(secret.len() >= 4 && !secret.contains(char::is_whitespace));
+                prop_assume!(!secret.starts_with(HIDDEN));
+                let url = format!("https://{HOST}{PATH}?{name}={secret}");
+                let out = redact_text(&format!("cannot fetch {url}: refused"));
+                // The value runs to the end of the word, the `:` included.
+                prop_assert_eq!(&out, &format!("cannot fetch https://{HOST}{PATH}?{name}=*** refused"));
+                let shown = redact_text(&format!("cannot fetch {}: refused", redact(&url)));
+                prop_assert_eq!(&shown, &format!("cannot fetch https://{HOST}{PATH}?{name}=***: refused"));
+            }
+
+            #[test]
+            fn parse_never_panics(arg in "\\PC{0,64}") {
+                let _ = Source::parse(&arg);
+                let _ = redact(&arg);
+                let _ = redact_text(&arg);
+            }
+
+            #[test]
+            fn parse_never_panics_on_url_like_input(arg in "[a-z:/@#?&=%.]{0,40}") {
+                if let Source::Git(g) = Source::parse(&arg) {
+                    let _ = g.scp_password();
+                    let _ = scrub(&arg, &g);
+                }
+                let out = redact(&arg);
+                prop_assert_eq!(redact(&out), out.clone());
+            }
+        }
     }
 }

@@ -1,12 +1,25 @@
-//! Extension trees on disk: checking symbolic links and special files, and a recursive copy
-//! that keeps file modes, times and symbolic links (as links) and leaves out `.git`.
+//! Extension trees on disk: the audit (special files refused, links that point outside the
+//! tree or nowhere listed), a recursive copy that keeps file modes, times and symbolic links
+//! (as links, whatever they point to) and leaves out `.git`, and working out where a link
+//! leads without ever opening what it points to.
+//!
+//! No function here follows a symbolic link to read or write: links are read with
+//! `readlink`, entries looked at with `lstat`, and only absolute targets are `stat`ed to
+//! recognise the tree's own folder under another name (a `stat` never opens a file, so a
+//! link to a named pipe or `/dev/zero` cannot block or flood anything).
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use serde::Serialize;
 use walkdir::{DirEntry, WalkDir};
+
+use crate::manifest;
+use crate::output::printable;
 
 /// Running totals of a copy, reported to the progress callback.
 #[derive(Debug, Default, Clone, Copy)]
@@ -17,9 +30,101 @@ pub struct CopyStats {
     pub bytes: u64,
 }
 
+/// Where a symbolic link in a tree leads, worked out inside the tree only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Leads {
+    /// To an entry of the tree.
+    Inside,
+    /// Out of the tree (an absolute path elsewhere, or `..` above the top).
+    Outside,
+    /// To nothing: a part of the path does not exist (a dangling link).
+    Nowhere,
+    /// Round in circles (more than [`MAX_HOPS`] links in a row).
+    Loop,
+}
+
+/// A link kept in a tree that points outside it or nowhere, as listed after an install and
+/// by `info`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LooseLink {
+    /// The link, relative to the extension folder.
+    pub path: String,
+    /// What the link holds, as stored.
+    pub target: String,
+    /// `outside`, `nowhere` (dangling) or `loop`.
+    pub leads: Leads,
+}
+
+impl LooseLink {
+    /// `path -> target`, escaped, with `(dangling)` or `(loop)` when it leads nowhere.
+    pub fn describe(&self) -> String {
+        let why = match self.leads {
+            Leads::Nowhere => " (dangling)",
+            Leads::Loop => " (loop)",
+            Leads::Inside | Leads::Outside => "",
+        };
+        format!(
+            "{} -> {}{why}",
+            printable(&self.path),
+            printable(&self.target)
+        )
+    }
+}
+
+/// How many links a one-line list names before it says "and N more".
+pub const LISTED: usize = 5;
+
+/// The list of `links` on one line: the first few, then how many more.
+pub fn list_links(links: &[LooseLink]) -> String {
+    let shown: Vec<String> = links.iter().take(LISTED).map(LooseLink::describe).collect();
+    let more = match links.len().saturating_sub(LISTED) {
+        0 => String::new(),
+        n => format!(", and {n} more"),
+    };
+    format!("{}{more}", shown.join(", "))
+}
+
+/// What the links point to, for a note: "outside the extension", "… or nowhere".
+pub fn loose_summary(links: &[LooseLink]) -> String {
+    let count = links.len();
+    let noun = if count == 1 {
+        "link that points"
+    } else {
+        "links that point"
+    };
+    let nowhere = links.iter().any(|l| l.leads != Leads::Outside);
+    let whither = if nowhere {
+        "outside the extension or nowhere"
+    } else {
+        "outside the extension"
+    };
+    format!("{count} {noun} {whither}")
+}
+
+/// The note shown after installing or updating `name` (without the `note:` label): one line
+/// naming the links that were kept although they point outside the extension or nowhere;
+/// None when there are none.
+pub fn loose_note(name: &str, links: &[LooseLink]) -> Option<String> {
+    if links.is_empty() {
+        return None;
+    }
+    let all = if links.len() > LISTED {
+        format!(" (zot ext info --json {} lists them all)", printable(name))
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "kept {}: {}{all}",
+        loose_summary(links),
+        list_links(links)
+    ))
+}
+
 fn walk(root: &Path) -> impl Iterator<Item = walkdir::Result<DirEntry>> {
     WalkDir::new(root)
         .follow_links(false)
+        .follow_root_links(false)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git")
@@ -27,12 +132,12 @@ fn walk(root: &Path) -> impl Iterator<Item = walkdir::Result<DirEntry>> {
 
 fn walk_error(e: walkdir::Error) -> anyhow::Error {
     if e.loop_ancestor().is_some() {
-        return anyhow::anyhow!("{e}");
+        return anyhow::anyhow!("{}", printable(&e.to_string()));
     }
-    let path = e.path().map(Path::to_path_buf).unwrap_or_default();
+    let path = printable(&e.path().unwrap_or(Path::new("")).display().to_string());
     match e.into_io_error() {
-        Some(io) => anyhow::anyhow!("cannot read {}: {}", path.display(), io_reason(&io)),
-        None => anyhow::anyhow!("cannot read {}", path.display()),
+        Some(io) => anyhow::anyhow!("cannot read {path}: {}", io_reason(&io)),
+        None => anyhow::anyhow!("cannot read {path}"),
     }
 }
 
@@ -44,28 +149,213 @@ fn io_reason(e: &io::Error) -> String {
     }
 }
 
-/// Checks every entry of `root`: symbolic links must resolve inside the tree, and only
-/// regular files, directories and links are allowed. Returns the number of entries.
+/// `path` relative to `root` (every walked path lies under its root).
+fn inside<'a>(root: &Path, path: &'a Path) -> &'a Path {
+    path.strip_prefix(root).expect("walk stays under its root")
+}
+
+/// The top folder of a tree: its canonical path and its identity on disk, to recognise
+/// absolute link targets that name it.
+struct Root {
+    path: PathBuf,
+    id: Option<(u64, u64)>,
+}
+
+impl Root {
+    fn new(root: &Path) -> Result<Root> {
+        let path =
+            fs::canonicalize(root).with_context(|| format!("cannot resolve {}", root.display()))?;
+        Ok(Root {
+            id: file_id(&path),
+            path,
+        })
+    }
+
+    /// The part of the absolute `target` below this folder: lexically under its canonical
+    /// path, or under an ancestor of `target` that is this very folder by another name
+    /// (`/tmp` for `/private/tmp`). Ancestors are only `stat`ed, never opened. None when
+    /// `target` lies elsewhere.
+    fn below(&self, target: &Path) -> Option<PathBuf> {
+        if let Ok(rest) = target.strip_prefix(&self.path) {
+            return Some(rest.to_path_buf());
+        }
+        let id = self.id?;
+        let mut rest = Vec::new();
+        let mut at = target;
+        loop {
+            if file_id(at) == Some(id) {
+                return Some(rest.iter().rev().collect());
+            }
+            match (at.file_name(), at.parent()) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name);
+                    at = parent;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The target a copy of the link at `link` (relative to the tree) gets: an absolute
+    /// target inside the tree becomes relative, so the copy points into itself; any other
+    /// target is kept as it is.
+    fn relocate(&self, target: &Path, link: &Path) -> PathBuf {
+        if !target.is_absolute() {
+            return target.to_path_buf();
+        }
+        let Some(rest) = self.below(target) else {
+            return target.to_path_buf();
+        };
+        let depth = link.parent().map_or(0, |p| p.components().count());
+        let mut out: PathBuf = std::iter::repeat_n(Component::ParentDir, depth).collect();
+        out.push(rest);
+        if out.as_os_str().is_empty() {
+            out.push(".");
+        }
+        out
+    }
+}
+
+/// Device and inode of what `path` names (following links: a `stat`, which opens nothing).
+#[cfg(unix)]
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_path: &Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// At most this many links are followed in a row, as the kernel does (ELOOP).
+pub const MAX_HOPS: usize = 40;
+
+/// One step of a path being resolved.
+enum Step {
+    Up,
+    Name(OsString),
+}
+
+/// Where the link at `link` (relative to the tree) with target `target` leads. Resolves
+/// the path the way the kernel would, one component at a time inside the tree (`lstat` and
+/// `readlink` only), and stops as soon as it leaves the tree: nothing outside is looked at
+/// but the identity of absolute targets' folders (see [`Root::below`]).
+fn reach(tree: &Root, link: &Path, target: &Path) -> Leads {
+    let mut dir: Vec<OsString> = link
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .map(|c| c.as_os_str().to_os_string())
+        .collect();
+    let mut pending = VecDeque::new();
+    if !enter(tree, target, &mut dir, &mut pending) {
+        return Leads::Outside;
+    }
+    let mut hops = 1;
+    while let Some(step) = pending.pop_front() {
+        let name = match step {
+            Step::Up => match dir.pop() {
+                Some(_) => continue,
+                None => return Leads::Outside,
+            },
+            Step::Name(name) => name,
+        };
+        let mut path = tree.path.clone();
+        path.extend(&dir);
+        path.push(&name);
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            return Leads::Nowhere;
+        };
+        if meta.file_type().is_symlink() {
+            hops += 1;
+            if hops > MAX_HOPS {
+                return Leads::Loop;
+            }
+            let Ok(next) = fs::read_link(&path) else {
+                return Leads::Nowhere;
+            };
+            if !enter(tree, &next, &mut dir, &mut pending) {
+                return Leads::Outside;
+            }
+        } else if meta.is_dir() {
+            dir.push(name);
+        } else if !pending.is_empty() {
+            return Leads::Nowhere; // a file in the middle of a path
+        }
+    }
+    Leads::Inside
+}
+
+/// Puts the steps of link target `target` in front of `pending`; an absolute target
+/// restarts at the top of the tree. False when an absolute target lies outside the tree.
+fn enter(
+    tree: &Root,
+    target: &Path,
+    dir: &mut Vec<OsString>,
+    pending: &mut VecDeque<Step>,
+) -> bool {
+    let relative = if target.is_absolute() {
+        let Some(rest) = tree.below(target) else {
+            return false;
+        };
+        dir.clear();
+        rest
+    } else {
+        target.to_path_buf()
+    };
+    let steps: Vec<Step> = relative
+        .components()
+        .filter_map(|c| match c {
+            Component::ParentDir => Some(Step::Up),
+            Component::Normal(name) => Some(Step::Name(name.to_os_string())),
+            _ => None,
+        })
+        .collect();
+    for step in steps.into_iter().rev() {
+        pending.push_front(step);
+    }
+    true
+}
+
+/// Examines the link at `path` in the tree; Some when it points outside or nowhere.
+fn loose(tree: &Root, root: &Path, path: &Path) -> Result<Option<LooseLink>> {
+    let target = fs::read_link(path)
+        .with_context(|| format!("cannot read the symbolic link {}", path.display()))?;
+    let link = inside(root, path);
+    let leads = reach(tree, link, &target);
+    Ok((leads != Leads::Inside).then(|| LooseLink {
+        path: link.to_string_lossy().into_owned(),
+        target: target.to_string_lossy().into_owned(),
+        leads,
+    }))
+}
+
+/// Checks every entry of `root`: only regular files, directories and symbolic links are
+/// allowed, and `extension.json` at the top, if a link, must lead to a file inside the tree.
+/// Returns the links that point outside the tree or nowhere (they are kept, and listed).
 /// Messages show paths inside the tree after `prefix` instead of under `root` (a staging
 /// folder means nothing to the user; the source does): `"src/"` or `"<url> (<commit>): "`.
-pub fn audit(root: &Path, prefix: &str) -> Result<u64> {
+pub fn audit(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_tree(root).map_err(|e| {
         let message = format!("{e:#}");
         let root = format!("{}/", root.display());
-        anyhow::anyhow!("{}", message.replace(&root, prefix))
+        anyhow::anyhow!("{}", printable(&message.replace(&root, prefix)))
     })
 }
 
-fn audit_tree(root: &Path) -> Result<u64> {
-    let canonical_root =
-        fs::canonicalize(root).with_context(|| format!("cannot resolve {}", root.display()))?;
-    let mut count = 0;
+fn audit_tree(root: &Path) -> Result<Vec<LooseLink>> {
+    let tree = Root::new(root)?;
+    let mut found = Vec::new();
     for entry in walk(root) {
         let entry = entry.map_err(walk_error)?;
-        count += 1;
         let kind = entry.file_type();
         if kind.is_symlink() {
-            link_target_inside(entry.path(), &canonical_root)?;
+            let link = loose(&tree, root, entry.path())?;
+            if inside(root, entry.path()) == Path::new(manifest::FILE) {
+                check_manifest_link(entry.path(), link.as_ref())?;
+            }
+            found.extend(link);
         } else if !kind.is_dir() && !kind.is_file() {
             bail!(
                 "{} is a special file ({}); an extension may only hold files, folders and symbolic links",
@@ -74,7 +364,62 @@ fn audit_tree(root: &Path) -> Result<u64> {
             );
         }
     }
-    Ok(count)
+    Ok(found)
+}
+
+/// The manifest may be a link to a file in the tree (as it always could), not one that
+/// leads out of it or nowhere: zot reads it, and `enable`/`disable` rewrite it.
+fn check_manifest_link(path: &Path, link: Option<&LooseLink>) -> Result<()> {
+    let Some(link) = link else { return Ok(()) };
+    let what = match link.leads {
+        Leads::Outside => "points outside the extension folder",
+        Leads::Nowhere => "is a dangling symbolic link (its target does not exist)",
+        Leads::Loop | Leads::Inside => "is a symbolic link loop",
+    };
+    bail!(
+        "{} -> {} {what}; {} must be a file inside the extension folder (copy the file in place of the link)",
+        path.display(),
+        link.target,
+        manifest::FILE
+    )
+}
+
+/// What [`loose_links`] found.
+#[derive(Debug, Default)]
+pub struct LinkScan {
+    pub links: Vec<LooseLink>,
+    /// False when the walk stopped at the entry limit or at an unreadable folder.
+    pub complete: bool,
+}
+
+/// The links in the tree at `root` that point outside it or nowhere, looking at no more
+/// than `max_entries` entries. Never fails: what cannot be read is left out (and the scan
+/// marked incomplete). For `info`, which describes one installed extension.
+pub fn loose_links(root: &Path, max_entries: usize) -> LinkScan {
+    let Ok(tree) = Root::new(root) else {
+        return LinkScan::default();
+    };
+    let mut scan = LinkScan {
+        links: Vec::new(),
+        complete: true,
+    };
+    for (seen, entry) in walk(root).enumerate() {
+        if seen >= max_entries {
+            scan.complete = false;
+            break;
+        }
+        let Ok(entry) = entry else {
+            scan.complete = false;
+            continue;
+        };
+        if entry.file_type().is_symlink() {
+            match loose(&tree, root, entry.path()) {
+                Ok(link) => scan.links.extend(link),
+                Err(_) => scan.complete = false,
+            }
+        }
+    }
+    scan
 }
 
 fn special_kind(kind: &fs::FileType) -> &'static str {
@@ -95,54 +440,16 @@ fn special_kind(kind: &fs::FileType) -> &'static str {
     "not a regular file"
 }
 
-/// Resolves the link at `link` and checks the result lies inside `canonical_root`.
-/// Returns the resolved path.
-fn link_target_inside(link: &Path, canonical_root: &Path) -> Result<PathBuf> {
-    let target = fs::read_link(link)
-        .with_context(|| format!("cannot read the symbolic link {}", link.display()))?;
-    let resolved = match fs::canonicalize(link) {
-        Ok(resolved) => resolved,
-        Err(e) if e.raw_os_error() == Some(40) || e.to_string().contains("symbolic links") => {
-            bail!(
-                "{} -> {} is a symbolic link loop; fix or delete the link",
-                link.display(),
-                target.display()
-            )
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
-            "{} -> {} is a dangling symbolic link (its target does not exist); fix or delete the link",
-            link.display(),
-            target.display()
-        ),
-        Err(e) => bail!(
-            "cannot resolve the symbolic link {}: {}",
-            link.display(),
-            io_reason(&e)
-        ),
-    };
-    if !resolved.starts_with(canonical_root) {
-        bail!(
-            "{} -> {} points outside the extension folder; only links to files inside it are copied",
-            link.display(),
-            target.display()
-        );
-    }
-    Ok(resolved)
-}
-
 /// Copies `src` to `dst` (which must not exist), calling `progress` after each entry.
-/// Callers run [`audit`] first; links are re-checked here all the same.
+/// Callers run [`audit`] first; special files are refused here all the same. Links are
+/// copied as links, whatever they point to (see [`Root::relocate`]); nothing is followed.
 pub fn copy(src: &Path, dst: &Path, progress: &mut dyn FnMut(&CopyStats)) -> Result<CopyStats> {
-    let canonical_root =
-        fs::canonicalize(src).with_context(|| format!("cannot resolve {}", src.display()))?;
+    let tree = Root::new(src)?;
     let mut stats = CopyStats::default();
     let mut dirs = Vec::new();
     for entry in walk(src) {
         let entry = entry.map_err(walk_error)?;
-        let relative = entry
-            .path()
-            .strip_prefix(src)
-            .expect("walk stays under its root");
+        let relative = inside(src, entry.path());
         let to = dst.join(relative);
         let kind = entry.file_type();
         if kind.is_dir() {
@@ -150,7 +457,7 @@ pub fn copy(src: &Path, dst: &Path, progress: &mut dyn FnMut(&CopyStats)) -> Res
             dirs.push((entry.path().to_path_buf(), to));
             stats.dirs += 1;
         } else if kind.is_symlink() {
-            copy_link(entry.path(), &to, &canonical_root, relative)?;
+            copy_link(&tree, entry.path(), &to, relative)?;
             stats.links += 1;
         } else if kind.is_file() {
             stats.bytes += copy_file(entry.path(), &to)?;
@@ -158,46 +465,74 @@ pub fn copy(src: &Path, dst: &Path, progress: &mut dyn FnMut(&CopyStats)) -> Res
         } else {
             bail!(
                 "{} is a special file; refusing to copy it",
-                entry.path().display()
+                printable(&entry.path().display().to_string())
             );
         }
         progress(&stats);
     }
     // Directory modes last (deepest first), so read-only folders could still be filled.
     for (from, to) in dirs.iter().rev() {
-        let meta = fs::metadata(from)?;
-        keep_modified(from, to);
+        let meta = fs::symlink_metadata(from)?;
+        if let Ok(modified) = meta.modified() {
+            let _ = fs::File::open(to).and_then(|f| f.set_modified(modified));
+        }
         fs::set_permissions(to, meta.permissions())?;
     }
     Ok(stats)
 }
 
+/// Copies one regular file with its mode and modification time. The source is opened
+/// without following a link and without blocking, and checked to still be a regular file
+/// (it may have changed since the walk); the copy is a new file, never an existing one.
 fn copy_file(from: &Path, to: &Path) -> Result<u64> {
-    let bytes = fs::copy(from, to)
-        .map_err(|e| anyhow::anyhow!("cannot copy {}: {}", from.display(), io_reason(&e)))?;
-    keep_modified(from, to);
+    let fail = |e: io::Error| {
+        anyhow::anyhow!(
+            "cannot copy {}: {}",
+            printable(&from.display().to_string()),
+            io_reason(&e)
+        )
+    };
+    let mut source = open_no_follow(from).map_err(fail)?;
+    let meta = source.metadata().map_err(fail)?;
+    if !meta.is_file() {
+        bail!(
+            "{} is no longer a regular file (it changed while it was copied); try again",
+            printable(&from.display().to_string())
+        );
+    }
+    let mut copy = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)
+        .with_context(|| format!("cannot create {}", to.display()))?;
+    let bytes = io::copy(&mut source, &mut copy).map_err(fail)?;
+    copy.set_permissions(meta.permissions())
+        .with_context(|| format!("cannot set the mode of {}", to.display()))?;
+    if let Ok(modified) = meta.modified() {
+        let _ = copy.set_modified(modified);
+    }
     Ok(bytes)
 }
 
-/// Gives `to` the modification time of `from`, best effort. A read-only handle is enough
-/// for the owner, so read-only files and folders keep their times too.
-fn keep_modified(from: &Path, to: &Path) {
-    if let Ok(modified) = fs::metadata(from).and_then(|m| m.modified()) {
-        let _ = fs::File::open(to).and_then(|f| f.set_modified(modified));
-    }
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
 }
 
-/// Recreates a link; an absolute target inside the tree is rewritten relative, so the copy
-/// points into itself rather than back at the source.
-fn copy_link(link: &Path, to: &Path, canonical_root: &Path, relative: &Path) -> Result<()> {
-    let resolved = link_target_inside(link, canonical_root)?;
-    let target = fs::read_link(link)?;
-    let target = if target.is_absolute() {
-        let link_dir = canonical_root.join(relative.parent().unwrap_or(Path::new("")));
-        relative_path(&link_dir, &resolved)
-    } else {
-        target
-    };
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> io::Result<fs::File> {
+    fs::File::open(path)
+}
+
+/// Recreates the link `link` at `to`, its target kept or made relative by [`Root::relocate`].
+fn copy_link(tree: &Root, link: &Path, to: &Path, relative: &Path) -> Result<()> {
+    let target = fs::read_link(link)
+        .with_context(|| format!("cannot read the symbolic link {}", link.display()))?;
+    let target = tree.relocate(&target, relative);
     symlink(&target, to).with_context(|| format!("cannot create the link {}", to.display()))
 }
 
@@ -216,24 +551,6 @@ fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     }
 }
 
-/// The path from directory `from` to `to`, both absolute and canonical.
-fn relative_path(from: &Path, to: &Path) -> PathBuf {
-    let from: Vec<Component> = from.components().collect();
-    let to: Vec<Component> = to.components().collect();
-    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
-    let mut out = PathBuf::new();
-    for _ in common..from.len() {
-        out.push("..");
-    }
-    for part in &to[common..] {
-        out.push(part);
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
-
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -243,10 +560,30 @@ mod tests {
         |_| {}
     }
 
+    /// A canonical temporary folder.
+    fn tree() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fs::canonicalize(dir.path()).unwrap();
+        (dir, path)
+    }
+
+    fn leads(root: &Path, link: &str) -> Leads {
+        let tree = Root::new(root).unwrap();
+        let target = fs::read_link(root.join(link)).unwrap();
+        reach(&tree, Path::new(link), &target)
+    }
+
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     #[test]
     fn copy_keeps_modes_links_and_skips_git() {
-        let src = tempfile::tempdir().unwrap();
-        let s = src.path();
+        let (_src, s) = tree();
         fs::create_dir_all(s.join("node_modules/.bin")).unwrap();
         fs::create_dir_all(s.join(".git")).unwrap();
         fs::write(s.join(".git/HEAD"), "x").unwrap();
@@ -254,29 +591,34 @@ mod tests {
         fs::set_permissions(s.join("run.sh"), fs::Permissions::from_mode(0o751)).unwrap();
         symlink("../../run.sh", s.join("node_modules/.bin/run")).unwrap();
         symlink(s.join("run.sh"), s.join("abs")).unwrap();
-        audit(s, "").unwrap();
-        let dst = tempfile::tempdir().unwrap();
-        let to = dst.path().join("t");
-        let stats = copy(s, &to, &mut no_progress()).unwrap();
-        assert_eq!(stats.links, 2);
+        symlink(s.join("run.sh"), s.join("node_modules/.bin/abs")).unwrap();
+        symlink(&s, s.join("node_modules/top")).unwrap();
+        assert_eq!(audit(&s, "").unwrap(), []);
+        let (_dst, d) = tree();
+        let to = d.join("t");
+        let stats = copy(&s, &to, &mut no_progress()).unwrap();
+        assert_eq!(stats.links, 4);
         let mode = fs::metadata(to.join("run.sh"))
             .unwrap()
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o751);
-        assert_eq!(
-            fs::read_link(to.join("node_modules/.bin/run")).unwrap(),
-            Path::new("../../run.sh")
-        );
-        assert_eq!(fs::read_link(to.join("abs")).unwrap(), Path::new("run.sh"));
+        for (link, target) in [
+            ("node_modules/.bin/run", "../../run.sh"),
+            ("abs", "run.sh"),
+            ("node_modules/.bin/abs", "../../run.sh"),
+            ("node_modules/top", ".."),
+        ] {
+            assert_eq!(fs::read_link(to.join(link)).unwrap(), Path::new(target));
+        }
         assert!(!to.join(".git").exists());
+        assert_eq!(audit(&to, "").unwrap(), []);
     }
 
     #[test]
     fn copy_keeps_times_of_read_only_files_and_folders() {
         use std::time::{Duration, SystemTime};
-        let src = tempfile::tempdir().unwrap();
-        let s = src.path();
+        let (_src, s) = tree();
         fs::create_dir(s.join("dir")).unwrap();
         fs::write(s.join("dir/ro"), "x").unwrap();
         let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
@@ -289,9 +631,9 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        let dst = tempfile::tempdir().unwrap();
-        let to = dst.path().join("t");
-        copy(s, &to, &mut no_progress()).unwrap();
+        let (_dst, d) = tree();
+        let to = d.join("t");
+        copy(&s, &to, &mut no_progress()).unwrap();
         for path in ["dir/ro", "dir"] {
             assert_eq!(
                 fs::metadata(to.join(path)).unwrap().modified().unwrap(),
@@ -302,47 +644,188 @@ mod tests {
     }
 
     #[test]
-    fn audit_refuses_escaping_dangling_and_looping_links() {
-        type Make = fn(&Path);
-        let cases: [(&str, Make); 3] = [
-            ("outside", |d| symlink("/etc/passwd", d.join("l")).unwrap()),
-            ("dangling", |d| symlink("missing", d.join("l")).unwrap()),
-            ("loop", |d| {
-                symlink("b", d.join("a")).unwrap();
-                symlink("a", d.join("b")).unwrap();
-            }),
+    fn links_are_resolved_inside_the_tree_only() {
+        let (_outside, out) = tree();
+        fs::create_dir(out.join("lib")).unwrap();
+        let (_dir, d) = tree();
+        fs::create_dir_all(d.join("bin")).unwrap();
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("file"), "x").unwrap();
+        let cases: [(&str, PathBuf, Leads); 13] = [
+            ("bin/rel", "../file".into(), Leads::Inside),
+            ("bin/abs", d.join("file"), Leads::Inside),
+            ("bin/dotdot", d.join("sub/../file"), Leads::Inside),
+            ("bin/up", "../../x".into(), Leads::Outside),
+            ("bin/out", "/usr/bin/python3".into(), Leads::Outside),
+            ("bin/python", "python3".into(), Leads::Outside), // via bin/python3
+            ("bin/python3", out.join("python3"), Leads::Outside),
+            ("bin/missing", "nothing".into(), Leads::Nowhere),
+            ("bin/through", "../file/x".into(), Leads::Nowhere),
+            ("bin/a", "b".into(), Leads::Loop),
+            ("bin/b", "a".into(), Leads::Loop),
+            ("outlib", out.join("lib"), Leads::Outside),
+            // `..` after a link to a folder outside stays outside, as the kernel sees it.
+            ("sneaky", "outlib/../file".into(), Leads::Outside),
         ];
-        for (word, make) in cases {
-            let dir = tempfile::tempdir().unwrap();
-            make(dir.path());
-            let err = audit(dir.path(), "src/").unwrap_err().to_string();
+        for (link, target, _) in &cases {
+            symlink(target, d.join(link)).unwrap();
+        }
+        for (link, _, expected) in cases {
+            assert_eq!(leads(&d, link), expected, "{link}");
+        }
+    }
+
+    #[test]
+    fn absolute_targets_may_name_the_tree_by_another_name() {
+        let (_dir, base) = tree();
+        let d = base.join("real");
+        fs::create_dir(&d).unwrap();
+        symlink(&d, base.join("alias")).unwrap();
+        fs::write(d.join("file"), "x").unwrap();
+        fs::create_dir(d.join("sub")).unwrap();
+        symlink(base.join("alias/file"), d.join("sub/l")).unwrap();
+        assert_eq!(leads(&d, "sub/l"), Leads::Inside);
+        let (_dst, out) = tree();
+        copy(&d, &out.join("t"), &mut no_progress()).unwrap();
+        assert_eq!(
+            fs::read_link(out.join("t/sub/l")).unwrap(),
+            Path::new("../file")
+        );
+    }
+
+    #[test]
+    fn audit_keeps_and_lists_outside_dangling_and_looping_links() {
+        let (_dir, d) = tree();
+        fs::write(d.join("extension.json"), "{}").unwrap();
+        symlink("/etc/passwd", d.join("abs")).unwrap();
+        symlink("../../x", d.join("up")).unwrap();
+        symlink("missing", d.join("dangling")).unwrap();
+        symlink("loop2", d.join("loop1")).unwrap();
+        symlink("loop1", d.join("loop2")).unwrap();
+        let found = audit(&d, "src/").unwrap();
+        let got: Vec<(&str, &str, Leads)> = found
+            .iter()
+            .map(|l| (l.path.as_str(), l.target.as_str(), l.leads))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("abs", "/etc/passwd", Leads::Outside),
+                ("dangling", "missing", Leads::Nowhere),
+                ("loop1", "loop2", Leads::Loop),
+                ("loop2", "loop1", Leads::Loop),
+                ("up", "../../x", Leads::Outside),
+            ]
+        );
+        let (_dst, out) = tree();
+        copy(&d, &out.join("t"), &mut no_progress()).unwrap();
+        for (link, target, _) in got {
+            assert_eq!(
+                fs::read_link(out.join("t").join(link)).unwrap(),
+                Path::new(target)
+            );
+        }
+    }
+
+    #[test]
+    fn links_to_pipes_and_devices_are_kept_without_opening_them() {
+        let (_outside, out) = tree();
+        mkfifo(&out.join("pipe"));
+        let (_dir, d) = tree();
+        symlink(out.join("pipe"), d.join("pipe")).unwrap();
+        symlink("/dev/zero", d.join("zero")).unwrap();
+        // A hang here would be the bug; the CLI tests run the same under a timeout.
+        let found = audit(&d, "").unwrap();
+        assert_eq!(found.len(), 2);
+        let (_dst, to) = tree();
+        let stats = copy(&d, &to.join("t"), &mut no_progress()).unwrap();
+        assert_eq!((stats.links, stats.bytes), (2, 0));
+        assert_eq!(loose_links(&to.join("t"), 100).links, found);
+    }
+
+    #[test]
+    fn a_manifest_link_must_lead_to_a_file_inside() {
+        let (_outside, out) = tree();
+        fs::write(out.join("m.json"), "{}").unwrap();
+        let (_dir, d) = tree();
+        fs::write(d.join("real.json"), "{}").unwrap();
+        symlink("real.json", d.join("extension.json")).unwrap();
+        assert_eq!(audit(&d, "src/").unwrap(), []);
+        for (target, word) in [
+            (out.join("m.json"), "points outside the extension folder"),
+            ("gone.json".into(), "dangling"),
+            ("extension.json".into(), "loop"),
+        ] {
+            fs::remove_file(d.join("extension.json")).unwrap();
+            symlink(&target, d.join("extension.json")).unwrap();
+            let err = audit(&d, "src/").unwrap_err().to_string();
+            assert!(err.starts_with("src/extension.json -> "), "{err}");
             assert!(err.contains(word), "{word}: {err}");
-            assert!(err.starts_with("src/"), "{err}");
         }
     }
 
     #[test]
     fn audit_refuses_fifos() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("pipe");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let err = audit(dir.path(), "src/").unwrap_err().to_string();
-        assert!(err.contains("named pipe"), "{err}");
+        let (_dir, d) = tree();
+        mkfifo(&d.join("pipe"));
+        let err = audit(&d, "src/").unwrap_err().to_string();
+        assert!(
+            err.contains("src/pipe is a special file (a named pipe)"),
+            "{err}"
+        );
     }
 
     #[test]
-    fn relative_paths() {
-        assert_eq!(
-            relative_path(Path::new("/a/b"), Path::new("/a/c/d")),
-            Path::new("../c/d")
+    fn audit_escapes_names() {
+        let (_dir, d) = tree();
+        mkfifo(&d.join("x\nerror: forged"));
+        let err = audit(&d, "src/").unwrap_err().to_string();
+        assert!(
+            err.contains("src/x\\nerror: forged is a special file"),
+            "{err}"
         );
+        assert_eq!(err.lines().count(), 1);
+    }
+
+    #[test]
+    fn the_info_scan_stops_at_its_limit() {
+        let (_dir, d) = tree();
+        for i in 0..10 {
+            symlink("/nowhere", d.join(format!("l{i}"))).unwrap();
+        }
+        let all = loose_links(&d, 100);
+        assert!(all.complete);
+        assert_eq!(all.links.len(), 10);
+        let some = loose_links(&d, 4);
+        assert!(!some.complete);
+        assert_eq!(some.links.len(), 3); // the root is the first entry
+    }
+
+    #[test]
+    fn the_note_names_a_few_links_and_counts_the_rest() {
+        let link = |path: &str, target: &str, leads| LooseLink {
+            path: path.into(),
+            target: target.into(),
+            leads,
+        };
+        let one = [link(
+            ".venv/bin/python3",
+            "/usr/bin/python3",
+            Leads::Outside,
+        )];
         assert_eq!(
-            relative_path(Path::new("/a"), Path::new("/a/x")),
-            Path::new("x")
+            loose_note("v", &one).unwrap(),
+            "kept 1 link that points outside the extension: .venv/bin/python3 -> /usr/bin/python3"
+        );
+        assert_eq!(loose_note("v", &[]), None);
+        let mut many: Vec<LooseLink> = (0..7)
+            .map(|i| link(&format!("l{i}"), "/x", Leads::Outside))
+            .collect();
+        many[1] = link("d\nforged", "gone", Leads::Nowhere);
+        let note = loose_note("v", &many).unwrap();
+        assert_eq!(
+            note,
+            "kept 7 links that point outside the extension or nowhere: l0 -> /x, d\\nforged -> gone (dangling), l2 -> /x, l3 -> /x, l4 -> /x, and 2 more (zot ext info --json v lists them all)"
         );
     }
 }

@@ -11,6 +11,7 @@ use super::{Context, Run};
 use crate::cli::CallArgs;
 use crate::error::usage;
 use crate::host::{self, Handshake, HostInfo, Incoming, Session};
+use crate::output::clean;
 use crate::protocol::{
     CommandInvoked, CommandResponse, DecodeError, FromExt, FromHost, PanelContent, ToolCall,
     ToolCancel, ToolResult,
@@ -65,7 +66,7 @@ impl Run for CallArgs {
             &registered,
         );
         if hs.broken {
-            bail!("{}", start_failure(&manifest.name, &hs, &session));
+            return Err(start_failure(ctx, &manifest.name, &hs, &session));
         }
         request.check_registered(&manifest.name, &hs)?;
         let result = exchange(ctx, &mut session, &request, self.timeout, &hs);
@@ -210,23 +211,24 @@ impl Request {
     }
 }
 
-/// Why the extension could not be talked to, with its fix and stderr.
-fn start_failure(name: &str, hs: &Handshake, session: &Session) -> String {
+/// Why the extension could not be talked to, with its fix, as one line; the last lines of
+/// its stderr are printed before it (one note each, so each stays one line).
+fn start_failure(ctx: &Context, name: &str, hs: &Handshake, session: &Session) -> anyhow::Error {
+    let stderr = session.stderr_tail(20);
+    if !stderr.trim().is_empty() {
+        ctx.out.note(&format!("{name} stderr (last lines):"));
+        for line in stderr.lines() {
+            ctx.out.note(&format!("    | {line}"));
+        }
+    }
     let mut text = format!("{name} did not start properly");
     if let Some(problem) = hs.problems.iter().rfind(|p| p.level == host::Level::Error) {
         text += &format!(": {}", problem.message);
         if let Some(fix) = &problem.fix {
-            text += &format!("\n  fix: {fix}");
+            text += &format!("; fix: {fix}");
         }
     }
-    let stderr = session.stderr_tail(20);
-    if !stderr.trim().is_empty() {
-        text += "\n  stderr (last lines):";
-        for line in stderr.lines() {
-            text += &format!("\n    | {line}");
-        }
-    }
-    text
+    anyhow!(text)
 }
 
 /// Sends the request and collects frames until the answer, printing notes as they come.
@@ -329,7 +331,7 @@ fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
         FromExt::CommandResponse(r) if r.id == ID => return Ok(Some(Reply::Command(*r))),
         FromExt::ToolResult(r) if r.id == ID => return Ok(Some(Reply::Tool(r))),
         _ if ctx.out.json => {}
-        FromExt::Notify(n) => writeln!(out, "[{}] {}", n.level, n.message)?,
+        FromExt::Notify(n) => writeln!(out, "[{}] {}", clean(&n.level), clean(&n.message))?,
         FromExt::OpenPanel(p) => write!(
             out,
             "[panel {}] {}",
@@ -346,13 +348,13 @@ fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
 
 /// A panel as text: its title, then its lines and footer indented.
 fn panel_text(panel: &PanelContent) -> String {
-    let mut text = format!("{}\n", panel.title);
+    let mut text = format!("{}\n", clean(&panel.title));
     for line in panel
         .lines
         .iter()
         .chain(Some(&panel.footer).filter(|f| !f.is_empty()))
     {
-        text += &format!("  {line}\n");
+        text += &format!("  {}\n", clean(line));
     }
     text
 }

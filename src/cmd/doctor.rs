@@ -13,7 +13,7 @@ use super::{Context, Run};
 use crate::cli::DoctorArgs;
 use crate::diagnose::{self, Options, Report, Status};
 use crate::host::{self, HostInfo, Leftover, Problem};
-use crate::output::{BAD, DIM, GOOD, Output, WARN};
+use crate::output::{BAD, DIM, GOOD, Output, WARN, clean};
 use crate::target::Target;
 
 /// Counts of extensions by verdict.
@@ -220,7 +220,7 @@ fn render(r: &Report, out: &Output) -> String {
     if let Some(stderr) = &r.stderr {
         text += "  stderr (last lines):\n";
         for line in stderr.lines() {
-            text += &format!("    | {line}\n");
+            text += &format!("    | {}\n", clean(line));
         }
     }
     text
@@ -234,7 +234,7 @@ fn heading(r: &Report) -> String {
     if r.enabled == Some(true) && !r.loaded {
         notes.push("shadowed: zot loads another copy of this name".into());
     }
-    format!("{} ({})", r.name, notes.join(", "))
+    clean(&format!("{} ({})", r.name, notes.join(", ")))
 }
 
 fn status_label(status: Status, out: &Output) -> String {
@@ -281,13 +281,13 @@ fn list_line(label: &str, items: impl Iterator<Item = String>) -> String {
     } else {
         items.join(", ")
     };
-    format!("  {label}: {shown}\n")
+    format!("  {label}: {}\n", clean(&shown))
 }
 
 fn problem_lines(label: String, problem: &Problem) -> String {
-    let mut text = format!("  {label} {}\n", problem.message);
+    let mut text = format!("  {label} {}\n", clean(&problem.message));
     if let Some(fix) = &problem.fix {
-        text += &format!("    fix: {fix}\n");
+        text += &format!("    fix: {}\n", clean(fix));
     }
     text
 }

@@ -15,6 +15,11 @@ use crate::manifest::Manifest;
 use crate::output::printable;
 use crate::paths::{Layout, Scope};
 use crate::record::{Kind, Record, RefKind};
+use crate::sources::redact;
+use crate::tree::{self, LooseLink};
+
+/// `info` looks at no more than this many entries of an extension folder for links.
+const LINK_SCAN_LIMIT: usize = 100_000;
 
 /// `zot ext info --json`.
 #[derive(Debug, Serialize)]
@@ -38,6 +43,11 @@ struct Copy<'a> {
     /// "pinned" (tag or commit), "tracking" (branch), or null.
     updates: Option<&'static str>,
     log: Log,
+    /// Symbolic links in the folder that point outside it or nowhere; null for a linked
+    /// working copy (zot did not copy it).
+    outside_links: Option<Vec<LooseLink>>,
+    /// False when not every entry was checked (a huge or partly unreadable folder).
+    outside_links_complete: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -75,7 +85,9 @@ impl Run for InfoArgs {
             if i > 0 {
                 ctx.out.say("")?;
             }
-            ctx.out.say(&render(&self.name, copy))?;
+            for line in render(&self.name, copy) {
+                ctx.out.say(&line)?;
+            }
         }
         Ok(())
     }
@@ -83,13 +95,21 @@ impl Run for InfoArgs {
 
 fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
     let manifest = e.manifest.as_ref().ok();
-    let source = Record::load(layout.scope(e.scope), &e.dir_name);
+    // A record written by hand or by an older zot may hold a credential: never show it.
+    let source = Record::load(layout.scope(e.scope), &e.dir_name).map(|r| Record {
+        source: redact(&r.source),
+        ..r
+    });
     let updates = source.as_ref().and_then(|r| match (r.kind, r.ref_kind) {
         (Kind::Git, Some(RefKind::Branch)) => Some("tracking"),
         (Kind::Git, Some(_)) => Some("pinned"),
         _ => None,
     });
     let log_path = layout.log_file(e.name());
+    let links = e
+        .link_target
+        .is_none()
+        .then(|| tree::loose_links(&e.dir, LINK_SCAN_LIMIT));
     Copy {
         scope: e.scope,
         dir: e.dir.display().to_string(),
@@ -105,6 +125,8 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
             bytes: fs::metadata(&log_path).ok().map(|m| m.len()),
             path: log_path.display().to_string(),
         },
+        outside_links_complete: links.as_ref().is_none_or(|l| l.complete),
+        outside_links: links.map(|l| l.links),
     }
 }
 
@@ -122,7 +144,8 @@ fn resolve_exec(dir: &Path, manifest: &Manifest) -> Exec {
     }
 }
 
-fn render(name: &str, c: &Copy) -> String {
+/// The lines that describe one copy (each printed with `say`, which escapes it).
+fn render(name: &str, c: &Copy) -> Vec<String> {
     let mut lines = Vec::new();
     let mut field = |label: &str, value: String| {
         lines.push(format!("  {label:<12} {}", printable(&value)));
@@ -163,16 +186,42 @@ fn render(name: &str, c: &Copy) -> String {
             field("args:", m.args.join(" "));
         }
     }
+    if let Some(links) = render_links(name, c) {
+        field("links:", links);
+    }
     render_source(&mut field, c);
     let size = c
         .log
         .bytes
         .map_or("not written yet".to_string(), |b| format!("{b} bytes"));
     field("log:", format!("{} ({size})", c.log.path));
-    std::iter::once(head)
-        .chain(lines)
-        .collect::<Vec<_>>()
-        .join("\n")
+    std::iter::once(head).chain(lines).collect()
+}
+
+/// The links that point outside the folder or nowhere, on one line; None when there are
+/// none to mention.
+fn render_links(name: &str, c: &Copy) -> Option<String> {
+    let links = c.outside_links.as_deref().unwrap_or_default();
+    let partial = if c.outside_links_complete {
+        String::new()
+    } else {
+        format!(
+            " (not every entry was checked: the folder has over {LINK_SCAN_LIMIT} entries or some cannot be read)"
+        )
+    };
+    if links.is_empty() {
+        return (!partial.is_empty()).then(|| format!("none found{partial}"));
+    }
+    let all = if links.len() > tree::LISTED {
+        format!("; zot ext info --json {name} lists them all")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{}: {}{all}{partial}",
+        tree::loose_summary(links),
+        tree::list_links(links)
+    ))
 }
 
 fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {

@@ -9,12 +9,13 @@ use super::{Context, Run};
 use crate::catalog;
 use crate::cli::InstallArgs;
 use crate::error::usage;
-use crate::fetch::{self, Request};
-use crate::manifest::{self, Manifest};
+use crate::fetch::{self, Request, Staged};
+use crate::manifest;
 use crate::paths::{Layout, Scope};
 use crate::record::Record;
 use crate::sources::Source;
 use crate::store::Store;
+use crate::tree::{self, LooseLink};
 
 /// `zot ext install --json` output.
 #[derive(Debug, Serialize)]
@@ -26,6 +27,8 @@ struct Installed<'a> {
     scope: Scope,
     dir: String,
     replaced: bool,
+    /// Links kept in the copy that point outside it or nowhere.
+    outside_links: &'a [LooseLink],
 }
 
 impl Run for InstallArgs {
@@ -69,14 +72,7 @@ impl Run for InstallArgs {
                 "installed, but the install record was not saved: {e:#}"
             ));
         }
-        report(
-            ctx,
-            &staged.manifest,
-            &staged.record,
-            scope,
-            &dest,
-            replaced,
-        )
+        report(ctx, &staged, scope, &dest, replaced)
     }
 }
 
@@ -125,21 +121,16 @@ impl InstallArgs {
     }
 }
 
-fn report(
-    ctx: &Context,
-    manifest: &Manifest,
-    record: &Record,
-    scope: Scope,
-    dest: &Path,
-    replaced: bool,
-) -> Result<()> {
+fn report(ctx: &Context, staged: &Staged, scope: Scope, dest: &Path, replaced: bool) -> Result<()> {
+    let manifest = &staged.manifest;
     if ctx.out.json {
         return Ok(ctx.out.json(&Installed {
             version: manifest.version.as_deref(),
             scope,
             dir: dest.display().to_string(),
             replaced,
-            record,
+            record: &staged.record,
+            outside_links: &staged.outside_links,
         })?);
     }
     let version = manifest
@@ -153,6 +144,9 @@ fn report(
         manifest.name,
         dest.display()
     ))?;
+    if let Some(note) = tree::loose_note(&manifest.name, &staged.outside_links) {
+        ctx.out.note(&format!("note: {note}"));
+    }
     shadow_note(ctx, &ctx.layout, &manifest.name, scope);
     Ok(())
 }

@@ -9,6 +9,7 @@ use super::{Context, Run};
 use crate::catalog;
 use crate::cli::RemoveArgs;
 use crate::error::usage;
+use crate::output::clean;
 use crate::paths::Scope;
 use crate::store::Store;
 
@@ -68,10 +69,11 @@ impl Run for RemoveArgs {
     }
 }
 
-/// Asks on stderr and reads one line from the terminal; only "y" or "yes" agree.
+/// Asks on stderr (escaped, as it names a folder) and reads one line from the terminal;
+/// only "y" or "yes" agree.
 fn confirm(question: &str) -> Result<bool> {
     let mut err = io::stderr().lock();
-    write!(err, "{question}")?;
+    write!(err, "{}", clean(question))?;
     err.flush()?;
     let mut answer = String::new();
     io::stdin().lock().read_line(&mut answer)?;

@@ -10,10 +10,12 @@ use crate::cli::UpdateArgs;
 use crate::error::usage;
 use crate::fetch::{self, Request, short};
 use crate::git;
+use crate::output::printable;
 use crate::paths::{Scope, ScopeDirs};
 use crate::record::{Kind, Record};
-use crate::sources::Source;
+use crate::sources::{Source, redact};
 use crate::store::Store;
+use crate::tree::{self, LooseLink};
 
 /// What happened to one extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,6 +46,9 @@ struct Outcome {
     current: Version,
     available: Option<Version>,
     message: Option<String>,
+    /// Links kept in the new version that point outside it or nowhere (empty when nothing
+    /// was fetched).
+    outside_links: Vec<LooseLink>,
 }
 
 impl Run for UpdateArgs {
@@ -56,6 +61,14 @@ impl Run for UpdateArgs {
         } else {
             for outcome in &outcomes {
                 ctx.out.say(&describe(outcome))?;
+                let kept = match outcome.status {
+                    Status::Updated => tree::loose_note(&outcome.name, &outcome.outside_links),
+                    _ => None,
+                };
+                if let Some(note) = kept {
+                    ctx.out
+                        .note(&format!("note: {}: {note}", printable(&outcome.name)));
+                }
             }
         }
         let failed = outcomes
@@ -82,8 +95,9 @@ impl UpdateArgs {
         match record.map(|r| (r.kind, r.source)) {
             Some((Kind::Git, _)) => Ok(()),
             Some((_, source)) => Err(usage(format!(
-                "--ref applies to git installs; {} was installed from the folder {source}",
-                target.name()
+                "--ref applies to git installs; {} was installed from the folder {}",
+                target.name(),
+                redact(&source)
             ))),
             None => Err(usage(format!(
                 "--ref applies to git installs; {} has no install record",
@@ -134,6 +148,7 @@ impl UpdateArgs {
             },
             available: None,
             message: None,
+            outside_links: Vec::new(),
         };
         let result = match (&target.link_target, record) {
             (Some(to), _) => Err(skip(format!(
@@ -217,7 +232,7 @@ impl UpdateArgs {
         let Source::Git(url) = Source::parse(&record.source) else {
             bail!(
                 "the install record's source {} is not a git URL",
-                record.source
+                redact(&record.source)
             );
         };
         let scratch = tempfile::tempdir()?;
@@ -250,6 +265,7 @@ impl UpdateArgs {
             version: staged.manifest.version.clone(),
             commit: staged.record.commit.clone(),
         });
+        outcome.outside_links = staged.outside_links.clone();
         if staged.manifest.name != outcome.name {
             bail!(
                 "the new version's extension.json names it \"{}\", not \"{}\"; install it separately",

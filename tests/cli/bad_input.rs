@@ -1,206 +1,567 @@
-//! Install inputs that must be refused: each case checks the message and that the store
-//! is exactly as it was (git-specific cases live in `git_install`).
+//! Hostile install sources and manifests: the part of the hostile-input table
+//! (`hostile::hostile_inputs` runs it) where `zot ext install` is given a bad folder or
+//! `extension.json`. Each case checks exit code, the one-line message and that nothing
+//! changed on disk (git-specific cases live in `git_install` and `hostile`).
 
+use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::support::{Env, manifest};
+use crate::support::hostile::{Case, Prepared, World, ext, mkfifo};
+use crate::support::manifest;
 
-/// Prepares a bad source in `env` and returns the install argument.
-type Setup = fn(&Env) -> String;
+fn install(path: impl Into<OsString>) -> Prepared {
+    ext([OsString::from("install"), path.into()])
+}
 
-fn with_manifest(env: &Env, text: &str) -> String {
-    env.source_with_manifest("bad", text).display().to_string()
+/// A source folder `work/bad` with this manifest text (and a `run.sh`).
+fn with_manifest(w: &World, text: &str) -> Prepared {
+    install(w.env.source_with_manifest("bad", text))
+}
+
+fn with_manifest_bytes(w: &World, bytes: &[u8]) -> Prepared {
+    let dir = w.env.source("bad", "x");
+    fs::write(dir.join("extension.json"), bytes).unwrap();
+    install(dir)
 }
 
 fn named(name: &str) -> String {
     serde_json::json!({"name": name, "exec": "./run.sh"}).to_string()
 }
 
-/// Runs `zot ext install` on the prepared source in a store that already holds one
-/// extension, and checks exit status, message and that nothing changed.
-fn refused(setup: Setup, code: i32, expected: &str) {
-    let env = Env::new();
-    env.installed("existing", false);
-    let arg = setup(&env);
-    let before = env.snapshot();
-    let done = env.zot(["ext", "install", arg.as_str()]).fails(code);
-    assert!(
-        done.stderr.contains(expected),
-        "expected {expected:?} in:\n{}",
-        done.stderr
-    );
-    assert!(done.stderr.starts_with("error: "), "{}", done.stderr);
-    assert_eq!(done.stdout, "");
-    assert_eq!(env.snapshot(), before, "the store changed");
-    assert_eq!(env.installed_names(), ["existing"]);
+/// A valid source `work/bad` named `x`, changed by `change`.
+fn source_with(w: &World, change: impl FnOnce(&Path)) -> Prepared {
+    let dir = w.env.source("bad", "x");
+    change(&dir);
+    install(dir)
 }
 
-macro_rules! cases {
-    ($($name:ident: $setup:expr, $code:expr, $expected:expr;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                refused($setup, $code, $expected);
-            }
-        )*
-    };
+/// A valid source `work/bad` that the unprivileged user may read, except what `change` does.
+fn unprivileged_source(w: &World, change: impl FnOnce(&Path)) -> Prepared {
+    let dir = w.env.source("bad", "x");
+    w.env.open_to_everyone();
+    change(&dir);
+    install(dir).unprivileged()
 }
 
-cases! {
-    invalid_json: |e| with_manifest(e, "{\n  \"name\": \"x\"\n  \"exec\": \"y\"\n}"), 1,
-        "bad/extension.json:3:3: invalid JSON: expected `,` or `}`";
-    trailing_comma: |e| with_manifest(e, "{\"name\": \"x\", \"exec\": \"y\",}"), 1,
-        "extension.json:1:27: invalid JSON: trailing comma";
-    empty_manifest: |e| with_manifest(e, ""), 1, "extension.json:1:1: invalid JSON: EOF while parsing";
-    top_level_array: |e| with_manifest(e, "[{\"name\": \"x\"}]"), 1,
-        "extension.json:1:1: expected a JSON object at the top level, found an array";
-    name_is_a_number: |e| with_manifest(e, "{\"name\": 5, \"exec\": \"y\"}"), 1,
-        "extension.json:1:10: \"name\" must be a string, found the number 5";
-    exec_is_an_array: |e| with_manifest(e, "{\"name\": \"x\",\n \"exec\": [\"y\"]}"), 1,
-        "extension.json:2:10: \"exec\" must be a string, found an array";
-    args_is_a_string: |e| with_manifest(e, "{\"name\": \"x\", \"exec\": \"y\", \"args\": \"-v\"}"), 1,
-        "\"args\" must be an array of strings, found a string";
-    args_element_is_a_number: |e| with_manifest(e, "{\"name\": \"x\", \"exec\": \"y\", \"args\": [\"a\", 2]}"), 1,
-        "\"args\"[1] must be a string, found the number 2";
-    version_is_a_number: |e| with_manifest(e, "{\"name\": \"x\", \"exec\": \"y\", \"version\": 1.0}"), 1,
-        "\"version\" must be a string, found the number 1.0";
-    language_is_an_object: |e| with_manifest(e, "{\"name\": \"x\", \"exec\": \"y\", \"language\": {}}"), 1,
-        "\"language\" must be a string, found an object";
-    description_is_true: |e| with_manifest(e, "{\"name\": \"x\", \"exec\": \"y\", \"description\": true}"), 1,
-        "\"description\" must be a string, found true";
-    enabled_is_a_string: |e| with_manifest(e, "{\"name\": \"x\", \"exec\": \"y\", \"enabled\": \"yes\"}"), 1,
-        "\"enabled\" must be true or false, found a string";
-    missing_name: |e| with_manifest(e, "{\"exec\": \"y\"}"), 1, "missing required field \"name\"";
-    missing_exec: |e| with_manifest(e, "{\"name\": \"x\"}"), 1, "missing required field \"exec\"";
-    empty_name: |e| with_manifest(e, &named("")), 1, "\"name\" must not be empty";
-    empty_exec: |e| with_manifest(e, "{\"name\": \"x\", \"exec\": \"\"}"), 1, "\"exec\" must not be empty";
-    name_with_parent_dir: |e| with_manifest(e, &named("../x")), 1, "\"name\" contains '/'";
-    name_with_separator: |e| with_manifest(e, &named("a/b")), 1, "\"name\" contains '/'";
-    name_dot: |e| with_manifest(e, &named(".")), 1, "\"name\" \".\" is not a usable directory name";
-    name_dot_dot: |e| with_manifest(e, &named("..")), 1, "\"name\" \"..\" is not a usable directory name";
-    name_with_nul: |e| with_manifest(e, &named("a\u{0}b")), 1, "\"name\" contains '\\0'";
-    name_too_long: |e| with_manifest(e, &named(&"n".repeat(300))), 1, "\"name\" is 300 characters long";
-    name_with_space: |e| with_manifest(e, &named("my ext")), 1, "\"name\" contains ' '";
-    manifest_is_not_utf8: |e| {
-        let dir = e.source("bad", "x");
-        fs::write(dir.join("extension.json"), b"{\"name\": \"\xff\"}").unwrap();
-        dir.display().to_string()
-    }, 1, "extension.json: is not valid UTF-8";
-    manifest_has_a_byte_order_mark: |e| {
-        let dir = e.source("bad", "x");
-        fs::write(dir.join("extension.json"), b"\xef\xbb\xbf{\"name\": \"x\", \"exec\": \"y\"}").unwrap();
-        dir.display().to_string()
-    }, 1, "extension.json: starts with a byte order mark";
-    manifest_is_a_directory: |e| {
-        let dir = e.work.join("bad");
-        fs::create_dir_all(dir.join("extension.json")).unwrap();
-        dir.display().to_string()
-    }, 1, "extension.json: is a directory";
-    no_manifest: |e| {
-        let dir = e.work.join("bad");
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join("main.py"), "").unwrap();
-        dir.display().to_string()
-    }, 1, "extension.json: not found; an extension needs extension.json at the top of its folder";
-    manifest_only_in_a_subfolder: |e| {
-        let dir = e.work.join("repo");
-        fs::create_dir_all(dir.join("extensions/inner")).unwrap();
-        fs::write(dir.join("extensions/inner/extension.json"), manifest("inner")).unwrap();
-        dir.display().to_string()
-    }, 1, "there is one in extensions/inner/: install that folder instead";
-    source_is_a_file: |e| {
-        let file = e.work.join("plain.txt");
-        fs::write(&file, "x").unwrap();
-        file.display().to_string()
-    }, 1, "plain.txt is a file, not a folder";
-    source_is_the_manifest_itself: |e| {
-        e.source("m", "m").join("extension.json").display().to_string()
-    }, 1, "install its folder instead: zot ext install";
-    source_does_not_exist: |e| e.work.join("missing").display().to_string(), 1,
-        "missing does not exist; give a folder that holds extension.json or a git URL";
-    source_inside_the_destination: |e| e.global_root().join("existing").display().to_string(), 1,
-        "is inside the extensions folder";
-    source_contains_the_store: |e| e.home.parent().unwrap().display().to_string(), 1,
-        "contains the extensions folder";
-    destination_exists: |e| e.source("again", "existing").display().to_string(), 1,
-        "extension \"existing\" is already installed";
-    dangling_symlink: |e| {
-        let dir = e.source("bad", "x");
-        symlink("nowhere", dir.join("lib")).unwrap();
-        dir.display().to_string()
-    }, 1, "lib -> nowhere is a dangling symbolic link";
-    absolute_symlink_outside: |e| {
-        let dir = e.source("bad", "x");
-        symlink("/etc/passwd", dir.join("passwd")).unwrap();
-        dir.display().to_string()
-    }, 1, "passwd -> /etc/passwd points outside the extension folder";
-    relative_symlink_outside: |e| {
-        let dir = e.source("bad", "x");
-        fs::write(e.work.join("secret"), "s").unwrap();
-        symlink("../secret", dir.join("s")).unwrap();
-        dir.display().to_string()
-    }, 1, "s -> ../secret points outside the extension folder";
-    symlink_loop: |e| {
-        let dir = e.source("bad", "x");
-        symlink("b", dir.join("a")).unwrap();
-        symlink("a", dir.join("b")).unwrap();
-        dir.display().to_string()
-    }, 1, "a -> b is a symbolic link loop";
-    manifest_is_a_link_outside: |e| {
-        let dir = e.work.join("bad");
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(e.work.join("elsewhere.json"), manifest("x")).unwrap();
-        symlink("../elsewhere.json", dir.join("extension.json")).unwrap();
-        dir.display().to_string()
-    }, 1, "points outside the extension folder";
-    named_pipe: |e| {
-        let dir = e.source("bad", "x");
-        let ok = std::process::Command::new("mkfifo").arg(dir.join("pipe")).status().unwrap();
-        assert!(ok.success());
-        dir.display().to_string()
-    }, 1, "pipe is a special file (a named pipe)";
+fn chmod(path: &Path, mode: u32) {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
 }
 
-/// Permission cases run as an unprivileged user when the tests run as root.
-fn refused_unreadable(make_unreadable: fn(&PathBuf), expected: &str) {
-    let env = Env::new();
-    env.installed("existing", false);
-    let dir = env.source("bad", "x");
-    env.open_to_everyone();
-    make_unreadable(&dir);
-    let before = env.snapshot();
-    let done = env
-        .zot(["ext", "install", dir.to_str().unwrap()])
-        .unprivileged()
-        .fails(1);
-    assert!(
-        done.stderr.contains(expected),
-        "expected {expected:?} in:\n{}",
-        done.stderr
-    );
-    assert_eq!(env.snapshot(), before);
+/// Nesting deep enough to overflow a recursive parser's stack.
+fn deeply_nested() -> String {
+    let depth = 200_000;
+    format!(
+        "{{\"name\": \"x\", \"exec\": \"./run.sh\", \"x\": {}{}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
 }
 
-#[test]
-fn unreadable_file() {
-    refused_unreadable(
-        |dir| {
-            fs::write(dir.join("secret.key"), "k").unwrap();
-            fs::set_permissions(dir.join("secret.key"), fs::Permissions::from_mode(0o000)).unwrap();
-        },
-        "secret.key: permission denied",
-    );
+/// A valid manifest padded past the 1 MiB read cap.
+fn huge_manifest() -> String {
+    let pad = "a".repeat(2 << 20);
+    format!("{{\"name\": \"x\", \"exec\": \"./run.sh\", \"description\": \"{pad}\"}}")
 }
 
-#[test]
-fn unreadable_folder() {
-    refused_unreadable(
-        |dir| {
-            fs::create_dir_all(dir.join("private")).unwrap();
-            fs::set_permissions(dir.join("private"), fs::Permissions::from_mode(0o000)).unwrap();
-        },
-        "cannot read",
-    );
+/// Where a folder whose name forges a second error line would go.
+fn forged_dir(w: &World) -> PathBuf {
+    w.env.work.join("x\nerror: everything is fine")
+}
+
+/// Links that point outside the source are kept as links (issue 8); the install
+/// changes the global root and its record only.
+const NEW_X: &[&str] = &[
+    "zot-home/extensions/x",
+    "zot-home/.ext-store/sources/x.json",
+];
+
+pub fn cases() -> Vec<Case> {
+    vec![
+        // --- manifest syntax and types -----------------------------------------------
+        Case::fails(
+            "invalid_json",
+            1,
+            "bad/extension.json:3:3: invalid JSON: expected `,` or `}`",
+            |w| with_manifest(w, "{\n  \"name\": \"x\"\n  \"exec\": \"y\"\n}"),
+        ),
+        Case::fails(
+            "trailing_comma",
+            1,
+            "extension.json:1:27: invalid JSON: trailing comma",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\",}"),
+        ),
+        Case::fails(
+            "empty_manifest",
+            1,
+            "extension.json:1:1: invalid JSON: EOF while parsing",
+            |w| with_manifest(w, ""),
+        ),
+        Case::fails(
+            "whitespace_manifest",
+            1,
+            "invalid JSON: EOF while parsing",
+            |w| with_manifest(w, " \n\t\n"),
+        ),
+        Case::fails(
+            "top_level_array",
+            1,
+            "extension.json:1:1: expected a JSON object at the top level, found an array",
+            |w| with_manifest(w, "[{\"name\": \"x\"}]"),
+        ),
+        Case::fails(
+            "top_level_null",
+            1,
+            "expected a JSON object at the top level",
+            |w| with_manifest(w, "null"),
+        ),
+        Case::fails(
+            "top_level_string",
+            1,
+            "expected a JSON object at the top level",
+            |w| with_manifest(w, "\"x\""),
+        ),
+        Case::fails("two_objects", 1, "invalid JSON: trailing characters", |w| {
+            with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\"} {}")
+        }),
+        Case::fails("comments", 1, "invalid JSON", |w| {
+            with_manifest(w, "// c\n{\"name\": \"x\", \"exec\": \"y\"}")
+        }),
+        Case::fails("single_quotes", 1, "invalid JSON", |w| {
+            with_manifest(w, "{'name': 'x', 'exec': 'y'}")
+        }),
+        Case::fails(
+            "name_is_a_number",
+            1,
+            "extension.json:1:10: \"name\" must be a string, found the number 5",
+            |w| with_manifest(w, "{\"name\": 5, \"exec\": \"y\"}"),
+        ),
+        Case::fails("name_is_null", 1, "\"name\" must be a string", |w| {
+            with_manifest(w, "{\"name\": null, \"exec\": \"y\"}")
+        }),
+        Case::fails(
+            "exec_is_an_array",
+            1,
+            "extension.json:2:10: \"exec\" must be a string, found an array",
+            |w| with_manifest(w, "{\"name\": \"x\",\n \"exec\": [\"y\"]}"),
+        ),
+        Case::fails(
+            "args_is_a_string",
+            1,
+            "\"args\" must be an array of strings, found a string",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"args\": \"-v\"}"),
+        ),
+        Case::fails(
+            "args_element_is_a_number",
+            1,
+            "\"args\"[1] must be a string, found the number 2",
+            |w| {
+                with_manifest(
+                    w,
+                    "{\"name\": \"x\", \"exec\": \"y\", \"args\": [\"a\", 2]}",
+                )
+            },
+        ),
+        Case::fails(
+            "version_is_a_number",
+            1,
+            "\"version\" must be a string, found the number 1.0",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"version\": 1.0}"),
+        ),
+        Case::fails(
+            "language_is_an_object",
+            1,
+            "\"language\" must be a string, found an object",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"language\": {}}"),
+        ),
+        Case::fails(
+            "description_is_true",
+            1,
+            "\"description\" must be a string, found true",
+            |w| {
+                with_manifest(
+                    w,
+                    "{\"name\": \"x\", \"exec\": \"y\", \"description\": true}",
+                )
+            },
+        ),
+        Case::fails(
+            "enabled_is_a_string",
+            1,
+            "\"enabled\" must be true or false, found a string",
+            |w| {
+                with_manifest(
+                    w,
+                    "{\"name\": \"x\", \"exec\": \"y\", \"enabled\": \"yes\"}",
+                )
+            },
+        ),
+        Case::fails(
+            "enabled_is_a_number",
+            1,
+            "\"enabled\" must be true or false",
+            |w| with_manifest(w, "{\"name\": \"x\", \"exec\": \"y\", \"enabled\": 1}"),
+        ),
+        Case::fails("missing_name", 1, "missing required field \"name\"", |w| {
+            with_manifest(w, "{\"exec\": \"y\"}")
+        }),
+        Case::fails("missing_exec", 1, "missing required field \"exec\"", |w| {
+            with_manifest(w, "{\"name\": \"x\"}")
+        }),
+        Case::fails("empty_exec", 1, "\"exec\" must not be empty", |w| {
+            with_manifest(w, "{\"name\": \"x\", \"exec\": \"\"}")
+        }),
+        Case::fails("deeply_nested", 1, "extension.json", |w| {
+            with_manifest(w, &deeply_nested())
+        }),
+        Case::fails("huge_manifest", 1, "extension.json", |w| {
+            with_manifest(w, &huge_manifest())
+        })
+        .pending("reads"),
+        Case::fails(
+            "nul_byte_in_a_string",
+            1,
+            "invalid JSON: control character",
+            |w| {
+                with_manifest_bytes(
+                    w,
+                    b"{\"name\": \"x\", \"exec\": \"./run.sh\", \"description\": \"a\0b\"}",
+                )
+            },
+        ),
+        Case::fails(
+            "nul_byte_after_the_object",
+            1,
+            "invalid JSON: trailing characters",
+            |w| with_manifest_bytes(w, b"{\"name\": \"x\", \"exec\": \"./run.sh\"}\0"),
+        ),
+        // The last of duplicate keys counts, as for the host's JSON reader.
+        Case::fails(
+            "duplicate_name_key",
+            1,
+            "extension \"existing\" is already installed",
+            |w| {
+                with_manifest(
+                    w,
+                    "{\"name\": \"x\", \"name\": \"existing\", \"exec\": \"./run.sh\"}",
+                )
+            },
+        ),
+        Case::fails(
+            "manifest_is_not_utf8",
+            1,
+            "extension.json: is not valid UTF-8",
+            |w| with_manifest_bytes(w, b"{\"name\": \"\xff\"}"),
+        ),
+        Case::fails("manifest_is_utf16", 1, "extension.json", |w| {
+            with_manifest_bytes(w, b"\xff\xfe{\0\"\0n\0a\0m\0e\0\"\0:\0 \0\"\0x\0\"\0}\0")
+        }),
+        Case::fails(
+            "manifest_has_a_byte_order_mark",
+            1,
+            "extension.json: starts with a byte order mark",
+            |w| with_manifest_bytes(w, b"\xef\xbb\xbf{\"name\": \"x\", \"exec\": \"y\"}"),
+        ),
+        // `exec` resolves as zot resolves it (absolute as is): pointing outside is allowed,
+        // and installing never runs or opens it.
+        Case::succeeds("exec_pointing_outside", "installed x", |w| {
+            with_manifest(w, r#"{"name": "x", "exec": "../../victim/precious.txt"}"#)
+        })
+        .changing(NEW_X),
+        Case::succeeds("exec_absolute", "installed x", |w| {
+            with_manifest(
+                w,
+                r#"{"name": "x", "exec": "/bin/sh", "args": ["-c", "exit 0"]}"#,
+            )
+        })
+        .changing(NEW_X),
+        // --- names in the manifest ---------------------------------------------------
+        Case::fails("empty_name", 1, "\"name\" must not be empty", |w| {
+            with_manifest(w, &named(""))
+        }),
+        Case::fails("name_with_parent_dir", 1, "\"name\" contains '/'", |w| {
+            with_manifest(w, &named("../x"))
+        }),
+        Case::fails("name_with_separator", 1, "\"name\" contains '/'", |w| {
+            with_manifest(w, &named("a/b"))
+        }),
+        Case::fails("name_with_backslash", 1, "\"name\" contains '\\\\'", |w| {
+            with_manifest(w, &named("a\\b"))
+        }),
+        Case::fails(
+            "name_dot",
+            1,
+            "\"name\" \".\" is not a usable directory name",
+            |w| with_manifest(w, &named(".")),
+        ),
+        Case::fails(
+            "name_dot_dot",
+            1,
+            "\"name\" \"..\" is not a usable directory name",
+            |w| with_manifest(w, &named("..")),
+        ),
+        Case::fails("name_with_nul", 1, "\"name\" contains '\\0'", |w| {
+            with_manifest(w, &named("a\u{0}b"))
+        }),
+        Case::fails("name_with_newline", 1, "\"name\" contains '\\n'", |w| {
+            with_manifest(w, &named("a\nerror: forged"))
+        }),
+        Case::fails("name_with_escape", 1, "\"name\" contains '\\u{1b}'", |w| {
+            with_manifest(w, &named("a\u{1b}[2Jb"))
+        }),
+        Case::fails(
+            "name_with_right_to_left_override",
+            1,
+            "\"name\" contains '\\u{202e}'",
+            |w| with_manifest(w, &named("a\u{202e}b")),
+        ),
+        Case::fails("name_too_long", 1, "\"name\" is 300 characters long", |w| {
+            with_manifest(w, &named(&"n".repeat(300)))
+        }),
+        Case::fails("name_with_space", 1, "\"name\" contains ' '", |w| {
+            with_manifest(w, &named("my ext"))
+        }),
+        Case::fails("name_is_a_glob", 1, "\"name\" contains '*'", |w| {
+            with_manifest(w, &named("*"))
+        }),
+        Case::fails(
+            "name_clashes_with_an_installed_one",
+            1,
+            "extension \"existing\" is already installed",
+            |w| install(w.env.source("again", "existing")),
+        ),
+        // --- the source folder -------------------------------------------------------
+        Case::fails(
+            "manifest_is_a_directory",
+            1,
+            "extension.json: is a directory",
+            |w| {
+                let dir = w.env.work.join("bad");
+                fs::create_dir_all(dir.join("extension.json")).unwrap();
+                install(dir)
+            },
+        ),
+        Case::fails(
+            "no_manifest",
+            1,
+            "extension.json: not found; an extension needs extension.json at the top of its folder",
+            |w| {
+                let dir = w.env.work.join("bad");
+                fs::create_dir_all(&dir).unwrap();
+                fs::write(dir.join("main.py"), "").unwrap();
+                install(dir)
+            },
+        ),
+        Case::fails("only_a_git_folder", 1, "extension.json: not found", |w| {
+            let dir = w.env.work.join("bad");
+            fs::create_dir_all(&dir).unwrap();
+            crate::support::git_servers::git(&dir, &["init", "-q"]);
+            install(dir)
+        }),
+        Case::fails("empty_folder", 1, "extension.json: not found", |w| {
+            let dir = w.env.work.join("bad");
+            fs::create_dir_all(&dir).unwrap();
+            install(dir)
+        }),
+        Case::fails(
+            "manifest_only_in_a_subfolder",
+            1,
+            "there is one in extensions/inner/: install that folder instead",
+            |w| {
+                let dir = w.env.work.join("repo");
+                fs::create_dir_all(dir.join("extensions/inner")).unwrap();
+                fs::write(
+                    dir.join("extensions/inner/extension.json"),
+                    manifest("inner"),
+                )
+                .unwrap();
+                install(dir)
+            },
+        ),
+        Case::fails(
+            "source_is_a_file",
+            1,
+            "plain.txt is a file, not a folder",
+            |w| {
+                let file = w.env.work.join("plain.txt");
+                fs::write(&file, "x").unwrap();
+                install(file)
+            },
+        ),
+        Case::fails(
+            "source_is_the_manifest_itself",
+            1,
+            "install its folder instead: zot ext install",
+            |w| install(w.env.source("m", "m").join("extension.json")),
+        ),
+        Case::fails("source_is_a_named_pipe", 1, "named pipe", |w| {
+            let fifo = w.env.work.join("srcpipe");
+            mkfifo(&fifo);
+            install(fifo)
+        })
+        .pending("reads"),
+        Case::fails("source_is_dev_zero", 1, "device", |_| install("/dev/zero")).pending("reads"),
+        Case::fails(
+            "source_does_not_exist",
+            1,
+            "missing does not exist; give a folder that holds extension.json or a git URL",
+            |w| install(w.env.work.join("missing")),
+        ),
+        Case::fails("source_is_empty", 2, "the source is empty", |_| install("")),
+        Case::fails(
+            "source_inside_the_destination",
+            1,
+            "is inside the extensions folder",
+            |w| install(w.env.global_root().join("existing")),
+        ),
+        Case::fails("source_is_the_state_folder", 1, ".ext-store", |w| {
+            install(w.global_state())
+        }),
+        Case::fails(
+            "source_contains_the_store",
+            1,
+            "contains the extensions folder",
+            |w| install(w.base().to_path_buf()),
+        ),
+        Case::fails(
+            "source_is_the_project_root",
+            1,
+            "is inside the extensions folder",
+            |w| install(w.env.project_root().join("local")).with_arg("--project"),
+        ),
+        Case::fails(
+            "source_name_forges_an_error_line",
+            1,
+            "everything is fine",
+            |w| {
+                let dir = forged_dir(w);
+                fs::create_dir_all(&dir).unwrap();
+                install(dir)
+            },
+        ),
+        Case::fails(
+            "file_name_forges_an_error_line",
+            1,
+            "everything is fine",
+            |w| source_with(w, |dir| mkfifo(&dir.join("x\nerror: everything is fine"))),
+        ),
+        // --- special files and links in the source -----------------------------------
+        Case::fails(
+            "named_pipe",
+            1,
+            "pipe is a special file (a named pipe)",
+            |w| source_with(w, |dir| mkfifo(&dir.join("pipe"))),
+        ),
+        Case::fails(
+            "named_pipe_deep_inside",
+            1,
+            "a/b/c/pipe is a special file (a named pipe)",
+            |w| {
+                source_with(w, |dir| {
+                    fs::create_dir_all(dir.join("a/b/c")).unwrap();
+                    mkfifo(&dir.join("a/b/c/pipe"));
+                })
+            },
+        ),
+        Case::fails("socket", 1, "sock is a special file (a socket)", |w| {
+            source_with(w, |dir| {
+                let listener = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
+                drop(listener);
+            })
+        }),
+        Case::fails("manifest_is_a_named_pipe", 1, "named pipe", |w| {
+            source_with(w, |dir| {
+                fs::remove_file(dir.join("extension.json")).unwrap();
+                mkfifo(&dir.join("extension.json"));
+            })
+        })
+        .pending("reads"),
+        Case::fails("manifest_is_dev_zero", 1, "extension.json", |w| {
+            source_with(w, |dir| {
+                fs::remove_file(dir.join("extension.json")).unwrap();
+                symlink("/dev/zero", dir.join("extension.json")).unwrap();
+            })
+        })
+        .pending("reads"),
+        Case::fails("manifest_is_a_link_outside", 1, "extension.json", |w| {
+            fs::write(w.env.work.join("elsewhere.json"), manifest("x")).unwrap();
+            source_with(w, |dir| {
+                fs::remove_file(dir.join("extension.json")).unwrap();
+                symlink("../elsewhere.json", dir.join("extension.json")).unwrap();
+            })
+        }),
+        Case::fails(
+            "manifest_is_a_dangling_link",
+            1,
+            "extension.json -> gone.json is a dangling symbolic link",
+            |w| {
+                source_with(w, |dir| {
+                    fs::remove_file(dir.join("extension.json")).unwrap();
+                    symlink("gone.json", dir.join("extension.json")).unwrap();
+                })
+            },
+        ),
+        Case::fails(
+            "manifest_is_a_link_loop",
+            1,
+            "extension.json -> extension.json is a symbolic link loop",
+            |w| {
+                source_with(w, |dir| {
+                    fs::remove_file(dir.join("extension.json")).unwrap();
+                    symlink("extension.json", dir.join("extension.json")).unwrap();
+                })
+            },
+        ),
+        Case::succeeds("dangling_symlink_is_kept", "lib -> nowhere", |w| {
+            source_with(w, |dir| symlink("nowhere", dir.join("lib")).unwrap())
+        })
+        .changing(NEW_X),
+        Case::succeeds(
+            "absolute_symlink_outside_is_kept",
+            "passwd -> /etc/passwd",
+            |w| source_with(w, |dir| symlink("/etc/passwd", dir.join("passwd")).unwrap()),
+        )
+        .changing(NEW_X),
+        Case::succeeds("relative_symlink_outside_is_kept", "s -> ../secret", |w| {
+            fs::write(w.env.work.join("secret"), "s").unwrap();
+            source_with(w, |dir| symlink("../secret", dir.join("s")).unwrap())
+        })
+        .changing(NEW_X),
+        Case::succeeds("symlink_loop_is_kept", "a -> b", |w| {
+            source_with(w, |dir| {
+                symlink("b", dir.join("a")).unwrap();
+                symlink("a", dir.join("b")).unwrap();
+            })
+        })
+        .changing(NEW_X),
+        Case::succeeds(
+            "link_to_the_victim_folder_is_kept_not_followed",
+            "victim",
+            |w| {
+                let victim = w.victim.clone();
+                source_with(w, move |dir| symlink(victim, dir.join("v")).unwrap())
+            },
+        )
+        .changing(NEW_X),
+        // --- permissions (run as nobody when the tests run as root) -------------------
+        Case::fails("unreadable_file", 1, "secret.key: permission denied", |w| {
+            unprivileged_source(w, |dir| {
+                fs::write(dir.join("secret.key"), "k").unwrap();
+                chmod(&dir.join("secret.key"), 0o000);
+            })
+        }),
+        Case::fails("unreadable_folder", 1, "private", |w| {
+            unprivileged_source(w, |dir| {
+                fs::create_dir_all(dir.join("private")).unwrap();
+                chmod(&dir.join("private"), 0o000);
+            })
+        }),
+        Case::fails("unreadable_manifest", 1, "extension.json", |w| {
+            unprivileged_source(w, |dir| chmod(&dir.join("extension.json"), 0o000))
+        }),
+        Case::fails("unsearchable_source", 1, "bad", |w| {
+            unprivileged_source(w, |dir| chmod(dir, 0o600))
+        }),
+    ]
 }

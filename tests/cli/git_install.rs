@@ -330,6 +330,32 @@ fn installs_over_smart_http_with_a_shallow_fetch() {
 }
 
 #[test]
+fn a_commit_id_at_a_branch_or_tag_tip_is_fetched_shallowly() {
+    let (_tmp, root) = served();
+    let seed = Env::new();
+    let revs = revisions_repo(&seed, &root, "tips");
+    let http = HttpGit::start(&root);
+    let url = http.url("tips");
+    // c3 is the tip of `feature`, c2 the commit of the annotated tag v2: libgit2 fetches an
+    // id only from servers that allow any, so these are fetched through the ref naming them.
+    for commit in [&revs.c3, &revs.c2] {
+        let env = Env::new();
+        let before = http.requests().len();
+        zot_ok(&env, &["ext", "install", &url, "--ref", commit]);
+        assert_git_record(&env, "tips", &url, Some(commit), commit);
+        let bodies: Vec<String> = http.requests()[before..]
+            .iter()
+            .filter(|r| r.method == "POST")
+            .map(|r| r.body_text())
+            .collect();
+        assert!(
+            !bodies.is_empty() && bodies.iter().all(|b| b.contains("deepen 1")),
+            "--ref {commit} was not fetched shallowly: {bodies:#?}"
+        );
+    }
+}
+
+#[test]
 fn installs_from_a_file_url_and_a_local_bare_path() {
     let (_tmp, root) = served();
     let seed = Env::new();
@@ -451,6 +477,7 @@ fn json_output_of_a_git_install() {
             "installed_at",
             "kind",
             "name",
+            "outside_links",
             "ref",
             "ref_kind",
             "replaced",
@@ -769,38 +796,34 @@ fn manifest_only_in_a_subfolder_is_refused_with_a_hint() {
 }
 
 #[test]
-fn repository_with_a_link_pointing_outside_is_refused() {
+fn repository_links_pointing_outside_are_kept_and_listed() {
     let env = Env::new();
     let (_tmp, root) = served();
     let src = env.source("src-linky", "linky");
     std::os::unix::fs::symlink("/etc/passwd", src.join("passwd")).unwrap();
+    // A relative link climbing out of the tree is kept the same way.
+    std::os::unix::fs::symlink("../../../../../../../../etc/passwd", src.join("up")).unwrap();
+    // A link that stays inside is not listed.
+    std::os::unix::fs::symlink("run.sh", src.join("start")).unwrap();
     Repo::from_dir(&root, "linky", &src);
     let http = HttpGit::start(&root);
-    let url = http.url("linky");
-    install_fails(
-        &env,
-        &["ext", "install", &url],
-        &["/etc/passwd", "points outside the extension folder"],
+    let done = zot_ok(&env, &["ext", "install", &http.url("linky")]);
+    assert!(
+        done.stderr.contains(
+            "note: kept 2 links that point outside the extension: passwd -> /etc/passwd, up -> ../../../../../../../../etc/passwd"
+        ),
+        "{}",
+        done.stderr
     );
-
-    // A relative link climbing out of the tree is refused the same way.
-    let src = env.source("src-climby", "climby");
-    std::os::unix::fs::symlink("../../../../../../../../etc/passwd", src.join("up")).unwrap();
-    Repo::from_dir(&root, "climby", &src);
-    let url = http.url("climby");
-    install_fails(
-        &env,
-        &["ext", "install", &url],
-        &["points outside the extension folder"],
+    let dir = installed_dir(&env, "linky");
+    assert_eq!(
+        fs::read_link(dir.join("passwd")).unwrap(),
+        Path::new("/etc/passwd")
     );
-
-    // A link that stays inside is fine.
-    let src = env.source("src-inside", "inside");
-    std::os::unix::fs::symlink("run.sh", src.join("start")).unwrap();
-    Repo::from_dir(&root, "inside", &src);
-    zot_ok(&env, &["ext", "install", &http.url("inside")]);
-    let link = installed_dir(&env, "inside").join("start");
-    assert_eq!(fs::read_link(link).unwrap(), Path::new("run.sh"));
+    assert_eq!(
+        fs::read_link(dir.join("start")).unwrap(),
+        Path::new("run.sh")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

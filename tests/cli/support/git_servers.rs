@@ -164,6 +164,57 @@ impl Repo {
         git(&self.work, &["rev-parse", &format!("{rev}^{{commit}}")])
     }
 
+    /// Adds `sub` as a submodule at `path`, with `url` as its URL in `.gitmodules` (relative,
+    /// a served URL, a path...), commits and pushes. The work repository's own checkout of
+    /// the submodule comes from `sub`'s bare path (git >= 2.38 refuses local submodules
+    /// unless `protocol.file.allow=always`). Returns the new commit id.
+    pub fn add_submodule(&self, path: &str, sub: &Repo, url: &str) -> String {
+        git(
+            &self.work,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "--quiet",
+                sub.bare.to_str().unwrap(),
+                path,
+            ],
+        );
+        git(
+            &self.work,
+            &[
+                "config",
+                "--file",
+                ".gitmodules",
+                &format!("submodule.{path}.url"),
+                url,
+            ],
+        );
+        self.commit_with(&format!("add submodule {path}"), |_| {})
+    }
+
+    /// Points the gitlink at `path` to `commit` (which need not exist anywhere), commits that
+    /// alone and pushes. Later [`Repo::commit_with`] calls would stage the work repository's
+    /// checkout of the submodule again. Returns the new commit id.
+    pub fn set_gitlink(&self, path: &str, commit: &str) -> String {
+        git(
+            &self.work,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{commit},{path}"),
+            ],
+        );
+        git(
+            &self.work,
+            &["commit", "--quiet", "-m", &format!("move {path}")],
+        );
+        self.push();
+        self.head_commit()
+    }
+
     /// Mirrors every branch and tag of the work repository into the bare one.
     fn push(&self) {
         git(&self.work, &["push", "--quiet", "--mirror", "origin"]);

@@ -5,6 +5,7 @@
 
 pub mod extensions;
 pub mod git_servers;
+pub mod hostile;
 
 use std::ffi::OsStr;
 use std::fs;
