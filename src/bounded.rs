@@ -79,7 +79,20 @@ fn check_kind(meta: &Metadata) -> Result<(), ReadError> {
     if kind.is_dir() {
         return Err(ReadError::Directory);
     }
-    Err(ReadError::Special(special_kind(&kind)))
+    Err(ReadError::Special(kind_name(&kind)))
+}
+
+/// What `kind` is, as a message says it: "a file", "a folder", "a named pipe", ...
+pub fn kind_name(kind: &fs::FileType) -> &'static str {
+    if kind.is_file() {
+        "a file"
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else {
+        special_kind(kind)
+    }
 }
 
 #[cfg(unix)]
