@@ -121,7 +121,9 @@ fn unreadable(e: &ReadError) -> String {
             bounded::human_size(*size),
             bounded::human_size(MAX_SIZE)
         ),
-        ReadError::Directory | ReadError::Special(_) => e.to_string(),
+        ReadError::Directory | ReadError::Special(_) => {
+            format!("{e}; the manifest must be a regular file (or a link to one)")
+        }
         ReadError::Io(io) => format!("cannot be read: {io}"),
     }
 }

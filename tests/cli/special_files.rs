@@ -109,16 +109,19 @@ impl Special {
     /// What the error says about the manifest, right after its path and ": ".
     fn called(self) -> String {
         match self {
-            Special::Fifo => "is a named pipe, not a file".into(),
-            Special::Zero => "is a character device, not a file".into(),
+            Special::Fifo => format!("is a named pipe, not a file; {REGULAR}"),
+            Special::Zero => format!("is a character device, not a file; {REGULAR}"),
             Special::Huge => format!(
                 "is 2 MiB ({} bytes); a manifest may be at most 1 MiB",
                 manifest("huge").len() + (2 << 20)
             ),
-            Special::Socket => "is a socket, not a file".into(),
+            Special::Socket => format!("is a socket, not a file; {REGULAR}"),
         }
     }
 }
+
+/// What every refusal of a special manifest adds.
+const REGULAR: &str = "the manifest must be a regular file (or a link to one)";
 
 /// A world with a good global extension and `bad`, whose manifest is `special`.
 fn store_with(special: Special) -> (Env, Option<std::os::unix::net::UnixListener>) {
