@@ -154,7 +154,8 @@ pub enum ExtCommand {
     /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr. With
     /// -n only the last N lines are printed, read from the end of the file. With -f it keeps
     /// printing new lines, following the file through truncation, rotation and a file that
-    /// does not exist yet, until interrupted.
+    /// does not exist yet, until interrupted. The log must be a regular file: a named pipe,
+    /// socket or device in its place is an error in every form, -f included.
     Logs(LogsArgs),
     /// Check extensions by starting them and speaking their protocol
     ///

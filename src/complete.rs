@@ -402,10 +402,11 @@ fn peek(entry: &fs::DirEntry) -> Option<Peeked> {
         return None;
     }
     let dir_name = entry.file_name().into_string().ok()?;
-    let manifest = fs::read(entry.path().join(manifest::FILE))
+    // Read as every command reads it: never waiting on a pipe, never more than 1 MiB.
+    let manifest = manifest::load(&entry.path().join(manifest::FILE))
         .ok()
-        .filter(|bytes| bytes.trim_ascii_start().starts_with(b"{"))
-        .and_then(|bytes| serde_json::from_slice::<Peek>(&bytes).ok())
+        .filter(|text| text.trim_start().starts_with('{'))
+        .and_then(|text| serde_json::from_str::<Peek>(&text).ok())
         .filter(|m| manifest::check_name(&m.name).is_ok() && !m.exec.trim().is_empty());
     Some(Peeked { dir_name, manifest })
 }

@@ -425,7 +425,8 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
         &[(
             "1",
             "No extension of that name is installed, or, without -f, its log does not exist \
-             yet (with -f zot waits for it).",
+             yet (with -f zot waits for it), or the log is not a regular file (a named pipe, \
+             socket or device; also with -f).",
         )],
     ),
     (

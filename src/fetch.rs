@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
+use crate::bounded;
 use crate::error::usage;
 use crate::git;
 use crate::manifest::{self, Manifest, ManifestError};
@@ -307,7 +308,8 @@ pub fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBuf> {
             }
             _ => String::new(),
         };
-        bail!("{} is a file, not a folder{hint}", path.display());
+        let kind = bounded::kind_name(&meta.file_type());
+        bail!("{} is {kind}, not a folder{hint}", path.display());
     }
     let source =
         fs::canonicalize(path).with_context(|| format!("cannot resolve {}", path.display()))?;

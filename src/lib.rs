@@ -1,5 +1,6 @@
 //! zot-ext: the `zot ext` extension manager for the zot coding agent.
 
+pub mod bounded;
 pub mod catalog;
 pub mod cli;
 pub mod cmd;
@@ -13,6 +14,8 @@ pub mod git;
 pub mod host;
 pub mod logs;
 pub mod manifest;
+#[cfg(test)]
+mod manifest_properties;
 pub mod output;
 pub mod paths;
 pub mod protocol;

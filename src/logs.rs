@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 
+use crate::bounded::{self, ReadError};
+
 /// How much is read at a time when searching backwards for line starts.
 pub const BLOCK: usize = 64 * 1024;
 
@@ -171,12 +173,17 @@ struct Tracked {
     pos: u64,
 }
 
-/// Opens the file at `path`, or `None` when there is none.
+/// Opens the file at `path`, or `None` when there is none. It must be a regular file: a
+/// named pipe, socket or device put there is an error (opening it never waits).
 fn open_tracked(path: &Path) -> io::Result<Option<Tracked>> {
-    let file = match File::open(path) {
+    let file = match bounded::open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+        Err(ReadError::Missing) => return Ok(None),
+        Err(ReadError::Io(e)) => return Err(e),
+        Err(other) => {
+            let why = format!("it {other}; zot only follows a regular file");
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+        }
     };
     let id = file_id(&file.metadata()?);
     Ok(Some(Tracked { file, id, pos: 0 }))

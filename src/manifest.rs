@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ast;
@@ -11,6 +10,7 @@ use jsonc_parser::common::Ranged;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::bounded::{self, ReadError};
 use crate::output::printable;
 use crate::store::fsx::Folder;
 
@@ -83,33 +83,50 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The largest manifest zot reads; real ones are a few hundred bytes.
+pub const MAX_SIZE: u64 = 1 << 20;
+
 /// Reads and validates `<dir>/extension.json`.
 pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
     let path = dir.join(FILE);
+    let text = load(&path)?;
+    parse(&text, &path)
+}
+
+/// The text of the manifest at `path`, the one way zot reads a manifest: a symbolic link is
+/// followed, but a named pipe, socket or device is refused without waiting on it, a file
+/// over [`MAX_SIZE`] is refused without reading it, and the text must be UTF-8 without BOM.
+pub fn load(path: &Path) -> Result<String, ManifestError> {
     let fail = |message: String| ManifestError {
-        path: path.clone(),
+        path: path.to_path_buf(),
         position: None,
         message,
     };
-    let text = match fs::read(&path) {
-        Ok(bytes) if bytes.starts_with(b"\xef\xbb\xbf") => {
-            return Err(fail(
-                "starts with a byte order mark (BOM), which zot cannot read; save it as UTF-8 without BOM".into(),
-            ));
+    let bytes = bounded::read(path, MAX_SIZE).map_err(|e| fail(unreadable(&e)))?;
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        return Err(fail(
+            "starts with a byte order mark (BOM), which zot cannot read; save it as UTF-8 without BOM".into(),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))
+}
+
+/// Why a manifest could not be read, said for a manifest.
+fn unreadable(e: &ReadError) -> String {
+    match e {
+        ReadError::Missing => {
+            format!("not found; an extension needs {FILE} at the top of its folder")
         }
-        Ok(bytes) => String::from_utf8(bytes)
-            .map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(fail(format!(
-                "not found; an extension needs {FILE} at the top of its folder"
-            )));
+        ReadError::TooLarge { size, .. } => format!(
+            "is {} ({size} bytes); a manifest may be at most {}",
+            bounded::human_size(*size),
+            bounded::human_size(MAX_SIZE)
+        ),
+        ReadError::Directory | ReadError::Special(_) => {
+            format!("{e}; the manifest must be a regular file (or a link to one)")
         }
-        Err(e) if path.is_dir() => {
-            return Err(fail(format!("is a directory, not a file ({e})")));
-        }
-        Err(e) => return Err(fail(format!("cannot be read: {e}"))),
-    };
-    parse(&text, &path)
+        ReadError::Io(io) => format!("cannot be read: {io}"),
+    }
 }
 
 /// Parses and validates manifest text; `path` is only used in messages.
@@ -346,7 +363,9 @@ fn clear_leftovers(folder: &Folder) {
     }
 }
 
-fn with_enabled(text: &str, enabled: bool) -> Option<String> {
+/// `text` with every top-level `enabled` set to `enabled` (appended when there is none),
+/// every other byte kept; `None` when `text` is not a manifest object that can be edited so.
+pub fn with_enabled(text: &str, enabled: bool) -> Option<String> {
     use jsonc_parser::cst::CstRootNode;
     let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).ok()?;
     let object = root.object_value()?;
@@ -356,16 +375,46 @@ fn with_enabled(text: &str, enabled: bool) -> Option<String> {
         .into_iter()
         .filter(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some("enabled"))
         .collect();
-    if existing.is_empty() {
-        object.append("enabled", jsonc_parser::json!(enabled));
-    }
-    for prop in existing {
-        prop.set_value(jsonc_parser::json!(enabled));
-    }
-    let edited = root.to_string();
+    let edited = if existing.is_empty() {
+        append_enabled(text, enabled)?
+    } else {
+        for prop in existing {
+            prop.set_value(jsonc_parser::json!(enabled));
+        }
+        root.to_string()
+    };
     // Never write a file that would not say what was asked.
     let check = parse(&edited, Path::new(FILE)).ok()?;
     (check.enabled == enabled).then_some(edited)
+}
+
+/// `text` with `"enabled": <value>` inserted right after the last top-level value, laid
+/// out like the last member (the same whitespace before the key and around the colon), so
+/// that nothing already there moves or changes.
+fn append_enabled(text: &str, enabled: bool) -> Option<String> {
+    let parsed = jsonc_parser::parse_to_ast(
+        text,
+        &jsonc_parser::CollectOptions::default(),
+        &jsonc_parser::ParseOptions::default(),
+    )
+    .ok()?;
+    let Some(ast::Value::Object(object)) = parsed.value else {
+        return None;
+    };
+    let last = object.properties.last()?;
+    let key_start = ast::Node::from(&last.name).start();
+    let key_end = ast::Node::from(&last.name).end();
+    let (value_start, value_end) = (last.value.start(), last.value.end());
+    let indent_start = text[..key_start]
+        .trim_end_matches([' ', '\t', '\n', '\r'])
+        .len();
+    let indent = &text[indent_start..key_start];
+    let colon = &text[key_end..value_start];
+    Some(format!(
+        "{},{indent}\"enabled\"{colon}{enabled}{}",
+        &text[..value_end],
+        &text[value_end..]
+    ))
 }
 
 /// Replaces `name` in `folder` with `contents` (permission bits `mode`): a flushed
@@ -569,6 +618,20 @@ mod tests {
         write_via(&folder, &folder, FILE, b"{}", 0o600).unwrap();
         assert_eq!(fs::read_to_string(dir.join(FILE)).unwrap(), "{}");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 2); // and the old leftover
+    }
+
+    #[test]
+    fn enabled_edit_appends_without_touching_what_follows() {
+        // Found by the property test: the closing "\n\n}" used to become "\n}".
+        let text = "{\"name\":\"a\",\"exec\":\"x\"\n\n}";
+        let out = with_enabled(text, false).unwrap();
+        assert_eq!(out, "{\"name\":\"a\",\"exec\":\"x\",\"enabled\":false\n\n}");
+        let text = "{ \"name\" : \"a\",\n\t\"exec\" : \"x\" }\n";
+        let out = with_enabled(text, true).unwrap();
+        assert_eq!(
+            out,
+            "{ \"name\" : \"a\",\n\t\"exec\" : \"x\",\n\t\"enabled\" : true }\n"
+        );
     }
 
     #[test]

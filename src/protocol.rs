@@ -722,6 +722,22 @@ mod tests {
         FROM_HOST.iter().for_each(|e| round_trips::<FromHost>(e));
     }
 
+    /// Found by the protocol fuzz target: without serde_json's `float_roundtrip`, a number
+    /// parsed, written and parsed again came back one unit in the last place off, so `call`
+    /// could pass an extension a number other than the one it was given.
+    #[test]
+    fn numbers_survive_a_round_trip_exactly() {
+        let line = r#"{"type":"tool_call","id":"1","name":"t","args":{"x":977777777777370.62}}"#;
+        let Ok((_, Decoded::Frame(frame))) = decode::<FromHost>(line) else {
+            panic!("{line} does not decode");
+        };
+        let encoded = encode(&frame);
+        let Ok((_, Decoded::Frame(again))) = decode::<FromHost>(encoded.trim_end()) else {
+            panic!("{encoded} does not decode");
+        };
+        assert_eq!(again, frame, "{encoded}");
+    }
+
     #[test]
     fn every_type_is_covered_by_an_example() {
         for kind in FromExt::TYPES {

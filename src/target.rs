@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+use crate::bounded;
 use crate::catalog::{self, Installed};
 use crate::host::{self, Launch};
 use crate::manifest::{self, Manifest, ManifestError};
@@ -93,9 +94,10 @@ impl Target {
     fn at(path: &Path) -> Result<Target> {
         let dir = match fs::canonicalize(path) {
             Ok(dir) if dir.is_dir() => dir,
-            Ok(_) => bail!(
-                "{} is not a folder; give an extension folder or an installed name",
-                path.display()
+            Ok(dir) => bail!(
+                "{} is {}, not a folder; give an extension folder or an installed name",
+                path.display(),
+                fs::metadata(&dir).map_or("a file", |m| bounded::kind_name(&m.file_type()))
             ),
             Err(e) => bail!("cannot open the extension folder {}: {e}", path.display()),
         };

@@ -83,7 +83,9 @@ fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
         _ => anyhow::anyhow!("cannot resolve {}: {e}", path.display()),
     })?;
     if !target.is_dir() {
-        bail!("{} is a file, not a folder", path.display());
+        let kind = std::fs::metadata(&target)
+            .map_or("a file", |m| crate::bounded::kind_name(&m.file_type()));
+        bail!("{} is {kind}, not a folder", path.display());
     }
     let root = canonical_or_absolute(&dirs.extensions());
     if target.starts_with(&root) {

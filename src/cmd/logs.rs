@@ -1,12 +1,12 @@
 //! `zot ext logs`: print, tail or follow an extension's log.
 
-use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow};
 
 use super::{Context, Run};
+use crate::bounded::{self, ReadError};
 use crate::catalog;
 use crate::cli::LogsArgs;
 use crate::logs::{self, Follower, Notice};
@@ -20,29 +20,36 @@ impl Run for LogsArgs {
         let extension = catalog::find(&ctx.layout, &self.name, None)?;
         let name = extension.name();
         let path = ctx.layout.log_file(name);
+        // Never waits: a named pipe, socket or device is refused by every form of `logs`
+        // (`--follow` included), as it is no log zot writes and reading it could block
+        // forever or never end.
+        let log = bounded::open(&path);
         if self.follow {
+            // A log that is missing yet is waited for; anything else wrong ends here.
+            match log {
+                Ok(_) | Err(ReadError::Missing) => {}
+                Err(e) => return Err(refusal(name, &path, e)),
+            }
             follow(ctx, &path, self.lines.unwrap_or(FOLLOW_LINES))
         } else {
-            print(name, &path, self.lines)
+            let mut file = log.map_err(|e| refusal(name, &path, e))?;
+            logs::print(&mut file, self.lines, &mut io::stdout().lock())
+                .with_context(|| format!("cannot print {}", path.display()))
         }
     }
 }
 
-/// Prints the whole log, or its last `lines` lines.
-fn print(name: &str, path: &Path, lines: Option<u64>) -> Result<()> {
-    let mut file = open(name, path)?;
-    logs::print(&mut file, lines, &mut io::stdout().lock())
-        .with_context(|| format!("cannot print {}", path.display()))
-}
-
-fn open(name: &str, path: &Path) -> Result<File> {
-    match File::open(path) {
-        Ok(file) => Ok(file),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
-            "no log yet for \"{name}\": {} does not exist; it is written when zot starts the extension",
-            path.display()
+/// Why the log at `path` cannot be shown, with what to do.
+fn refusal(name: &str, path: &Path, e: ReadError) -> anyhow::Error {
+    let shown = path.display();
+    match e {
+        ReadError::Missing => anyhow!(
+            "no log yet for \"{name}\": {shown} does not exist; it is written when zot starts the extension"
         ),
-        Err(e) => bail!("cannot open {}: {e}", path.display()),
+        ReadError::Io(e) => anyhow!("cannot open {shown}: {e}"),
+        other => anyhow!(
+            "{shown} {other}; zot writes an extension's log as a regular file: remove it, and zot creates a new log when it next starts \"{name}\""
+        ),
     }
 }
 

@@ -3,8 +3,9 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use crate::bounded;
 
 /// Why `exec` cannot be started, and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +90,7 @@ fn is_executable(path: &Path) -> bool {
 /// The first line of `path` when it starts with `#!`.
 fn shebang_line(path: &Path) -> Option<String> {
     let mut head = [0u8; 256];
-    let n = fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let n = bounded::read_head(path, &mut head).ok()?;
     let head = &head[..n];
     let rest = head.strip_prefix(b"#!")?;
     let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());

@@ -303,8 +303,7 @@ fn state_folder_cases() -> Vec<Case> {
                 replace_with_fifo(&existing_manifest(w));
                 ext(["list"])
             },
-        )
-        .pending("reads"),
+        ),
         Case::either(
             "installed_manifest_is_a_named_pipe_then_info",
             "named pipe",
@@ -312,8 +311,7 @@ fn state_folder_cases() -> Vec<Case> {
                 replace_with_fifo(&existing_manifest(w));
                 ext(["info", "existing"])
             },
-        )
-        .pending("reads"),
+        ),
         Case::fails(
             "installed_manifest_is_a_named_pipe_then_disable",
             1,
@@ -322,8 +320,7 @@ fn state_folder_cases() -> Vec<Case> {
                 replace_with_fifo(&existing_manifest(w));
                 ext(["disable", "existing"])
             },
-        )
-        .pending("reads"),
+        ),
         Case::succeeds(
             "installed_manifest_is_a_named_pipe_then_remove",
             "existing",
@@ -332,8 +329,7 @@ fn state_folder_cases() -> Vec<Case> {
                 ext(["remove", "existing", "--yes"])
             },
         )
-        .changing(EXISTING_GONE)
-        .pending("reads"),
+        .changing(EXISTING_GONE),
         Case::either(
             "installed_manifest_is_dev_zero_then_list",
             "existing",
@@ -341,8 +337,7 @@ fn state_folder_cases() -> Vec<Case> {
                 replace_with_link(&existing_manifest(w), Path::new("/dev/zero"));
                 ext(["list"])
             },
-        )
-        .pending("reads"),
+        ),
         Case::either("installed_manifest_is_huge_then_list", "existing", |w| {
             let text = format!(
                 "{{\"name\": \"existing\", \"exec\": \"./run.sh\", \"description\": \"{}\"}}",
@@ -551,8 +546,7 @@ fn command_line_cases() -> Vec<Case> {
             let fifo = w.env.work.join("lpipe");
             mkfifo(&fifo);
             ext([OsString::from("link"), fifo.into_os_string()])
-        })
-        .pending("reads"),
+        }),
     ]
 }
 
@@ -740,20 +734,17 @@ fn log_cases() -> Vec<Case> {
             fs::create_dir_all(w.env.home.join("logs")).unwrap();
             mkfifo(&w.log("existing"));
             ext(["logs", "existing"])
-        })
-        .pending("reads"),
+        }),
         Case::fails("log_is_a_named_pipe_with_lines", 1, "named pipe", |w| {
             fs::create_dir_all(w.env.home.join("logs")).unwrap();
             mkfifo(&w.log("existing"));
             ext(["logs", "existing", "-n", "5"])
-        })
-        .pending("reads"),
+        }),
         Case::fails("log_links_to_dev_zero", 1, "ext-existing.log", |w| {
             fs::create_dir_all(w.env.home.join("logs")).unwrap();
             symlink("/dev/zero", w.log("existing")).unwrap();
             ext(["logs", "existing"])
-        })
-        .pending("reads"),
+        }),
         Case::fails(
             "log_links_to_dev_zero_with_lines",
             1,
@@ -763,8 +754,7 @@ fn log_cases() -> Vec<Case> {
                 symlink("/dev/zero", w.log("existing")).unwrap();
                 ext(["logs", "existing", "-n", "1"])
             },
-        )
-        .pending("reads"),
+        ),
         Case::fails("log_is_a_directory", 1, "ext-existing.log", |w| {
             fs::create_dir_all(w.log("existing")).unwrap();
             ext(["logs", "existing"])

@@ -21,6 +21,7 @@ mod remove;
 mod resources;
 mod secrets;
 mod shells;
+mod special_files;
 mod ssh_install;
 mod store_safety;
 mod submodules;
