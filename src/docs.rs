@@ -314,8 +314,10 @@ const FILES: &[(&str, &str)] = &[
     ),
     (
         ".ext-store/",
-        "Beside each extensions folder: the lock file, staging and trash folders, and the \
-         install records sources/<name>.json (where each extension came from).",
+        "Beside each extensions folder: the lock file, staging and trash folders, the \
+         install records sources/<name>.json (where each extension came from) and pending/, \
+         a journal that is empty except while a change is being made. Never followed \
+         through a symbolic link: a link there is an error naming it.",
     ),
 ];
 

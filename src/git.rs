@@ -558,12 +558,18 @@ fn known_hosts_name(host: &str, port: u16) -> String {
     }
 }
 
+/// The largest known_hosts file read (real ones hold a few hundred lines).
+const KNOWN_HOSTS_LIMIT: u64 = 16 << 20;
+
 /// Whether `file` (a known_hosts file) holds any key for `name`: plain and `[host]:port`
 /// entries are read here, hashed (`|1|salt|hash`) ones are looked up with `ssh-keygen -F`.
 fn known_host_has(file: &Path, name: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(file) else {
+    // Bounded and never blocking: a known_hosts that is a named pipe or huge must not hang
+    // or exhaust an install.
+    let Ok(bytes) = crate::bounded::read(file, KNOWN_HOSTS_LIMIT) else {
         return false;
     };
+    let text = String::from_utf8_lossy(&bytes);
     let mut hashed = false;
     for line in text.lines() {
         let line = line.trim();
@@ -660,5 +666,18 @@ mod tests {
         assert!(!known_host_has(&file, "[a]:1"));
         assert!(!known_host_has(&file, "a"));
         assert!(!known_host_has(&dir.path().join("missing"), "b"));
+    }
+
+    #[test]
+    fn a_known_hosts_that_is_a_named_pipe_is_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("known_hosts");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // With no writer, opening the pipe for reading would block forever.
+        assert!(!known_host_has(&fifo, "b"));
     }
 }
