@@ -70,7 +70,7 @@ fn forged_dir(w: &World) -> PathBuf {
     w.env.work.join("x\nerror: everything is fine")
 }
 
-/// Links that point outside the source are kept as links (issue 8); the install
+/// Links that point outside the source are kept as links; the install
 /// changes the global root and its record only.
 const NEW_X: &[&str] = &[
     "zot-home/extensions/x",

@@ -24,9 +24,9 @@ use crate::support::invariants::{
 };
 use crate::support::{Env, write_executable};
 
-/// Race outcomes today's `main` still shows, each fixed by the lock-wait re-checks of issue 8
-/// (a command that waited for the lock re-checks what it was asked to change). They are
-/// printed but do not fail; empty this list once that part is merged.
+/// Race outcomes tolerated for now: listed here, they are printed but do not fail the test.
+/// Empty, so each of them fails it (a command that waited for the lock re-checks what it
+/// was asked to change, and records are journalled).
 const KNOWN_FAILING: &[Known] = &[];
 
 /// A race outcome that is wrong but known.
@@ -41,7 +41,7 @@ enum Known {
     /// error 2)`) instead of saying the extension was removed meanwhile.
     StaleTargetError,
     /// `info` ran between an install's rename and its record's (the install-record journal
-    /// of issue 8 closes that window) and called a zot-installed extension "copied in by
+    /// closes that window) and called a zot-installed extension "copied in by
     /// hand?".
     InfoWithoutRecord,
 }

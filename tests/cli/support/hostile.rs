@@ -384,9 +384,9 @@ pub struct Case {
     pub forbid: Option<&'static str>,
     pub changes: Changes,
     /// The fix this case waits for; the runner skips it (with a note) until the tag is gone.
-    /// Issue 8's parts: "store" (state folder, lock, symlinked manifests written), "reads"
-    /// (special files, capped reads), "redact" (secrets and control characters in output),
-    /// "git" (repository manifests), "links" (links kept as links).
+    /// The tag names the area of the fix: "store" (state folder, lock, manifests written),
+    /// "reads" (special files, capped reads), "redact" (secrets and control characters in
+    /// output), "git" (repository manifests), "links" (links kept as links).
     pub pending: Option<&'static str>,
 }
 
