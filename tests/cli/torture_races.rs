@@ -8,7 +8,7 @@
 //! failure printed exactly one `error: ` line; and the end state of each name can be explained
 //! by the successful commands in some order, each consistent with what it reported
 //! ("installed" or "replaced", "already enabled" or not, the version `update` went to).
-//! CI mode runs 16 × 16 rounds, `ZOT_TORTURE=long` 16 × 50; `ZOT_TORTURE_SEED=<n>` replays.
+//! CI mode runs 16 × 50 rounds, `ZOT_TORTURE=long` 16 × 200; `ZOT_TORTURE_SEED=<n>` replays.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};
@@ -63,7 +63,7 @@ const PROCESSES: usize = 16;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn rounds(torture: &Torture) -> usize {
-    if torture.long { 50 } else { 16 }
+    if torture.long { 200 } else { 50 }
 }
 
 /// What one name holds in one scope; `version` is the patch number of its manifest version
