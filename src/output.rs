@@ -85,6 +85,13 @@ impl Output {
         let _ = writeln!(io::stderr().lock(), "{label} {}", clean(message));
     }
 
+    /// A one-line failure on stderr, shown even with `--quiet` and `--json` ([`clean`]ed),
+    /// for a command that goes on after it (the run still exits 1).
+    pub fn fail(&self, message: &str) {
+        let label = self.paint_err(BAD, "error:");
+        let _ = writeln!(io::stderr().lock(), "{label} {}", clean(message));
+    }
+
     /// Pretty JSON on stdout, with the URLs in every string redacted (JSON escapes control
     /// characters itself).
     pub fn json<T: Serialize>(&self, value: &T) -> io::Result<()> {

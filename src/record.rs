@@ -18,6 +18,8 @@ pub enum Kind {
     Git,
     /// A symbolic link to a working copy (`zot ext link`).
     Link,
+    /// Written from a template by `zot ext new`: there is no source to update from.
+    New,
 }
 
 /// What a git ref named when it was installed, which decides what `update` does.
@@ -55,6 +57,12 @@ pub struct Record {
     pub subdir: Option<String>,
     /// RFC 3339 time of the install.
     pub installed_at: String,
+    /// The template `zot ext new` wrote it from (`--lang`: python, node, go, shell, rust).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// The manifest's language, for extensions made by `zot ext new`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
 }
 
 impl Record {
@@ -70,6 +78,8 @@ impl Record {
             commit: None,
             subdir: None,
             installed_at: now_rfc3339(),
+            template: None,
+            language: None,
         }
     }
 

@@ -243,6 +243,15 @@ fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {
         Kind::Path => "folder",
         Kind::Git => "git",
         Kind::Link => "link",
+        Kind::New => {
+            let template = r.template.as_deref().unwrap_or("unknown");
+            field(
+                "source:",
+                format!("made by zot ext new from the {template} template (new)"),
+            );
+            field("installed:", r.installed_at.clone());
+            return;
+        }
     };
     field("source:", format!("{} ({kind})", r.source));
     if let Some(sub) = &r.subdir {

@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
+use clap::ValueEnum;
 use serde::Serialize;
 
 use super::{Context, Run};
@@ -13,6 +14,7 @@ use crate::diagnose::{BUILTIN_COMMANDS, BUILTIN_TOOLS};
 use crate::error::usage;
 use crate::manifest;
 use crate::paths::Scope;
+use crate::record::{Kind, Record};
 use crate::store::Store;
 
 /// One file of a scaffold: path inside the extension, contents, whether it is executable.
@@ -58,10 +60,8 @@ impl Run for NewArgs {
                 } else {
                     Scope::Global
                 };
-                (
-                    Some(scope),
-                    write_installed(ctx, scope, &names.name, &files)?,
-                )
+                let record = new_record(self.lang, &names.name);
+                (Some(scope), write_installed(ctx, scope, &record, &files)?)
             }
         };
         report(ctx, self.lang, &names, scope, &dir, &files)
@@ -274,8 +274,24 @@ fn set_executable(_: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Into an extensions root, through the store's staging folder and an atomic rename.
-fn write_installed(ctx: &Context, scope: Scope, name: &str, files: &[File]) -> Result<PathBuf> {
+/// The install record of an extension written from the `lang` template: `info` shows where
+/// it came from and `update` knows it has no source to fetch from.
+fn new_record(lang: Lang, name: &str) -> Record {
+    let template = lang
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default();
+    Record {
+        template: Some(template),
+        language: Some(language(lang).to_string()),
+        ..Record::new(name, "zot ext new".into(), Kind::New)
+    }
+}
+
+/// Into an extensions root, through the store's staging folder and an atomic rename, with
+/// its install record (through the store's journal).
+fn write_installed(ctx: &Context, scope: Scope, record: &Record, files: &[File]) -> Result<PathBuf> {
+    let name = record.name.as_str();
     let store = Store::open(ctx.layout.scope(scope))?;
     if let Some(existing) = store.existing(name) {
         bail!(
@@ -285,7 +301,13 @@ fn write_installed(ctx: &Context, scope: Scope, name: &str, files: &[File]) -> R
     }
     let staging = store.stage()?;
     write_tree(&staging.tree(), files)?;
-    store.place(&staging, name, false)
+    let published = store.publish(&staging, name, false, record)?;
+    if let Some(e) = published.record_error {
+        return Err(e.context(
+            "the extension was written, but its install record was not saved; the next zot ext command saves it",
+        ));
+    }
+    Ok(published.dest)
 }
 
 /// Into `dir`, which may exist only as an empty folder: built beside it, then renamed.

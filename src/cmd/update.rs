@@ -1,6 +1,8 @@
 //! `zot ext update`: re-fetch extensions from their recorded source and swap the new
 //! version in atomically, or say what would change.
 
+use std::path::Path;
+
 use anyhow::{Result, bail};
 use serde::Serialize;
 
@@ -23,7 +25,11 @@ use crate::tree::{self, LooseLink};
 enum Status {
     Updated,
     UpToDate,
+    /// Only the ref changed (`--ref` to a ref naming the installed content): the record
+    /// changed, the tree did not.
+    RePinned,
     WouldUpdate,
+    WouldRePin,
     Skipped,
     UnknownSource,
     Failed,
@@ -49,6 +55,10 @@ struct Outcome {
     /// Links kept in the new version that point outside it or nowhere (empty when nothing
     /// was fetched).
     outside_links: Vec<LooseLink>,
+    /// Whether it cannot be updated at all (linked, no install record, made by `new`):
+    /// an error when named, a note with `--all`.
+    #[serde(skip)]
+    refused: bool,
 }
 
 impl Run for UpdateArgs {
@@ -60,36 +70,65 @@ impl Run for UpdateArgs {
         let targets = self.targets(ctx)?;
         self.check_ref_target(ctx, &targets)?;
         let outcomes: Vec<Outcome> = targets.iter().map(|t| self.update(ctx, t)).collect();
+        let problems: Vec<String> = outcomes
+            .iter()
+            .filter(|o| self.is_problem(o))
+            .map(describe)
+            .collect();
         if ctx.out.json {
             ctx.out.json(&outcomes)?;
         } else {
-            for outcome in &outcomes {
-                ctx.out.say(&describe(outcome))?;
-                let kept = match outcome.status {
-                    Status::Updated => tree::loose_note(&outcome.name, &outcome.outside_links),
-                    _ => None,
-                };
-                if let Some(note) = kept {
-                    ctx.out
-                        .note(&format!("note: {}: {note}", printable(&outcome.name)));
+            self.report(ctx, &outcomes)?;
+        }
+        match problems.as_slice() {
+            [] => Ok(()),
+            // One extension: its reason is the error (main prints it on stderr).
+            [only] if outcomes.len() == 1 => bail!("{only}"),
+            _ => {
+                for line in &problems {
+                    ctx.out.fail(line);
                 }
+                bail!(
+                    "{} of {} extensions were not updated (see above); the old versions are still in place",
+                    problems.len(),
+                    outcomes.len()
+                )
             }
         }
-        let failed = outcomes
-            .iter()
-            .filter(|o| o.status == Status::Failed)
-            .count();
-        if failed > 0 {
-            bail!(
-                "{failed} of {} extensions failed to update; the old versions are still in place",
-                outcomes.len()
-            );
-        }
-        Ok(())
     }
 }
 
 impl UpdateArgs {
+    /// A failure, or an extension named on the command line that cannot be updated: its
+    /// reason goes to stderr and the run exits 1.
+    fn is_problem(&self, o: &Outcome) -> bool {
+        o.status == Status::Failed || (o.refused && !self.all)
+    }
+
+    /// The text output: what happened to each extension on stdout, the reason an extension
+    /// `--all` skipped as a note on stderr (problems are printed by the caller).
+    fn report(&self, ctx: &Context, outcomes: &[Outcome]) -> Result<()> {
+        for outcome in outcomes {
+            if self.is_problem(outcome) {
+                continue;
+            }
+            if outcome.refused {
+                ctx.out.note(&format!("note: {}", describe(outcome)));
+                continue;
+            }
+            ctx.out.say(&describe(outcome))?;
+            let kept = match outcome.status {
+                Status::Updated => tree::loose_note(&outcome.name, &outcome.outside_links),
+                _ => None,
+            };
+            if let Some(note) = kept {
+                ctx.out
+                    .note(&format!("note: {}: {note}", printable(&outcome.name)));
+            }
+        }
+        Ok(())
+    }
+
     /// `--ref` re-pins one git install; anything else is a usage error.
     fn check_ref_target(&self, ctx: &Context, targets: &[Installed]) -> Result<()> {
         let (Some(_), [target]) = (&self.git_ref, targets) else {
@@ -98,10 +137,19 @@ impl UpdateArgs {
         let record = Record::load(ctx.layout.scope(target.scope), &target.dir_name);
         match record.map(|r| (r.kind, r.source)) {
             Some((Kind::Git, _)) => Ok(()),
-            Some((_, source)) => Err(usage(format!(
+            Some((Kind::Path, source)) => Err(usage(format!(
                 "--ref applies to git installs; {} was installed from the folder {}",
                 target.name(),
                 redact(&source)
+            ))),
+            Some((Kind::Link, source)) => Err(usage(format!(
+                "--ref applies to git installs; {} is a link to the working copy {}",
+                target.name(),
+                redact(&source)
+            ))),
+            Some((Kind::New, _)) => Err(usage(format!(
+                "--ref applies to git installs; {} was made by zot ext new",
+                target.name()
             ))),
             None => Err(usage(format!(
                 "--ref applies to git installs; {} has no install record",
@@ -153,9 +201,10 @@ impl UpdateArgs {
             available: None,
             message: None,
             outside_links: Vec::new(),
+            refused: false,
         };
         let result = match (&target.link_target, record) {
-            (Some(to), _) => Err(skip(format!(
+            (Some(to), _) => Err(refuse(format!(
                 "linked to {}: the working copy is used as it is",
                 to.display()
             ))),
@@ -165,6 +214,7 @@ impl UpdateArgs {
                     "unknown source: there is no install record for {} (copied in by hand?); reinstall it with zot ext install --force <source>",
                     target.dir.display()
                 ),
+                refused: true,
             }),
             (None, Some(record)) => self.update_from(ctx, dirs, target, &record, &mut outcome),
         };
@@ -173,6 +223,7 @@ impl UpdateArgs {
             Err(skip) => {
                 outcome.status = skip.status;
                 outcome.message = Some(skip.message);
+                outcome.refused = skip.refused;
             }
         }
         outcome
@@ -191,7 +242,12 @@ impl UpdateArgs {
         let git_ref = self.recorded_ref(record).or_else(|| record.branch.clone());
         let git_ref = git_ref.as_deref();
         match record.kind {
-            Kind::Link => return Err(skip("linked: the working copy is used as it is".into())),
+            Kind::Link => return Err(refuse("linked: the working copy is used as it is".into())),
+            Kind::New => {
+                return Err(refuse(
+                    "made by zot ext new: there is no source to fetch a new version from; edit it in place".into(),
+                ));
+            }
             Kind::Git if record.pinned() && self.git_ref.is_none() => {
                 let pin = record.git_ref.as_deref().unwrap_or("a commit");
                 return Err(skip(format!(
@@ -200,7 +256,8 @@ impl UpdateArgs {
                 )));
             }
             Kind::Git => {
-                if let Some(status) = self.unchanged(record, git_ref, outcome).map_err(failed)? {
+                let known = self.unchanged(dirs, target, record, git_ref, outcome);
+                if let Some(status) = known.map_err(failed)? {
                     return Ok(status);
                 }
             }
@@ -210,9 +267,7 @@ impl UpdateArgs {
         let (store, _scratch) = if self.dry_run {
             scratch_store(dirs.scope).map_err(failed)?
         } else {
-            let store = Store::open(dirs).map_err(failed)?;
-            recheck(&store, target, record).map_err(failed)?;
-            (store, None)
+            (locked(dirs, target, record).map_err(failed)?, None)
         };
         let job = Job {
             target,
@@ -227,9 +282,13 @@ impl UpdateArgs {
         self.git_ref.clone().or_else(|| record.git_ref.clone())
     }
 
-    /// For git installs: `Some(UpToDate)` when the ref still points at the installed commit.
+    /// For git installs, from what the remote advertises (nothing is downloaded):
+    /// `Some(UpToDate)` when the ref still points at the installed commit, and
+    /// `Some(RePinned)` when a new `--ref` does (only the record changes).
     fn unchanged(
         &self,
+        dirs: &ScopeDirs,
+        target: &Installed,
         record: &Record,
         git_ref: Option<&str>,
         outcome: &mut Outcome,
@@ -242,12 +301,47 @@ impl UpdateArgs {
         };
         let scratch = tempfile::tempdir()?;
         let probe = git::probe(&url, git_ref, scratch.path())?;
-        let same_ref = self.git_ref.is_none();
-        if same_ref && probe.commit.is_some() && probe.commit == record.commit {
-            outcome.available = Some(outcome.current.clone());
+        if probe.commit.is_none() || probe.commit != record.commit {
+            return Ok(None);
+        }
+        outcome.available = Some(outcome.current.clone());
+        if self.git_ref.is_none() {
             return Ok(Some(Status::UpToDate));
         }
-        Ok(None)
+        let repinned = Record {
+            git_ref: self.git_ref.clone(),
+            ref_kind: Some(probe.ref_kind),
+            branch: probe.branch,
+            ..record.clone()
+        };
+        let status = self.save_record_only(dirs, target, record, &repinned)?;
+        if matches!(status, Some(Status::RePinned | Status::WouldRePin)) {
+            outcome.message = self.git_ref.clone();
+        }
+        Ok(Some(status.unwrap_or(Status::UpToDate)))
+    }
+
+    /// Saves `new` as the record of an extension whose tree stays as it is. Returns
+    /// `RePinned` (or `WouldRePin`) when the ref changed, `None` when only the commit did,
+    /// and `UpToDate` when nothing did.
+    fn save_record_only(
+        &self,
+        dirs: &ScopeDirs,
+        target: &Installed,
+        old: &Record,
+        new: &Record,
+    ) -> Result<Option<Status>> {
+        if new == old {
+            return Ok(Some(Status::UpToDate));
+        }
+        let repinned = (&new.git_ref, new.ref_kind, &new.branch)
+            != (&old.git_ref, old.ref_kind, &old.branch);
+        if self.dry_run {
+            return Ok(repinned.then_some(Status::WouldRePin));
+        }
+        let store = locked(dirs, target, old)?;
+        store.save_record(new)?;
+        Ok(repinned.then_some(Status::RePinned))
     }
 
     fn stage_and_swap(
@@ -278,19 +372,164 @@ impl UpdateArgs {
                 outcome.name
             );
         }
-        if self.dry_run {
-            return Ok(Status::WouldUpdate);
-        }
         let installed = Record {
             git_ref: self.recorded_ref(record),
             ..staged.record
         };
+        if same_tree(&staged.staging.tree(), &job.target.dir) {
+            return self.same_content(store, job, installed, outcome);
+        }
+        if self.dry_run {
+            return Ok(Status::WouldUpdate);
+        }
         let folder = job.target.folder_name().to_string_lossy();
         let published = store.publish(&staged.staging, &folder, true, &installed)?;
         if let Some(e) = published.record_error {
             return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));
         }
         Ok(Status::Updated)
+    }
+}
+
+impl UpdateArgs {
+    /// The new version is what is installed: the tree stays (same inode, nothing written);
+    /// only the record changes when the ref or the commit did.
+    fn same_content(
+        &self,
+        store: &Store,
+        job: &Job,
+        staged: Record,
+        outcome: &mut Outcome,
+    ) -> Result<Status> {
+        let old = job.record;
+        let new = Record {
+            installed_at: old.installed_at.clone(),
+            ..staged
+        };
+        // Only the fields that name where it came from; a folder install's record stays.
+        let new = match old.kind {
+            Kind::Git => new,
+            _ => old.clone(),
+        };
+        let moved = new.commit != old.commit;
+        let status = if self.dry_run {
+            let repinned = (&new.git_ref, new.ref_kind, &new.branch)
+                != (&old.git_ref, old.ref_kind, &old.branch);
+            repinned.then_some(Status::WouldRePin)
+        } else if new == *old {
+            None
+        } else {
+            // The store is locked and rechecked (see `update_from`).
+            store.save_record(&new)?;
+            let repinned = (&new.git_ref, new.ref_kind, &new.branch)
+                != (&old.git_ref, old.ref_kind, &old.branch);
+            repinned.then_some(Status::RePinned)
+        };
+        if status.is_some() {
+            outcome.message = new.git_ref.clone();
+        } else if moved && let Some(commit) = &new.commit {
+            outcome.message = Some(format!("{} changes no file of it", short(commit)));
+        }
+        Ok(status.unwrap_or(Status::UpToDate))
+    }
+}
+
+/// Locks the scope's store and checks the extension is still the one `record` describes.
+fn locked(dirs: &ScopeDirs, target: &Installed, record: &Record) -> Result<Store> {
+    let store = Store::open(dirs)?;
+    recheck(&store, target, record)?;
+    Ok(store)
+}
+
+/// Whether two trees hold the same entries: names, kinds, permissions, file contents and
+/// link targets. Links are never followed, only regular files are opened (without blocking);
+/// anything unreadable, special or past [`COMPARE_LIMIT`] entries counts as a difference.
+fn same_tree(a: &Path, b: &Path) -> bool {
+    let walk = |root: &Path| {
+        walkdir::WalkDir::new(root)
+            .min_depth(1)
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter()
+    };
+    let mut left = walk(a);
+    let mut right = walk(b);
+    for _ in 0..COMPARE_LIMIT {
+        match (left.next(), right.next()) {
+            (None, None) => return true,
+            (Some(Ok(x)), Some(Ok(y))) => {
+                let same = x.depth() == y.depth()
+                    && x.file_name() == y.file_name()
+                    && same_entry(x.path(), y.path());
+                if !same {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The most entries [`same_tree`] compares before calling two trees different.
+const COMPARE_LIMIT: usize = 100_000;
+
+fn same_entry(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let (Ok(x), Ok(y)) = (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) else {
+        return false;
+    };
+    if x.file_type() != y.file_type() || x.permissions().mode() != y.permissions().mode() {
+        return false;
+    }
+    let kind = x.file_type();
+    if kind.is_dir() {
+        true
+    } else if kind.is_symlink() {
+        matches!((std::fs::read_link(a), std::fs::read_link(b)), (Ok(p), Ok(q)) if p == q)
+    } else if kind.is_file() {
+        x.len() == y.len() && same_bytes(a, b).unwrap_or(false)
+    } else {
+        false
+    }
+}
+
+/// Whether two regular files hold the same bytes (opened without following a link or
+/// waiting on a special file put there meanwhile).
+fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let open = |path: &Path| -> std::io::Result<std::fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+            .open(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        Ok(file)
+    };
+    let (mut x, mut y) = (open(a)?, open(b)?);
+    let (mut p, mut q) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let n = read_full(&mut x, &mut p)?;
+        let m = read_full(&mut y, &mut q)?;
+        if n != m || p[..n] != q[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+    fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match file.read(&mut buf[filled..])? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        Ok(filled)
     }
 }
 
@@ -335,12 +574,24 @@ fn scratch_store(scope: Scope) -> Result<(Store, Option<tempfile::TempDir>)> {
 struct Skip {
     status: Status,
     message: String,
+    /// It cannot be updated at all (see [`Outcome::refused`]).
+    refused: bool,
 }
 
+/// Not updated now, by choice (pinned).
 fn skip(message: String) -> Skip {
     Skip {
         status: Status::Skipped,
         message,
+        refused: false,
+    }
+}
+
+/// Cannot be updated at all (linked, made by `new`).
+fn refuse(message: String) -> Skip {
+    Skip {
+        refused: true,
+        ..skip(message)
     }
 }
 
@@ -348,6 +599,7 @@ fn failed(error: anyhow::Error) -> Skip {
     Skip {
         status: Status::Failed,
         message: format!("{error:#}"),
+        refused: false,
     }
 }
 
@@ -374,17 +626,26 @@ fn describe(o: &Outcome) -> String {
         .as_ref()
         .map(describe_version)
         .unwrap_or_default();
+    let reason = o.message.as_deref().unwrap_or("");
     match o.status {
         Status::Updated => format!("updated {who}: {current} -> {available}"),
         Status::WouldUpdate => format!("would update {who}: {current} -> {available}"),
-        Status::UpToDate => format!("{who} is up to date ({current})"),
-        Status::Skipped | Status::UnknownSource | Status::Failed => {
-            let label = match o.status {
-                Status::Skipped => "skipped",
-                Status::UnknownSource => "not updated",
-                _ => "failed to update",
-            };
-            format!("{label} {who}: {}", o.message.as_deref().unwrap_or(""))
+        Status::UpToDate if o.message.is_some() => {
+            format!("{who} is up to date ({current}; {reason})")
         }
+        Status::UpToDate => format!("{who} is up to date ({current})"),
+        Status::RePinned => {
+            format!("re-pinned {who} to {reason}: {current} -> {available}, no file changed")
+        }
+        Status::WouldRePin => format!(
+            "would re-pin {who} to {reason}: {current} -> {available}, no file would change"
+        ),
+        Status::Failed => {
+            format!("failed to update {who}: {reason}; the old version is still in place")
+        }
+        Status::Skipped | Status::UnknownSource if o.refused => {
+            format!("cannot update {who}: {reason}")
+        }
+        Status::Skipped | Status::UnknownSource => format!("skipped {who}: {reason}"),
     }
 }
