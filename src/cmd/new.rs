@@ -290,7 +290,12 @@ fn new_record(lang: Lang, name: &str) -> Record {
 
 /// Into an extensions root, through the store's staging folder and an atomic rename, with
 /// its install record (through the store's journal).
-fn write_installed(ctx: &Context, scope: Scope, record: &Record, files: &[File]) -> Result<PathBuf> {
+fn write_installed(
+    ctx: &Context,
+    scope: Scope,
+    record: &Record,
+    files: &[File],
+) -> Result<PathBuf> {
     let name = record.name.as_str();
     let store = Store::open(ctx.layout.scope(scope))?;
     if let Some(existing) = store.existing(name) {

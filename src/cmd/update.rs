@@ -113,7 +113,11 @@ impl UpdateArgs {
                 continue;
             }
             if outcome.refused {
-                ctx.out.note(&format!("note: {}", describe(outcome)));
+                let reason = outcome.message.as_deref().unwrap_or("");
+                ctx.out.note(&format!(
+                    "note: skipped {} ({}): {reason}",
+                    outcome.name, outcome.scope
+                ));
                 continue;
             }
             ctx.out.say(&describe(outcome))?;
@@ -334,8 +338,8 @@ impl UpdateArgs {
         if new == old {
             return Ok(Some(Status::UpToDate));
         }
-        let repinned = (&new.git_ref, new.ref_kind, &new.branch)
-            != (&old.git_ref, old.ref_kind, &old.branch);
+        let repinned =
+            (&new.git_ref, new.ref_kind, &new.branch) != (&old.git_ref, old.ref_kind, &old.branch);
         if self.dry_run {
             return Ok(repinned.then_some(Status::WouldRePin));
         }

@@ -316,6 +316,7 @@ fn update_keeps_the_links_and_reports_them() {
     let dest = installed(&env, "ext");
     assert_eq!(link_of(&dest.join("py")), "/usr/bin/python3");
     assert_eq!(link_of(&dest.join("dangling")), "gone");
+    fs::write(src.join("changed"), "x").unwrap();
     let out = zot_ok(&env, &["ext", "update", "--json", "ext"]).json();
     assert_eq!(out[0]["status"], "updated");
     assert_eq!(

@@ -29,3 +29,4 @@ mod toggle;
 mod torture_crash;
 mod torture_races;
 mod update;
+mod update_messages;

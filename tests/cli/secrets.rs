@@ -295,7 +295,7 @@ fn credentials_in_an_old_record_are_never_shown() {
     );
     let update = zot(&env, &["ext", "update", "legacy"]);
     assert_eq!(update.code, 1, "{update:#?}");
-    assert!(update.stdout.contains(&shown), "{update:#?}");
+    assert!(update.stderr.contains(&shown), "{update:#?}");
     let update_json = zot(&env, &["ext", "update", "legacy", "--json"]);
     assert_eq!(update_json.code, 1, "{update_json:#?}");
     for done in [&info, &info_json, &update, &update_json] {

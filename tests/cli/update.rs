@@ -216,7 +216,7 @@ fn failed_update_keeps_the_old_version(name: &str, change: impl FnOnce(&Repo), e
         "{done:#?}"
     );
     assert!(
-        done.stderr.contains("old versions are still in place"),
+        done.stderr.contains("old version is still in place"),
         "{}",
         done.stderr
     );
@@ -293,7 +293,7 @@ fn folder_installs_are_copied_again() {
     assert_eq!(rev(&env, "local"), "two\n");
     fs::remove_dir_all(&src).unwrap();
     let done = env.zot(["ext", "update", "local"]).fails(1);
-    assert!(done.stdout.contains("does not exist"), "{}", done.stdout);
+    assert!(done.stderr.contains("does not exist"), "{}", done.stderr);
     assert_eq!(rev(&env, "local"), "two\n");
     let done = env.zot(["ext", "update", "local", "--ref", "v1"]).fails(2);
     assert!(
@@ -309,11 +309,14 @@ fn hand_copied_extensions_are_an_unknown_source() {
     let dir = env.global_root().join("manual");
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("extension.json"), manifest("manual")).unwrap();
-    let out = env.zot(["ext", "update", "manual", "--json"]).ok().json();
+    let out = env
+        .zot(["ext", "update", "manual", "--json"])
+        .fails(1)
+        .json();
     assert_eq!(out[0]["status"], "unknown-source");
     assert_eq!(out[0]["kind"], Value::Null);
-    let text = env.zot(["ext", "update", "--all"]).ok().stdout;
-    assert!(text.contains("unknown source"), "{text}");
+    let done = env.zot(["ext", "update", "--all"]).ok();
+    assert!(done.stderr.contains("unknown source"), "{}", done.stderr);
 }
 
 #[test]
@@ -495,11 +498,11 @@ fn private_http_updates_use_the_credential_helper() {
     repo.commit(&[("rev.txt", "three\n")]);
     let done = env.zot(["ext", "update", "priv"]).fails(1);
     assert!(
-        done.stdout.contains("cannot authenticate"),
+        done.stderr.contains("cannot authenticate"),
         "{}",
-        done.stdout
+        done.stderr
     );
-    assert!(done.stdout.contains("credential helper"), "{}", done.stdout);
+    assert!(done.stderr.contains("credential helper"), "{}", done.stderr);
     assert_eq!(rev(&env, "priv"), "two\n");
 }
 

@@ -1,0 +1,274 @@
+//! `zot ext update` says what happened: `up to date` when no file would change (and the
+//! installed tree is left alone), `re-pinned` when only the ref changed, `updated` only when
+//! something changed; failures and their reasons on stderr, also under `-q`; a named
+//! extension that cannot be updated exits 1, `--all` skips it with a note.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::support::git_servers::{GitDaemon, Repo};
+use crate::support::{Env, manifest};
+
+fn served() -> (TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(tmp.path()).unwrap().join("srv");
+    fs::create_dir(&root).unwrap();
+    (tmp, root)
+}
+
+fn repo(root: &Path, name: &str) -> Repo {
+    Repo::with_files(
+        root,
+        name,
+        &[
+            ("extension.json", &manifest(name)),
+            ("run.sh", "#!/bin/sh\n"),
+            ("rev.txt", "one\n"),
+        ],
+    )
+}
+
+fn record(env: &Env, name: &str) -> Value {
+    let path = env.home.join(format!(".ext-store/sources/{name}.json"));
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn inode(path: &Path) -> u64 {
+    fs::symlink_metadata(path).unwrap().ino()
+}
+
+#[test]
+fn an_unchanged_folder_install_is_up_to_date_and_left_in_place() {
+    let env = Env::new();
+    let src = env.source("clock-src", "clock");
+    fs::create_dir_all(src.join("lib")).unwrap();
+    fs::write(src.join("lib/data.txt"), "same\n").unwrap();
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("clock");
+    let (dir, file) = (inode(&dest), inode(&dest.join("lib/data.txt")));
+    let before = env.snapshot();
+    let done = env.zot(["ext", "update", "clock"]).ok();
+    assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
+    assert!(!done.stdout.contains("updated"), "{}", done.stdout);
+    assert_eq!(
+        (inode(&dest), inode(&dest.join("lib/data.txt"))),
+        (dir, file)
+    );
+    assert_eq!(env.snapshot(), before);
+    let out = env.zot(["ext", "update", "clock", "--json"]).ok().json();
+    assert_eq!(out[0]["status"], "up-to-date");
+    let dry = env.zot(["ext", "update", "clock", "-n"]).ok();
+    assert!(dry.stdout.contains("is up to date"), "{}", dry.stdout);
+    assert_eq!(inode(&dest), dir);
+}
+
+#[test]
+fn a_changed_folder_install_is_updated() {
+    let env = Env::new();
+    let src = env.source("clock-src", "clock");
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("clock");
+    let dir = inode(&dest);
+    fs::write(
+        src.join("extension.json"),
+        manifest("clock").replace("1.0.0", "1.1.0"),
+    )
+    .unwrap();
+    let done = env.zot(["ext", "update", "clock"]).ok();
+    assert_eq!(done.stdout, "updated clock (global): 1.0.0 -> 1.1.0\n");
+    assert_ne!(inode(&dest), dir);
+    // A mode counts as a change too.
+    fs::set_permissions(
+        src.join("run.sh"),
+        fs::Permissions::from(std::os::unix::fs::PermissionsExt::from_mode(0o700)),
+    )
+    .unwrap();
+    let done = env.zot(["ext", "update", "clock", "--json"]).ok().json();
+    assert_eq!(done[0]["status"], "updated");
+}
+
+#[test]
+fn re_pinning_to_a_tag_at_the_installed_commit_changes_only_the_record() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "pin");
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url("pin")]).ok();
+    let commit = repo.head_commit();
+    repo.tag("v1");
+    let dest = env.global_root().join("pin");
+    let dir = inode(&dest);
+    let before = env.snapshot();
+    let dry = env.zot(["ext", "update", "pin", "--ref", "v1", "-n"]).ok();
+    assert!(
+        dry.stdout.starts_with("would re-pin pin (global) to v1:"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(env.snapshot(), before);
+    let done = env.zot(["ext", "update", "pin", "--ref", "v1"]).ok();
+    assert!(
+        done.stdout.starts_with("re-pinned pin (global) to v1:"),
+        "{}",
+        done.stdout
+    );
+    assert!(done.stdout.contains("no file changed"), "{}", done.stdout);
+    assert_eq!(inode(&dest), dir);
+    let rec = record(&env, "pin");
+    assert_eq!(
+        (
+            rec["ref"].as_str(),
+            rec["ref_kind"].as_str(),
+            rec["commit"].as_str()
+        ),
+        (Some("v1"), Some("tag"), Some(commit.as_str()))
+    );
+    // Pinned now: a plain update skips it.
+    let skipped = env.zot(["ext", "update", "pin"]).ok();
+    assert!(
+        skipped.stdout.contains("pinned to v1"),
+        "{}",
+        skipped.stdout
+    );
+    // A tag on a new commit that changes no file: re-pinned, the tree stays.
+    let empty = repo.commit_with("nothing", |_| {});
+    repo.tag("v2");
+    let out = env
+        .zot(["ext", "update", "pin", "--ref", "v2", "--json"])
+        .ok()
+        .json();
+    assert_eq!(out[0]["status"], "re-pinned");
+    assert_eq!(out[0]["available"]["commit"], empty.as_str());
+    assert_eq!(inode(&dest), dir);
+    assert_eq!(record(&env, "pin")["commit"], empty.as_str());
+}
+
+#[test]
+fn a_new_commit_that_changes_no_file_is_up_to_date() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = repo(&root, "trk");
+    let daemon = GitDaemon::start(&root);
+    env.zot(["ext", "install", &daemon.url("trk")]).ok();
+    let dest = env.global_root().join("trk");
+    let dir = inode(&dest);
+    let empty = repo.commit_with("nothing", |_| {});
+    let done = env.zot(["ext", "update", "trk"]).ok();
+    assert!(
+        done.stdout.contains("trk (global) is up to date"),
+        "{}",
+        done.stdout
+    );
+    assert!(done.stdout.contains("changes no file"), "{}", done.stdout);
+    assert_eq!(inode(&dest), dir);
+    assert_eq!(record(&env, "trk")["commit"], empty.as_str());
+    let changed = repo.commit(&[("rev.txt", "two\n")]);
+    let done = env.zot(["ext", "update", "trk"]).ok();
+    assert!(
+        done.stdout.starts_with("updated trk (global)"),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(record(&env, "trk")["commit"], changed.as_str());
+}
+
+#[test]
+fn a_failure_and_its_reason_go_to_stderr_even_when_quiet() {
+    let env = Env::new();
+    let src = env.source("gone-src", "gone");
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.installed("fine", false);
+    fs::remove_dir_all(&src).unwrap();
+    let done = env.zot(["ext", "update", "gone", "-q"]).fails(1);
+    assert_eq!(done.stdout, "");
+    assert!(
+        done.stderr.contains("failed to update gone (global)"),
+        "{}",
+        done.stderr
+    );
+    assert!(done.stderr.contains("does not exist"), "{}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+    let done = env.zot(["ext", "update", "--all", "-q"]).fails(1);
+    assert_eq!(done.stdout, "");
+    assert!(done.stderr.contains("does not exist"), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("1 of 2 extensions were not updated"),
+        "{}",
+        done.stderr
+    );
+    let done = env.zot(["ext", "update", "--all"]).fails(1);
+    assert_eq!(done.stdout, "fine (global) is up to date (1.0.0)\n");
+    assert!(
+        done.stderr.contains("failed to update gone"),
+        "{}",
+        done.stderr
+    );
+    let json = env.zot(["ext", "update", "gone", "--json"]).fails(1);
+    assert_eq!(json.json()[0]["status"], "failed");
+    assert!(json.stderr.contains("does not exist"), "{}", json.stderr);
+}
+
+/// A linked extension, one copied in by hand and one made by `zot ext new`.
+fn cannot_be_updated(env: &Env) {
+    let wc = env.source("wc", "dev");
+    env.zot(["ext", "link", wc.to_str().unwrap()]).ok();
+    let manual = env.global_root().join("manual");
+    fs::create_dir_all(&manual).unwrap();
+    fs::write(manual.join("extension.json"), manifest("manual")).unwrap();
+    env.zot(["ext", "new", "fresh", "--lang", "shell"]).ok();
+}
+
+#[test]
+fn naming_an_extension_that_cannot_be_updated_fails_with_the_reason() {
+    let env = Env::new();
+    cannot_be_updated(&env);
+    for (name, reason) in [
+        ("dev", "the working copy is used as it is"),
+        ("manual", "no install record"),
+        ("fresh", "made by zot ext new"),
+    ] {
+        let done = env.zot(["ext", "update", name, "-q"]).fails(1);
+        assert_eq!(done.stdout, "", "{name}");
+        assert!(
+            done.stderr
+                .contains(&format!("cannot update {name} (global)")),
+            "{}",
+            done.stderr
+        );
+        assert!(done.stderr.contains(reason), "{}", done.stderr);
+    }
+    let out = env
+        .zot(["ext", "update", "fresh", "--json"])
+        .fails(1)
+        .json();
+    assert_eq!(
+        (out[0]["status"].as_str(), out[0]["kind"].as_str()),
+        (Some("skipped"), Some("new"))
+    );
+}
+
+#[test]
+fn all_skips_what_cannot_be_updated_with_a_note() {
+    let env = Env::new();
+    cannot_be_updated(&env);
+    env.installed("fine", false);
+    let before = env.snapshot();
+    let done = env.zot(["ext", "update", "--all"]).ok();
+    assert_eq!(done.stdout, "fine (global) is up to date (1.0.0)\n");
+    for name in ["dev", "manual", "fresh"] {
+        assert!(
+            done.stderr
+                .contains(&format!("note: skipped {name} (global)")),
+            "{}",
+            done.stderr
+        );
+    }
+    assert!(!done.stderr.contains("error"), "{}", done.stderr);
+    let quiet = env.zot(["ext", "update", "--all", "-q"]).ok();
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
+    assert_eq!(env.snapshot(), before);
+}
