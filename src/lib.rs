@@ -10,6 +10,7 @@ pub mod diagnose;
 pub mod docs;
 pub mod error;
 pub mod fetch;
+pub mod filelist;
 pub mod git;
 pub mod host;
 pub mod logs;

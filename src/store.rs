@@ -2,14 +2,15 @@
 //! replacement, removal, the journal that keeps install records matching trees whatever
 //! instant a run is killed at, and cleanup after a killed run.
 //!
-//! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `pending`)
+//! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `files`,
+//! `pending`, `backup`)
 //! is untrusted: it is opened without following symbolic links (see [`fsx`]), and
 //! anything there that is not what it must be is an error that names it.
 
 pub mod fsx;
 mod journal;
 
-pub use journal::journalled_record;
+pub use journal::{journalled_files, journalled_record};
 
 use std::ffi::OsStr;
 use std::fs::{self, File, TryLockError};
@@ -23,6 +24,7 @@ use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::crashpoint;
+use crate::filelist::FileList;
 use crate::output::printable;
 use crate::paths::{Scope, ScopeDirs};
 use crate::record::Record;
@@ -51,6 +53,9 @@ struct Folders {
     trash: Folder,
     sources: Folder,
     pending: Folder,
+    /// File lists (`files/<name>.json`, see [`crate::filelist`]); made on first use, so a
+    /// read-only command works on a store made by an older zot.
+    files: Option<Folder>,
 }
 
 /// A directory under the store's staging folder, deleted on drop unless its tree was placed.
@@ -202,8 +207,9 @@ impl Store {
     }
 
     /// Places the staged tree as `extensions/<name>` (see [`Store::place`]) together with
-    /// its install record, through the journal: whatever instant the run is killed at, the
-    /// next run finds the record matching the tree that is in place.
+    /// its install record and file list (the staged tree's, listed here), through the
+    /// journal: whatever instant the run is killed at, the next run finds the record and
+    /// the file list matching the tree that is in place.
     pub fn publish(
         &self,
         staging: &Staging,
@@ -211,9 +217,24 @@ impl Store {
         replace: bool,
         record: &Record,
     ) -> Result<Published> {
+        let files = FileList::scan(&staging.tree())?;
+        self.publish_listed(staging, name, replace, record, &files)
+    }
+
+    /// [`Store::publish`] with the file list given: `update` lists the new version before
+    /// it carries the old copy's data into the staged tree, since that data was not placed.
+    pub fn publish_listed(
+        &self,
+        staging: &Staging,
+        name: &str,
+        replace: bool,
+        record: &Record,
+        files: &FileList,
+    ) -> Result<Published> {
         let tree = staging.identity()?;
         self.check_records_writable()?;
-        self.write_intent(name, &journal::Intent::install(record, tree))?;
+        let intent = journal::Intent::install(record, tree).with_files(files);
+        self.write_intent(name, &intent)?;
         crashpoint::hit("place.before");
         // Should the rename have happened after all (a flush after it failed), the journal
         // tells: it commits the record of whatever is in place now.
@@ -221,7 +242,9 @@ impl Store {
             let _ = self.resolve_journal();
         })?;
         crashpoint::hit("place.after");
-        let saved = self.save_record(record);
+        let saved = self
+            .save_files(name, Some(files))
+            .and_then(|()| self.save_record(record));
         crashpoint::hit("record.after");
         if saved.is_ok() {
             let _ = self.clear_intent(name);
@@ -331,7 +354,33 @@ impl Store {
             })
     }
 
+    /// Writes (with `None`, deletes) the file list of `name` atomically and durably.
+    pub fn save_files(&self, name: &str, files: Option<&FileList>) -> Result<()> {
+        let file = FileList::file_name(name);
+        let Some(folder) = &self.folders.files else {
+            bail!(
+                "the file lists folder in {} is missing",
+                self.dirs.state().display()
+            );
+        };
+        let path = || folder.path().join(&file);
+        match files {
+            Some(list) => self
+                .folders
+                .staging
+                .replace_file(folder, &file, &list.to_bytes(), 0o644)
+                .with_context(|| format!("cannot write the file list {}", path().display())),
+            None => folder
+                .unlink(&file)
+                .with_context(|| format!("cannot delete the file list {}", path().display())),
+        }
+    }
+
+    /// Deletes the install record of `name` and its file list.
     pub fn delete_record(&self, name: &str) -> Result<()> {
+        if self.folders.files.is_some() {
+            self.save_files(name, None)?;
+        }
         let file = Record::file_name(name);
         self.folders.sources.unlink(&file).with_context(|| {
             format!(
@@ -345,9 +394,19 @@ impl Store {
 /// Reads `<state>/<sub>/<name>` without following links and at most [`MAX_STATE_FILE`]
 /// bytes; `None` when it is missing or cannot be read.
 pub fn read_state_file(dirs: &ScopeDirs, sub: &str, name: &str) -> Option<Vec<u8>> {
+    read_state_file_up_to(dirs, sub, name, MAX_STATE_FILE)
+}
+
+/// [`read_state_file`] with another limit.
+pub fn read_state_file_up_to(
+    dirs: &ScopeDirs,
+    sub: &str,
+    name: &str,
+    limit: u64,
+) -> Option<Vec<u8>> {
     let state = open_state(dirs, false).ok()??;
     let folder = state.sub(sub, false).ok()??;
-    folder.read_file(name, MAX_STATE_FILE).ok()?
+    folder.read_file(name, limit).ok()?
 }
 
 fn identity_of(meta: &fs::Metadata) -> Identity {
@@ -374,11 +433,13 @@ impl Folders {
         ) else {
             return Ok(None);
         };
+        let files = sub("files")?;
         Ok(Some(Folders {
             staging,
             trash,
             sources,
             pending,
+            files,
         }))
     }
 }
@@ -691,6 +752,36 @@ mod tests {
         s.place(&second, "a", true).unwrap();
         // After it, before the record's commit: the journal's record.
         assert_eq!(Record::load(&s.dirs, "a").unwrap().source, "/src/new");
+    }
+
+    #[test]
+    fn publish_commits_the_file_list_with_the_record_and_the_journal_finishes_both() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let first = stage_with(&s, "old");
+        s.publish(&first, "a", false, &record("a", "/src/old"))
+            .unwrap();
+        let listed = FileList::load(&s.dirs, "a").unwrap();
+        assert!(listed.get(b"old").is_some());
+        drop(first);
+        // A kill right after the rename of a second version: the journal's list counts
+        // for readers at once, and the next open commits it.
+        let second = stage_with(&s, "new");
+        let files = FileList::scan(&second.tree()).unwrap();
+        let intent = journal::Intent::install(&record("a", "/src/new"), second.identity().unwrap())
+            .with_files(&files);
+        s.write_intent("a", &intent).unwrap();
+        s.place(&second, "a", true).unwrap();
+        assert_eq!(FileList::load(&s.dirs, "a").unwrap(), files);
+        std::mem::forget(second);
+        let dirs = s.dirs.clone();
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert!(pending_names(&s).is_empty());
+        assert_eq!(FileList::load(&dirs, "a").unwrap(), files);
+        s.remove("a").unwrap();
+        assert!(FileList::load(&dirs, "a").is_none());
+        assert!(!dirs.state().join("files/a.json").exists());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fsx::Identity;
 use super::{MAX_STATE_FILE, Store, identity_of};
+use crate::filelist::{FileList, MAX_FILE_LIST};
 use crate::paths::ScopeDirs;
 use crate::record::Record;
 
@@ -26,6 +27,9 @@ pub struct Intent {
     record: Record,
     /// The staged tree.
     tree: Identity,
+    /// What the tree's install placed (committed with the record).
+    #[serde(default)]
+    files: Option<FileList>,
 }
 
 impl Intent {
@@ -33,9 +37,18 @@ impl Intent {
         Intent {
             record: record.clone(),
             tree,
+            files: None,
         }
     }
+
+    pub fn with_files(mut self, files: &FileList) -> Intent {
+        self.files = Some(files.clone());
+        self
+    }
 }
+
+/// Longest journal entry read: a record and a file list.
+const MAX_INTENT: u64 = MAX_STATE_FILE + MAX_FILE_LIST;
 
 fn file_name(name: &str) -> String {
     format!("{name}.json")
@@ -86,6 +99,7 @@ impl Store {
             .ok()
             .map(|meta| identity_of(&meta));
         if now == Some(intent.tree) {
+            self.save_files(name, intent.files.as_ref())?;
             self.save_record(&intent.record)?;
         }
         Ok(())
@@ -111,17 +125,23 @@ impl Store {
 /// the one in place now (read without the lock: the rename happened, the record's commit
 /// may not have).
 pub fn journalled_record(dirs: &ScopeDirs, name: &str) -> Option<Record> {
-    let bytes = super::read_state_file(dirs, "pending", &file_name(name))?;
+    journalled(dirs, name).map(|intent| intent.record)
+}
+
+/// The file list of `extensions/<name>` in the journal, as [`journalled_record`]. (An entry
+/// without a list means the tree in place has none.)
+pub fn journalled_files(dirs: &ScopeDirs, name: &str) -> Option<FileList> {
+    journalled(dirs, name).and_then(|intent| intent.files)
+}
+
+fn journalled(dirs: &ScopeDirs, name: &str) -> Option<Intent> {
+    let bytes = super::read_state_file_up_to(dirs, "pending", &file_name(name), MAX_INTENT)?;
     let intent: Intent = serde_json::from_slice(&bytes).ok()?;
     let now = fs::symlink_metadata(dirs.extension(name)).ok()?;
-    (identity_of(&now) == intent.tree).then_some(intent.record)
+    (identity_of(&now) == intent.tree).then_some(intent)
 }
 
 fn read_intent(store: &Store, entry: &OsStr) -> Option<Intent> {
-    let bytes = store
-        .folders
-        .pending
-        .read_file(entry, MAX_STATE_FILE)
-        .ok()??;
+    let bytes = store.folders.pending.read_file(entry, MAX_INTENT).ok()??;
     serde_json::from_slice(&bytes).ok()
 }

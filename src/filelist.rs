@@ -1,0 +1,727 @@
+//! Per-install file lists: what an install or update placed in an extension folder, kept
+//! next to its install record (`<base>/.ext-store/files/<name>.json`) and written with it
+//! through the store's journal ([`crate::store::Store::publish`]), so that a list always
+//! describes the tree in place. Also the tree hash, and the classification of an installed
+//! copy's files against its list (what the install placed, what the user edited, what the
+//! extension or the user created).
+//!
+//! **Entries.** Every entry under the root, never the root itself: its path relative to the
+//! root with `/` between names, its type (`file`, `dir`, `link`), its mode (permission
+//! bits), and for files the size and SHA-256 of the content, for links the target as
+//! stored. Links are never followed (`lstat`, `readlink`, files opened with `O_NOFOLLOW`
+//! and `O_NONBLOCK`); special files (pipes, sockets, devices) are refused. Files are hashed
+//! as a stream (a fixed buffer), never read whole into memory.
+//!
+//! **Names that are not UTF-8.** Paths and link targets are byte strings. In the JSON file a
+//! name that is valid UTF-8 is stored as `path` (`target`); any other is stored as
+//! `path_hex` (`target_hex`): the lowercase hexadecimal of its bytes. Nothing is lost.
+//!
+//! **Order.** Entries are sorted by the bytes of their path, so the file is the same
+//! whatever order the directories were read in.
+//!
+//! **Tree hash.** `sha256:` and the hexadecimal SHA-256 of the concatenation, in that order,
+//! of one line per entry: `<path bytes> NUL <type> SP <x> SP <digest> LF`, where `<type>` is
+//! `f`, `d` or `l`; `<x>` is `x` for a file with its owner-executable bit set, else `-`;
+//! `<digest>` is the hexadecimal SHA-256 of a file's content or of a link's target bytes, and
+//! `-` for a directory. A path never holds NUL, so the encoding is unambiguous. Like git,
+//! only the executable bit of the mode counts: the other bits depend on the umask and the
+//! file system of the machine that copied or cloned the tree, and would make the same tree
+//! hash differently on two machines. Sizes are implied by the digests, and times are left
+//! out (a copy or a clone does not keep them).
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::output::printable;
+use crate::paths::ScopeDirs;
+use crate::store;
+
+/// The version of the file format.
+const FORMAT: u32 = 1;
+
+/// Longest file list read (about 300 000 entries).
+pub const MAX_FILE_LIST: u64 = 64 << 20;
+
+/// The type of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    File,
+    Dir,
+    Link,
+}
+
+/// One entry of a file list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Relative to the root, `/`-separated, as bytes.
+    pub path: Vec<u8>,
+    pub kind: EntryKind,
+    /// Permission bits (`mode & 0o7777`).
+    pub mode: u32,
+    /// Size in bytes (files; 0 otherwise).
+    pub size: u64,
+    /// Hexadecimal SHA-256 of the content (files).
+    pub sha256: Option<String>,
+    /// The link's target as stored (links).
+    pub target: Option<Vec<u8>>,
+}
+
+impl Entry {
+    /// The path for messages (escaped, not UTF-8 bytes replaced).
+    pub fn shown(&self) -> String {
+        shown(&self.path)
+    }
+
+    /// The path as a relative filesystem path.
+    pub fn rel(&self) -> &Path {
+        Path::new(OsStr::from_bytes(&self.path))
+    }
+
+    fn hash_line(&self, into: &mut Sha256) {
+        into.update(&self.path);
+        into.update([0]);
+        let (kind, digest) = match self.kind {
+            EntryKind::File => ('f', self.sha256.clone().unwrap_or_default()),
+            EntryKind::Dir => ('d', "-".to_string()),
+            EntryKind::Link => (
+                'l',
+                hex(&Sha256::digest(self.target.as_deref().unwrap_or_default())),
+            ),
+        };
+        let x = if self.kind == EntryKind::File && self.mode & 0o100 != 0 {
+            'x'
+        } else {
+            '-'
+        };
+        into.update(format!("{kind} {x} {digest}\n").as_bytes());
+    }
+}
+
+/// A path given as bytes, escaped for one-line messages.
+pub fn shown(path: &[u8]) -> String {
+    printable(&String::from_utf8_lossy(path))
+}
+
+/// What an install placed: its entries sorted by path bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileList {
+    entries: Vec<Entry>,
+}
+
+/// How an entry of an installed copy stands against its file list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Standing {
+    /// Placed by the install and as it was placed.
+    Unchanged,
+    /// Placed by the install and changed since (content, link target or type).
+    Edited,
+    /// Not placed by the install: created by the extension or the user. For a folder, the
+    /// whole folder (its contents are not listed separately).
+    NotPlaced,
+    /// Placed by the install and gone since.
+    Missing,
+}
+
+/// One entry of an installed copy, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classified {
+    pub path: Vec<u8>,
+    pub standing: Standing,
+    /// The type on disk (for `Missing`, the type in the list).
+    pub kind: EntryKind,
+}
+
+impl FileList {
+    /// Lists the tree at `root` (a folder, not a link), hashing every file.
+    pub fn scan(root: &Path) -> Result<FileList> {
+        check_root(root)?;
+        let mut entries = Vec::new();
+        let mut todo = vec![Vec::new()];
+        while let Some(dir) = todo.pop() {
+            for (path, meta) in read_dir(root, &dir)? {
+                let entry = describe(root, path, &meta, true)?;
+                if entry.kind == EntryKind::Dir {
+                    todo.push(entry.path.clone());
+                }
+                entries.push(entry);
+            }
+        }
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(FileList { entries })
+    }
+
+    /// The file list of `extensions/<name>` in this scope; `None` when there is none (an
+    /// install by hand or by an older zot) or it cannot be read. While a change is being
+    /// made, the journal's list counts as soon as its tree is in place.
+    pub fn load(dirs: &ScopeDirs, name: &str) -> Option<FileList> {
+        if let Some(list) = store::journalled_files(dirs, name) {
+            return Some(list);
+        }
+        let bytes =
+            store::read_state_file_up_to(dirs, "files", &Self::file_name(name), MAX_FILE_LIST)?;
+        FileList::from_bytes(&bytes).ok()
+    }
+
+    /// The list's file name in `.ext-store/files`.
+    pub fn file_name(name: &str) -> String {
+        format!("{name}.json")
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The entry at `path`, if listed.
+    pub fn get(&self, path: &[u8]) -> Option<&Entry> {
+        self.entries
+            .binary_search_by(|e| e.path.as_slice().cmp(path))
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+
+    /// `sha256:<hex>` (see the module documentation for the definition).
+    pub fn tree_hash(&self) -> String {
+        let mut hasher = Sha256::new();
+        for entry in &self.entries {
+            entry.hash_line(&mut hasher);
+        }
+        format!("sha256:{}", hex(&hasher.finalize()))
+    }
+
+    /// Classifies the entries of the copy at `root` against this list. A folder the install
+    /// did not place is one `NotPlaced` entry (not entered); placed folders are entered and
+    /// not reported themselves. Only files whose size matches their entry are hashed.
+    /// Sorted by path bytes.
+    pub fn classify(&self, root: &Path) -> Result<Vec<Classified>> {
+        check_root(root)?;
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![Vec::new()];
+        while let Some(dir) = todo.pop() {
+            for (path, meta) in read_dir(root, &dir)? {
+                let kind = kind_of(&meta, root, &path)?;
+                let Some(listed) = self.get(&path) else {
+                    out.push(Classified {
+                        path,
+                        standing: Standing::NotPlaced,
+                        kind,
+                    });
+                    continue;
+                };
+                seen.insert(path.clone());
+                if kind == EntryKind::Dir && listed.kind == EntryKind::Dir {
+                    todo.push(path);
+                    continue;
+                }
+                let standing = if self.same(root, listed, &meta, kind)? {
+                    Standing::Unchanged
+                } else {
+                    Standing::Edited
+                };
+                out.push(Classified {
+                    path,
+                    standing,
+                    kind,
+                });
+            }
+        }
+        for entry in &self.entries {
+            if !seen.contains(&entry.path) {
+                out.push(Classified {
+                    path: entry.path.clone(),
+                    standing: Standing::Missing,
+                    kind: entry.kind,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// Whether the entry on disk is still the listed one.
+    fn same(
+        &self,
+        root: &Path,
+        listed: &Entry,
+        meta: &fs::Metadata,
+        kind: EntryKind,
+    ) -> Result<bool> {
+        if kind != listed.kind {
+            return Ok(false);
+        }
+        if kind == EntryKind::File && meta.len() != listed.size {
+            return Ok(false);
+        }
+        let now = describe(root, listed.path.clone(), meta, true)?;
+        Ok(now.sha256 == listed.sha256 && now.target == listed.target)
+    }
+
+    /// The stable JSON form (entries sorted by path bytes).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let file = Stored {
+            format: FORMAT,
+            tree_hash: self.tree_hash(),
+            entries: self.entries.iter().map(StoredEntry::from).collect(),
+        };
+        let mut bytes = serde_json::to_vec_pretty(&file).expect("a file list serializes");
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Reads the JSON form; entries are sorted again and checked.
+    pub fn from_bytes(bytes: &[u8]) -> Result<FileList> {
+        let file: Stored = serde_json::from_slice(bytes).context("not a file list")?;
+        if file.format != FORMAT {
+            bail!("file list format {} is not {FORMAT}", file.format);
+        }
+        let mut entries = file
+            .entries
+            .into_iter()
+            .map(Entry::try_from)
+            .collect::<Result<Vec<_>>>()?;
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(FileList { entries })
+    }
+}
+
+impl Serialize for FileList {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Stored {
+            format: FORMAT,
+            tree_hash: self.tree_hash(),
+            entries: self.entries.iter().map(StoredEntry::from).collect(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for FileList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FileList, D::Error> {
+        let file = Stored::deserialize(d)?;
+        let mut entries = file
+            .entries
+            .into_iter()
+            .map(Entry::try_from)
+            .collect::<Result<Vec<_>>>()
+            .map_err(serde::de::Error::custom)?;
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(FileList { entries })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    format: u32,
+    /// Written for readers; recomputed, never trusted, on reading.
+    tree_hash: String,
+    entries: Vec<StoredEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredEntry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_hex: Option<String>,
+    #[serde(rename = "type")]
+    kind: EntryKind,
+    mode: u32,
+    #[serde(default)]
+    size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_hex: Option<String>,
+}
+
+/// A name as (`utf8`, `hex`): one of the two is set.
+fn split_name(bytes: &[u8]) -> (Option<String>, Option<String>) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => (Some(s.to_string()), None),
+        Err(_) => (None, Some(hex(bytes))),
+    }
+}
+
+fn join_name(utf8: Option<String>, hexed: Option<String>, what: &str) -> Result<Option<Vec<u8>>> {
+    match (utf8, hexed) {
+        (Some(s), None) => Ok(Some(s.into_bytes())),
+        (None, Some(h)) => unhex(&h)
+            .map(Some)
+            .ok_or_else(|| anyhow!("{what}_hex is not hexadecimal")),
+        (None, None) => Ok(None),
+        (Some(_), Some(_)) => bail!("an entry has both {what} and {what}_hex"),
+    }
+}
+
+impl From<&Entry> for StoredEntry {
+    fn from(e: &Entry) -> StoredEntry {
+        let (path, path_hex) = split_name(&e.path);
+        let (target, target_hex) = match &e.target {
+            Some(t) => split_name(t),
+            None => (None, None),
+        };
+        StoredEntry {
+            path,
+            path_hex,
+            kind: e.kind,
+            mode: e.mode,
+            size: e.size,
+            sha256: e.sha256.clone(),
+            target,
+            target_hex,
+        }
+    }
+}
+
+impl TryFrom<StoredEntry> for Entry {
+    type Error = anyhow::Error;
+    fn try_from(s: StoredEntry) -> Result<Entry> {
+        let path = join_name(s.path, s.path_hex, "path")?
+            .ok_or_else(|| anyhow!("an entry has no path"))?;
+        let bad = path.is_empty()
+            || path.contains(&0)
+            || path
+                .split(|b| *b == b'/')
+                .any(|part| part.is_empty() || part == b"." || part == b"..");
+        if bad {
+            bail!("the entry {} is not a relative path", shown(&path));
+        }
+        Ok(Entry {
+            path,
+            kind: s.kind,
+            mode: s.mode & 0o7777,
+            size: s.size,
+            sha256: s.sha256,
+            target: join_name(s.target, s.target_hex, "target")?,
+        })
+    }
+}
+
+fn check_root(root: &Path) -> Result<()> {
+    let meta = fs::symlink_metadata(root)
+        .with_context(|| format!("cannot read {}", printable(&root.display().to_string())))?;
+    if !meta.is_dir() {
+        bail!(
+            "{} is not a folder; cannot list its files",
+            printable(&root.display().to_string())
+        );
+    }
+    Ok(())
+}
+
+/// The entries of `root/dir` with their `lstat`, as (relative path bytes, metadata).
+fn read_dir(root: &Path, dir: &[u8]) -> Result<Vec<(Vec<u8>, fs::Metadata)>> {
+    let full = join(root, dir);
+    let shown_dir = || printable(&full.display().to_string());
+    let mut out = Vec::new();
+    for item in fs::read_dir(&full).with_context(|| format!("cannot read {}", shown_dir()))? {
+        let item = item.with_context(|| format!("cannot read {}", shown_dir()))?;
+        let name = item.file_name();
+        let mut path = dir.to_vec();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name.as_bytes());
+        let meta = fs::symlink_metadata(item.path())
+            .with_context(|| format!("cannot read {}", shown(&path)))?;
+        out.push((path, meta));
+    }
+    Ok(out)
+}
+
+fn join(root: &Path, rel: &[u8]) -> PathBuf {
+    if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(OsStr::from_bytes(rel))
+    }
+}
+
+fn kind_of(meta: &fs::Metadata, root: &Path, path: &[u8]) -> Result<EntryKind> {
+    let t = meta.file_type();
+    if t.is_dir() {
+        Ok(EntryKind::Dir)
+    } else if t.is_symlink() {
+        Ok(EntryKind::Link)
+    } else if t.is_file() {
+        Ok(EntryKind::File)
+    } else {
+        bail!(
+            "{} is a special file ({}); extension folders hold only files, folders and links: remove it",
+            printable(&join(root, path).display().to_string()),
+            crate::bounded::kind_name(&t)
+        )
+    }
+}
+
+/// The entry for `path` (with `hash`, a file's content is hashed).
+fn describe(root: &Path, path: Vec<u8>, meta: &fs::Metadata, hash: bool) -> Result<Entry> {
+    let kind = kind_of(meta, root, &path)?;
+    let full = join(root, &path);
+    let mut entry = Entry {
+        path,
+        kind,
+        mode: meta.mode() & 0o7777,
+        size: 0,
+        sha256: None,
+        target: None,
+    };
+    match kind {
+        EntryKind::File => {
+            entry.size = meta.len();
+            if hash {
+                let (digest, size) = hash_file(&full)?;
+                entry.sha256 = Some(digest);
+                entry.size = size;
+            }
+        }
+        EntryKind::Link => {
+            let target = fs::read_link(&full).with_context(|| {
+                format!(
+                    "cannot read the link {}",
+                    printable(&full.display().to_string())
+                )
+            })?;
+            entry.target = Some(target.as_os_str().as_bytes().to_vec());
+        }
+        EntryKind::Dir => {}
+    }
+    Ok(entry)
+}
+
+/// SHA-256 and size of the regular file at `path`, streamed; never through a link and
+/// never blocking (a file replaced by a pipe or a link since the walk is refused).
+pub fn hash_file(path: &Path) -> Result<(String, u64)> {
+    let fail = |e: io::Error| {
+        anyhow!(
+            "cannot read {}: {e}",
+            printable(&path.display().to_string())
+        )
+    };
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(fail)?;
+    if !file.metadata().map_err(fail)?.is_file() {
+        bail!(
+            "{} is no longer a regular file (it changed while it was read); try again",
+            printable(&path.display().to_string())
+        );
+    }
+    hash_reader(&mut file).map_err(fail)
+}
+
+fn hash_reader(file: &mut File) -> io::Result<(String, u64)> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut size = 0u64;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                size += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((hex(&hasher.finalize()), size))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Classified entries of one standing, for messages: escaped paths, folders with `/`.
+pub fn names(items: &[Classified], standing: Standing) -> Vec<String> {
+    items
+        .iter()
+        .filter(|c| c.standing == standing)
+        .map(|c| {
+            let slash = if c.kind == EntryKind::Dir { "/" } else { "" };
+            format!("{}{slash}", shown(&c.path))
+        })
+        .collect()
+}
+
+/// A map from path to entry, for callers that look many paths up.
+pub fn by_path(list: &FileList) -> BTreeMap<&[u8], &Entry> {
+    list.entries
+        .iter()
+        .map(|e| (e.path.as_slice(), e))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    fn tree() -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        fs::create_dir_all(t.path().join("a/b")).unwrap();
+        fs::write(t.path().join("a/b/f"), "hello").unwrap();
+        fs::write(t.path().join("run"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(t.path().join("run"), fs::Permissions::from_mode(0o755)).unwrap();
+        symlink("a/b/f", t.path().join("l")).unwrap();
+        t
+    }
+
+    #[test]
+    fn scan_lists_sorted_with_hashes_and_link_targets() {
+        let t = tree();
+        let list = FileList::scan(t.path()).unwrap();
+        let paths: Vec<_> = list.entries().iter().map(|e| e.shown()).collect();
+        assert_eq!(paths, ["a", "a/b", "a/b/f", "l", "run"]);
+        let f = list.get(b"a/b/f").unwrap();
+        assert_eq!(f.size, 5);
+        assert_eq!(
+            f.sha256.as_deref(),
+            Some("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824")
+        );
+        assert_eq!(
+            list.get(b"l").unwrap().target.as_deref(),
+            Some(&b"a/b/f"[..])
+        );
+    }
+
+    #[test]
+    fn tree_hash_has_a_fixed_definition() {
+        let t = tree();
+        let list = FileList::scan(t.path()).unwrap();
+        let mut expected = Vec::new();
+        let hello = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+        let target = hex(&Sha256::digest(b"a/b/f"));
+        let run = hex(&Sha256::digest(b"#!/bin/sh\n"));
+        for line in [
+            "a\0d - -\n".to_string(),
+            "a/b\0d - -\n".to_string(),
+            format!("a/b/f\0f - {hello}\n"),
+            format!("l\0l - {target}\n"),
+            format!("run\0f x {run}\n"),
+        ] {
+            expected.extend_from_slice(line.as_bytes());
+        }
+        assert_eq!(
+            list.tree_hash(),
+            format!("sha256:{}", hex(&Sha256::digest(&expected)))
+        );
+    }
+
+    #[test]
+    fn only_the_executable_bit_counts_in_the_tree_hash() {
+        let t = tree();
+        let before = FileList::scan(t.path()).unwrap().tree_hash();
+        let f = t.path().join("a/b/f");
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(FileList::scan(t.path()).unwrap().tree_hash(), before);
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o700)).unwrap();
+        assert_ne!(FileList::scan(t.path()).unwrap().tree_hash(), before);
+    }
+
+    #[test]
+    fn serialization_round_trips_including_names_that_are_not_utf8() {
+        let t = tree();
+        let odd = OsStr::from_bytes(b"caf\xe9\nx");
+        fs::write(t.path().join(odd), "x").unwrap();
+        symlink(odd, t.path().join("to-odd")).unwrap();
+        let list = FileList::scan(t.path()).unwrap();
+        let bytes = list.to_bytes();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.contains("\"path_hex\": \"636166e90a78\""), "{text}");
+        assert!(text.contains("\"target_hex\""), "{text}");
+        assert_eq!(FileList::from_bytes(&bytes).unwrap(), list);
+        let json = serde_json::to_vec(&list).unwrap();
+        assert_eq!(serde_json::from_slice::<FileList>(&json).unwrap(), list);
+    }
+
+    #[test]
+    fn special_files_are_refused() {
+        let t = tree();
+        let fifo = t.path().join("a/pipe");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let err = FileList::scan(t.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("pipe") && err.contains("special file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn classify_sorts_an_installed_copy() {
+        let t = tree();
+        let list = FileList::scan(t.path()).unwrap();
+        fs::write(t.path().join("a/b/f"), "HELLO").unwrap();
+        fs::remove_file(t.path().join("run")).unwrap();
+        fs::create_dir_all(t.path().join("cache/x")).unwrap();
+        fs::write(t.path().join("state.json"), "{}").unwrap();
+        let got: Vec<_> = list
+            .classify(t.path())
+            .unwrap()
+            .into_iter()
+            .map(|c| (shown(&c.path), c.standing))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a/b/f".to_string(), Standing::Edited),
+                ("cache".to_string(), Standing::NotPlaced),
+                ("l".to_string(), Standing::Unchanged),
+                ("run".to_string(), Standing::Missing),
+                ("state.json".to_string(), Standing::NotPlaced),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_linked_root_is_not_listed() {
+        let t = tree();
+        let link = t.path().join("a-link");
+        symlink(t.path().join("a"), &link).unwrap();
+        assert!(FileList::scan(&link).is_err());
+    }
+
+    #[test]
+    fn paths_that_climb_out_are_rejected_on_reading() {
+        let bad =
+            br#"{"format":1,"tree_hash":"","entries":[{"path":"../x","type":"file","mode":420}]}"#;
+        assert!(FileList::from_bytes(bad).is_err());
+    }
+}
