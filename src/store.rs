@@ -217,8 +217,12 @@ impl Store {
         replace: bool,
         record: &Record,
     ) -> Result<Published> {
-        let files = FileList::scan(&staging.tree())?;
-        self.publish_listed(staging, name, replace, record, &files)
+        // A link made by `zot ext link` places no files of its own: it has no list.
+        let linked = fs::symlink_metadata(staging.tree()).is_ok_and(|m| m.is_symlink());
+        let files = (!linked)
+            .then(|| FileList::scan(&staging.tree()))
+            .transpose()?;
+        self.publish_with(staging, name, replace, record, files.as_ref())
     }
 
     /// [`Store::publish`] with the file list given: `update` lists the new version before
@@ -231,9 +235,23 @@ impl Store {
         record: &Record,
         files: &FileList,
     ) -> Result<Published> {
+        self.publish_with(staging, name, replace, record, Some(files))
+    }
+
+    fn publish_with(
+        &self,
+        staging: &Staging,
+        name: &str,
+        replace: bool,
+        record: &Record,
+        files: Option<&FileList>,
+    ) -> Result<Published> {
         let tree = staging.identity()?;
         self.check_records_writable()?;
-        let intent = journal::Intent::install(record, tree).with_files(files);
+        let mut intent = journal::Intent::install(record, tree);
+        if let Some(files) = files {
+            intent = intent.with_files(files);
+        }
         self.write_intent(name, &intent)?;
         crashpoint::hit("place.before");
         // Should the rename have happened after all (a flush after it failed), the journal
@@ -243,7 +261,7 @@ impl Store {
         })?;
         crashpoint::hit("place.after");
         let saved = self
-            .save_files(name, Some(files))
+            .save_files(name, files)
             .and_then(|()| self.save_record(record));
         crashpoint::hit("record.after");
         if saved.is_ok() {

@@ -11,6 +11,7 @@ use crate::catalog::{self, Installed};
 use crate::cli::UpdateArgs;
 use crate::error::usage;
 use crate::fetch::{self, Request, short};
+use crate::filelist::FileList;
 use crate::git;
 use crate::output::printable;
 use crate::paths::{Scope, ScopeDirs};
@@ -380,14 +381,27 @@ impl UpdateArgs {
             git_ref: self.recorded_ref(record),
             ..staged.record
         };
-        if same_tree(&staged.staging.tree(), &job.target.dir) {
+        let files = FileList::scan(&staged.staging.tree())?;
+        let dirs = ctx.layout.scope(job.target.scope);
+        let placed = FileList::load(dirs, &job.target.dir_name);
+        let same = match &placed {
+            // What the install placed: the extension's own data does not count.
+            Some(placed) => placed.tree_hash() == files.tree_hash(),
+            // An older install without a list: the whole folder.
+            None => same_tree(&staged.staging.tree(), &job.target.dir),
+        };
+        if same {
+            if placed.is_none() && !self.dry_run {
+                // The folder is exactly the new tree: from now on it has a list.
+                store.save_files(&job.target.dir_name, Some(&files))?;
+            }
             return self.same_content(store, job, installed, outcome);
         }
         if self.dry_run {
             return Ok(Status::WouldUpdate);
         }
         let folder = job.target.folder_name().to_string_lossy();
-        let published = store.publish(&staged.staging, &folder, true, &installed)?;
+        let published = store.publish_listed(&staged.staging, &folder, true, &installed, &files)?;
         if let Some(e) = published.record_error {
             return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));
         }
@@ -445,8 +459,8 @@ fn locked(dirs: &ScopeDirs, target: &Installed, record: &Record) -> Result<Store
     Ok(store)
 }
 
-/// Whether two trees hold the same entries: names, kinds, permissions, file contents and
-/// link targets. Links are never followed, only regular files are opened (without blocking);
+/// Whether two trees hold the same entries (for an installed copy without a file list):
+/// names, kinds, permissions, file contents and link targets. Links are never followed, only regular files are opened (without blocking);
 /// anything unreadable, special or past [`COMPARE_LIMIT`] entries counts as a difference.
 fn same_tree(a: &Path, b: &Path) -> bool {
     let walk = |root: &Path| {

@@ -81,10 +81,10 @@ fn a_changed_folder_install_is_updated() {
     let done = env.zot(["ext", "update", "clock"]).ok();
     assert_eq!(done.stdout, "updated clock (global): 1.0.0 -> 1.1.0\n");
     assert_ne!(inode(&dest), dir);
-    // A mode counts as a change too.
+    // The executable bit counts as a change too.
     fs::set_permissions(
         src.join("run.sh"),
-        fs::Permissions::from(std::os::unix::fs::PermissionsExt::from_mode(0o700)),
+        fs::Permissions::from(std::os::unix::fs::PermissionsExt::from_mode(0o644)),
     )
     .unwrap();
     let done = env.zot(["ext", "update", "clock", "--json"]).ok().json();
@@ -271,4 +271,44 @@ fn all_skips_what_cannot_be_updated_with_a_note() {
     let quiet = env.zot(["ext", "update", "--all", "-q"]).ok();
     assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
     assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn data_the_extension_wrote_does_not_make_an_unchanged_install_change() {
+    let env = Env::new();
+    let src = env.source("clock-src", "clock");
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("clock");
+    fs::write(dest.join("state.json"), "{\"tasks\": [1]}").unwrap();
+    let (dir, state) = (inode(&dest), inode(&dest.join("state.json")));
+    let done = env.zot(["ext", "update", "clock"]).ok();
+    assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
+    assert_eq!(
+        (inode(&dest), inode(&dest.join("state.json"))),
+        (dir, state)
+    );
+}
+
+#[test]
+fn an_install_without_a_file_list_is_compared_whole_and_gets_one() {
+    let env = Env::new();
+    let src = env.source("clock-src", "clock");
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    let list = env.home.join(".ext-store/files/clock.json");
+    let listed = fs::read_to_string(&list).unwrap();
+    fs::remove_file(&list).unwrap();
+    let dest = env.global_root().join("clock");
+    let dir = inode(&dest);
+    let done = env.zot(["ext", "update", "clock"]).ok();
+    assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
+    assert_eq!(inode(&dest), dir);
+    assert_eq!(fs::read_to_string(&list).unwrap(), listed);
+    // Without a list, a file the install did not place is a difference.
+    fs::remove_file(&list).unwrap();
+    fs::write(dest.join("state.json"), "{}").unwrap();
+    let out = env
+        .zot(["ext", "update", "clock", "-n", "--json"])
+        .ok()
+        .json();
+    assert_eq!(out[0]["status"], "would-update");
 }
