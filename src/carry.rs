@@ -30,9 +30,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 use serde::Serialize;
 
+use crate::crashpoint;
 use crate::filelist::{self, Classified, EntryKind, FileList, Standing};
 use crate::manifest;
 use crate::output::printable;
+use crate::paths::ScopeDirs;
+use crate::store::{Staging, Store};
 
 /// What the command line asked for.
 #[derive(Debug, Clone, Copy, Default)]
@@ -156,6 +159,55 @@ impl Plan {
         out
     }
 }
+
+/// What [`prepare`] did: the plan (with the backup folder) and the new version's file list.
+pub struct Prepared {
+    pub plan: Plan,
+    /// What the new version placed (before anything was carried into it).
+    pub files: FileList,
+}
+
+/// Carry-over for a staged tree about to replace `extensions/<folder>` of `dirs`: works out
+/// the plan, writes `enabled` into the staged manifest, lists the new tree, carries the old
+/// copy's data into it and moves what is saved to `.ext-store/backup/<folder>/<time>/`.
+/// With `dry_run`, only the plan. No installed copy, or a linked one: nothing to carry.
+pub fn prepare(
+    store: &Store,
+    dirs: &ScopeDirs,
+    staging: &Staging,
+    folder: &str,
+    options: Options,
+    dry_run: bool,
+) -> Result<Prepared> {
+    let old = dirs.extension(folder);
+    let new = staging.tree();
+    let installed = fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir());
+    let mut plan = if installed {
+        let list = FileList::load(dirs, folder);
+        self::plan(&old, list.as_ref(), &new, options)?
+    } else {
+        Plan::default()
+    };
+    if dry_run {
+        return Ok(Prepared {
+            plan,
+            files: FileList::default(),
+        });
+    }
+    write_enabled(&plan, &new)?;
+    let files = FileList::scan(&new)?;
+    if installed {
+        apply(&plan, &old, &new, &staging.scratch(SAVED))?;
+    }
+    if plan.saves() {
+        plan.backup = Some(store.keep_backup(staging, SAVED, folder)?);
+    }
+    crashpoint::hit("carry.done");
+    Ok(Prepared { plan, files })
+}
+
+/// The folder beside the staged tree where saved entries are gathered.
+const SAVED: &str = "saved";
 
 /// At most this many paths per line; then "and N more".
 const LISTED: usize = 8;

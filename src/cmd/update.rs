@@ -5,6 +5,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::carry;
 use crate::catalog::{self, Installed};
 use crate::cli::UpdateArgs;
 use crate::error::usage;
@@ -49,6 +50,8 @@ struct Outcome {
     /// Links kept in the new version that point outside it or nowhere (empty when nothing
     /// was fetched).
     outside_links: Vec<LooseLink>,
+    /// What was (with --dry-run: would be) carried over, saved or overwritten.
+    carry_over: Option<carry::Plan>,
 }
 
 impl Run for UpdateArgs {
@@ -65,6 +68,10 @@ impl Run for UpdateArgs {
         } else {
             for outcome in &outcomes {
                 ctx.out.say(&describe(outcome))?;
+                let done = outcome.status == Status::Updated;
+                for line in outcome.carry_over.iter().flat_map(|p| p.lines(done)) {
+                    ctx.out.say(&format!("  {line}"))?;
+                }
                 let kept = match outcome.status {
                     Status::Updated => tree::loose_note(&outcome.name, &outcome.outside_links),
                     _ => None,
@@ -153,6 +160,7 @@ impl UpdateArgs {
             available: None,
             message: None,
             outside_links: Vec::new(),
+            carry_over: None,
         };
         let result = match (&target.link_target, record) {
             (Some(to), _) => Err(skip(format!(
@@ -278,6 +286,16 @@ impl UpdateArgs {
                 outcome.name
             );
         }
+        let folder = job.target.folder_name().to_string_lossy();
+        let prepared = carry::prepare(
+            store,
+            ctx.layout.scope(job.target.scope),
+            &staged.staging,
+            &folder,
+            self.carry.options(),
+            self.dry_run,
+        )?;
+        outcome.carry_over = Some(prepared.plan);
         if self.dry_run {
             return Ok(Status::WouldUpdate);
         }
@@ -285,8 +303,9 @@ impl UpdateArgs {
             git_ref: self.recorded_ref(record),
             ..staged.record
         };
-        let folder = job.target.folder_name().to_string_lossy();
-        let published = store.publish(&staged.staging, &folder, true, &installed)?;
+        let published =
+            store.publish_listed(&staged.staging, &folder, true, &installed, &prepared.files)?;
+        let _ = store.rotate_backups(&folder);
         if let Some(e) = published.record_error {
             return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));
         }
