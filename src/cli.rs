@@ -242,6 +242,38 @@ pub struct InstallArgs {
     /// Install only this folder of the source (also written URL#path for git sources)
     #[arg(long, value_name = "PATH")]
     pub subdir: Option<String>,
+
+    #[command(flatten)]
+    pub carry: CarryFlags,
+}
+
+/// What `update` and `install --force` do with the installed copy's edits and `enabled`.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct CarryFlags {
+    /// Keep files of the installed copy that were edited since install over the new version's
+    #[arg(long)]
+    pub keep_local: bool,
+
+    /// Enable the new version (default: keep the installed copy's enabled state)
+    #[arg(long, conflicts_with = "disable")]
+    pub enable: bool,
+
+    /// Disable the new version (default: keep the installed copy's enabled state)
+    #[arg(long)]
+    pub disable: bool,
+}
+
+impl CarryFlags {
+    pub fn options(&self) -> crate::carry::Options {
+        crate::carry::Options {
+            keep_local: self.keep_local,
+            enabled: match (self.enable, self.disable) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -261,6 +293,9 @@ pub struct UpdateArgs {
     /// Re-pin one git extension to this branch, tag or commit
     #[arg(long = "ref", value_name = "REF")]
     pub git_ref: Option<String>,
+
+    #[command(flatten)]
+    pub carry: CarryFlags,
 
     #[command(flatten)]
     pub scope: ScopeSelect,

@@ -12,6 +12,9 @@ use std::sync::OnceLock;
 pub const POINTS: &[&str] = &[
     // install, install --force, update: the staged tree is complete, nothing is published.
     "stage.done",
+    // update, install --force: the old copy's data is carried into the staged tree and
+    // what it replaces is saved in .ext-store/backup; nothing is published.
+    "carry.done",
     // the pending install record is on disk, the tree is not placed yet.
     "place.before",
     // the tree is in place, its install record is not committed yet.

@@ -1,6 +1,7 @@
 //! zot-ext: the `zot ext` extension manager for the zot coding agent.
 
 pub mod bounded;
+pub mod carry;
 pub mod catalog;
 pub mod cli;
 pub mod cmd;

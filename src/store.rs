@@ -7,8 +7,11 @@
 //! is untrusted: it is opened without following symbolic links (see [`fsx`]), and
 //! anything there that is not what it must be is an error that names it.
 
+mod backup;
 pub mod fsx;
 mod journal;
+
+pub use backup::{KEPT as BACKUPS_KEPT, backups};
 
 pub use journal::{journalled_files, journalled_record};
 
@@ -81,6 +84,12 @@ impl Staging {
     /// Scratch space beside the tree (for example a git object store).
     pub fn scratch(&self, name: &str) -> PathBuf {
         self.path.join(name)
+    }
+
+    /// Renames the folder `sub` beside the tree to `to_name` in `to`, then flushes `to`.
+    pub fn move_out(&self, sub: &str, to: &Folder, to_name: &str) -> io::Result<()> {
+        self.parent
+            .rename_to(&format!("{}/{sub}", self.name), to, to_name)
     }
 
     /// The staged tree's identity, which it keeps when renamed into place.

@@ -10,13 +10,14 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::catalog::{self, Installed};
 use crate::cli::InfoArgs;
+use crate::filelist::FileList;
 use crate::host::exec;
 use crate::manifest::Manifest;
 use crate::output::printable;
 use crate::paths::{Layout, Scope};
 use crate::record::{Kind, Record, RefKind};
 use crate::sources::redact;
-use crate::store::Store;
+use crate::store::{self, Store};
 use crate::tree::{self, LooseLink};
 
 /// `info` looks at no more than this many entries of an extension folder for links.
@@ -49,6 +50,10 @@ struct Copy<'a> {
     outside_links: Option<Vec<LooseLink>>,
     /// False when not every entry was checked (a huge or partly unreadable folder).
     outside_links_complete: bool,
+    /// The tree hash of what the install placed (its file list); null without a file list.
+    tree_hash: Option<String>,
+    /// Copies that `update` and `install --force` saved, oldest first.
+    backups: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -100,7 +105,8 @@ impl Run for InfoArgs {
 fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
     let manifest = e.manifest.as_ref().ok();
     // A record written by hand or by an older zot may hold a credential: never show it.
-    let source = Record::load(layout.scope(e.scope), &e.dir_name).map(|r| Record {
+    let dirs = layout.scope(e.scope);
+    let source = Record::load(dirs, &e.dir_name).map(|r| Record {
         source: redact(&r.source),
         ..r
     });
@@ -131,6 +137,11 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
         },
         outside_links_complete: links.as_ref().is_none_or(|l| l.complete),
         outside_links: links.map(|l| l.links),
+        tree_hash: FileList::load(dirs, &e.dir_name).map(|l| l.tree_hash()),
+        backups: store::backups(dirs, &e.dir_name)
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
     }
 }
 
@@ -199,6 +210,12 @@ fn render(name: &str, c: &Copy) -> Vec<String> {
         .bytes
         .map_or("not written yet".to_string(), |b| format!("{b} bytes"));
     field("log:", format!("{} ({size})", c.log.path));
+    if let Some(hash) = &c.tree_hash {
+        field("tree hash:", hash.clone());
+    }
+    for (i, backup) in c.backups.iter().enumerate() {
+        field(if i == 0 { "backups:" } else { "" }, backup.clone());
+    }
     std::iter::once(head).chain(lines).collect()
 }
 

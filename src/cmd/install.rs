@@ -6,6 +6,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::carry::{self, Plan};
 use crate::catalog;
 use crate::cli::InstallArgs;
 use crate::error::usage;
@@ -29,6 +30,9 @@ struct Installed<'a> {
     replaced: bool,
     /// Links kept in the copy that point outside it or nowhere.
     outside_links: &'a [LooseLink],
+    /// What was carried over from the replaced copy, saved or overwritten (`--force`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    carry_over: Option<&'a Plan>,
 }
 
 impl Run for InstallArgs {
@@ -64,13 +68,24 @@ impl Run for InstallArgs {
         let staged = fetch::stage(&store, &request, &ctx.out)?;
         let name = &staged.manifest.name;
         let replaced = self.refuse_existing(&store, name)?;
-        let published = store.publish(&staged.staging, name, self.force, &staged.record)?;
+        let options = self.carry.options();
+        let dirs = store.dirs.clone();
+        let prepared = carry::prepare(&store, &dirs, &staged.staging, name, options, false)?;
+        let published = store.publish_listed(
+            &staged.staging,
+            name,
+            self.force,
+            &staged.record,
+            &prepared.files,
+        )?;
+        let _ = store.rotate_backups(name);
         if let Some(e) = published.record_error {
             ctx.out.warn(&format!(
                 "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
             ));
         }
-        report(ctx, &staged, scope, &published.dest, replaced)
+        let carried = replaced.then_some(&prepared.plan);
+        report(ctx, &staged, scope, &published.dest, carried)
     }
 }
 
@@ -119,8 +134,15 @@ impl InstallArgs {
     }
 }
 
-fn report(ctx: &Context, staged: &Staged, scope: Scope, dest: &Path, replaced: bool) -> Result<()> {
+fn report(
+    ctx: &Context,
+    staged: &Staged,
+    scope: Scope,
+    dest: &Path,
+    carried: Option<&Plan>,
+) -> Result<()> {
     let manifest = &staged.manifest;
+    let replaced = carried.is_some();
     if ctx.out.json {
         return Ok(ctx.out.json(&Installed {
             version: manifest.version.as_deref(),
@@ -129,6 +151,7 @@ fn report(ctx: &Context, staged: &Staged, scope: Scope, dest: &Path, replaced: b
             replaced,
             record: &staged.record,
             outside_links: &staged.outside_links,
+            carry_over: carried,
         })?);
     }
     let version = manifest
@@ -142,6 +165,9 @@ fn report(ctx: &Context, staged: &Staged, scope: Scope, dest: &Path, replaced: b
         manifest.name,
         dest.display()
     ))?;
+    for line in carried.iter().flat_map(|p| p.lines(true)) {
+        ctx.out.say(&format!("  {line}"))?;
+    }
     if let Some(note) = tree::loose_note(&manifest.name, &staged.outside_links) {
         ctx.out.note(&format!("note: {note}"));
     }

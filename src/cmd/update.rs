@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::carry;
 use crate::catalog::{self, Installed};
 use crate::cli::UpdateArgs;
 use crate::error::usage;
@@ -60,6 +61,8 @@ struct Outcome {
     /// an error when named, a note with `--all`.
     #[serde(skip)]
     refused: bool,
+    /// What was (with --dry-run: would be) carried over, saved or overwritten.
+    carry_over: Option<carry::Plan>,
 }
 
 impl Run for UpdateArgs {
@@ -122,6 +125,10 @@ impl UpdateArgs {
                 continue;
             }
             ctx.out.say(&describe(outcome))?;
+            let done = outcome.status == Status::Updated;
+            for line in outcome.carry_over.iter().flat_map(|p| p.lines(done)) {
+                ctx.out.say(&format!("  {line}"))?;
+            }
             let kept = match outcome.status {
                 Status::Updated => tree::loose_note(&outcome.name, &outcome.outside_links),
                 _ => None,
@@ -207,6 +214,7 @@ impl UpdateArgs {
             message: None,
             outside_links: Vec::new(),
             refused: false,
+            carry_over: None,
         };
         let result = match (&target.link_target, record) {
             (Some(to), _) => Err(refuse(format!(
@@ -260,6 +268,8 @@ impl UpdateArgs {
                     outcome.name
                 )));
             }
+            // --enable/--disable change the manifest: the new version is staged to compare.
+            Kind::Git if self.carry.options().enabled.is_some() => {}
             Kind::Git => {
                 let known = self.unchanged(dirs, target, record, git_ref, outcome);
                 if let Some(status) = known.map_err(failed)? {
@@ -381,14 +391,28 @@ impl UpdateArgs {
             git_ref: self.recorded_ref(record),
             ..staged.record
         };
-        let files = FileList::scan(&staged.staging.tree())?;
         let dirs = ctx.layout.scope(job.target.scope);
+        let folder = job.target.folder_name().to_string_lossy();
+        let tree = staged.staging.tree();
+        // The plan first, changing nothing: the kept `enabled` is part of the new version
+        // as it would be placed, so it takes part in the comparison.
+        let plan = carry::prepare(
+            store,
+            dirs,
+            &staged.staging,
+            &folder,
+            self.carry.options(),
+            true,
+        )?
+        .plan;
+        carry::write_enabled(&plan, &tree)?;
+        let files = FileList::scan(&tree)?;
         let placed = FileList::load(dirs, &job.target.dir_name);
         let same = match &placed {
             // What the install placed: the extension's own data does not count.
             Some(placed) => placed.tree_hash() == files.tree_hash(),
             // An older install without a list: the whole folder.
-            None => same_tree(&staged.staging.tree(), &job.target.dir),
+            None => same_tree(&tree, &job.target.dir),
         };
         if same {
             if placed.is_none() && !self.dry_run {
@@ -398,10 +422,24 @@ impl UpdateArgs {
             return self.same_content(store, job, installed, outcome);
         }
         if self.dry_run {
+            outcome.carry_over = Some(plan);
             return Ok(Status::WouldUpdate);
         }
-        let folder = job.target.folder_name().to_string_lossy();
-        let published = store.publish_listed(&staged.staging, &folder, true, &installed, &files)?;
+        let prepared = carry::prepare(
+            store,
+            dirs,
+            &staged.staging,
+            &folder,
+            self.carry.options(),
+            false,
+        )?;
+        let mut carried = prepared.plan;
+        // The second plan sees `enabled` written already.
+        carried.enabled = carried.enabled.or(plan.enabled);
+        outcome.carry_over = Some(carried);
+        let published =
+            store.publish_listed(&staged.staging, &folder, true, &installed, &prepared.files)?;
+        let _ = store.rotate_backups(&folder);
         if let Some(e) = published.record_error {
             return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));
         }
