@@ -492,7 +492,7 @@ fn open_parent(path: &Path, restore: &mut Vec<(PathBuf, u32)>) -> Result<()> {
 /// always copied (saved copies must not share the installed copy's files); otherwise they
 /// are hard-linked when possible. Links are recreated as links; nothing is followed;
 /// special files are left out.
-fn copy_into(from_root: &Path, path: &[u8], to_root: &Path, copy: bool) -> Result<()> {
+pub fn copy_into(from_root: &Path, path: &[u8], to_root: &Path, copy: bool) -> Result<()> {
     if !path.is_empty() {
         let to = join(to_root, path);
         if let Some(parent) = to.parent() {

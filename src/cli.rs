@@ -133,7 +133,10 @@ pub enum ExtCommand {
     /// Asks for confirmation at a terminal; without one it removes nothing unless --yes is
     /// given (exit status 2). The extension is moved out of its root, then deleted; a
     /// symlinked extension loses only its link. Without --project or --global the copy that
-    /// wins is removed.
+    /// wins is removed. Files in the folder that the install did not place (the extension's
+    /// data) are deleted with it, and named first; --keep-data saves them to
+    /// <base>/.ext-store/backup/<name>/<time>/ (the last 3 are kept). An extension without a
+    /// file list (copied in by hand or installed by an older zot) is saved whole.
     #[command(visible_alias = "rm")]
     Remove(RemoveArgs),
     /// Re-enable a disabled extension
@@ -345,6 +348,10 @@ pub struct RemoveArgs {
     /// Do not ask for confirmation
     #[arg(short, long)]
     pub yes: bool,
+
+    /// Save the files the install did not place (the extension's data) to .ext-store/backup
+    #[arg(long)]
+    pub keep_data: bool,
 
     #[command(flatten)]
     pub scope: ScopeSelect,

@@ -1,14 +1,19 @@
-//! `zot ext remove`: confirm (only at a terminal), then move the extension out and delete it.
+//! `zot ext remove`: confirm (only at a terminal), name the extension's data that goes with
+//! it (the files the install did not place), save that data with `--keep-data`, then move
+//! the extension out and delete it.
 
 use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::catalog;
+use crate::carry;
+use crate::catalog::{self, Installed};
 use crate::cli::RemoveArgs;
 use crate::error::usage;
+use crate::filelist::{self, FileList, Standing};
 use crate::output::clean;
 use crate::paths::Scope;
 use crate::store::Store;
@@ -19,7 +24,115 @@ struct Removed<'a> {
     scope: Scope,
     dir: String,
     linked: bool,
+    /// The entries the install did not place (folders end in `/`); null when zot cannot
+    /// tell (no file list), empty for a link.
+    data: Option<Vec<String>>,
+    /// Where `--keep-data` saved them; null without it or when there was nothing to save.
+    backup: Option<String>,
 }
+
+/// The extension's own data in an installed copy.
+enum Data {
+    /// A link to a working copy: nothing of it is deleted.
+    Linked,
+    /// The entries the install did not place, as (raw path, shown name).
+    Listed(Vec<(Vec<u8>, String)>),
+    /// No file list: zot cannot tell the data from the files.
+    Unknown,
+}
+
+impl Data {
+    fn of(ctx: &Context, target: &Installed) -> Result<Data> {
+        if target.link_target.is_some() {
+            return Ok(Data::Linked);
+        }
+        let dirs = ctx.layout.scope(target.scope);
+        let Some(list) = FileList::load(dirs, &target.dir_name) else {
+            return Ok(Data::Unknown);
+        };
+        let classified = list.classify(&target.dir)?;
+        let shown = filelist::names(&classified, Standing::NotPlaced);
+        let raw = classified
+            .into_iter()
+            .filter(|c| c.standing == Standing::NotPlaced)
+            .map(|c| c.path);
+        Ok(Data::Listed(raw.zip(shown).collect()))
+    }
+
+    fn names(&self) -> Option<Vec<String>> {
+        match self {
+            Data::Linked => Some(Vec::new()),
+            Data::Listed(items) => Some(items.iter().map(|(_, n)| n.clone()).collect()),
+            Data::Unknown => None,
+        }
+    }
+
+    /// What removing deletes besides the extension's files, for a note; None for nothing.
+    fn warning(&self, name: &str, keep: bool) -> Option<String> {
+        let how = if keep {
+            "--keep-data saves"
+        } else {
+            "--keep-data keeps"
+        };
+        match self {
+            Data::Linked => None,
+            Data::Listed(items) if items.is_empty() => None,
+            Data::Listed(items) => Some(format!(
+                "removes {} created by the extension ({}); {how} them in .ext-store/backup",
+                count(items.len()),
+                shown_list(items)
+            )),
+            Data::Unknown => Some(format!(
+                "zot cannot tell {name}'s data from its files (it has no file list: copied in by hand or installed by an older zot); --keep-data saves the whole folder in .ext-store/backup"
+            )),
+        }
+    }
+}
+
+fn count(n: usize) -> String {
+    if n == 1 {
+        "1 file".into()
+    } else {
+        format!("{n} files")
+    }
+}
+
+/// At most this many names in a message; then "and N more".
+const LISTED: usize = 8;
+
+fn shown_list(items: &[(Vec<u8>, String)]) -> String {
+    let names: Vec<&str> = items.iter().take(LISTED).map(|(_, n)| n.as_str()).collect();
+    match items.len().saturating_sub(LISTED) {
+        0 => names.join(", "),
+        more => format!("{}, and {more} more", names.join(", ")),
+    }
+}
+
+/// Copies the extension's data (with no file list, the whole folder) into a staging folder
+/// of `store`, then moves it whole to `.ext-store/backup/<name>/<time>/`; returns where it
+/// went, or None when there is nothing to save. Only reads the installed copy.
+fn save_data(store: &Store, target: &Installed, data: &Data) -> Result<Option<PathBuf>> {
+    let paths: Vec<&[u8]> = match data {
+        Data::Linked => return Ok(None),
+        Data::Listed(items) if items.is_empty() => return Ok(None),
+        Data::Listed(items) => items.iter().map(|(raw, _)| raw.as_slice()).collect(),
+        Data::Unknown => vec![&[][..]],
+    };
+    let staging = store.stage()?;
+    let saved = staging.scratch(SAVED);
+    std::fs::create_dir(&saved).with_context(|| format!("cannot create {}", saved.display()))?;
+    for path in paths {
+        carry::copy_into(&target.dir, path, &saved, true)?;
+    }
+    let folder = target.folder_name().to_string_lossy();
+    let backup = store.keep_backup(&staging, SAVED, &folder)?;
+    let _ = store.rotate_backups(&folder);
+    Ok(Some(backup))
+}
+
+/// The folder beside a staged tree where the data is gathered before it is moved to the
+/// backups.
+const SAVED: &str = "saved";
 
 impl Run for RemoveArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
@@ -30,6 +143,11 @@ impl Run for RemoveArgs {
             target.scope,
             target.dir.display()
         );
+        // Only for the note: a copy that cannot be read whole is still removed.
+        let data = Data::of(ctx, &target).unwrap_or(Data::Unknown);
+        if let Some(warning) = data.warning(target.name(), self.keep_data) {
+            ctx.out.note(&format!("note: {warning}"));
+        }
         if !self.yes {
             if !io::stdin().is_terminal() {
                 return Err(usage(format!(
@@ -44,6 +162,16 @@ impl Run for RemoveArgs {
         if store.existing(target.folder_name()).is_none() {
             return Err(store.gone_meanwhile(target.name()));
         }
+        let (data, backup) = if self.keep_data {
+            // Under the lock: what is there now is what is saved.
+            let data = Data::of(ctx, &target)?;
+            let backup = save_data(&store, &target, &data).with_context(|| {
+                format!("cannot save {}'s data; nothing was removed", target.name())
+            })?;
+            (data, backup)
+        } else {
+            (data, None)
+        };
         store.remove(target.folder_name())?;
         let linked = target.link_target.is_some();
         if ctx.out.json {
@@ -52,6 +180,8 @@ impl Run for RemoveArgs {
                 scope: target.scope,
                 dir: target.dir.display().to_string(),
                 linked,
+                data: data.names(),
+                backup: backup.map(|b| b.display().to_string()),
             })?);
         }
         let what = if linked { "unlinked" } else { "removed" };
@@ -61,6 +191,18 @@ impl Run for RemoveArgs {
             target.scope,
             target.dir.display()
         ))?;
+        if let Some(backup) = &backup {
+            let saved = match &data {
+                Data::Listed(items) => format!(
+                    "{} created by the extension ({})",
+                    count(items.len()),
+                    shown_list(items)
+                ),
+                _ => "the whole folder".into(),
+            };
+            ctx.out
+                .say(&format!("  kept {saved} in {}", backup.display()))?;
+        }
         if let Ok(other) = catalog::find(&ctx.layout, target.name(), None) {
             ctx.out.note(&format!(
                 "note: the {} copy in {} is still installed",
