@@ -269,3 +269,32 @@ fn names_are_checked_and_builtins_avoided() {
             .is_file()
     );
 }
+
+#[test]
+fn new_writes_an_install_record_and_info_shows_where_it_came_from() {
+    let env = Env::new();
+    env.zot(["ext", "new", "made", "--lang", "node", "--project"])
+        .ok();
+    let state = env.project.join(".zot/.ext-store");
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(state.join("sources/made.json")).unwrap())
+            .unwrap();
+    assert_eq!(record["kind"], "new");
+    assert_eq!(record["template"], "node");
+    assert_eq!(record["language"], "javascript");
+    // With its file list, like any install.
+    assert!(state.join("files/made.json").is_file());
+    let info = env.zot(["ext", "info", "made"]).ok().stdout;
+    assert!(
+        info.contains("made by zot ext new from the node template"),
+        "{info}"
+    );
+    assert!(!info.contains("copied in by hand"), "{info}");
+    let json = env.zot(["ext", "info", "made", "--json"]).ok().json();
+    assert_eq!(json["copies"][0]["source"]["kind"], "new");
+    // A folder made with --dir is not installed: no record anywhere.
+    let dir = env.work.join("standalone");
+    env.zot(["ext", "new", "solo", "--dir", dir.to_str().unwrap()])
+        .ok();
+    assert!(!env.home.join(".ext-store/sources/solo.json").exists());
+}

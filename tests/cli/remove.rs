@@ -168,3 +168,142 @@ fn at_a_terminal_it_asks_and_only_yes_removes() {
     );
     assert!(env.installed_names().is_empty());
 }
+
+/// Installs `name` and lets "the extension" write `state.json` and `cache/` into its folder.
+fn with_data(env: &Env, name: &str) -> std::path::PathBuf {
+    let dir = env.installed(name, false);
+    fs::write(dir.join("state.json"), "{\"tasks\": [\"write README\"]}").unwrap();
+    fs::create_dir(dir.join("cache")).unwrap();
+    fs::write(dir.join("cache/page"), "cached").unwrap();
+    dir
+}
+
+/// The saved copies of `name` in the global scope, oldest first.
+fn backups(env: &Env, name: &str) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = fs::read_dir(env.home.join(".ext-store/backup").join(name)) else {
+        return Vec::new();
+    };
+    let mut all: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+    all.sort();
+    all
+}
+
+#[test]
+fn remove_names_the_files_the_install_did_not_place() {
+    let env = Env::new();
+    with_data(&env, "loop");
+    let done = env.zot(["ext", "remove", "-y", "loop"]).ok();
+    assert!(
+        done.stderr.contains(
+            "removes 2 files created by the extension (cache/, state.json); --keep-data keeps them in .ext-store/backup"
+        ),
+        "{}",
+        done.stderr
+    );
+    assert!(env.installed_names().is_empty());
+    assert!(backups(&env, "loop").is_empty());
+    // Nothing of its own: no note.
+    env.installed("plain", false);
+    let done = env.zot(["ext", "remove", "-y", "plain", "--json"]).ok();
+    assert_eq!(done.stderr, "");
+    assert_eq!(done.json()["data"], serde_json::json!([]));
+}
+
+#[test]
+fn keep_data_saves_the_files_the_install_did_not_place() {
+    let env = Env::new();
+    let dir = with_data(&env, "loop");
+    fs::write(dir.join("run.sh"), "#!/bin/sh\n# edited\n").unwrap();
+    let done = env
+        .zot(["ext", "remove", "-y", "loop", "--keep-data", "--json"])
+        .ok();
+    let out = done.json();
+    assert_eq!(out["data"], serde_json::json!(["cache/", "state.json"]));
+    let saved = backups(&env, "loop");
+    assert_eq!(saved.len(), 1);
+    assert_eq!(out["backup"], saved[0].display().to_string());
+    assert_eq!(
+        fs::read_to_string(saved[0].join("state.json")).unwrap(),
+        "{\"tasks\": [\"write README\"]}"
+    );
+    assert_eq!(
+        fs::read_to_string(saved[0].join("cache/page")).unwrap(),
+        "cached"
+    );
+    // Only the data: the files the install placed are not saved.
+    assert!(!saved[0].join("run.sh").exists());
+    assert!(!saved[0].join("extension.json").exists());
+    assert!(env.installed_names().is_empty());
+    // The name of the backup folder is an RFC 3339 time.
+    let when = saved[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(humantime::parse_rfc3339(&when).is_ok(), "{when}");
+}
+
+#[test]
+fn keep_data_keeps_the_last_three_backups() {
+    let env = Env::new();
+    for round in 0..4 {
+        let dir = with_data(&env, "loop");
+        fs::write(dir.join("round"), round.to_string()).unwrap();
+        let done = env.zot(["ext", "remove", "-y", "loop", "--keep-data"]).ok();
+        assert!(
+            done.stdout
+                .contains("kept 3 files created by the extension"),
+            "{}",
+            done.stdout
+        );
+        // A different second for each backup folder.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+    }
+    let saved = backups(&env, "loop");
+    assert_eq!(saved.len(), 3);
+    assert_eq!(fs::read_to_string(saved[0].join("round")).unwrap(), "1");
+    assert_eq!(fs::read_to_string(saved[2].join("round")).unwrap(), "3");
+}
+
+#[test]
+fn without_a_file_list_remove_says_so_and_keep_data_saves_the_whole_folder() {
+    let env = Env::new();
+    let dir = env.global_root().join("manual");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("extension.json"),
+        crate::support::manifest("manual"),
+    )
+    .unwrap();
+    fs::write(dir.join("state.json"), "{}").unwrap();
+    let done = env
+        .zot(["ext", "remove", "-y", "manual", "--keep-data"])
+        .ok();
+    assert!(
+        done.stderr
+            .contains("zot cannot tell manual's data from its files"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stdout.contains("kept the whole folder in"),
+        "{}",
+        done.stdout
+    );
+    let saved = backups(&env, "manual");
+    assert_eq!(saved.len(), 1);
+    assert!(saved[0].join("extension.json").is_file());
+    assert_eq!(
+        fs::read_to_string(saved[0].join("state.json")).unwrap(),
+        "{}"
+    );
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn keep_data_of_a_link_saves_nothing_and_keeps_the_working_copy() {
+    let env = Env::new();
+    let wc = env.source("wc", "dev");
+    fs::write(wc.join("state.json"), "{}").unwrap();
+    env.zot(["ext", "link", wc.to_str().unwrap()]).ok();
+    let done = env.zot(["ext", "remove", "-y", "dev", "--keep-data"]).ok();
+    assert_eq!(done.stderr, "");
+    assert!(backups(&env, "dev").is_empty());
+    assert!(wc.join("state.json").is_file());
+}
