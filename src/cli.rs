@@ -184,17 +184,22 @@ pub enum ExtCommand {
     /// one slash command and one tool and handles shutdown, in Python or Node (no
     /// dependencies), Go or Rust (build it first), or POSIX shell. It goes to
     /// $ZOT_HOME/extensions/<name>/, ./.zot/extensions/<name>/ with --project, or the folder
-    /// given with --dir, written atomically; an existing extension is never overwritten.
+    /// given with --dir, written atomically; an existing extension is never overwritten. An
+    /// installed one gets an install record of kind "new" (with the template and language),
+    /// which info shows and update knows has no source to fetch from.
     New(NewArgs),
     /// Update extensions from where they were installed from
     ///
     /// A git install fetches its branch (the default branch unless installed with --ref
     /// <branch>) shallowly and moves to the new tip; an install pinned to a tag or commit is
-    /// skipped unless --ref re-pins it. A folder install is copied again from its folder; a
-    /// linked one has nothing to update; one without an install record (copied in by hand) is
-    /// reported as "unknown source". The new version is staged and validated exactly like an
-    /// install, then swapped in atomically: any failure leaves the old version in place and
-    /// working, and the exit status is 1.
+    /// skipped unless --ref re-pins it. A folder install is copied again from its folder. A
+    /// linked one, one made by zot ext new and one without an install record ("unknown
+    /// source") cannot be updated: named, that is an error (exit status 1); with --all they
+    /// are skipped with a note. The new version is staged and validated exactly like an
+    /// install; when no file the install placed would change it is "up to date" (or
+    /// "re-pinned" when only the ref changed) and the installed folder is left as it is;
+    /// otherwise it is swapped in atomically: any failure leaves the old version in place and
+    /// working, its reason goes to stderr (also with --quiet), and the exit status is 1.
     Update(UpdateArgs),
     /// Register a working copy as an extension, by symbolic link
     ///

@@ -118,6 +118,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "zot ext remove hello-py --global --yes",
                 "Remove the global copy even when a project copy exists.",
             ),
+            (
+                "zot ext remove zot-loop --yes --keep-data",
+                "Remove it but save the files it wrote (its state) to .ext-store/backup.",
+            ),
         ],
     ),
     (
@@ -206,7 +210,7 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         &[
             (
                 "zot ext update --all",
-                "Update every installed extension; pinned and linked ones are skipped and said so.",
+                "Update every installed extension; pinned, linked and new ones are skipped and said so.",
             ),
             (
                 "zot ext update weather --dry-run --json",
@@ -384,8 +388,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
         &[
             (
                 "1",
-                "No extension of that name is installed (in the scope given), or the answer \
-                 at the terminal is not y or yes; nothing is removed.",
+                "No extension of that name is installed (in the scope given), the answer \
+                 at the terminal is not y or yes, or --keep-data cannot save its data; \
+                 nothing is removed.",
             ),
             (
                 "2",
@@ -483,13 +488,16 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
         &[
             (
                 "0",
-                "Also when extensions are skipped: pinned to a tag or commit (without --ref), \
-                 linked, or without an install record.",
+                "Also when nothing changed (up to date) and when extensions are skipped: \
+                 pinned to a tag or commit (without --ref), and, with --all, linked ones, \
+                 ones made by zot ext new and ones without an install record.",
             ),
             (
                 "1",
                 "Any extension failed to update (it keeps its old version; the others are \
-                 still updated), or a named extension is not installed.",
+                 still updated), or a named extension is not installed or cannot be updated \
+                 (linked, made by zot ext new, or without an install record); the reasons \
+                 go to stderr, also with --quiet.",
             ),
             (
                 "2",
