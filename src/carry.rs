@@ -114,7 +114,10 @@ impl Plan {
                 out.push(format!("{what}: {}", list(&paths)));
             }
         };
-        add(Action::Carry, verb("carried over", "would carry over").into());
+        add(
+            Action::Carry,
+            verb("carried over", "would carry over").into(),
+        );
         add(
             Action::SaveReplaced,
             format!(
@@ -133,10 +136,7 @@ impl Plan {
             Action::KeepLocal,
             verb("kept local edits", "would keep local edits").into(),
         );
-        add(
-            Action::SkipSpecial,
-            "not carried (special files)".into(),
-        );
+        add(Action::SkipSpecial, "not carried (special files)".into());
         if self.whole_copy_saved {
             out.push(
                 verb(
@@ -213,7 +213,12 @@ const SAVED: &str = "saved";
 const LISTED: usize = 8;
 
 fn list(paths: &[&str]) -> String {
-    let shown = paths.iter().take(LISTED).copied().collect::<Vec<_>>().join(", ");
+    let shown = paths
+        .iter()
+        .take(LISTED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     match paths.len().saturating_sub(LISTED) {
         0 => shown,
         n => format!("{shown}, and {n} more"),
@@ -253,7 +258,10 @@ fn item(raw: Vec<u8>, kind: EntryKind, action: Action) -> Item {
 }
 
 fn plan_edited(plan: &mut Plan, new: &Path, entry: Classified, options: Options) {
-    let action = if options.keep_local && entry.kind != EntryKind::Dir && free_to_write(new, &entry.path, true) {
+    let action = if options.keep_local
+        && entry.kind != EntryKind::Dir
+        && free_to_write(new, &entry.path, true)
+    {
         Action::KeepLocal
     } else {
         Action::SaveEdited
@@ -263,7 +271,13 @@ fn plan_edited(plan: &mut Plan, new: &Path, entry: Classified, options: Options)
 
 /// An entry the install did not place: carried when the new tree has nothing there (and
 /// its parent is a real folder or can be made), merged when both are folders, else saved.
-fn plan_not_placed(plan: &mut Plan, old: &Path, new: &Path, path: Vec<u8>, kind: EntryKind) -> Result<()> {
+fn plan_not_placed(
+    plan: &mut Plan,
+    old: &Path,
+    new: &Path,
+    path: Vec<u8>,
+    kind: EntryKind,
+) -> Result<()> {
     let old_meta = fs::symlink_metadata(join(old, &path))?;
     let t = old_meta.file_type();
     if !(t.is_file() || t.is_dir() || t.is_symlink()) {
@@ -272,7 +286,9 @@ fn plan_not_placed(plan: &mut Plan, old: &Path, new: &Path, path: Vec<u8>, kind:
     }
     let there = fs::symlink_metadata(join(new, &path)).ok();
     match there {
-        None if free_to_write(new, &path, false) => plan.items.push(item(path, kind, Action::Carry)),
+        None if free_to_write(new, &path, false) => {
+            plan.items.push(item(path, kind, Action::Carry))
+        }
         Some(meta) if meta.is_dir() && t.is_dir() && free_to_write(new, &path, true) => {
             for child in fs::read_dir(join(old, &path))? {
                 let child = child?;
@@ -337,7 +353,11 @@ fn manifest_toggled_only(old: &Path, list: Option<&FileList>, entry: &Classified
     ];
     candidates.into_iter().flatten().any(|t| {
         let digest = Sha256::digest(t.as_bytes());
-        digest.iter().map(|b| format!("{b:02x}")).collect::<String>() == listed
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+            == listed
     })
 }
 
@@ -402,7 +422,8 @@ pub fn apply(plan: &Plan, old: &Path, new: &Path, saved: &Path) -> Result<()> {
                 let to = join(new, &item.raw);
                 if fs::symlink_metadata(&to).is_ok() {
                     open_parent(&to, &mut restore)?;
-                    fs::remove_file(&to).with_context(|| format!("cannot replace {}", to.display()))?;
+                    fs::remove_file(&to)
+                        .with_context(|| format!("cannot replace {}", to.display()))?;
                 }
                 place(old, &item.raw, new, &mut restore)?;
             }
@@ -426,7 +447,12 @@ fn place(old: &Path, path: &[u8], new: &Path, restore: &mut Vec<(PathBuf, u32)>)
 }
 
 /// Makes the folders above `path` in `new` that are missing, with the old ones' modes.
-fn make_parents(old: &Path, path: &[u8], new: &Path, restore: &mut Vec<(PathBuf, u32)>) -> Result<()> {
+fn make_parents(
+    old: &Path,
+    path: &[u8],
+    new: &Path,
+    restore: &mut Vec<(PathBuf, u32)>,
+) -> Result<()> {
     let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
     let mut at = Vec::new();
     for part in &parts[..parts.len() - 1] {
@@ -470,10 +496,16 @@ fn copy_into(from_root: &Path, path: &[u8], to_root: &Path, copy: bool) -> Resul
     if !path.is_empty() {
         let to = join(to_root, path);
         if let Some(parent) = to.parent() {
-            fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+            fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
         }
     }
-    copy_entry(&join(from_root, path), &join(to_root, path), copy, path.is_empty())
+    copy_entry(
+        &join(from_root, path),
+        &join(to_root, path),
+        copy,
+        path.is_empty(),
+    )
 }
 
 fn copy_entry(from: &Path, to: &Path, copy: bool, root: bool) -> Result<()> {
@@ -516,7 +548,10 @@ fn copy_file(from: &Path, to: &Path, meta: &fs::Metadata) -> Result<()> {
         .open(from)
         .with_context(|| format!("cannot read {}", shown()))?;
     if !source.metadata()?.is_file() {
-        return Err(anyhow!("{} changed while it was copied; try again", shown()));
+        return Err(anyhow!(
+            "{} changed while it was copied; try again",
+            shown()
+        ));
     }
     let mut copy = fs::OpenOptions::new()
         .write(true)
@@ -576,7 +611,10 @@ mod tests {
     }
 
     fn actions(plan: &Plan) -> Vec<(String, Action)> {
-        plan.items.iter().map(|i| (i.path.clone(), i.action)).collect()
+        plan.items
+            .iter()
+            .map(|i| (i.path.clone(), i.action))
+            .collect()
     }
 
     #[test]
@@ -601,12 +639,21 @@ mod tests {
         );
         let saved = t.path().join("saved");
         apply(&plan, &old, &new, &saved).unwrap();
-        assert_eq!(fs::read_to_string(new.join("state.json")).unwrap(), "{\"n\":1}");
+        assert_eq!(
+            fs::read_to_string(new.join("state.json")).unwrap(),
+            "{\"n\":1}"
+        );
         assert_eq!(fs::read_to_string(new.join("cache/x/y")).unwrap(), "c");
-        assert_eq!(fs::read_link(new.join("outside")).unwrap(), Path::new("/etc/passwd"));
+        assert_eq!(
+            fs::read_link(new.join("outside")).unwrap(),
+            Path::new("/etc/passwd")
+        );
         assert_eq!(fs::read_to_string(new.join("lib/a.js")).unwrap(), "a");
         assert_eq!(fs::read_to_string(new.join("lib/b.js")).unwrap(), "theirs");
-        assert_eq!(fs::read_to_string(saved.join("lib/a.js")).unwrap(), "edited");
+        assert_eq!(
+            fs::read_to_string(saved.join("lib/a.js")).unwrap(),
+            "edited"
+        );
         assert_eq!(fs::read_to_string(saved.join("lib/b.js")).unwrap(), "mine");
         // The old copy is untouched.
         assert_eq!(fs::read_to_string(old.join("lib/a.js")).unwrap(), "edited");
@@ -621,7 +668,10 @@ mod tests {
             ..Options::default()
         };
         let plan = plan(&old, Some(&list), &new, options).unwrap();
-        assert_eq!(actions(&plan), [("lib/a.js".to_string(), Action::KeepLocal)]);
+        assert_eq!(
+            actions(&plan),
+            [("lib/a.js".to_string(), Action::KeepLocal)]
+        );
         apply(&plan, &old, &new, &t.path().join("saved")).unwrap();
         assert_eq!(fs::read_to_string(new.join("lib/a.js")).unwrap(), "edited");
         assert!(!t.path().join("saved").exists());
@@ -635,10 +685,16 @@ mod tests {
         write(&old, "data/state", "s");
         symlink(&outside, new.join("data")).unwrap();
         let plan = plan(&old, Some(&list), &new, Options::default()).unwrap();
-        assert_eq!(actions(&plan), [("data/".to_string(), Action::SaveReplaced)]);
+        assert_eq!(
+            actions(&plan),
+            [("data/".to_string(), Action::SaveReplaced)]
+        );
         apply(&plan, &old, &new, &t.path().join("saved")).unwrap();
         assert!(fs::read_dir(&outside).unwrap().next().is_none());
-        assert_eq!(fs::read_to_string(t.path().join("saved/data/state")).unwrap(), "s");
+        assert_eq!(
+            fs::read_to_string(t.path().join("saved/data/state")).unwrap(),
+            "s"
+        );
     }
 
     #[test]
@@ -672,6 +728,9 @@ mod tests {
             enabled: Some(true),
             ..Options::default()
         };
-        assert_eq!(plan(&old, Some(&list), &new, on).unwrap().enabled, Some(true));
+        assert_eq!(
+            plan(&old, Some(&list), &new, on).unwrap().enabled,
+            Some(true)
+        );
     }
 }

@@ -226,8 +226,13 @@ impl Store {
         replace: bool,
         record: &Record,
     ) -> Result<Published> {
-        let files = FileList::scan(&staging.tree())?;
-        self.publish_listed(staging, name, replace, record, &files)
+        // A linked extension (`zot ext link`) is a link, not a tree: it has no file list.
+        let tree = staging.tree();
+        let files = match fs::symlink_metadata(&tree) {
+            Ok(meta) if meta.is_dir() => Some(FileList::scan(&tree)?),
+            _ => None,
+        };
+        self.publish_listed(staging, name, replace, record, files.as_ref())
     }
 
     /// [`Store::publish`] with the file list given: `update` lists the new version before
@@ -238,11 +243,14 @@ impl Store {
         name: &str,
         replace: bool,
         record: &Record,
-        files: &FileList,
+        files: Option<&FileList>,
     ) -> Result<Published> {
         let tree = staging.identity()?;
         self.check_records_writable()?;
-        let intent = journal::Intent::install(record, tree).with_files(files);
+        let mut intent = journal::Intent::install(record, tree);
+        if let Some(files) = files {
+            intent = intent.with_files(files);
+        }
         self.write_intent(name, &intent)?;
         crashpoint::hit("place.before");
         // Should the rename have happened after all (a flush after it failed), the journal
@@ -252,7 +260,7 @@ impl Store {
         })?;
         crashpoint::hit("place.after");
         let saved = self
-            .save_files(name, Some(files))
+            .save_files(name, files)
             .and_then(|()| self.save_record(record));
         crashpoint::hit("record.after");
         if saved.is_ok() {

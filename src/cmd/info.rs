@@ -10,13 +10,13 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::catalog::{self, Installed};
 use crate::cli::InfoArgs;
+use crate::filelist::FileList;
 use crate::host::exec;
 use crate::manifest::Manifest;
 use crate::output::printable;
 use crate::paths::{Layout, Scope};
 use crate::record::{Kind, Record, RefKind};
 use crate::sources::redact;
-use crate::filelist::FileList;
 use crate::store::{self, Store};
 use crate::tree::{self, LooseLink};
 

@@ -71,8 +71,13 @@ impl Run for InstallArgs {
         let options = self.carry.options();
         let dirs = store.dirs.clone();
         let prepared = carry::prepare(&store, &dirs, &staged.staging, name, options, false)?;
-        let published =
-            store.publish_listed(&staged.staging, name, self.force, &staged.record, &prepared.files)?;
+        let published = store.publish_listed(
+            &staged.staging,
+            name,
+            self.force,
+            &staged.record,
+            Some(&prepared.files),
+        )?;
         let _ = store.rotate_backups(name);
         if let Some(e) = published.record_error {
             ctx.out.warn(&format!(

@@ -21,7 +21,8 @@ impl Store {
     /// `backup/<name>/<now>/`, then flushes it; returns where it went.
     pub fn keep_backup(&self, staging: &Staging, sub: &str, name: &str) -> Result<PathBuf> {
         let state = self.state_folder()?;
-        let fail = |e: std::io::Error| anyhow!("cannot save to {}: {e}", self.backup_root().display());
+        let fail =
+            |e: std::io::Error| anyhow!("cannot save to {}: {e}", self.backup_root().display());
         let backups = state.sub(BACKUP, true).map_err(|e| anyhow!("{e:?}"))?;
         let backups = backups.ok_or_else(|| anyhow!("{BACKUP} is missing"))?;
         let mine = backups
