@@ -95,7 +95,8 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "zot ext install ./hello-py --force",
-                "Replace the installed copy of the same name.",
+                "Replace the installed copy of the same name, keeping the files it did not \
+                 place and its enabled state; what is replaced is saved in .ext-store/backup/.",
             ),
             (
                 "zot ext install https://github.com/patriceckhart/zot.git#examples/extensions/clock",
@@ -219,6 +220,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             (
                 "zot ext update weather --ref v2.0.0",
                 "Re-pin weather to tag v2.0.0 (a branch name makes it track that branch).",
+            ),
+            (
+                "zot ext update weather --keep-local --enable",
+                "Keep the files edited since install over the new version's, and enable it.",
             ),
         ],
     ),

@@ -226,28 +226,18 @@ impl Store {
         replace: bool,
         record: &Record,
     ) -> Result<Published> {
-        // A link made by `zot ext link` places no files of its own: it has no list.
-        let linked = fs::symlink_metadata(staging.tree()).is_ok_and(|m| m.is_symlink());
-        let files = (!linked)
-            .then(|| FileList::scan(&staging.tree()))
-            .transpose()?;
-        self.publish_with(staging, name, replace, record, files.as_ref())
+        // A linked extension (`zot ext link`) is a link, not a tree: it has no file list.
+        let tree = staging.tree();
+        let files = match fs::symlink_metadata(&tree) {
+            Ok(meta) if meta.is_dir() => Some(FileList::scan(&tree)?),
+            _ => None,
+        };
+        self.publish_listed(staging, name, replace, record, files.as_ref())
     }
 
     /// [`Store::publish`] with the file list given: `update` lists the new version before
     /// it carries the old copy's data into the staged tree, since that data was not placed.
     pub fn publish_listed(
-        &self,
-        staging: &Staging,
-        name: &str,
-        replace: bool,
-        record: &Record,
-        files: &FileList,
-    ) -> Result<Published> {
-        self.publish_with(staging, name, replace, record, Some(files))
-    }
-
-    fn publish_with(
         &self,
         staging: &Staging,
         name: &str,

@@ -76,7 +76,7 @@ impl Run for InstallArgs {
             name,
             self.force,
             &staged.record,
-            &prepared.files,
+            Some(&prepared.files),
         )?;
         let _ = store.rotate_backups(name);
         if let Some(e) = published.record_error {

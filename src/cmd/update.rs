@@ -437,8 +437,13 @@ impl UpdateArgs {
         // The second plan sees `enabled` written already.
         carried.enabled = carried.enabled.or(plan.enabled);
         outcome.carry_over = Some(carried);
-        let published =
-            store.publish_listed(&staged.staging, &folder, true, &installed, &prepared.files)?;
+        let published = store.publish_listed(
+            &staged.staging,
+            &folder,
+            true,
+            &installed,
+            Some(&prepared.files),
+        )?;
         let _ = store.rotate_backups(&folder);
         if let Some(e) = published.record_error {
             return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));

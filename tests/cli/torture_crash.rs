@@ -71,9 +71,13 @@ impl Op {
     /// The named crash points this operation passes.
     fn points(self) -> &'static [&'static str] {
         match self {
-            Op::InstallLocal | Op::InstallGit | Op::InstallForce | Op::Update => {
-                &["stage.done", "place.before", "place.after", "record.after"]
-            }
+            Op::InstallLocal | Op::InstallGit | Op::InstallForce | Op::Update => &[
+                "stage.done",
+                "carry.done",
+                "place.before",
+                "place.after",
+                "record.after",
+            ],
             Op::Remove => &["remove.moved", "remove.unrecorded"],
             Op::Enable | Op::Disable => &["toggle.temp", "toggle.after"],
         }
@@ -443,7 +447,10 @@ fn read_manifest_name(dir: &Path) -> String {
 fn install_args(source: &str, force: bool, scope: Scope) -> Vec<String> {
     let mut args = vec!["install".to_string(), source.to_string()];
     if force {
+        // A forced install keeps the replaced copy's `enabled`; every source here ships
+        // `enabled: true`, and the reference trees are those.
         args.push("--force".into());
+        args.push("--enable".into());
     }
     if scope == Scope::Project {
         args.push("--project".into());
