@@ -84,7 +84,7 @@ fn a_changed_folder_install_is_updated() {
     // The executable bit counts as a change too.
     fs::set_permissions(
         src.join("run.sh"),
-        fs::Permissions::from(std::os::unix::fs::PermissionsExt::from_mode(0o644)),
+        <fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644),
     )
     .unwrap();
     let done = env.zot(["ext", "update", "clock", "--json"]).ok().json();
