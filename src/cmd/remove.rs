@@ -145,14 +145,18 @@ impl Run for RemoveArgs {
         );
         // Only for the note: a copy that cannot be read whole is still removed.
         let data = Data::of(ctx, &target).unwrap_or(Data::Unknown);
-        if let Some(warning) = data.warning(target.name(), self.keep_data) {
-            ctx.out.note(&format!("note: {warning}"));
-        }
+        let note = data
+            .warning(target.name(), self.keep_data)
+            .map(|warning| format!("note: {warning}"));
         if !self.yes {
             if !io::stdin().is_terminal() {
                 return Err(usage(format!(
                     "not removing {what}: stdin is not a terminal, so there is no one to confirm; pass --yes to remove it"
                 )));
+            }
+            // Before the question, so that the answer can take it into account.
+            if let Some(note) = &note {
+                ctx.out.note(note);
             }
             if !confirm(&format!("remove {what}? [y/N] "))? {
                 bail!("nothing was removed (the answer was not yes)");
@@ -161,6 +165,9 @@ impl Run for RemoveArgs {
         let store = Store::open(ctx.layout.scope(target.scope))?;
         if store.existing(target.folder_name()).is_none() {
             return Err(store.gone_meanwhile(target.name()));
+        }
+        if let (true, Some(note)) = (self.yes, &note) {
+            ctx.out.note(note);
         }
         let (data, backup) = if self.keep_data {
             // Under the lock: what is there now is what is saved.
