@@ -530,10 +530,8 @@ fn copy_entry(from: &Path, to: &Path, copy: bool, root: bool) -> Result<()> {
                 let _ = fs::File::open(to).and_then(|f| f.set_modified(modified));
             }
         }
-    } else if t.is_file() {
-        if copy || fs::hard_link(from, to).is_err() {
-            copy_file(from, to, &meta)?;
-        }
+    } else if t.is_file() && (copy || fs::hard_link(from, to).is_err()) {
+        copy_file(from, to, &meta)?;
     }
     Ok(())
 }
