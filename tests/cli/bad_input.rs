@@ -71,10 +71,11 @@ fn forged_dir(w: &World) -> PathBuf {
 }
 
 /// Links that point outside the source are kept as links; the install
-/// changes the global root and its record only.
+/// changes the global root, its record and its file list only.
 const NEW_X: &[&str] = &[
     "zot-home/extensions/x",
     "zot-home/.ext-store/sources/x.json",
+    "zot-home/.ext-store/files/x.json",
 ];
 
 pub fn cases() -> Vec<Case> {

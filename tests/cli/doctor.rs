@@ -99,7 +99,7 @@ fn an_installed_example_is_checked_by_name_with_a_readable_report() {
         done.stdout
     );
     assert!(
-        done.stdout.contains("  commands: /hellopy\n"),
+        done.stdout.contains("  commands: /hellopy, /hellocount\n"),
         "{}",
         done.stdout
     );

@@ -69,10 +69,11 @@ fn ext_owned(args: Vec<String>) -> Prepared {
     ext(args)
 }
 
-/// What a removal of `existing` may change: its folder and its record.
+/// What a removal of `existing` may change: its folder, its record and its file list.
 const EXISTING_GONE: &[&str] = &[
     "zot-home/extensions/existing",
     "zot-home/.ext-store/sources/existing.json",
+    "zot-home/.ext-store/files/existing.json",
 ];
 const STAGING_AND_TRASH: &[&str] = &["zot-home/.ext-store/staging/", "zot-home/.ext-store/trash/"];
 

@@ -5,6 +5,7 @@ mod support;
 mod bad_input;
 mod basics;
 mod call;
+mod carry_over;
 mod completion;
 mod doctor;
 mod generated;

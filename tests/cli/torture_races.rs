@@ -238,11 +238,13 @@ impl Cmd {
                 // A local source installs its own version; git whatever the head was.
                 let installed = patch(stdout.split_whitespace().nth(2).unwrap_or(""))
                     .filter(|p| *name == GIT || *p == version + 1);
+                // `--force` keeps the replaced copy's `enabled`.
+                let enabled = match before {
+                    Present { enabled, .. } => enabled,
+                    Absent => true,
+                };
                 match installed {
-                    Some(version) if fits => vec![Present {
-                        version,
-                        enabled: true,
-                    }],
+                    Some(version) if fits => vec![Present { version, enabled }],
                     _ => vec![],
                 }
             }
@@ -261,16 +263,9 @@ impl Cmd {
             (Cmd::Update { .. }, Present { .. }) if stdout.contains("is up to date") => {
                 vec![before]
             }
+            // An update keeps `enabled` (the source's manifest says `"enabled": true`).
             (Cmd::Update { .. }, Present { enabled, .. }) => match updated_to(stdout) {
-                // The source's manifest says `"enabled": true`; whether an update keeps a
-                // disabled extension disabled is not this suite's question.
-                Some(version) => vec![
-                    Present { version, enabled },
-                    Present {
-                        version,
-                        enabled: true,
-                    },
-                ],
+                Some(version) => vec![Present { version, enabled }],
                 None => vec![],
             },
             (Cmd::Update { .. }, Absent) if recreate => updated_to(stdout)
