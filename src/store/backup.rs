@@ -103,7 +103,10 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), dirs.state().join(BACKUP)).unwrap();
         let staging = store.stage().unwrap();
         fs::create_dir(staging.scratch("saved")).unwrap();
-        let err = store.keep_backup(&staging, "saved", "x").unwrap_err().to_string();
+        let err = store
+            .keep_backup(&staging, "saved", "x")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is a symbolic link"), "{err}");
         assert!(fs::read_dir(outside.path()).unwrap().next().is_none());
         assert!(backups(&dirs, "x").is_empty());
@@ -118,7 +121,11 @@ mod tests {
         };
         let store = Store::open(&dirs).unwrap();
         let mine = dirs.state().join(BACKUP).join("x");
-        for when in ["2026-01-01T00:00:0", "2026-01-01T00:00:1", "2026-01-01T00:00:2"] {
+        for when in [
+            "2026-01-01T00:00:0",
+            "2026-01-01T00:00:1",
+            "2026-01-01T00:00:2",
+        ] {
             for i in 0..2 {
                 fs::create_dir_all(mine.join(format!("{when}{i}Z/sub"))).unwrap();
             }
@@ -130,7 +137,11 @@ mod tests {
             .collect();
         assert_eq!(
             kept,
-            ["2026-01-01T00:00:11Z", "2026-01-01T00:00:20Z", "2026-01-01T00:00:21Z"]
+            [
+                "2026-01-01T00:00:11Z",
+                "2026-01-01T00:00:20Z",
+                "2026-01-01T00:00:21Z"
+            ]
         );
     }
 }
