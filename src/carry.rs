@@ -81,6 +81,9 @@ pub struct Plan {
     pub whole_copy_saved: bool,
     /// The `enabled` value the new manifest gets, when it differs from the new version's.
     pub enabled: Option<bool>,
+    /// Whether `enabled` comes from `--enable`/`--disable` (else from the installed copy).
+    #[serde(skip)]
+    enabled_by_flag: bool,
     /// Where the saved entries went (set once they are saved).
     pub backup: Option<PathBuf>,
 }
@@ -148,7 +151,11 @@ impl Plan {
         }
         if let Some(enabled) = self.enabled {
             let state = if enabled { "enabled" } else { "disabled" };
-            out.push(format!("{} {state}", verb("kept", "would keep")));
+            if self.enabled_by_flag {
+                out.push(format!("{} {state}", verb("now", "would be")));
+            } else {
+                out.push(format!("{} {state}", verb("kept", "would keep")));
+            }
         }
         if let Some(dir) = &self.backup {
             out.push(format!(
@@ -186,7 +193,12 @@ pub fn prepare(
         let list = FileList::load(dirs, folder);
         self::plan(&old, list.as_ref(), &new, options)?
     } else {
-        Plan::default()
+        // A first install: only --enable/--disable change the manifest.
+        Plan {
+            enabled: enabled_to_write(None, &new, options),
+            enabled_by_flag: true,
+            ..Plan::default()
+        }
     };
     if dry_run {
         return Ok(Prepared {
@@ -242,9 +254,13 @@ pub fn plan(old: &Path, list: Option<&FileList>, new: &Path, options: Options) -
             Standing::Edited if manifest_toggled_only(old, list, &entry) => {}
             Standing::Edited => plan_edited(&mut plan, new, entry, options),
             Standing::NotPlaced => plan_not_placed(&mut plan, old, new, entry.path, entry.kind)?,
+            Standing::Special => plan
+                .items
+                .push(item(entry.path, entry.kind, Action::SkipSpecial)),
         }
     }
-    plan.enabled = enabled_to_write(old, new, options);
+    plan.enabled = enabled_to_write(Some(old), new, options);
+    plan.enabled_by_flag = options.enabled.is_some();
     Ok(plan)
 }
 
@@ -258,8 +274,10 @@ fn item(raw: Vec<u8>, kind: EntryKind, action: Action) -> Item {
 }
 
 fn plan_edited(plan: &mut Plan, new: &Path, entry: Classified, options: Options) {
+    let new_is_dir = fs::symlink_metadata(join(new, &entry.path)).is_ok_and(|m| m.is_dir());
     let action = if options.keep_local
         && entry.kind != EntryKind::Dir
+        && !new_is_dir
         && free_to_write(new, &entry.path, true)
     {
         Action::KeepLocal
@@ -378,10 +396,11 @@ fn without_enabled(text: &str) -> Option<String> {
 
 /// The `enabled` the new manifest must get: `--enable`/`--disable`, else the installed
 /// copy's; `None` when the new manifest already says it.
-fn enabled_to_write(old: &Path, new: &Path, options: Options) -> Option<bool> {
-    let want = match options.enabled {
-        Some(want) => want,
-        None => manifest::read(old).ok()?.enabled,
+fn enabled_to_write(old: Option<&Path>, new: &Path, options: Options) -> Option<bool> {
+    let want = match (options.enabled, old) {
+        (Some(want), _) => want,
+        (None, Some(old)) => manifest::read(old).ok()?.enabled,
+        (None, None) => return None,
     };
     let has = manifest::read(new).ok()?.enabled;
     (want != has).then_some(want)
@@ -655,6 +674,28 @@ mod tests {
         assert_eq!(fs::read_to_string(saved.join("lib/b.js")).unwrap(), "mine");
         // The old copy is untouched.
         assert_eq!(fs::read_to_string(old.join("lib/a.js")).unwrap(), "edited");
+    }
+
+    #[test]
+    fn a_socket_in_the_installed_copy_is_skipped_not_fatal() {
+        let (t, old, new, list) = setup();
+        let _socket = std::os::unix::net::UnixListener::bind(old.join("ipc.sock")).unwrap();
+        write(&old, "state.json", "s");
+        let plan = plan(&old, Some(&list), &new, Options::default()).unwrap();
+        assert_eq!(
+            actions(&plan),
+            [
+                ("ipc.sock".to_string(), Action::SkipSpecial),
+                ("state.json".to_string(), Action::Carry),
+            ]
+        );
+        apply(&plan, &old, &new, &t.path().join("saved")).unwrap();
+        assert!(fs::symlink_metadata(new.join("ipc.sock")).is_err());
+        assert!(
+            plan.lines(true)
+                .iter()
+                .any(|l| l == "not carried (special files): ipc.sock")
+        );
     }
 
     #[test]

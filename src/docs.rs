@@ -324,8 +324,10 @@ const FILES: &[(&str, &str)] = &[
     (
         ".ext-store/",
         "Beside each extensions folder: the lock file, staging and trash folders, the \
-         install records sources/<name>.json (where each extension came from) and pending/, \
-         a journal that is empty except while a change is being made. Never followed \
+         install records sources/<name>.json (where each extension came from), the file \
+         lists files/<name>.json (what each install placed, with SHA-256 and the tree hash), \
+         backup/<name>/<time>/ (what update and install --force saved; the last 3 kept) and \
+         pending/, a journal that is empty except while a change is being made. Never followed \
          through a symbolic link: a link there is an error naming it.",
     ),
 ];

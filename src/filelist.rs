@@ -132,6 +132,8 @@ pub enum Standing {
     NotPlaced,
     /// Placed by the install and gone since.
     Missing,
+    /// A pipe, socket or device (never placed: file lists refuse them).
+    Special,
 }
 
 /// One entry of an installed copy, classified.
@@ -139,7 +141,7 @@ pub enum Standing {
 pub struct Classified {
     pub path: Vec<u8>,
     pub standing: Standing,
-    /// The type on disk (for `Missing`, the type in the list).
+    /// The type on disk (for `Missing`, the type in the list; `File` for `Special`).
     pub kind: EntryKind,
 }
 
@@ -211,7 +213,14 @@ impl FileList {
         let mut todo = vec![Vec::new()];
         while let Some(dir) = todo.pop() {
             for (path, meta) in read_dir(root, &dir)? {
-                let kind = kind_of(&meta, root, &path)?;
+                let Ok(kind) = kind_of(&meta, root, &path) else {
+                    out.push(Classified {
+                        path,
+                        standing: Standing::Special,
+                        kind: EntryKind::File,
+                    });
+                    continue;
+                };
                 let Some(listed) = self.get(&path) else {
                     out.push(Classified {
                         path,
@@ -692,6 +701,7 @@ mod tests {
         fs::remove_file(t.path().join("run")).unwrap();
         fs::create_dir_all(t.path().join("cache/x")).unwrap();
         fs::write(t.path().join("state.json"), "{}").unwrap();
+        let socket = std::os::unix::net::UnixListener::bind(t.path().join("sock")).unwrap();
         let got: Vec<_> = list
             .classify(t.path())
             .unwrap()
@@ -705,9 +715,11 @@ mod tests {
                 ("cache".to_string(), Standing::NotPlaced),
                 ("l".to_string(), Standing::Unchanged),
                 ("run".to_string(), Standing::Missing),
+                ("sock".to_string(), Standing::Special),
                 ("state.json".to_string(), Standing::NotPlaced),
             ]
         );
+        drop(socket);
     }
 
     #[test]

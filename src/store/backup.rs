@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow};
 
-use super::{STATE, Staging, Store, open_state};
+use super::{STATE, Staging, Store, open_state, state_error};
 use crate::paths::ScopeDirs;
 
 /// How many saved copies are kept per extension.
@@ -23,11 +23,13 @@ impl Store {
         let state = self.state_folder()?;
         let fail =
             |e: std::io::Error| anyhow!("cannot save to {}: {e}", self.backup_root().display());
-        let backups = state.sub(BACKUP, true).map_err(|e| anyhow!("{e:?}"))?;
-        let backups = backups.ok_or_else(|| anyhow!("{BACKUP} is missing"))?;
+        let backups = state
+            .sub(BACKUP, true)
+            .map_err(|e| state_error(&self.backup_root(), e))?
+            .ok_or_else(|| anyhow!("{BACKUP} is missing"))?;
         let mine = backups
             .sub(name, true)
-            .map_err(|e| anyhow!("cannot open {}: {e:?}", backups.path().join(name).display()))?
+            .map_err(|e| state_error(&backups.path().join(name), e))?
             .ok_or_else(|| anyhow!("{BACKUP}/{name} is missing"))?;
         let mut when = crate::record::now_rfc3339();
         if mine.stat(&when).map_err(fail)?.is_some() {
@@ -81,4 +83,65 @@ pub fn backups(dirs: &ScopeDirs, name: &str) -> Vec<PathBuf> {
     let mut names = mine.names().unwrap_or_default();
     names.sort();
     names.into_iter().map(|n| mine.path().join(n)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::Scope;
+    use std::fs;
+
+    #[test]
+    fn a_linked_backup_folder_is_refused_and_nothing_is_written_through_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let dirs = ScopeDirs {
+            scope: Scope::Global,
+            base: tmp.path().to_path_buf(),
+        };
+        let store = Store::open(&dirs).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dirs.state().join(BACKUP)).unwrap();
+        let staging = store.stage().unwrap();
+        fs::create_dir(staging.scratch("saved")).unwrap();
+        let err = store
+            .keep_backup(&staging, "saved", "x")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is a symbolic link"), "{err}");
+        assert!(fs::read_dir(outside.path()).unwrap().next().is_none());
+        assert!(backups(&dirs, "x").is_empty());
+    }
+
+    #[test]
+    fn the_newest_three_are_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = ScopeDirs {
+            scope: Scope::Global,
+            base: tmp.path().to_path_buf(),
+        };
+        let store = Store::open(&dirs).unwrap();
+        let mine = dirs.state().join(BACKUP).join("x");
+        for when in [
+            "2026-01-01T00:00:0",
+            "2026-01-01T00:00:1",
+            "2026-01-01T00:00:2",
+        ] {
+            for i in 0..2 {
+                fs::create_dir_all(mine.join(format!("{when}{i}Z/sub"))).unwrap();
+            }
+        }
+        store.rotate_backups("x").unwrap();
+        let kept: Vec<String> = backups(&dirs, "x")
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                "2026-01-01T00:00:11Z",
+                "2026-01-01T00:00:20Z",
+                "2026-01-01T00:00:21Z"
+            ]
+        );
+    }
 }

@@ -860,6 +860,20 @@ fn the_checker_catches_broken_stores() {
     fs::remove_file(dir.join("lib/f1.txt")).unwrap();
     assert_eq!(check(), vec![Rule::TreeIsOldOrNew]);
     run_ok(env, &install_args(&world.src("src-v1"), true, g));
+    let list = g.state(env).join("files").join("victim.json");
+    let good = fs::read_to_string(&list).unwrap();
+    let mut stale: serde_json::Value = serde_json::from_str(&good).unwrap();
+    for entry in stale["entries"].as_array_mut().unwrap() {
+        if entry["path"] == "lib/f1.txt" {
+            entry["sha256"] = "0".repeat(64).into();
+        }
+    }
+    fs::write(&list, stale.to_string()).unwrap();
+    assert_eq!(check(), vec![Rule::FileListMatches]);
+    fs::remove_file(&list).unwrap();
+    assert_eq!(check(), vec![Rule::FileListMatches]);
+    fs::write(&list, good).unwrap();
+    assert_eq!(check(), Vec::<Rule>::new());
     let record = g.state(env).join("sources").join("victim.json");
     let text = fs::read_to_string(&record).unwrap();
     fs::write(&record, text.replace("src-v1", "src-v2")).unwrap();

@@ -221,6 +221,9 @@ pub enum Rule {
     RecordStale,
     /// An install record exists for a name that is not installed.
     RecordOrphan,
+    /// The file list (`.ext-store/files/<name>.json`) of a tree zot installed is missing, or
+    /// lists an entry the tree does not hold as listed (another version's list).
+    FileListMatches,
     /// A temporary record file is left in `.ext-store/sources`.
     NoTempRecord,
     /// The store lock is held with nobody running.
@@ -428,6 +431,37 @@ impl Checker<'_> {
                 ),
             });
         }
+        if let Err(detail) = file_list_matches(&scope.state(self.env), &scope.root(self.env), name)
+        {
+            out.push(Violation {
+                rule: Rule::FileListMatches,
+                detail: format!("{name} ({scope:?}) is {}: {detail}", version.label),
+            });
+        }
+    }
+}
+
+/// Every entry of `name`'s file list is in its tree as listed (files the extension or the
+/// user added are not listed; `extension.json` may differ by `enable`/`disable`).
+pub fn file_list_matches(state: &Path, root: &Path, name: &str) -> Result<(), String> {
+    use zot_ext::filelist::{FileList, Standing};
+    let path = state.join("files").join(format!("{name}.json"));
+    let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let list = FileList::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let classified = list.classify(&root.join(name)).map_err(|e| e.to_string())?;
+    let wrong: Vec<String> = classified
+        .iter()
+        .filter(|c| matches!(c.standing, Standing::Edited | Standing::Missing))
+        .filter(|c| c.path != b"extension.json")
+        .map(|c| format!("{} {:?}", String::from_utf8_lossy(&c.path), c.standing))
+        .collect();
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "its file list does not match: {}",
+            wrong.join(", ")
+        ))
     }
 }
 
