@@ -345,9 +345,28 @@ impl Store {
 /// Reads `<state>/<sub>/<name>` without following links and at most [`MAX_STATE_FILE`]
 /// bytes; `None` when it is missing or cannot be read.
 pub fn read_state_file(dirs: &ScopeDirs, sub: &str, name: &str) -> Option<Vec<u8>> {
-    let state = open_state(dirs, false).ok()??;
-    let folder = state.sub(sub, false).ok()??;
-    folder.read_file(name, MAX_STATE_FILE).ok()?
+    try_read_state_file(dirs, sub, name).ok()?
+}
+
+/// [`read_state_file`], saying why a file that is there cannot be read (a link, a named
+/// pipe, a folder, too large); `Ok(None)` when it, or its folder, is missing.
+pub fn try_read_state_file(
+    dirs: &ScopeDirs,
+    sub: &str,
+    name: &str,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let Some(state) = open_state(dirs, false).ok().flatten() else {
+        return Ok(None);
+    };
+    let Some(folder) = state.sub(sub, false).ok().flatten() else {
+        return Ok(None);
+    };
+    match folder.read_file(name, MAX_STATE_FILE) {
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => Err(
+            std::io::Error::other("is a symbolic link, not a regular file"),
+        ),
+        other => other,
+    }
 }
 
 fn identity_of(meta: &fs::Metadata) -> Identity {
