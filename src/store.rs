@@ -277,6 +277,9 @@ impl Store {
                 dest.display()
             );
         }
+        // The record is deleted after the move: make sure it can be, before anything changes.
+        self.check_records_writable()?;
+        self.check_record_deletable(&name.to_string_lossy())?;
         let trash = &self.folders.trash;
         let holder = trash.path().join(name);
         let made = trash.remove(name).and_then(|()| {
@@ -315,6 +318,19 @@ impl Store {
                 io::Error::from(e)
             )
         })
+    }
+
+    /// Fails, before anything changes, when the install record of `name` is a folder
+    /// (which unlinking cannot delete); a missing record or any other file is fine.
+    fn check_record_deletable(&self, name: &str) -> Result<()> {
+        let path = self.folders.sources.path().join(Record::file_name(name));
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => bail!(
+                "{} is a folder, not an install record: remove it; zot ext recreates it (nothing was changed)",
+                printable(&path.display().to_string())
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// Writes the install record of `record.name` atomically and durably.

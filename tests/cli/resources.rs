@@ -261,6 +261,17 @@ fn install_with_a_read_only_records_folder() {
     refused(&w, prepared, &["sources", "ermission denied"]);
 }
 
+#[test]
+fn remove_with_a_read_only_records_folder() {
+    let w = opened(|w| chmod(&w.global_state().join("sources"), 0o555));
+    assert!(w.global_state().join("sources/existing.json").is_file());
+    refused(
+        &w,
+        ext(["remove", "existing", "--yes"]).unprivileged(),
+        &["sources", "ermission denied"],
+    );
+}
+
 // ---- unreadable input and logs ----------------------------------------------------------
 
 #[test]
