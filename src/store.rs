@@ -250,11 +250,12 @@ impl Store {
             .staging
             .sync_filesystem()
             .with_context(|| format!("cannot flush {} to disk", tree.display()))?;
-        if replace && self.existing(&name).is_some() {
-            exchange(&tree, &dest).with_context(|| format!("cannot replace {}", dest.display()))?;
+        let placed = if replace && self.existing(&name).is_some() {
+            exchange(&tree, &dest).with_context(|| format!("cannot replace {}", dest.display()))
         } else {
-            rename_new(&tree, &dest)?;
-        }
+            rename_new(&tree, &dest)
+        };
+        placed.map_err(|e| self.explain_cross_device(e))?;
         Folder::open_path(&root)
             .and_then(|root| root.sync())
             .with_context(|| format!("cannot flush {} to disk", root.display()))?;
@@ -288,12 +289,11 @@ impl Store {
         made.with_context(|| format!("cannot create {}", holder.display()))?;
         if let Err(e) = fs::rename(&dest, holder.join(name)) {
             let _ = trash.remove(name);
-            return Err(e).with_context(|| {
-                format!(
-                    "cannot move {} out of the extensions folder",
-                    dest.display()
-                )
-            });
+            let e = anyhow::Error::from(e).context(format!(
+                "cannot move {} out of the extensions folder",
+                dest.display()
+            ));
+            return Err(self.explain_cross_device(e));
         }
         let _ = Folder::open_path(&self.dirs.extensions()).and_then(|root| root.sync());
         crashpoint::hit("remove.moved");
@@ -306,6 +306,28 @@ impl Store {
             )
         })?;
         Ok(dest)
+    }
+
+    /// A rename between the state folder and the extensions folder that failed because they
+    /// are on different filesystems (the extensions folder is a link or a mount point
+    /// elsewhere) said plainly, with what to do; any other error as it is.
+    fn explain_cross_device(&self, e: anyhow::Error) -> anyhow::Error {
+        let cross_device = e.chain().any(|cause| {
+            cause
+                .downcast_ref::<io::Error>()
+                .and_then(io::Error::raw_os_error)
+                == Some(Errno::XDEV.raw_os_error())
+        });
+        if !cross_device {
+            return e;
+        }
+        anyhow!(
+            "{} is on another filesystem than {}; zot ext prepares every change there and renames it into place, which works only within one filesystem: make {} a real folder (or put all of {} on that filesystem) (nothing was changed)",
+            printable(&self.dirs.extensions().display().to_string()),
+            printable(&self.dirs.state().display().to_string()),
+            printable(&self.dirs.extensions().display().to_string()),
+            printable(&self.dirs.base.display().to_string())
+        )
     }
 
     /// Fails, before anything changes, when this user cannot write install records.
