@@ -380,13 +380,17 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
                 "1",
                 "The source does not exist, is a file, or is inside (or contains) the \
                  extensions folder; cloning it or checking out --ref fails; the subfolder \
-                 does not exist; the manifest is missing or invalid; or an extension of that \
-                 name is installed and --force is not given. Nothing is installed.",
+                 does not exist; the manifest is missing or invalid; the source holds a \
+                 named pipe, socket or device; a submodule cannot be fetched; the project's \
+                 .zot or .zot/extensions is a symbolic link (with --project), or .ext-store \
+                 is not what it must be; or an extension of that name is installed and \
+                 --force is not given. Nothing is installed.",
             ),
             (
                 "2",
-                "--ref with a local folder; both --subdir and URL#path; or a --subdir that is \
-                 not a relative folder inside the source.",
+                "--ref with a local folder; both --subdir and URL#path; a --subdir that is \
+                 not a relative folder inside the source; an empty source; or a \
+                 user:password@host:path source (that form cannot carry a password).",
             ),
         ],
     ),

@@ -105,6 +105,26 @@ impl Record {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// Why the record file of `name` cannot be used although something is in its place
+    /// (a link, a named pipe, a folder, a huge file, text that is not a record); `None` when
+    /// it is missing or valid. Says what is wrong instead of "copied in by hand?".
+    pub fn problem(dirs: &ScopeDirs, name: &str) -> Option<String> {
+        let file = Self::file_name(name);
+        let path = dirs.state().join("sources").join(&file);
+        let why = match store::try_read_state_file(dirs, "sources", &file) {
+            Ok(None) => return None,
+            Ok(Some(bytes)) => match serde_json::from_slice::<Record>(&bytes) {
+                Ok(_) => return None,
+                Err(e) => format!("is not a valid install record ({e})"),
+            },
+            Err(e) => e.to_string(),
+        };
+        Some(format!(
+            "the install record {} {why}",
+            crate::output::printable(&path.display().to_string())
+        ))
+    }
+
     /// The record as its file holds it (written by [`crate::store::Store::save_record`]).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = serde_json::to_vec_pretty(self).expect("a record serializes");

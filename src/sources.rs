@@ -6,7 +6,7 @@
 //! user name is kept and only the password becomes `***`); the password of an scp-like
 //! `user:password@host:path` becomes `***`; the value of a query parameter whose name
 //! contains `token`, `key`, `secret`, `pass`, `pwd`, `sig`, `auth`, `credential` or `session`
-//! (any case) becomes `***`. The user-info part runs to the last `@` before the first `/`
+//! (any case, percent-decoded; parameters separated by `&` or `;`) becomes `***`. The user-info part runs to the last `@` before the first `/`
 //! after `://`, the way libgit2 reads it, so a password may hold `#`, `?`, `@` or `:`.
 //! [`redact_text`] applies the same rules to every URL-shaped word of a free-form message.
 
@@ -207,11 +207,9 @@ fn redact_query(tail: &str) -> String {
     let query = &tail[question + 1..fragment];
     let params: Vec<String> = query
         .split('&')
-        .map(|param| match param.split_once('=') {
-            Some((name, value))
-                if !value.is_empty() && !already_hidden(value) && is_secret_param(name) =>
-            {
-                format!("{name}={HIDDEN}")
+        .map(|param| match secret_value_start(param) {
+            Some(start) if start < param.len() && !already_hidden(&param[start..]) => {
+                format!("{}{HIDDEN}", &param[..start])
             }
             _ => param.to_string(),
         })
@@ -224,6 +222,20 @@ fn redact_query(tail: &str) -> String {
     )
 }
 
+/// Where the secret value of one `&`-separated query parameter starts, if it holds one:
+/// after `name=` when the name marks a secret, else after the first `;name=` inside it
+/// whose name does (`;` separates parameters on many servers). The value runs to the end of
+/// the parameter, so a secret holding `;` is hidden whole.
+fn secret_value_start(param: &str) -> Option<usize> {
+    let starts = std::iter::once(0).chain(param.match_indices(';').map(|(i, _)| i + 1));
+    starts.into_iter().find_map(|start| {
+        let piece = &param[start..];
+        let eq = piece.find('=')?;
+        let name = &piece[..eq];
+        (!name.contains(';') && is_secret_param(name)).then_some(start + eq + 1)
+    })
+}
+
 /// `***`, perhaps followed by the punctuation of the message it stands in
 /// (`…?token=***: failed`): redacting it again would eat that punctuation.
 fn already_hidden(value: &str) -> bool {
@@ -233,8 +245,9 @@ fn already_hidden(value: &str) -> bool {
     })
 }
 
+/// Whether a query parameter's name (percent-decoded, any case) marks a secret value.
 fn is_secret_param(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
+    let name = percent_decoded(name).to_ascii_lowercase();
     SECRET_PARAMS.iter().any(|word| name.contains(word))
 }
 
@@ -320,10 +333,8 @@ fn secrets(url: &str) -> Vec<String> {
     let fragment = tail.find('#').unwrap_or(tail.len());
     if let Some(question) = tail[..fragment].find('?') {
         for param in tail[question + 1..fragment].split('&') {
-            if let Some((name, value)) = param.split_once('=')
-                && is_secret_param(name)
-            {
-                found.push(value.to_string());
+            if let Some(start) = secret_value_start(param) {
+                found.push(param[start..].to_string());
             }
         }
     }
@@ -512,6 +523,28 @@ mod tests {
         }
         assert_eq!(redact("https://h/r?ref=main"), "https://h/r?ref=main");
         assert_eq!(redact("https://h/r#x?token=y"), "https://h/r#x?token=y");
+    }
+
+    #[test]
+    fn query_secrets_after_a_semicolon_or_with_an_escaped_name_are_redacted() {
+        assert_eq!(
+            redact("https://h/r.git?a=1;token=s3cr3t&b=2"),
+            "https://h/r.git?a=1;token=***&b=2"
+        );
+        assert_eq!(
+            redact("https://h/r.git?%74oken=s3cr3t"),
+            "https://h/r.git?%74oken=***"
+        );
+        assert_eq!(
+            redact("https://h/r.git?access%5Ftoken=s3cr3t;ref=main"),
+            "https://h/r.git?access%5Ftoken=***"
+        );
+        let Source::Git(g) = Source::parse("https://h/r.git?a=1;%74oken=s3cr3t") else {
+            panic!()
+        };
+        assert_eq!(g.display, "https://h/r.git?a=1;%74oken=***");
+        let scrubbed = scrub("server said: bad token s3cr3t", &g);
+        assert_eq!(scrubbed, "server said: bad token ***");
     }
 
     #[test]

@@ -189,6 +189,7 @@ impl Store {
 
     /// A fresh staging directory on the same filesystem as the extensions root.
     pub fn stage(&self) -> Result<Staging> {
+        self.check_same_filesystem()?;
         let staging = &self.folders.staging;
         let name = unique_name("stage-");
         let path = staging.create_dir(&name).with_context(|| {
@@ -290,11 +291,12 @@ impl Store {
             .staging
             .sync_filesystem()
             .with_context(|| format!("cannot flush {} to disk", tree.display()))?;
-        if replace && self.existing(&name).is_some() {
-            exchange(&tree, &dest).with_context(|| format!("cannot replace {}", dest.display()))?;
+        let placed = if replace && self.existing(&name).is_some() {
+            exchange(&tree, &dest).with_context(|| format!("cannot replace {}", dest.display()))
         } else {
-            rename_new(&tree, &dest)?;
-        }
+            rename_new(&tree, &dest)
+        };
+        placed.map_err(|e| self.explain_cross_device(e))?;
         Folder::open_path(&root)
             .and_then(|root| root.sync())
             .with_context(|| format!("cannot flush {} to disk", root.display()))?;
@@ -307,6 +309,7 @@ impl Store {
     /// no data written, so `remove` works on a full disk): after a kill, the next run
     /// deletes the record of every extension it finds there.
     pub fn remove(&self, name: impl AsRef<OsStr>) -> Result<PathBuf> {
+        self.check_same_filesystem()?;
         let name = name.as_ref();
         let dest = self.dirs.extensions().join(name);
         let meta = fs::symlink_metadata(&dest)
@@ -317,6 +320,9 @@ impl Store {
                 dest.display()
             );
         }
+        // The record is deleted after the move: make sure it can be, before anything changes.
+        self.check_records_writable()?;
+        self.check_record_deletable(&name.to_string_lossy())?;
         let trash = &self.folders.trash;
         let holder = trash.path().join(name);
         let made = trash.remove(name).and_then(|()| {
@@ -325,12 +331,11 @@ impl Store {
         made.with_context(|| format!("cannot create {}", holder.display()))?;
         if let Err(e) = fs::rename(&dest, holder.join(name)) {
             let _ = trash.remove(name);
-            return Err(e).with_context(|| {
-                format!(
-                    "cannot move {} out of the extensions folder",
-                    dest.display()
-                )
-            });
+            let e = anyhow::Error::from(e).context(format!(
+                "cannot move {} out of the extensions folder",
+                dest.display()
+            ));
+            return Err(self.explain_cross_device(e));
         }
         let _ = Folder::open_path(&self.dirs.extensions()).and_then(|root| root.sync());
         crashpoint::hit("remove.moved");
@@ -345,6 +350,45 @@ impl Store {
         Ok(dest)
     }
 
+    /// A rename between the state folder and the extensions folder that failed because they
+    /// are on different filesystems (the extensions folder is a link or a mount point
+    /// elsewhere) said plainly, with what to do; any other error as it is.
+    fn explain_cross_device(&self, e: anyhow::Error) -> anyhow::Error {
+        let cross_device = e.chain().any(|cause| {
+            cause
+                .downcast_ref::<io::Error>()
+                .and_then(io::Error::raw_os_error)
+                == Some(Errno::XDEV.raw_os_error())
+        });
+        if !cross_device {
+            return e;
+        }
+        self.cross_device_error()
+    }
+
+    /// Fails before anything is staged, saved or backed up when the extensions folder is on
+    /// another filesystem than the state folder (no rename between them could succeed).
+    pub fn check_same_filesystem(&self) -> Result<()> {
+        let Ok(root) = fs::metadata(self.dirs.extensions()) else {
+            return Ok(()); // created beside the state folder when first needed
+        };
+        let staging = rustix::fs::fstat(&self.folders.staging)?;
+        if std::os::unix::fs::MetadataExt::dev(&root) != staging.st_dev {
+            return Err(self.cross_device_error());
+        }
+        Ok(())
+    }
+
+    fn cross_device_error(&self) -> anyhow::Error {
+        anyhow!(
+            "{} is on another filesystem than {}; zot ext prepares every change there and renames it into place, which works only within one filesystem: make {} a real folder (or put all of {} on that filesystem) (nothing was changed)",
+            printable(&self.dirs.extensions().display().to_string()),
+            printable(&self.dirs.state().display().to_string()),
+            printable(&self.dirs.extensions().display().to_string()),
+            printable(&self.dirs.base.display().to_string())
+        )
+    }
+
     /// Fails, before anything changes, when this user cannot write install records.
     fn check_records_writable(&self) -> Result<()> {
         let sources = &self.folders.sources;
@@ -355,6 +399,19 @@ impl Store {
                 io::Error::from(e)
             )
         })
+    }
+
+    /// Fails, before anything changes, when the install record of `name` is a folder
+    /// (which unlinking cannot delete); a missing record or any other file is fine.
+    fn check_record_deletable(&self, name: &str) -> Result<()> {
+        let path = self.folders.sources.path().join(Record::file_name(name));
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => bail!(
+                "{} is a folder, not an install record: remove it; zot ext recreates it (nothing was changed)",
+                printable(&path.display().to_string())
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// Writes the install record of `record.name` atomically and durably.
@@ -421,9 +478,37 @@ pub fn read_state_file_up_to(
     name: &str,
     limit: u64,
 ) -> Option<Vec<u8>> {
-    let state = open_state(dirs, false).ok()??;
-    let folder = state.sub(sub, false).ok()??;
-    folder.read_file(name, limit).ok()?
+    try_read_state_file_up_to(dirs, sub, name, limit).ok()?
+}
+
+/// [`read_state_file`], saying why a file that is there cannot be read (a link, a named
+/// pipe, a folder, too large); `Ok(None)` when it, or its folder, is missing.
+pub fn try_read_state_file(
+    dirs: &ScopeDirs,
+    sub: &str,
+    name: &str,
+) -> std::io::Result<Option<Vec<u8>>> {
+    try_read_state_file_up_to(dirs, sub, name, MAX_STATE_FILE)
+}
+
+fn try_read_state_file_up_to(
+    dirs: &ScopeDirs,
+    sub: &str,
+    name: &str,
+    limit: u64,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let Some(state) = open_state(dirs, false).ok().flatten() else {
+        return Ok(None);
+    };
+    let Some(folder) = state.sub(sub, false).ok().flatten() else {
+        return Ok(None);
+    };
+    match folder.read_file(name, limit) {
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => Err(
+            std::io::Error::other("is a symbolic link, not a regular file"),
+        ),
+        other => other,
+    }
 }
 
 fn identity_of(meta: &fs::Metadata) -> Identity {

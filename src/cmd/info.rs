@@ -42,6 +42,9 @@ struct Copy<'a> {
     error: Option<String>,
     exec: Option<Exec>,
     source: Option<Record>,
+    /// Why the install record in place cannot be used (null `source` then), if it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_error: Option<String>,
     /// "pinned" (tag or commit), "tracking" (branch), or null.
     updates: Option<&'static str>,
     log: Log,
@@ -129,6 +132,10 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
         manifest,
         error: e.manifest.as_ref().err().map(ToString::to_string),
         exec: manifest.map(|m| resolve_exec(&e.dir, m)),
+        source_error: source
+            .is_none()
+            .then(|| Record::problem(layout.scope(e.scope), &e.dir_name))
+            .flatten(),
         source,
         updates,
         log: Log {
@@ -249,11 +256,15 @@ fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {
     let Some(r) = &c.source else {
         // A `remove` that finished while this command ran took the record with it.
         let why = if std::fs::symlink_metadata(&c.dir).is_err() {
-            "unknown (another zot ext command removed it just now)"
+            "unknown (another zot ext command removed it just now)".to_string()
+        } else if let Some(problem) = &c.source_error {
+            format!(
+                "unknown ({problem}; delete it and reinstall with zot ext install --force <source>)"
+            )
         } else {
-            "unknown (no install record: copied in by hand?)"
+            "unknown (no install record: copied in by hand?)".to_string()
         };
-        field("source:", why.into());
+        field("source:", why);
         return;
     };
     let kind = match r.kind {

@@ -166,6 +166,7 @@ impl Run for RemoveArgs {
         if store.existing(target.folder_name()).is_none() {
             return Err(store.gone_meanwhile(target.name()));
         }
+        store.check_same_filesystem()?;
         if let (true, Some(note)) = (self.yes, &note) {
             ctx.out.note(note);
         }

@@ -223,10 +223,15 @@ impl UpdateArgs {
             ))),
             (None, None) => Err(Skip {
                 status: Status::UnknownSource,
-                message: format!(
-                    "unknown source: there is no install record for {} (copied in by hand?); reinstall it with zot ext install --force <source>",
-                    target.dir.display()
-                ),
+                message: match Record::problem(dirs, &target.dir_name) {
+                    Some(problem) => format!(
+                        "unknown source: {problem}; delete it and reinstall with zot ext install --force <source>"
+                    ),
+                    None => format!(
+                        "unknown source: there is no install record for {} (copied in by hand?); reinstall it with zot ext install --force <source>",
+                        target.dir.display()
+                    ),
+                },
                 refused: true,
             }),
             (None, Some(record)) => self.update_from(ctx, dirs, target, &record, &mut outcome),

@@ -5,6 +5,7 @@ use std::fs;
 use serde_json::Value;
 
 use crate::support::Env;
+use crate::support::hostile::mkfifo;
 
 #[test]
 fn shows_both_copies_winner_first_with_provenance_and_log() {
@@ -89,4 +90,57 @@ fn unknown_name_fails() {
         "{}",
         done.stderr
     );
+}
+
+/// An install record that is there but cannot be used (a named pipe, a folder, a link, text
+/// that is not a record) is named with what is wrong, by `info` and `update`: it is not
+/// "copied in by hand?".
+#[test]
+fn an_unusable_install_record_is_named_not_taken_for_a_hand_copy() {
+    let env = Env::new();
+    env.installed("rec", false);
+    let record = env.home.join(".ext-store/sources/rec.json");
+    let outside = env.work.join("outside.json");
+    fs::write(&outside, "{}").unwrap();
+    let cases: [(&str, &dyn Fn()); 4] = [
+        ("is a named pipe", &|| mkfifo(&record)),
+        ("is a folder", &|| fs::create_dir(&record).unwrap()),
+        ("is a symbolic link", &|| {
+            std::os::unix::fs::symlink(&outside, &record).unwrap()
+        }),
+        ("is not a valid install record", &|| {
+            fs::write(&record, "{\"name\": \"rec\"}").unwrap()
+        }),
+    ];
+    for (said, make) in cases {
+        if record.is_dir() {
+            fs::remove_dir(&record).unwrap();
+        } else {
+            fs::remove_file(&record).unwrap();
+        }
+        make();
+        let text = env.zot(["ext", "info", "rec"]).ok().stdout;
+        let source = text.lines().find(|l| l.contains("source:")).unwrap();
+        assert!(
+            source.contains(&format!("{} {said}", record.display())) && !source.contains("by hand"),
+            "{source}"
+        );
+        let info = env.zot(["ext", "info", "rec", "--json"]).ok().json();
+        assert_eq!(info["copies"][0]["source"], Value::Null);
+        assert!(
+            info["copies"][0]["source_error"]
+                .as_str()
+                .unwrap()
+                .contains(said),
+            "{info}"
+        );
+        // Naming an extension that cannot be updated fails, with the reason on stderr.
+        let update = env.zot(["ext", "update", "rec"]).fails(1).stderr;
+        assert!(
+            update.contains(said) && !update.contains("by hand"),
+            "{update}"
+        );
+    }
+    let outside_now = fs::read_to_string(&outside).unwrap();
+    assert_eq!(outside_now, "{}");
 }

@@ -307,3 +307,25 @@ fn keep_data_of_a_link_saves_nothing_and_keeps_the_working_copy() {
     assert!(backups(&env, "dev").is_empty());
     assert!(wc.join("state.json").is_file());
 }
+
+/// A folder in the place of the install record cannot be unlinked: remove refuses before
+/// it moves anything, naming it, instead of removing the extension and then failing.
+#[test]
+fn a_folder_in_place_of_the_record_is_refused_before_anything_moves() {
+    let env = Env::new();
+    env.installed("kept", false);
+    let record = env.home.join(".ext-store/sources/kept.json");
+    fs::remove_file(&record).unwrap();
+    fs::create_dir(&record).unwrap();
+    let before = env.snapshot();
+    let done = env.zot(["ext", "remove", "-y", "kept"]).fails(1);
+    assert!(
+        done.stderr
+            .contains("sources/kept.json is a folder, not an install record")
+            && done.stderr.contains("nothing was changed"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    assert_eq!(env.installed_names(), ["kept"]);
+}

@@ -166,6 +166,36 @@ fn install_when_full() {
     assert_no_space(&done);
 }
 
+// ---- another filesystem -----------------------------------------------------------------
+
+/// `$ZOT_HOME/extensions` is a link (the user's own setup, used as it is) to a folder on
+/// another filesystem, where nothing can be renamed into place from `.ext-store/staging`:
+/// install, install --force and remove say so and what to do, not "cross-device link".
+#[test]
+fn an_extensions_folder_on_another_filesystem_is_explained() {
+    let w = World::empty();
+    let elsewhere = w.env.work.join("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    let Some(_disk) = Tmpfs::mount(&elsewhere, "4m") else {
+        return;
+    };
+    std::os::unix::fs::symlink(&elsewhere, w.env.global_root()).unwrap();
+    let src = w.env.source("src-x", "x");
+    // The first run makes the state folder; the store is unchanged from then on.
+    assert_eq!(w.zot(&["install", src.to_str().unwrap()]).code, 1);
+    let done = refused(&w, install(&src), &["another filesystem", "extensions"]);
+    assert!(!done.stderr.contains("os error 18"), "{done:#?}");
+    // Something placed there by hand can be neither replaced nor removed.
+    fs::create_dir_all(elsewhere.join("x")).unwrap();
+    fs::write(elsewhere.join("x/extension.json"), manifest("x")).unwrap();
+    refused(
+        &w,
+        install(&src).with_arg("--force"),
+        &["another filesystem"],
+    );
+    refused(&w, ext(["remove", "x", "--yes"]), &["another filesystem"]);
+}
+
 // ---- read-only folders (as nobody) ---------------------------------------------------------
 
 /// `zot ext install <path>`.
@@ -259,6 +289,17 @@ fn install_with_a_read_only_records_folder() {
     let prepared = install_x(&w);
     chmod(&w.global_state().join("sources"), 0o555);
     refused(&w, prepared, &["sources", "ermission denied"]);
+}
+
+#[test]
+fn remove_with_a_read_only_records_folder() {
+    let w = opened(|w| chmod(&w.global_state().join("sources"), 0o555));
+    assert!(w.global_state().join("sources/existing.json").is_file());
+    refused(
+        &w,
+        ext(["remove", "existing", "--yes"]).unprivileged(),
+        &["sources", "ermission denied"],
+    );
 }
 
 // ---- unreadable input and logs ----------------------------------------------------------

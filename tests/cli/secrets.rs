@@ -97,6 +97,17 @@ fn install_errors_never_show_a_credential() {
             "abc5ecret",
             format!("cannot fetch http://127.0.0.1:{port}/x.git?X-Amz-Signature=***: "),
         ),
+        // `;` separates parameters too, and a parameter's name may be percent-encoded.
+        (
+            format!("http://127.0.0.1:{port}/x.git?a=1;token=semi-5ecret"),
+            "semi-5ecret",
+            format!("cannot fetch http://127.0.0.1:{port}/x.git?a=1;token=***: "),
+        ),
+        (
+            format!("http://127.0.0.1:{port}/x.git?%74oken=esc-5ecret"),
+            "esc-5ecret",
+            format!("cannot fetch http://127.0.0.1:{port}/x.git?%74oken=***: "),
+        ),
         (
             format!("git://user:git-5ecret@127.0.0.1:{port}/x.git"),
             "git-5ecret",
