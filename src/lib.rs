@@ -1,5 +1,6 @@
 //! zot-ext: the `zot ext` extension manager for the zot coding agent.
 
+pub mod agent;
 pub mod bounded;
 pub mod carry;
 pub mod catalog;

@@ -11,6 +11,10 @@ use zot_ext::{cmd, error, output};
 fn main() -> ExitCode {
     // Answers `COMPLETE=<shell> zot -- <words>` (shell completion) and exits; else no-op.
     zot_ext::complete::complete_if_requested();
+    // Invoked as `zot` with a command line that is not ours: the zot agent's (src/agent.rs).
+    if let Some(code) = zot_ext::agent::pass_through_if_agents() {
+        return code;
+    }
     let cli = match Cli::try_parse_from(zot_ext::effective_args(std::env::args_os())) {
         Ok(cli) => cli,
         Err(e) => {

@@ -1,0 +1,435 @@
+//! Running beside the zot agent. `cargo install` puts this binary on PATH as `zot`, the
+//! agent's own name, so before any parsing the binary decides whose command line it holds:
+//!
+//! - Invoked as `zot-ext` (the file name's stem): always the manager.
+//! - Invoked as `zot` (or any other name): the manager when the first word after our global
+//!   flags (`-q`/`--quiet`, `--json`, `--color WHEN`) is `ext` or `completions`, or it is
+//!   `help` followed by one of those. Everything else (`zot`, `zot --ext ./x`, `zot -p ...`,
+//!   `zot --help`, `zot --version`) belongs to the agent and is handed to it with `exec`.
+//! - With no agent found, the bare `zot`, `zot help`, `zot -h`/`--help` and
+//!   `zot -V`/`--version` fall back to the manager's help and version; anything else
+//!   exits 2 with a one-line hint on how to get the agent.
+//!
+//! The agent is `$ZOT_AGENT` when set (and not empty), else the first `zot` on PATH that is
+//! an executable file and not this binary, compared by file identity (device and inode of
+//! the file a link resolves to), so links to ourselves are skipped. Relative PATH entries
+//! are skipped: a `zot` in whatever folder the shell is in is never run. The child gets
+//! `ZOT_EXT_PASSTHROUGH=<depth>`; an agent that is a wrapper calling `zot` back would
+//! otherwise loop, so after `MAX_DEPTH` nested hand-overs the binary refuses (exit 2). The
+//! limit is not 1 so that the agent may itself run `zot` (a sub-agent, a bash tool).
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::output::printable;
+
+/// Environment variable naming the agent's executable.
+pub const AGENT_VAR: &str = "ZOT_AGENT";
+/// Environment variable counting nested hand-overs to the agent.
+pub const DEPTH_VAR: &str = "ZOT_EXT_PASSTHROUGH";
+/// Nested hand-overs allowed before the binary assumes a loop.
+pub const MAX_DEPTH: u32 = 4;
+
+/// Where the agent lives, to say in the no-agent hint.
+const AGENT_HOME: &str = "https://github.com/patriceckhart/zot";
+
+/// Who handles a command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// This binary's own commands (`zot ext`, `zot completions`).
+    Manager,
+    /// The zot agent; the manager answers only if no agent is found.
+    AgentOrHelp,
+    /// The zot agent only.
+    Agent,
+}
+
+/// A file's identity: device and inode where the platform has them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileId(Identity);
+
+#[cfg(unix)]
+type Identity = (u64, u64);
+#[cfg(not(unix))]
+type Identity = PathBuf;
+
+impl FileId {
+    /// The identity of the file `path` resolves to, if it exists.
+    pub fn of(path: &Path) -> Option<FileId> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::metadata(path).ok()?;
+            Some(FileId((meta.dev(), meta.ino())))
+        }
+        #[cfg(not(unix))]
+        {
+            std::fs::canonicalize(path).ok().map(FileId)
+        }
+    }
+}
+
+/// Classifies a command line (with its program name first).
+pub fn route(args: &[OsString]) -> Route {
+    let Some((program, rest)) = args.split_first() else {
+        return Route::Manager;
+    };
+    if Path::new(program).file_stem() == Some(OsStr::new("zot-ext")) {
+        return Route::Manager;
+    }
+    if names_manager_command(rest) {
+        return Route::Manager;
+    }
+    let asks_help = match rest {
+        [] => true,
+        [one] => ["help", "-h", "--help", "-V", "--version"].iter().any(|f| one == f),
+        _ => false,
+    };
+    if asks_help {
+        Route::AgentOrHelp
+    } else {
+        Route::Agent
+    }
+}
+
+/// Whether the first word after our global flags is one of our subcommands.
+fn names_manager_command(rest: &[OsString]) -> bool {
+    let mut words = rest.iter();
+    while let Some(word) = words.next() {
+        let Some(text) = word.to_str() else {
+            return false;
+        };
+        match text {
+            "-q" | "--quiet" | "--json" => continue,
+            "--color" => {
+                words.next();
+                continue;
+            }
+            _ if text.starts_with("--color=") => continue,
+            "ext" | "completions" => return true,
+            "help" => {
+                let next = words.next().and_then(|w| w.to_str());
+                return matches!(next, Some("ext" | "completions"));
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Why no agent can be run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoAgent {
+    /// No `ZOT_AGENT` and no other `zot` on PATH.
+    NotFound,
+    /// `ZOT_AGENT` names something that cannot be run as the agent.
+    BadVariable(String),
+}
+
+impl NoAgent {
+    /// The one-line message for this failure.
+    pub fn message(&self) -> String {
+        match self {
+            NoAgent::NotFound => format!(
+                "the zot agent was not found: no other `zot` on PATH and {AGENT_VAR} is not set; \
+                 install the agent ({AGENT_HOME}) or set {AGENT_VAR} to its path \
+                 (this binary itself only runs `zot ext ...` and `zot completions ...`)"
+            ),
+            NoAgent::BadVariable(why) => why.clone(),
+        }
+    }
+}
+
+/// Finds the agent: `zot_agent` (the value of `ZOT_AGENT`) if set, else the first `zot` on
+/// `path` that is an executable file other than `me`.
+pub fn find_agent(
+    zot_agent: Option<&OsStr>,
+    path: Option<&OsStr>,
+    me: Option<&FileId>,
+) -> Result<PathBuf, NoAgent> {
+    if let Some(named) = zot_agent.filter(|v| !v.is_empty()) {
+        return check_named_agent(Path::new(named), me);
+    }
+    let path = path.unwrap_or_default();
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(executable_name()))
+        .find(|candidate| is_executable_file(candidate) && !is_me(candidate, me))
+        .ok_or(NoAgent::NotFound)
+}
+
+/// The agent found from this process's environment (`ZOT_AGENT`, PATH, the running
+/// executable), for any command that needs to ask the agent something.
+pub fn find_agent_from_env() -> Result<PathBuf, NoAgent> {
+    let me = std::env::current_exe().ok().and_then(|p| FileId::of(&p));
+    find_agent(
+        std::env::var_os(AGENT_VAR).as_deref(),
+        std::env::var_os("PATH").as_deref(),
+        me.as_ref(),
+    )
+}
+
+fn check_named_agent(named: &Path, me: Option<&FileId>) -> Result<PathBuf, NoAgent> {
+    let shown = printable(&named.to_string_lossy());
+    if !is_executable_file(named) {
+        return Err(NoAgent::BadVariable(format!(
+            "{AGENT_VAR}={shown} is not an executable file; point it at the zot agent or unset it"
+        )));
+    }
+    if is_me(named, me) {
+        return Err(NoAgent::BadVariable(format!(
+            "{AGENT_VAR}={shown} is this zot ext binary, not the agent; point it at the zot \
+             agent or unset it"
+        )));
+    }
+    Ok(named.to_path_buf())
+}
+
+fn executable_name() -> &'static str {
+    if cfg!(windows) { "zot.exe" } else { "zot" }
+}
+
+fn is_me(candidate: &Path, me: Option<&FileId>) -> bool {
+    me.is_some_and(|me| FileId::of(candidate).as_ref() == Some(me))
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+/// The depth recorded by an outer hand-over (0 when there was none).
+fn depth(value: Option<&OsStr>) -> u32 {
+    value
+        .and_then(|v| v.to_str())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Hands the command line to the agent when it is the agent's; returns the exit code to end
+/// with, or `None` when the manager should handle it. On Unix a successful hand-over never
+/// returns: the agent replaces this process, so its signals and exit status are the
+/// caller's.
+pub fn pass_through_if_agents() -> Option<ExitCode> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let route = route(&args);
+    if route == Route::Manager {
+        return None;
+    }
+    let agent = match find_agent_from_env() {
+        Ok(agent) => agent,
+        Err(NoAgent::NotFound) if route == Route::AgentOrHelp => return None,
+        Err(e) => return Some(fail(&e.message(), 2)),
+    };
+    let depth = depth(std::env::var_os(DEPTH_VAR).as_deref());
+    if depth >= MAX_DEPTH {
+        let shown = printable(&agent.to_string_lossy());
+        return Some(fail(
+            &format!(
+                "handed over to the agent {depth} times in a row ({DEPTH_VAR}={depth}): \
+                 {shown} seems to call `zot` back; set {AGENT_VAR} to the real zot agent"
+            ),
+            2,
+        ));
+    }
+    let mut command = std::process::Command::new(&agent);
+    command.args(&args[1..]).env(DEPTH_VAR, (depth + 1).to_string());
+    Some(run(command, &agent))
+}
+
+#[cfg(unix)]
+fn run(mut command: std::process::Command, agent: &Path) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let err = command.exec();
+    let shown = printable(&agent.to_string_lossy());
+    fail(&format!("could not run the zot agent {shown}: {err}"), 1)
+}
+
+#[cfg(not(unix))]
+fn run(mut command: std::process::Command, agent: &Path) -> ExitCode {
+    match command.status() {
+        Ok(status) => ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8),
+        Err(err) => {
+            let shown = printable(&agent.to_string_lossy());
+            fail(&format!("could not run the zot agent {shown}: {err}"), 1)
+        }
+    }
+}
+
+fn fail(message: &str, code: u8) -> ExitCode {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "error: {}", printable(message));
+    ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn our_subcommands_go_to_the_manager() {
+        for line in [
+            &["zot", "ext", "list"][..],
+            &["zot", "ext"],
+            &["zot", "completions", "bash"],
+            &["/usr/bin/zot", "-q", "--color", "never", "ext", "list"],
+            &["zot", "--json", "--color=always", "ext", "list"],
+            &["zot", "help", "ext"],
+            &["zot", "help", "completions"],
+            &["zot-ext", "--ext", "x"],
+            &["/opt/bin/zot-ext", "anything"],
+            &["zot-ext"],
+        ] {
+            assert_eq!(route(&args(line)), Route::Manager, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn help_and_version_alone_prefer_the_agent() {
+        for line in [
+            &["zot"][..],
+            &["zot", "--help"],
+            &["zot", "-h"],
+            &["zot", "-V"],
+            &["zot", "--version"],
+            &["zot", "help"],
+        ] {
+            assert_eq!(route(&args(line)), Route::AgentOrHelp, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn everything_else_is_the_agents() {
+        for line in [
+            &["zot", "--ext", "./my-extension"][..],
+            &["zot", "-p", "ext"],
+            &["zot", "--help", "ext"],
+            &["zot", "help", "me"],
+            &["zot", "extension"],
+            &["zot", "-q"],
+            &["zot", "--color", "never"],
+            &["zot", "--model", "x", "ext"],
+        ] {
+            assert_eq!(route(&args(line)), Route::Agent, "{line:?}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn non_utf8_words_are_the_agents() {
+        use std::os::unix::ffi::OsStringExt;
+        let line = vec![OsString::from("zot"), OsString::from_vec(vec![0xff, b'x'])];
+        assert_eq!(route(&line), Route::Agent);
+    }
+
+    #[cfg(unix)]
+    fn executable(path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn path_search_skips_ourselves_by_identity_and_non_executables() {
+        let root = tempfile::tempdir().unwrap();
+        let [me_dir, link_dir, plain_dir, agent_dir] =
+            ["me", "link", "plain", "agent"].map(|d| root.path().join(d));
+        for dir in [&me_dir, &link_dir, &plain_dir, &agent_dir] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        executable(&me_dir.join("zot"));
+        std::os::unix::fs::symlink(me_dir.join("zot"), link_dir.join("zot")).unwrap();
+        std::fs::write(plain_dir.join("zot"), "not executable").unwrap();
+        executable(&agent_dir.join("zot"));
+        let me = FileId::of(&me_dir.join("zot"));
+        let path =
+            std::env::join_paths(["relative", "", &link_dir.to_string_lossy()]).unwrap();
+        let mut dirs = std::env::split_paths(&path).collect::<Vec<_>>();
+        dirs.extend([me_dir.clone(), plain_dir.clone(), agent_dir.clone()]);
+        let path = std::env::join_paths(dirs).unwrap();
+        let found = find_agent(None, Some(&path), me.as_ref()).unwrap();
+        assert_eq!(found, agent_dir.join("zot"));
+        let without_agent =
+            std::env::join_paths([link_dir.clone(), me_dir.clone(), plain_dir.clone()]).unwrap();
+        assert_eq!(
+            find_agent(None, Some(&without_agent), me.as_ref()),
+            Err(NoAgent::NotFound)
+        );
+        assert_eq!(find_agent(None, None, me.as_ref()), Err(NoAgent::NotFound));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_relative_path_entry_is_never_searched() {
+        let root = tempfile::tempdir().unwrap();
+        executable(&root.path().join("zot"));
+        let cwd = std::env::current_dir().unwrap();
+        let relative = pathdiff(root.path(), &cwd);
+        let path = std::env::join_paths([relative]).unwrap();
+        assert_eq!(find_agent(None, Some(&path), None), Err(NoAgent::NotFound));
+    }
+
+    /// `target` written relative to `base` with `..` steps.
+    #[cfg(unix)]
+    fn pathdiff(target: &Path, base: &Path) -> PathBuf {
+        let ups = base.components().count() - 1;
+        let mut out = PathBuf::new();
+        for _ in 0..ups {
+            out.push("..");
+        }
+        out.join(target.strip_prefix("/").unwrap())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn zot_agent_wins_and_is_checked() {
+        let root = tempfile::tempdir().unwrap();
+        let [named, on_path, me] = ["named", "on-path", "me"].map(|f| root.path().join(f));
+        for file in [&named, &on_path, &me] {
+            executable(file);
+        }
+        std::fs::create_dir(root.path().join("bin")).unwrap();
+        std::os::unix::fs::symlink(&on_path, root.path().join("bin/zot")).unwrap();
+        let path = root.path().join("bin").into_os_string();
+        let me_id = FileId::of(&me);
+        let found = find_agent(Some(named.as_os_str()), Some(&path), me_id.as_ref());
+        assert_eq!(found, Ok(named.clone()));
+        let empty = find_agent(Some(OsStr::new("")), Some(&path), me_id.as_ref());
+        assert_eq!(empty, Ok(root.path().join("bin/zot")));
+        let missing = root.path().join("missing");
+        let err = find_agent(Some(missing.as_os_str()), Some(&path), None).unwrap_err();
+        assert!(err.message().contains("is not an executable file"), "{err:?}");
+        let err = find_agent(Some(me.as_os_str()), Some(&path), me_id.as_ref()).unwrap_err();
+        assert!(err.message().contains("is this zot ext binary"), "{err:?}");
+    }
+
+    #[test]
+    fn depth_reads_the_marker() {
+        assert_eq!(depth(None), 0);
+        assert_eq!(depth(Some(OsStr::new("3"))), 3);
+        assert_eq!(depth(Some(OsStr::new("junk"))), 0);
+    }
+
+    #[test]
+    fn the_no_agent_message_is_one_line_and_says_how_to_get_one() {
+        let message = NoAgent::NotFound.message();
+        assert!(!message.contains('\n'));
+        assert!(message.contains(AGENT_HOME) && message.contains(AGENT_VAR));
+    }
+}
