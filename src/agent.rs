@@ -83,7 +83,9 @@ pub fn route(args: &[OsString]) -> Route {
     }
     let asks_help = match rest {
         [] => true,
-        [one] => ["help", "-h", "--help", "-V", "--version"].iter().any(|f| one == f),
+        [one] => ["help", "-h", "--help", "-V", "--version"]
+            .iter()
+            .any(|f| one == f),
         _ => false,
     };
     if asks_help {
@@ -244,7 +246,9 @@ pub fn pass_through_if_agents() -> Option<ExitCode> {
         ));
     }
     let mut command = std::process::Command::new(&agent);
-    command.args(&args[1..]).env(DEPTH_VAR, (depth + 1).to_string());
+    command
+        .args(&args[1..])
+        .env(DEPTH_VAR, (depth + 1).to_string());
     Some(run(command, &agent))
 }
 
@@ -358,8 +362,7 @@ mod tests {
         std::fs::write(plain_dir.join("zot"), "not executable").unwrap();
         executable(&agent_dir.join("zot"));
         let me = FileId::of(&me_dir.join("zot"));
-        let path =
-            std::env::join_paths(["relative", "", &link_dir.to_string_lossy()]).unwrap();
+        let path = std::env::join_paths(["relative", "", &link_dir.to_string_lossy()]).unwrap();
         let mut dirs = std::env::split_paths(&path).collect::<Vec<_>>();
         dirs.extend([me_dir.clone(), plain_dir.clone(), agent_dir.clone()]);
         let path = std::env::join_paths(dirs).unwrap();
@@ -414,7 +417,10 @@ mod tests {
         assert_eq!(empty, Ok(root.path().join("bin/zot")));
         let missing = root.path().join("missing");
         let err = find_agent(Some(missing.as_os_str()), Some(&path), None).unwrap_err();
-        assert!(err.message().contains("is not an executable file"), "{err:?}");
+        assert!(
+            err.message().contains("is not an executable file"),
+            "{err:?}"
+        );
         let err = find_agent(Some(me.as_os_str()), Some(&path), me_id.as_ref()).unwrap_err();
         assert!(err.message().contains("is this zot ext binary"), "{err:?}");
     }

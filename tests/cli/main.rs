@@ -2,6 +2,7 @@
 
 mod support;
 
+mod agent;
 mod bad_input;
 mod basics;
 mod call;

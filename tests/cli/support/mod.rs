@@ -54,12 +54,19 @@ impl Env {
         cmd.args(args)
             .current_dir(&self.project)
             .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PATH", path_without_agent())
             .env("HOME", &self.user_home)
             .env("ZOT_HOME", &self.home)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("LANG", "C.UTF-8");
         Run { cmd, stdin: None }
+    }
+
+    /// The test's PATH with a directory of its own put first.
+    pub fn path_with(&self, first: &Path) -> std::ffi::OsString {
+        let mut dirs = vec![first.to_path_buf()];
+        dirs.extend(std::env::split_paths(&path_without_agent()));
+        std::env::join_paths(dirs).unwrap()
     }
 
     /// Global extensions root.
@@ -334,4 +341,12 @@ impl Env {
         };
         run.stdin(input).output()
     }
+}
+
+/// PATH without the folders holding a `zot`, so a zot agent installed on the machine never
+/// answers a test's `zot` (help and version go to the agent when there is one).
+pub fn path_without_agent() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::env::split_paths(&path).filter(|dir| !dir.join("zot").exists());
+    std::env::join_paths(dirs.collect::<Vec<_>>()).unwrap()
 }

@@ -1,0 +1,249 @@
+//! Beside the agent: invoked as `zot` with a command line that is not `ext` or
+//! `completions`, the binary hands it to the zot agent (a fake one here: a script that
+//! prints its argv and stdin and exits 7).
+
+#![cfg(unix)]
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{Done, Env};
+
+const FAKE_AGENT: &str = "#!/bin/sh\n\
+printf 'agent argv:'\n\
+for a in \"$@\"; do printf ' [%s]' \"$a\"; done\n\
+echo\n\
+printf 'agent stdin: '\n\
+cat\n\
+echo \"agent depth: $ZOT_EXT_PASSTHROUGH\"\n\
+exit 7\n";
+
+/// Writes an executable script `dir/name`, creating `dir`.
+fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
+    fs::write(&path, text).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A folder holding a link named `name` to the binary under test.
+fn link_to_us(dir: &Path, name: &str) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let link = dir.join(name);
+    symlink(env!("CARGO_BIN_EXE_zot"), &link).unwrap();
+    link
+}
+
+/// Runs `program args` in `env`'s world with `path` as PATH and `input` on stdin; kills it
+/// and fails the test after 30 seconds (a pass-through loop must not hang the suite).
+fn run(env: &Env, program: &Path, args: &[&str], path: OsString, vars: &[(&str, &Path)]) -> Done {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(&env.project)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", &env.user_home)
+        .env("ZOT_HOME", &env.home)
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in vars {
+        cmd.env(key, value);
+    }
+    let mut child = cmd.spawn().expect("spawn");
+    let _ = child.stdin.take().unwrap().write_all(b"from stdin\n");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{program:?} {args:?} still running after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Done {
+        code: status.code().unwrap_or(-1),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+fn us() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_zot"))
+}
+
+#[test]
+fn agent_command_lines_reach_the_agent_with_args_stdin_and_status() {
+    let env = Env::new();
+    let bin = env.work.join("agent-bin");
+    script(&bin, "zot", FAKE_AGENT);
+    let path = env.path_with(&bin);
+    let done = run(&env, &us(), &["--ext", "./x", "foo bar"], path.clone(), &[]);
+    assert_eq!(done.code, 7, "{done:#?}");
+    assert!(
+        done.stdout
+            .contains("agent argv: [--ext] [./x] [foo bar]\n"),
+        "{done:#?}"
+    );
+    assert!(
+        done.stdout.contains("agent stdin: from stdin\n"),
+        "{done:#?}"
+    );
+    assert!(done.stdout.contains("agent depth: 1\n"), "{done:#?}");
+    assert_eq!(done.stderr, "");
+    // With an agent, the bare `zot`, help and version are the agent's.
+    for args in [&[][..], &["--help"], &["-V"]] {
+        let done = run(&env, &us(), args, path.clone(), &[]);
+        assert_eq!(done.code, 7, "{args:?}: {done:#?}");
+    }
+}
+
+#[test]
+fn our_commands_never_pass_through() {
+    let env = Env::new();
+    let bin = env.work.join("agent-bin");
+    script(&bin, "zot", FAKE_AGENT);
+    let path = env.path_with(&bin);
+    for args in [
+        &["ext", "list"][..],
+        &["completions", "bash"],
+        &["-q", "ext", "list"],
+        &["help", "ext"],
+    ] {
+        let done = run(&env, &us(), args, path.clone(), &[]);
+        assert_eq!(done.code, 0, "{args:?}: {done:#?}");
+        assert!(!done.stdout.contains("agent argv"), "{args:?}: {done:#?}");
+    }
+}
+
+#[test]
+fn zot_agent_wins_over_path() {
+    let env = Env::new();
+    let bin = env.work.join("agent-bin");
+    script(&bin, "zot", "#!/bin/sh\necho wrong agent\nexit 3\n");
+    let named = script(&env.work.join("elsewhere"), "my-agent", FAKE_AGENT);
+    let path = env.path_with(&bin);
+    let done = run(&env, &us(), &["--ext", "x"], path, &[("ZOT_AGENT", &named)]);
+    assert_eq!(done.code, 7, "{done:#?}");
+    assert!(done.stdout.contains("agent argv: [--ext] [x]"), "{done:#?}");
+}
+
+#[test]
+fn a_link_to_ourselves_first_on_path_is_skipped() {
+    let env = Env::new();
+    let ours = env.work.join("cargo-bin");
+    let link = link_to_us(&ours, "zot");
+    let agent_dir = env.work.join("agent-bin");
+    script(&agent_dir, "zot", FAKE_AGENT);
+    let mut dirs = vec![ours, agent_dir];
+    dirs.extend(std::env::split_paths(&env.path_with(&env.work)));
+    let path = std::env::join_paths(dirs).unwrap();
+    let done = run(&env, &link, &["--ext", "./x", "foo"], path, &[]);
+    assert_eq!(done.code, 7, "{done:#?}");
+    assert!(
+        done.stdout.contains("agent argv: [--ext] [./x] [foo]"),
+        "{done:#?}"
+    );
+}
+
+#[test]
+fn no_agent_is_a_usage_error_with_a_hint_but_help_still_answers() {
+    let env = Env::new();
+    let ours = env.work.join("cargo-bin");
+    let link = link_to_us(&ours, "zot");
+    let path = env.path_with(&ours);
+    let done = run(&env, &link, &["--ext", "./x"], path.clone(), &[]);
+    assert_eq!(done.code, 2, "{done:#?}");
+    assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
+    assert!(
+        done.stderr.contains("the zot agent was not found")
+            && done.stderr.contains("ZOT_AGENT")
+            && done.stderr.contains("https://github.com/patriceckhart/zot"),
+        "{done:#?}"
+    );
+    let done = run(&env, &link, &["--version"], path.clone(), &[]);
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert!(done.stdout.starts_with("zot "), "{done:#?}");
+    let missing = env.work.join("missing");
+    let done = run(
+        &env,
+        &link,
+        &["--ext", "x"],
+        path,
+        &[("ZOT_AGENT", &missing)],
+    );
+    assert_eq!(done.code, 2, "{done:#?}");
+    assert!(
+        done.stderr.contains("is not an executable file"),
+        "{done:#?}"
+    );
+}
+
+#[test]
+fn invoked_as_zot_ext_it_is_always_the_manager() {
+    let env = Env::new();
+    let bin = env.work.join("agent-bin");
+    script(&bin, "zot", FAKE_AGENT);
+    let alias = link_to_us(&env.work.join("alias"), "zot-ext");
+    let done = run(&env, &alias, &["--ext", "x"], env.path_with(&bin), &[]);
+    assert_eq!(done.code, 2, "{done:#?}");
+    assert!(!done.stdout.contains("agent argv"), "{done:#?}");
+    assert!(done.stderr.contains("--ext"), "{done:#?}");
+}
+
+#[test]
+fn a_wrapper_agent_that_calls_zot_back_does_not_loop() {
+    let env = Env::new();
+    let ours = env.work.join("cargo-bin");
+    let link = link_to_us(&ours, "zot");
+    let wrapper_dir = env.work.join("wrapper-bin");
+    script(&wrapper_dir, "zot", "#!/bin/sh\nexec zot \"$@\"\n");
+    let mut dirs = vec![ours, wrapper_dir];
+    dirs.extend(std::env::split_paths(&env.path_with(&env.work)));
+    let path = std::env::join_paths(dirs).unwrap();
+    let done = run(&env, &link, &["--ext", "x"], path, &[]);
+    assert_eq!(done.code, 2, "{done:#?}");
+    assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
+    assert!(
+        done.stderr.contains("seems to call `zot` back")
+            && done.stderr.contains("ZOT_EXT_PASSTHROUGH=4"),
+        "{done:#?}"
+    );
+}
+
+#[test]
+fn completion_requests_stay_ours() {
+    let env = Env::new();
+    let bin = env.work.join("agent-bin");
+    script(&bin, "zot", FAKE_AGENT);
+    let done = run(
+        &env,
+        &us(),
+        &["--", "zot", "ext", "li"],
+        env.path_with(&bin),
+        &[("COMPLETE", Path::new("fish"))],
+    );
+    assert!(!done.stdout.contains("agent argv"), "{done:#?}");
+    assert!(done.stdout.contains("list"), "{done:#?}");
+}
