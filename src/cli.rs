@@ -14,6 +14,10 @@ use crate::complete::{Offer, names};
 /// speaks newline-delimited JSON) into the project scope, ./.zot/extensions/, or the global
 /// scope, $ZOT_HOME/extensions/; it lists them, enables and disables them, removes them and
 /// prints their logs. zot completions prints the shell completion script.
+///
+/// zot shares its name with the zot agent: any other command line (zot --ext ./x, and with
+/// the agent installed also the bare zot, --help and --version) is handed to the agent,
+/// $ZOT_AGENT or the next zot on PATH. Invoked as zot-ext, the binary is always zot ext.
 #[derive(Debug, Parser)]
 #[command(
     name = "zot",

@@ -37,6 +37,11 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "zot-ext list",
                 "The same as zot ext list, through a link named zot-ext to the binary.",
             ),
+            (
+                "zot --ext ./hello-py",
+                "Not a command of ours: runs the zot agent (ZOT_AGENT, else the next zot on \
+                 PATH) with these arguments.",
+            ),
         ],
     ),
     (
@@ -297,6 +302,20 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "When set, output is not coloured, unless --color always is given.",
     ),
     (
+        "ZOT_AGENT",
+        "The zot agent's executable. Invoked as zot with a command line other than ext, \
+         completions or help for those, the binary runs the agent in its place with the \
+         same arguments; when unset or empty, the agent is the next zot on PATH that is not \
+         this binary (by file identity; relative PATH entries are skipped). Never used when \
+         invoked as zot-ext.",
+    ),
+    (
+        "ZOT_EXT_PASSTHROUGH",
+        "Set in the agent's environment: how many times in a row a command line was handed \
+         to the agent. At 4 the binary stops (exit 2), since the agent then seems to call \
+         zot back.",
+    ),
+    (
         "COMPLETE",
         "Set by the completion scripts: zot then prints completion candidates for the words \
          after -- instead of running a command.",
@@ -356,7 +375,13 @@ const EXIT_STATUS: &[(&str, &str)] = &[
 pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
     (
         "zot",
-        &[("2", "Without a command: the help is printed instead.")],
+        &[(
+            "2",
+            "Without a command and without an agent: the help is printed instead. A \
+                 command line for the agent when no agent is found, ZOT_AGENT names \
+                 something that cannot run, or the hand-over loops. (A command line handed \
+                 to the agent ends with the agent's own exit status.)",
+        )],
     ),
     (
         "zot ext",
