@@ -227,7 +227,7 @@ fn a_wrapper_agent_that_calls_zot_back_does_not_loop() {
     assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
     assert!(
         done.stderr.contains("seems to call `zot` back")
-            && done.stderr.contains("ZOT_EXT_PASSTHROUGH=4"),
+            && done.stderr.contains("(ZOT_EXT_PASSTHROUGH=4)"),
         "{done:#?}"
     );
 }
