@@ -247,3 +247,31 @@ fn completion_requests_stay_ours() {
     assert!(!done.stdout.contains("agent argv"), "{done:#?}");
     assert!(done.stdout.contains("list"), "{done:#?}");
 }
+
+#[test]
+fn raw_arguments_and_signals_pass_through() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let bin = env.work.join("agent-bin");
+    let record = env.work.join("argv");
+    let text = format!(
+        "#!/bin/sh\nprintf '%s' \"$1\" > '{}'\nkill -TERM $$\n",
+        record.display()
+    );
+    script(&bin, "zot", &text);
+    let raw = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let status = Command::new(us())
+        .arg(raw)
+        .current_dir(&env.project)
+        .env_clear()
+        .env("PATH", env.path_with(&bin))
+        .env("ZOT_HOME", &env.home)
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(SIGTERM), "{status:?}");
+    assert_eq!(fs::read(&record).unwrap(), b"caf\xe9");
+}
+
+/// The signal number of SIGTERM on every Unix.
+const SIGTERM: i32 = 15;
