@@ -154,7 +154,9 @@ pub enum ExtCommand {
     Disable(DisableArgs),
     /// Print or follow an extension's log (its stderr)
     ///
-    /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr. With
+    /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr; any
+    /// name whose log exists works, installed or not (an extension loaded with zot --ext has
+    /// a log). The name must be a single file name (no '/' or '\\'). With
     /// -n only the last N lines are printed, read from the end of the file. With -f it keeps
     /// printing new lines, following the file through truncation, rotation and a file that
     /// does not exist yet, until interrupted. The log must be a regular file: a named pipe,
@@ -384,7 +386,7 @@ pub struct DisableArgs {
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
-    /// Name of the extension
+    /// Name of the extension (installed or not, if its log exists)
     #[arg(add = names(Offer::Installed))]
     pub name: String,
 

@@ -442,9 +442,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
         "zot ext logs",
         &[(
             "1",
-            "No extension of that name is installed, or, without -f, its log does not exist \
-             yet (with -f zot waits for it), or the log is not a regular file (a named pipe, \
-             socket or device; also with -f).",
+            "No extension of that name is installed and it has no log; or, without -f, the \
+             log of an installed extension does not exist yet (with -f zot waits for it); or \
+             the log is not a regular file (a named pipe, socket or device; also with -f).",
         )],
     ),
     (
