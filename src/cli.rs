@@ -156,7 +156,7 @@ pub enum ExtCommand {
     ///
     /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr; any
     /// name whose log exists works, installed or not (an extension loaded with zot --ext has
-    /// a log). The name must be a single file name (no '/' or '\\'). With
+    /// a log). The name must be a single file name (no slash or backslash). With
     /// -n only the last N lines are printed, read from the end of the file. With -f it keeps
     /// printing new lines, following the file through truncation, rotation and a file that
     /// does not exist yet, until interrupted. The log must be a regular file: a named pipe,
