@@ -131,7 +131,8 @@ pub enum ExtCommand {
     /// Delete an installed extension
     ///
     /// Asks for confirmation at a terminal; without one it removes nothing unless --yes is
-    /// given (exit status 2). The extension is moved out of its root, then deleted; a
+    /// given or stdin gives a y or yes line within 1 second (echo y | zot ext remove NAME);
+    /// otherwise it exits with status 2. The extension is moved out of its root, then deleted; a
     /// symlinked extension loses only its link. Without --project or --global the copy that
     /// wins is removed. Files in the folder that the install did not place (the extension's
     /// data) are deleted with it, and named first; --keep-data saves them to

@@ -116,6 +116,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "Remove without asking, as scripts do.",
             ),
             (
+                "echo y | zot ext remove hello-py",
+                "Confirm on stdin without a terminal (read for up to 1 second).",
+            ),
+            (
                 "zot ext remove hello-py --global --yes",
                 "Remove the global copy even when a project copy exists.",
             ),
@@ -405,8 +409,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "2",
-                "Without --yes when stdin is not a terminal, so no one can confirm; nothing \
-                 is removed.",
+                "Without --yes when stdin is not a terminal and gives no y or yes line within \
+                 1 second (an empty or silent pipe, /dev/null, any other answer); nothing is \
+                 removed.",
             ),
         ],
     ),
