@@ -449,9 +449,10 @@ pub struct CallArgs {
     #[arg(long, value_name = "TOOL")]
     pub tool: Option<String>,
 
-    /// Seconds to wait for the extension to start, and again for its answer
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = seconds)]
-    pub timeout: Duration,
+    /// Seconds to wait for the extension to start, and again for its answer [default: 30
+    /// for a command, 60 for a tool: zot's own limits]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub timeout: Option<Duration>,
 }
 
 /// The language of a new extension.

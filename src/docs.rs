@@ -191,6 +191,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "zot ext call clock --tool clock '{\"timezone\":\"UTC\"}'",
                 "Call the clock tool with a JSON object of arguments.",
             ),
+            (
+                "zot ext call --timeout 5 clock /clock UTC",
+                "Give up after 5 seconds instead of zot's limit (30 for a command, 60 for a tool).",
+            ),
         ],
     ),
     (
