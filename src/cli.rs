@@ -388,7 +388,7 @@ pub struct DisableArgs {
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// Name of the extension (installed or not, if its log exists)
-    #[arg(add = names(Offer::Installed))]
+    #[arg(add = names(Offer::InstalledOrLogged))]
     pub name: String,
 
     /// Keep printing new lines as they are written (through truncation and rotation)
