@@ -135,7 +135,8 @@ pub enum ExtCommand {
     /// Delete an installed extension
     ///
     /// Asks for confirmation at a terminal; without one it removes nothing unless --yes is
-    /// given (exit status 2). The extension is moved out of its root, then deleted; a
+    /// given or stdin gives a y or yes line within 1 second (echo y | zot ext remove NAME);
+    /// otherwise it exits with status 2. The extension is moved out of its root, then deleted; a
     /// symlinked extension loses only its link. Without --project or --global the copy that
     /// wins is removed. Files in the folder that the install did not place (the extension's
     /// data) are deleted with it, and named first; --keep-data saves them to
@@ -158,7 +159,9 @@ pub enum ExtCommand {
     Disable(DisableArgs),
     /// Print or follow an extension's log (its stderr)
     ///
-    /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr. With
+    /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr; any
+    /// name whose log exists works, installed or not (an extension loaded with zot --ext has
+    /// a log). The name must be a single file name (no slash or backslash). With
     /// -n only the last N lines are printed, read from the end of the file. With -f it keeps
     /// printing new lines, following the file through truncation, rotation and a file that
     /// does not exist yet, until interrupted. The log must be a regular file: a named pipe,
@@ -388,8 +391,8 @@ pub struct DisableArgs {
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
-    /// Name of the extension
-    #[arg(add = names(Offer::Installed))]
+    /// Name of the extension (installed or not, if its log exists)
+    #[arg(add = names(Offer::InstalledOrLogged))]
     pub name: String,
 
     /// Keep printing new lines as they are written (through truncation and rotation)
@@ -450,9 +453,10 @@ pub struct CallArgs {
     #[arg(long, value_name = "TOOL")]
     pub tool: Option<String>,
 
-    /// Seconds to wait for the extension to start, and again for its answer
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = seconds)]
-    pub timeout: Duration,
+    /// Seconds to wait for the extension to start, and again for its answer [default: 30
+    /// for a command, 60 for a tool: zot's own limits]
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub timeout: Option<Duration>,
 }
 
 /// The language of a new extension.

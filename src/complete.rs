@@ -261,6 +261,9 @@ pub enum Offer {
     /// `/` or starts with `.` or `~`): for arguments that also take an extension's folder,
     /// as `doctor` and `call` do.
     InstalledOrFolder,
+    /// Every installed extension, and the names of the other logs in `$ZOT_HOME/logs`
+    /// (`ext-<name>.log`, such as an extension loaded with `zot --ext`): what `logs` shows.
+    InstalledOrLogged,
     /// Extensions whose manifest says `enabled` (what `disable` can act on).
     Enabled,
     /// Extensions whose manifest says `"enabled": false` (what `enable` can act on).
@@ -345,7 +348,7 @@ pub fn offered(layout: &Layout, offer: Offer, scope: Option<Scope>, prefix: &str
         .filter(|p| p.name().starts_with(prefix))
         .filter_map(|p| {
             let keep = match (&p.manifest, offer) {
-                (_, Offer::Installed | Offer::InstalledOrFolder) => true,
+                (_, Offer::Installed | Offer::InstalledOrFolder | Offer::InstalledOrLogged) => true,
                 (Some(m), Offer::Enabled) => m.enabled.unwrap_or(true),
                 (Some(m), Offer::Disabled) => !m.enabled.unwrap_or(true),
                 (None, _) => false,
@@ -359,8 +362,42 @@ pub fn offered(layout: &Layout, offer: Offer, scope: Option<Scope>, prefix: &str
             })
         })
         .collect();
+    if offer == Offer::InstalledOrLogged {
+        let known: std::collections::HashSet<String> = out.iter().map(|o| o.name.clone()).collect();
+        out.extend(
+            logged(layout, prefix)
+                .into_iter()
+                .filter(|name| !known.contains(name))
+                .map(|name| Offered {
+                    name,
+                    help: Some("not installed; has a log".into()),
+                }),
+        );
+    }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
+}
+
+/// At most this many entries of the logs folder are looked at on a TAB.
+const LOGS_LOOKED_AT: usize = 1000;
+
+/// The names of the logs (`ext-<name>.log`) in `$ZOT_HOME/logs` that start with `prefix`.
+fn logged(layout: &Layout, prefix: &str) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(layout.logs()) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .take(LOGS_LOOKED_AT)
+        .filter_map(|e| {
+            let file = e.file_name().into_string().ok()?;
+            let name = file.strip_prefix("ext-")?.strip_suffix(".log")?;
+            let plain = !matches!(name, "" | "." | "..")
+                && !name.contains('\\')
+                && !name.chars().any(char::is_control);
+            (plain && name.starts_with(prefix)).then(|| name.to_owned())
+        })
+        .collect()
 }
 
 /// What completion needs from a folder in an extensions root.

@@ -121,6 +121,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "Remove without asking, as scripts do.",
             ),
             (
+                "echo y | zot ext remove hello-py",
+                "Confirm on stdin without a terminal (read for up to 1 second).",
+            ),
+            (
                 "zot ext remove hello-py --global --yes",
                 "Remove the global copy even when a project copy exists.",
             ),
@@ -191,6 +195,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             (
                 "zot ext call clock --tool clock '{\"timezone\":\"UTC\"}'",
                 "Call the clock tool with a JSON object of arguments.",
+            ),
+            (
+                "zot ext call --timeout 5 clock /clock UTC",
+                "Give up after 5 seconds instead of zot's limit (30 for a command, 60 for a tool).",
             ),
         ],
     ),
@@ -430,8 +438,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "2",
-                "Without --yes when stdin is not a terminal, so no one can confirm; nothing \
-                 is removed.",
+                "Without --yes when stdin is not a terminal and gives no y or yes line within \
+                 1 second (an empty or silent pipe, /dev/null, any other answer); nothing is \
+                 removed.",
             ),
         ],
     ),
@@ -467,9 +476,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
         "zot ext logs",
         &[(
             "1",
-            "No extension of that name is installed, or, without -f, its log does not exist \
-             yet (with -f zot waits for it), or the log is not a regular file (a named pipe, \
-             socket or device; also with -f).",
+            "No extension of that name is installed and it has no log; or, without -f, the \
+             log of an installed extension does not exist yet (with -f zot waits for it); or \
+             the log is not a regular file (a named pipe, socket or device; also with -f).",
         )],
     ),
     (

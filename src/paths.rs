@@ -167,9 +167,14 @@ impl Layout {
         }
     }
 
+    /// The folder of the host's logs.
+    pub fn logs(&self) -> PathBuf {
+        self.zot_home.join("logs")
+    }
+
     /// Where the host appends an extension's stderr.
     pub fn log_file(&self, name: &str) -> PathBuf {
-        self.zot_home.join("logs").join(format!("ext-{name}.log"))
+        self.logs().join(format!("ext-{name}.log"))
     }
 }
 

@@ -53,23 +53,18 @@ impl Run for CallArgs {
         let launch = target
             .launch(manifest)
             .map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
+        let timeout = self.timeout.unwrap_or_else(|| request.limit());
         let host = HostInfo::for_cli(std::env::current_dir()?);
         host::become_subreaper();
         let mut session = Session::start(&launch)
             .with_context(|| format!("cannot start {}", launch.command_line()))?;
         let registered = |hs: &Handshake| request.registered(hs).is_some();
-        let hs = host::handshake_until(
-            &mut session,
-            &manifest.name,
-            &host,
-            self.timeout,
-            &registered,
-        );
+        let hs = host::handshake_until(&mut session, &manifest.name, &host, timeout, &registered);
         if hs.broken {
             return Err(start_failure(ctx, &manifest.name, &hs, &session));
         }
         request.check_registered(&manifest.name, &hs)?;
-        let result = exchange(ctx, &mut session, &request, self.timeout, &hs);
+        let result = exchange(ctx, &mut session, &request, timeout, &hs);
         stop(ctx, &mut session, &manifest.name);
         let (reply, exchange) = result?;
         if ctx.out.json {
@@ -129,6 +124,14 @@ fn tool_request(tool: &str, input: &[String]) -> Result<Request> {
 }
 
 impl Request {
+    /// How long zot itself waits for the answer: the default for `--timeout`.
+    fn limit(&self) -> Duration {
+        match self {
+            Request::Command { .. } => host::COMMAND_LIMIT,
+            Request::Tool { .. } => host::TOOL_LIMIT,
+        }
+    }
+
     fn frame(&self) -> FromHost {
         match self {
             Request::Command { name, args } => FromHost::CommandInvoked(CommandInvoked {
@@ -443,6 +446,32 @@ mod tests {
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_default_timeouts_are_zots_limits_and_the_help_says_so() {
+        let command = command_request(&strings(&["/clock"])).unwrap();
+        let tool = tool_request("clock", &[]).unwrap();
+        assert_eq!(command.limit(), Duration::from_secs(30));
+        assert_eq!(tool.limit(), Duration::from_secs(60));
+        use clap::CommandFactory;
+        let cli = crate::cli::Cli::command();
+        let call = cli
+            .find_subcommand("ext")
+            .and_then(|ext| ext.find_subcommand("call"))
+            .unwrap();
+        let timeout = call
+            .get_arguments()
+            .find(|a| a.get_id() == "timeout")
+            .unwrap();
+        let help = timeout.get_long_help().or(timeout.get_help()).unwrap();
+        let help = help.to_string();
+        let (commands, tools) = (command.limit().as_secs(), tool.limit().as_secs());
+        assert!(
+            help.contains(&format!("{commands} for a command, {tools} for a tool")),
+            "{help}"
+        );
+        assert!(timeout.get_default_values().is_empty());
     }
 
     #[test]

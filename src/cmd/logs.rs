@@ -1,4 +1,6 @@
-//! `zot ext logs`: print, tail or follow an extension's log.
+//! `zot ext logs`: print, tail or follow an extension's log: an installed extension's, or
+//! any name's whose log file exists (an extension loaded with `zot --ext` has a log but is
+//! not installed). The name must be a single safe file-name component.
 
 use std::io;
 use std::path::Path;
@@ -9,6 +11,7 @@ use super::{Context, Run};
 use crate::bounded::{self, ReadError};
 use crate::catalog;
 use crate::cli::LogsArgs;
+use crate::error::usage;
 use crate::logs::{self, Follower, Notice};
 
 /// Lines `--follow` prints before following when `-n` is not given.
@@ -17,13 +20,22 @@ const FOLLOW_LINES: u64 = 10;
 impl Run for LogsArgs {
     // The log is raw text: `--json` does not change it.
     fn run(&self, ctx: &Context) -> Result<()> {
-        let extension = catalog::find(&ctx.layout, &self.name, None)?;
-        let name = extension.name();
+        check_log_name(&self.name)?;
+        let installed = catalog::find(&ctx.layout, &self.name, None).ok();
+        let name = installed.as_ref().map_or(self.name.as_str(), |e| e.name());
+        check_log_name(name)?;
         let path = ctx.layout.log_file(name);
         // Never waits: a named pipe, socket or device is refused by every form of `logs`
         // (`--follow` included), as it is no log zot writes and reading it could block
         // forever or never end.
         let log = bounded::open(&path);
+        if installed.is_none() && matches!(log, Err(ReadError::Missing)) {
+            return Err(anyhow!(
+                "no extension named \"{}\" is installed and it has no log: {} does not exist; `zot ext list` shows what is installed",
+                name,
+                path.display()
+            ));
+        }
         if self.follow {
             // A log that is missing yet is waited for; anything else wrong ends here.
             match log {
@@ -36,6 +48,35 @@ impl Run for LogsArgs {
             logs::print(&mut file, self.lines, &mut io::stdout().lock())
                 .with_context(|| format!("cannot print {}", path.display()))
         }
+    }
+}
+
+/// The longest name whose log file name (`ext-<name>.log`) fits in 255 bytes.
+const LONGEST_NAME: usize = 255 - "ext-.log".len();
+
+/// Refuses a name that is not one safe file-name component, so that the log path cannot
+/// leave the logs folder: no `/`, `\`, NUL or control characters, not `.` or `..`, and short
+/// enough for its log file name.
+fn check_log_name(name: &str) -> Result<()> {
+    let problem = if name.is_empty() {
+        Some("is empty")
+    } else if name == "." || name == ".." {
+        Some("is not a name")
+    } else if name.contains(['/', '\\']) {
+        Some("contains a path separator")
+    } else if name.chars().any(char::is_control) {
+        Some("contains a control character")
+    } else if name.len() > LONGEST_NAME {
+        Some("is too long for a log file name")
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(usage(format!(
+            "\"{}\" {problem}; give the extension's name, as `zot ext list` shows it",
+            name
+        ))),
     }
 }
 

@@ -1,9 +1,11 @@
-//! `zot ext remove`: confirm (only at a terminal), name the extension's data that goes with
-//! it (the files the install did not place), save that data with `--keep-data`, then move
-//! the extension out and delete it.
+//! `zot ext remove`: confirm (a question at a terminal, or a `y`/`yes` line piped on stdin
+//! within a short wait), name the extension's data that goes with it (the files the install
+//! did not place), save that data with `--keep-data`, then move the extension out and
+//! delete it.
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
@@ -148,12 +150,14 @@ impl Run for RemoveArgs {
         let note = data
             .warning(target.name(), self.keep_data)
             .map(|warning| format!("note: {warning}"));
-        if !self.yes {
-            if !io::stdin().is_terminal() {
-                return Err(usage(format!(
-                    "not removing {what}: stdin is not a terminal, so there is no one to confirm; pass --yes to remove it"
-                )));
-            }
+        let at_terminal = !self.yes && io::stdin().is_terminal();
+        if !self.yes && !at_terminal && !piped_yes(PIPED_WAIT) {
+            return Err(usage(format!(
+                "not removing {what}: stdin is not a terminal and gave no y or yes line within {}s, so no one confirmed; pass --yes to remove it",
+                PIPED_WAIT.as_secs()
+            )));
+        }
+        if at_terminal {
             // Before the question, so that the answer can take it into account.
             if let Some(note) = &note {
                 ctx.out.note(note);
@@ -167,7 +171,7 @@ impl Run for RemoveArgs {
             return Err(store.gone_meanwhile(target.name()));
         }
         store.check_same_filesystem()?;
-        if let (true, Some(note)) = (self.yes, &note) {
+        if let (false, Some(note)) = (at_terminal, &note) {
             ctx.out.note(note);
         }
         let (data, backup) = if self.keep_data {
@@ -234,4 +238,60 @@ fn confirm(question: &str) -> Result<bool> {
         answer.trim().to_ascii_lowercase().as_str(),
         "y" | "yes"
     ))
+}
+
+/// How long `remove` without a terminal waits for a piped answer (`echo y | zot ext remove`).
+const PIPED_WAIT: Duration = Duration::from_secs(1);
+
+/// The longest piped answer read; a longer first line is no yes.
+const PIPED_LONGEST: usize = 64;
+
+/// Whether stdin, which is not a terminal, gives a `y` or `yes` line (any case, ended by a
+/// newline or the end of input) within `wait`. Never blocks longer: stdin is polled before
+/// every read, so a pipe whose writer says nothing, or keeps it open, is no answer.
+fn piped_yes(wait: Duration) -> bool {
+    let answer = read_piped_line(wait);
+    let line = answer.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Reads stdin until a newline, its end, [`PIPED_LONGEST`] bytes or `wait`, whichever
+/// comes first; what was read (nothing when stdin cannot be read).
+#[cfg(unix)]
+fn read_piped_line(wait: Duration) -> Vec<u8> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = io::stdin();
+    let deadline = Instant::now() + wait;
+    let mut buf = vec![0u8; PIPED_LONGEST];
+    let mut len = 0;
+    while len < PIPED_LONGEST && !buf[..len].contains(&b'\n') {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let timeout = Timespec {
+            tv_sec: left.as_secs() as i64,
+            tv_nsec: left.subsec_nanos().into(),
+        };
+        let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => break,
+            Ok(_) if fds[0].revents().contains(PollFlags::NVAL) => break,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => break,
+        }
+        match rustix::io::read(&stdin, &mut buf[len..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => len += n,
+        }
+    }
+    buf.truncate(len);
+    buf
+}
+
+#[cfg(not(unix))]
+fn read_piped_line(_wait: Duration) -> Vec<u8> {
+    Vec::new()
 }

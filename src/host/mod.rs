@@ -33,6 +33,14 @@ use group::Group;
 /// How long zot waits for `shutdown_ack` and the exit before SIGTERM.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// How long zot (0.1.62, the host) waits for an extension's `command_response` to a slash
+/// command; `zot ext call` waits as long by default. These limits are zot's, not ours.
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(30);
+
+/// How long zot (0.1.62, the host) waits for an extension's `tool_result`; `zot ext call
+/// --tool` waits as long by default.
+pub const TOOL_LIMIT: Duration = Duration::from_secs(60);
+
 /// How long zot waits after SIGTERM before SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(1);
 

@@ -461,3 +461,18 @@ fn an_extension_without_ready_is_called_without_waiting_for_the_timeout() {
         "it waited for the timeout"
     );
 }
+
+/// The default wait is zot's own limit (30 s for a command, 60 s for a tool), stated in the
+/// help; waiting that long is too slow for a test, so `--timeout` overriding it is tested
+/// above (`--timeout 1`) and the defaults in `call`'s unit tests.
+#[test]
+fn help_states_zots_limits_as_the_default_timeout() {
+    let env = Env::new();
+    let help = env.zot(["ext", "call", "--help"]).ok().stdout;
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("[default: 30 for a command, 60 for a tool: zot's own limits]"),
+        "{help}"
+    );
+    assert!(!flat.contains("[default: 10]"), "{help}");
+}

@@ -282,3 +282,32 @@ fn a_thousand_extensions_complete() {
         ["ext-0001", "ext-0003", "ext-0005", "ext-0007", "ext-0009"]
     );
 }
+
+#[test]
+fn logs_also_offers_names_that_only_have_a_log() {
+    let env = world();
+    let logs = env.home.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    for file in [
+        "ext-loose.log",
+        "ext-alpha.log",
+        "other.txt",
+        "ext-..log",
+        "ext-a\\b.log",
+    ] {
+        std::fs::write(logs.join(file), "x\n").unwrap();
+    }
+    assert_eq!(values(&env, &["ext", "logs", "l"]), ["loose"]);
+    let all = candidates(&env, &["ext", "logs", ""]);
+    let names: Vec<&str> = all.iter().map(|(v, _)| v.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "alpha", "beta", "delta", "gamma", "loose", "nameless", "shared", "wreck"
+        ]
+    );
+    let loose = all.iter().find(|(v, _)| v == "loose").unwrap();
+    assert_eq!(loose.1.as_deref(), Some("not installed; has a log"));
+    // Other commands act on installed extensions only.
+    assert_eq!(values(&env, &["ext", "remove", "l"]), Vec::<String>::new());
+}

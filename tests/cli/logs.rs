@@ -198,6 +198,72 @@ fn unknown_extension_fails() {
 }
 
 #[test]
+fn a_log_without_an_installed_extension_is_printed() {
+    // An extension loaded with `zot --ext ./dir` is not installed, but zot writes its log.
+    let env = Env::new();
+    let path = write_log(&env, "loose one", &numbered(1, 30));
+    assert_eq!(
+        env.zot(["ext", "logs", "loose one"]).ok().stdout,
+        numbered(1, 30)
+    );
+    assert_eq!(
+        env.zot(["ext", "logs", "loose one", "-n", "2"]).ok().stdout,
+        numbered(29, 30)
+    );
+    let mut run = Running::spawn(&env, &["ext", "logs", "loose one", "-f", "-n", "1"]);
+    run.expect_stdout("line 30\n");
+    append(&path, "line 31\n");
+    run.expect_stdout("line 30\nline 31\n");
+    assert_eq!(run.stop(), "");
+}
+
+#[test]
+fn an_unknown_name_without_a_log_fails_naming_the_path() {
+    let env = Env::new();
+    let path = log_path(&env, "nope");
+    for args in [
+        &["ext", "logs", "nope"][..],
+        &["ext", "logs", "nope", "-n", "3"],
+        &["ext", "logs", "nope", "-f"],
+    ] {
+        let done = env.zot(args).fails(1);
+        assert!(
+            done.stderr.contains(&path.display().to_string())
+                && done
+                    .stderr
+                    .contains("no extension named \"nope\" is installed"),
+            "{}",
+            done.stderr
+        );
+        assert!(done.stdout.is_empty());
+    }
+}
+
+#[test]
+fn a_name_that_is_not_one_file_name_is_refused() {
+    let env = Env::new();
+    // Files the hostile names would reach if they were joined into the path.
+    let logs = env.home.join("logs");
+    fs::create_dir_all(logs.join("ext-..")).unwrap();
+    fs::write(logs.join("ext-../x.log"), "outside\n").unwrap();
+    fs::create_dir_all(logs.join("ext-a")).unwrap();
+    fs::write(logs.join("ext-a/b.log"), "outside\n").unwrap();
+    fs::write(logs.join("ext-..log"), "dot\n").unwrap();
+    for name in ["../x", "a/b", "a\\b", ".", "..", "a\nb", ""] {
+        for follow in [false, true] {
+            let mut args = vec!["ext", "logs", name];
+            if follow {
+                args.push("-f");
+            }
+            let done = env.zot(&args).fails(2);
+            assert!(done.stdout.is_empty(), "{name:?}: {}", done.stdout);
+            assert!(!done.stderr.contains("outside"), "{}", done.stderr);
+            assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+        }
+    }
+}
+
+#[test]
 fn missing_log_fails_naming_the_path() {
     let env = Env::new();
     env.installed("x", false);

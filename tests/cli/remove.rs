@@ -21,11 +21,87 @@ fn without_a_terminal_and_without_yes_it_refuses_with_exit_2() {
 }
 
 #[test]
-fn piped_yes_is_not_a_confirmation() {
+fn a_piped_y_or_yes_line_confirms() {
+    // Scripts written for the original do `echo y | zot ext remove NAME`.
+    let env = Env::new();
+    for (answer, name) in [
+        ("y\n", "a"),
+        ("yes\n", "b"),
+        ("YES\r\n", "c"),
+        ("y", "d"),
+        ("y\nand more\n", "e"),
+    ] {
+        env.installed(name, false);
+        let done = env.zot(["ext", "remove", name]).stdin(answer).ok();
+        assert!(
+            done.stdout.contains(&format!("removed {name} (global)")),
+            "{answer:?}: {done:#?}"
+        );
+        assert!(!done.stderr.contains("[y/N]"), "{done:#?}");
+    }
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn a_piped_answer_other_than_yes_removes_nothing() {
     let env = Env::new();
     env.installed("keep", false);
-    env.zot(["ext", "remove", "keep"]).stdin("y\n").fails(2);
-    assert_eq!(env.installed_names(), ["keep"]);
+    let before = env.snapshot();
+    let long = format!("{}y\n", " ".repeat(100));
+    for answer in [
+        "n\n",
+        "no\n",
+        "",
+        "\n",
+        "yess\n",
+        "\ny\n",
+        "ja\n",
+        long.as_str(),
+    ] {
+        let done = env.zot(["ext", "remove", "keep"]).stdin(answer).fails(2);
+        assert!(
+            done.stderr.contains("stdin is not a terminal") && done.stderr.contains("--yes"),
+            "{answer:?}: {}",
+            done.stderr
+        );
+        assert_eq!(env.snapshot(), before, "{answer:?}");
+    }
+}
+
+#[test]
+fn a_pipe_that_stays_silent_is_no_answer_and_no_hang() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let env = Env::new();
+    env.installed("keep", false);
+    let before = env.snapshot();
+    let mut cmd = env.zot(["ext", "remove", "keep"]).cmd;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    // The write end stays open (and silent) until zot has exited.
+    let writer = child.stdin.take().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    drop(writer);
+    let status = status.expect("zot ext remove hung on a silent pipe");
+    assert_eq!(status.code(), Some(2));
+    assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(stderr.contains("--yes"), "{stderr}");
+    assert_eq!(env.snapshot(), before);
 }
 
 #[test]
