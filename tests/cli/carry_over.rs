@@ -520,7 +520,7 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
     copy_dir(&v2, &src);
     let started = Instant::now();
     env.zot(["ext", "update", "kill"]).ok();
-    let span = started.elapsed();
+    let mut span = started.elapsed();
     let new = Version {
         label: "new+state".into(),
         tree: capture(&dir),
@@ -542,7 +542,7 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
     // Random kills until this many landed (a kill after the run finished does not count).
     let wanted = if torture.long { 200 } else { 20 };
     let mut round = 0;
-    while kills < wanted + points.len() && round < 4 * wanted {
+    while kills < wanted + points.len() && round < 10 * wanted {
         round += 1;
         let round = round - 1;
         // Back to the old version with its state.
@@ -574,6 +574,10 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
         let status = child.wait().unwrap();
         if status.code().is_none() {
             kills += 1;
+        } else if round >= points.len() {
+            // The update finished before the kill: a loaded machine made the first measure
+            // too long, so aim earlier from now on.
+            span = span.mul_f64(0.7);
         }
         let checker = Checker {
             env: &env,
