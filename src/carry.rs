@@ -379,6 +379,56 @@ fn manifest_toggled_only(old: &Path, list: Option<&FileList>, entry: &Classified
     })
 }
 
+/// Whether the new tree `new` (listed as `files`, `enabled` already written) is what the
+/// install placed (`placed`), leaving aside the manifest's `enabled`: that value is carried
+/// on its own, so an install toggled by `enable`/`disable`, or placed by an update that kept
+/// it, is still up to date with the same version.
+pub fn same_as_placed(placed: &FileList, files: &FileList, new: &Path) -> bool {
+    if placed.tree_hash() == files.tree_hash() {
+        return true;
+    }
+    let is_manifest = |e: &&crate::filelist::Entry| e.path == manifest::FILE.as_bytes();
+    let others = |l: &FileList| -> Vec<crate::filelist::Entry> {
+        l.entries()
+            .iter()
+            .filter(|e| !is_manifest(e))
+            .cloned()
+            .collect()
+    };
+    let (Some(was), Some(now)) = (
+        placed.entries().iter().find(is_manifest),
+        files.entries().iter().find(is_manifest),
+    ) else {
+        return false;
+    };
+    if was.mode != now.mode || others(placed) != others(files) {
+        return false;
+    }
+    let Some(listed) = was.sha256.as_deref() else {
+        return false;
+    };
+    let Ok(text) = manifest::load(&new.join(manifest::FILE)) else {
+        return false;
+    };
+    let candidates = [
+        manifest::with_enabled(&text, true),
+        manifest::with_enabled(&text, false),
+        without_enabled(&text),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .any(|t| hex_sha256(t.as_bytes()) == listed)
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// `text` without its top-level `enabled` members (as placed before `disable` added one).
 fn without_enabled(text: &str) -> Option<String> {
     use jsonc_parser::cst::CstRootNode;
