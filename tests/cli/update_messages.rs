@@ -327,19 +327,19 @@ fn a_disabled_unchanged_install_is_up_to_date_and_enable_turns_it_on() {
     let done = env.zot(["ext", "update", "clock"]).ok();
     assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
     assert_eq!(inode(&dest), dir);
-    let enabled = |env: &Env| {
+    let enabled = || {
         let text = fs::read_to_string(dest.join("extension.json")).unwrap();
         serde_json::from_str::<Value>(&text).unwrap()["enabled"] != false
     };
-    assert!(!enabled(&env));
+    assert!(!enabled());
     let done = env.zot(["ext", "update", "clock", "--enable"]).ok();
     assert!(done.stdout.starts_with("updated clock"), "{}", done.stdout);
-    assert!(enabled(&env));
+    assert!(enabled());
     let again = env.zot(["ext", "update", "clock", "--enable"]).ok();
     assert_eq!(again.stdout, "clock (global) is up to date (1.0.0)\n");
     env.zot(["ext", "update", "clock", "--disable"]).ok();
-    assert!(!enabled(&env));
+    assert!(!enabled());
     let kept = env.zot(["ext", "update", "clock"]).ok();
     assert_eq!(kept.stdout, "clock (global) is up to date (1.0.0)\n");
-    assert!(!enabled(&env));
+    assert!(!enabled());
 }
