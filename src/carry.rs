@@ -379,6 +379,56 @@ fn manifest_toggled_only(old: &Path, list: Option<&FileList>, entry: &Classified
     })
 }
 
+/// Whether the new tree `new` (listed as `files`, `enabled` already written) is what the
+/// install placed (`placed`), leaving aside the manifest's `enabled`: that value is carried
+/// on its own, so an install toggled by `enable`/`disable`, or placed by an update that kept
+/// it, is still up to date with the same version.
+pub fn same_as_placed(placed: &FileList, files: &FileList, new: &Path) -> bool {
+    if placed.tree_hash() == files.tree_hash() {
+        return true;
+    }
+    let is_manifest = |e: &&crate::filelist::Entry| e.path == manifest::FILE.as_bytes();
+    let others = |l: &FileList| -> Vec<crate::filelist::Entry> {
+        l.entries()
+            .iter()
+            .filter(|e| !is_manifest(e))
+            .cloned()
+            .collect()
+    };
+    let (Some(was), Some(now)) = (
+        placed.entries().iter().find(is_manifest),
+        files.entries().iter().find(is_manifest),
+    ) else {
+        return false;
+    };
+    if was.mode != now.mode || others(placed) != others(files) {
+        return false;
+    }
+    let Some(listed) = was.sha256.as_deref() else {
+        return false;
+    };
+    let Ok(text) = manifest::load(&new.join(manifest::FILE)) else {
+        return false;
+    };
+    let candidates = [
+        manifest::with_enabled(&text, true),
+        manifest::with_enabled(&text, false),
+        without_enabled(&text),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .any(|t| hex_sha256(t.as_bytes()) == listed)
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// `text` without its top-level `enabled` members (as placed before `disable` added one).
 fn without_enabled(text: &str) -> Option<String> {
     use jsonc_parser::cst::CstRootNode;
@@ -535,6 +585,7 @@ fn copy_entry(from: &Path, to: &Path, copy: bool, root: bool) -> Result<()> {
         let target = fs::read_link(from)?;
         std::os::unix::fs::symlink(&target, to)
             .with_context(|| format!("cannot create the link {}", to.display()))?;
+        set_link_times(to, &meta);
     } else if t.is_dir() {
         if !root {
             fs::create_dir(to).with_context(|| format!("cannot create {}", to.display()))?;
@@ -553,6 +604,24 @@ fn copy_entry(from: &Path, to: &Path, copy: bool, root: bool) -> Result<()> {
         copy_file(from, to, &meta)?;
     }
     Ok(())
+}
+
+/// Gives the new link at `to` the access and modification times of the old one (`meta`),
+/// on the link itself, never its target. Best effort, as for files and folders.
+fn set_link_times(to: &Path, meta: &fs::Metadata) {
+    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, utimensat};
+    use std::os::unix::fs::MetadataExt;
+    let times = Timestamps {
+        last_access: Timespec {
+            tv_sec: meta.atime(),
+            tv_nsec: meta.atime_nsec() as _,
+        },
+        last_modification: Timespec {
+            tv_sec: meta.mtime(),
+            tv_nsec: meta.mtime_nsec() as _,
+        },
+    };
+    let _ = utimensat(CWD, to, &times, AtFlags::SYMLINK_NOFOLLOW);
 }
 
 /// A new file at `to` with `from`'s content, mode and modification time; `from` is opened
@@ -771,5 +840,32 @@ mod tests {
             plan(&old, Some(&list), &new, on).unwrap().enabled,
             Some(true)
         );
+    }
+
+    #[test]
+    fn a_carried_link_keeps_its_own_times() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let (from, to) = (t.path().join("from"), t.path().join("to"));
+        symlink("nowhere", &from).unwrap();
+        let old = rustix::fs::Timespec {
+            tv_sec: 1_500_000_000,
+            tv_nsec: 0,
+        };
+        let times = rustix::fs::Timestamps {
+            last_access: old,
+            last_modification: old,
+        };
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            &from,
+            &times,
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+        copy_entry(&from, &to, false, false).unwrap();
+        let meta = fs::symlink_metadata(&to).unwrap();
+        assert!(meta.file_type().is_symlink());
+        assert_eq!(meta.mtime(), 1_500_000_000);
     }
 }

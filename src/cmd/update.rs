@@ -415,7 +415,11 @@ impl UpdateArgs {
         let placed = FileList::load(dirs, &job.target.dir_name);
         let same = match &placed {
             // What the install placed: the extension's own data does not count.
-            Some(placed) => placed.tree_hash() == files.tree_hash(),
+            // Nor does `enabled`, as long as the installed copy already has the one wanted.
+            Some(placed) => {
+                carry::same_as_placed(placed, &files, &tree)
+                    && self.enabled_as_wanted(&job.target.dir)
+            }
             // An older install without a list: the whole folder.
             None => same_tree(&tree, &job.target.dir),
         };
@@ -458,6 +462,15 @@ impl UpdateArgs {
 }
 
 impl UpdateArgs {
+    /// Whether the installed copy's `enabled` is what `--enable`/`--disable` asks for (always,
+    /// without them: the installed value is kept).
+    fn enabled_as_wanted(&self, dir: &Path) -> bool {
+        let Some(want) = self.carry.options().enabled else {
+            return true;
+        };
+        crate::manifest::read(dir).is_ok_and(|m| m.enabled == want)
+    }
+
     /// The new version is what is installed: the tree stays (same inode, nothing written);
     /// only the record changes when the ref or the commit did.
     fn same_content(

@@ -49,7 +49,7 @@ impl Store {
             return Ok(());
         };
         let mut names = mine.names()?;
-        names.sort();
+        sort_by_time(&mut names);
         let excess = names.len().saturating_sub(KEPT);
         for old in &names[..excess] {
             mine.remove(old)
@@ -81,8 +81,18 @@ pub fn backups(dirs: &ScopeDirs, name: &str) -> Vec<PathBuf> {
         return Vec::new();
     };
     let mut names = mine.names().unwrap_or_default();
-    names.sort();
+    sort_by_time(&mut names);
     names.into_iter().map(|n| mine.path().join(n)).collect()
+}
+
+/// Sorts saved-copy folder names oldest first by the time they name, not by their text:
+/// `…:00Z` (seconds) is older than `…:00.132Z` (the millisecond name taken when the
+/// seconds name exists) although `Z` sorts after `.`. Names that are not a time come first.
+fn sort_by_time(names: &mut [std::ffi::OsString]) {
+    names.sort_by_cached_key(|n| {
+        let time = n.to_str().and_then(|s| humantime::parse_rfc3339(s).ok());
+        (time, n.clone())
+    });
 }
 
 #[cfg(test)]
@@ -141,6 +151,38 @@ mod tests {
                 "2026-01-01T00:00:11Z",
                 "2026-01-01T00:00:20Z",
                 "2026-01-01T00:00:21Z"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_seconds_name_is_older_than_the_millisecond_names_of_the_same_second() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = ScopeDirs {
+            scope: Scope::Global,
+            base: tmp.path().to_path_buf(),
+        };
+        let store = Store::open(&dirs).unwrap();
+        let mine = dirs.state().join(BACKUP).join("x");
+        for when in [
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:00:00.132Z",
+            "2026-01-01T00:00:00.187Z",
+            "2026-01-01T00:00:00.241Z",
+        ] {
+            fs::create_dir_all(mine.join(when)).unwrap();
+        }
+        store.rotate_backups("x").unwrap();
+        let kept: Vec<String> = backups(&dirs, "x")
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                "2026-01-01T00:00:00.132Z",
+                "2026-01-01T00:00:00.187Z",
+                "2026-01-01T00:00:00.241Z"
             ]
         );
     }

@@ -312,3 +312,34 @@ fn an_install_without_a_file_list_is_compared_whole_and_gets_one() {
         .json();
     assert_eq!(out[0]["status"], "would-update");
 }
+
+/// `disable` then `update` of an unchanged folder: the issue's `updated clock (global):
+/// 1.0.0 -> 1.0.0`. `enabled` is carried on its own, so it is no change of content; and
+/// `--enable` on a disabled copy whose content did not change does turn it on.
+#[test]
+fn a_disabled_unchanged_install_is_up_to_date_and_enable_turns_it_on() {
+    let env = Env::new();
+    let src = env.source("clock-src", "clock");
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.zot(["ext", "disable", "clock"]).ok();
+    let dest = env.global_root().join("clock");
+    let dir = inode(&dest);
+    let done = env.zot(["ext", "update", "clock"]).ok();
+    assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
+    assert_eq!(inode(&dest), dir);
+    let enabled = || {
+        let text = fs::read_to_string(dest.join("extension.json")).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["enabled"] != false
+    };
+    assert!(!enabled());
+    let done = env.zot(["ext", "update", "clock", "--enable"]).ok();
+    assert!(done.stdout.starts_with("updated clock"), "{}", done.stdout);
+    assert!(enabled());
+    let again = env.zot(["ext", "update", "clock", "--enable"]).ok();
+    assert_eq!(again.stdout, "clock (global) is up to date (1.0.0)\n");
+    env.zot(["ext", "update", "clock", "--disable"]).ok();
+    assert!(!enabled());
+    let kept = env.zot(["ext", "update", "clock"]).ok();
+    assert_eq!(kept.stdout, "clock (global) is up to date (1.0.0)\n");
+    assert!(!enabled());
+}
