@@ -417,7 +417,7 @@ fn a_timed_out_tool_call_is_cancelled() {
 fn an_escaped_grandchild_is_ended() {
     let env = Env::new();
     let script = format!(
-        "echo '{{\"type\":\"hello\",\"name\":\"escapee\",\"version\":\"1\"}}'\nread ack\necho '{{\"type\":\"register_command\",\"name\":\"go\"}}'\nsetsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > grandchild\necho '{{\"type\":\"ready\"}}'\n{}",
+        "echo '{{\"type\":\"hello\",\"name\":\"escapee\",\"version\":\"1\"}}'\nread ack\necho '{{\"type\":\"register_command\",\"name\":\"go\"}}'\nsetsid sh -c 'echo $$ > grandchild.new && mv grandchild.new grandchild; exec sleep 300' </dev/null >/dev/null 2>&1 &\nwhile [ ! -s grandchild ]; do sleep 0.01; done\necho '{{\"type\":\"ready\"}}'\n{}",
         crate::support::extensions::SERVE
     );
     let dir = sh_extension(&env.global_root(), "escapee", "escapee", &script);
@@ -432,7 +432,8 @@ fn an_escaped_grandchild_is_ended() {
         "the grandchild {pid} is still running"
     );
     assert!(
-        // Caught before or after setsid execs sleep, the command line may still say setsid.
+        // The grandchild wrote its pid from its own session, so it has escaped the group
+        // before ready; caught before or after it execs sleep, its command line ends so.
         done.stderr.contains(&format!(
             "escapee left a process running after shutdown: pid {pid} ("
         )) && done.stderr.contains("sleep 300)"),

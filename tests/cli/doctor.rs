@@ -686,7 +686,7 @@ fn registering_slowly_before_ready_is_fine() {
 fn an_escaped_grandchild_is_ended_and_reported() {
     let env = Env::new();
     let script = format!(
-        "{HELLO}setsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > grandchild\necho '{{\"type\":\"ready\"}}'\n{}",
+        "{HELLO}setsid sh -c 'echo $$ > grandchild.new && mv grandchild.new grandchild; exec sleep 300' </dev/null >/dev/null 2>&1 &\nwhile [ ! -s grandchild ]; do sleep 0.01; done\necho '{{\"type\":\"ready\"}}'\n{}",
         crate::support::extensions::SERVE
     );
     let (done, report, _) = check(&env, "escapee", &script, "5");
@@ -698,7 +698,8 @@ fn an_escaped_grandchild_is_ended_and_reported() {
     );
     assert_eq!(done.code, 0, "{done:#?}");
     assert_eq!(report["status"], "warning", "{report:#}");
-    // Caught before or after setsid execs sleep, the command line may still say setsid.
+    // The grandchild wrote its pid from its own session (it escaped before ready); caught
+    // before or after it execs sleep, its command line ends so.
     let message = messages(&report, "warnings")
         .into_iter()
         .find(|m| {
@@ -831,7 +832,7 @@ fn a_queued_extension_is_timed_from_its_own_start() {
 fn a_double_forked_grandchild_is_ended_and_reported() {
     let env = Env::new();
     let script = format!(
-        "{HELLO}sh -c 'setsid sleep 301 </dev/null >/dev/null 2>&1 & echo $! > grandchild'\necho '{{\"type\":\"ready\"}}'\n{}",
+        "{HELLO}sh -c 'setsid sh -c \"echo \\$\\$ > grandchild.new && mv grandchild.new grandchild; exec sleep 301\" </dev/null >/dev/null 2>&1 &'\nwhile [ ! -s grandchild ]; do sleep 0.01; done\necho '{{\"type\":\"ready\"}}'\n{}",
         crate::support::extensions::SERVE
     );
     let (done, report, _) = check(&env, "daemonizer", &script, "5");
@@ -842,7 +843,8 @@ fn a_double_forked_grandchild_is_ended_and_reported() {
         "the grandchild {pid} is still running"
     );
     assert_eq!(done.code, 0, "{done:#?}");
-    // Caught before or after setsid execs sleep, the command line may still say setsid.
+    // The grandchild wrote its pid from its own session (it escaped before ready); caught
+    // before or after it execs sleep, its command line ends so.
     let message = messages(&report, "warnings")
         .into_iter()
         .find(|m| {
