@@ -1,5 +1,12 @@
 //! Discovery: every installed extension of both scopes in the host's precedence order,
-//! with its manifest or the reason it cannot be read, and which copy of a name wins.
+//! with its manifest or the reason it cannot be read, and which folders the host skips.
+//!
+//! The rules follow zot's own discovery (zot 0.1.62, `internal/agent/extensions/manager.go`,
+//! `Discover` and `loadOne`, read at commit 380eca9): the project root is walked before the
+//! global one and a folder name already seen is skipped, whatever its manifest says, so a
+//! project folder hides the global folder of the same folder name. The manifest name is only
+//! checked after that, concurrently: two enabled folders whose manifests share a name are both
+//! started, and whichever finishes its `hello` last is the one the host keeps (a race).
 
 use std::ffi::OsStr;
 use std::fs;
@@ -21,14 +28,39 @@ pub struct Installed {
     /// Where a symlinked extension points.
     pub link_target: Option<PathBuf>,
     pub manifest: Result<Manifest, ManifestError>,
-    /// A copy earlier in precedence order has the same name; the host never loads this one.
+    /// A project folder of the same folder name hides this global one; the host never
+    /// loads it, whatever either manifest says.
     pub shadowed: bool,
+    /// Other folders (not hidden) whose readable manifests have this one's name: the host
+    /// starts every enabled one of them and keeps whichever says hello last.
+    pub twins: Vec<Twin>,
+}
+
+/// Another folder whose manifest has the same name as this one's.
+#[derive(Debug, Clone)]
+pub struct Twin {
+    pub scope: Scope,
+    pub dir: PathBuf,
+    pub enabled: bool,
 }
 
 impl Installed {
     /// The folder's name in its root, exactly (`dir_name` is its lossy UTF-8 form).
     pub fn folder_name(&self) -> &OsStr {
         self.dir.file_name().unwrap_or_default()
+    }
+
+    /// A note for commands that act on this copy by name while another folder has the
+    /// same manifest name: which one was taken and how to pick the other.
+    pub fn twin_note(&self) -> Option<String> {
+        let other = self.twins.first()?;
+        Some(format!(
+            "note: another folder, {}, also has the name \"{}\" (zot starts both); acting on {} ({}); pick the other by its folder name or with --project/--global",
+            crate::output::printable(&other.dir.display().to_string()),
+            crate::output::printable(self.name()),
+            crate::output::printable(&self.dir.display().to_string()),
+            self.scope
+        ))
     }
 
     /// The name the host knows it by: the manifest's, or the folder's when it is unreadable.
@@ -41,16 +73,40 @@ impl Installed {
 }
 
 /// Lists the extensions of `scopes` (in the order given), folders sorted by name within a
-/// scope. A copy is shadowed when one earlier in the host's load order (project before
-/// global) has the same name, whether or not that scope is listed.
+/// scope. A global folder is shadowed when the project root has a folder of the same folder
+/// name (the host dedups by folder name first); folders left whose readable manifests share
+/// a name are each other's twins. Both are judged over both scopes, whichever are listed.
 pub fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> {
     let mut found: Vec<Installed> = Vec::new();
     for scope in Scope::ALL {
         found.extend(scan_root(layout, scope)?);
     }
     for i in 0..found.len() {
-        let name = found[i].name().to_string();
-        found[i].shadowed = found[..i].iter().any(|earlier| earlier.name() == name);
+        let folder = found[i].folder_name().to_os_string();
+        found[i].shadowed = found[..i]
+            .iter()
+            .any(|earlier| earlier.folder_name() == folder);
+    }
+    for i in 0..found.len() {
+        if found[i].shadowed || found[i].manifest.is_err() {
+            continue;
+        }
+        let twins: Vec<Twin> = found
+            .iter()
+            .enumerate()
+            .filter(|(j, other)| {
+                *j != i
+                    && !other.shadowed
+                    && other.manifest.is_ok()
+                    && other.name() == found[i].name()
+            })
+            .map(|(_, other)| Twin {
+                scope: other.scope,
+                dir: other.dir.clone(),
+                enabled: other.manifest.as_ref().is_ok_and(|m| m.enabled),
+            })
+            .collect();
+        found[i].twins = twins;
     }
     found.retain(|e| scopes.contains(&e.scope));
     found.sort_by_key(|e| scopes.iter().position(|s| *s == e.scope));
@@ -102,20 +158,27 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
         link_target,
         manifest,
         shadowed: false,
+        twins: Vec::new(),
     })
 }
 
-/// The copy of `name` that commands act on: the one in `scope` if given, else the winning one.
+/// The copy of `name` that commands act on: the one in `scope` if given, else the first in
+/// the host's load order that it does not skip (a hidden copy only when no other matches).
+/// When another folder has the same manifest name, [`Installed::twin_note`] says so.
 pub fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Installed> {
     let scopes: Vec<Scope> = match scope {
         Some(s) => vec![s],
         None => Scope::ALL.to_vec(),
     };
     let all = scan(layout, &scopes)?;
-    // The host loads by manifest name, first copy wins; a folder name only helps for a
-    // copy whose manifest says otherwise (or cannot be read).
-    let by_manifest = all.iter().find(|e| e.name() == name);
-    let by_dir = || all.iter().find(|e| e.dir_name == name);
+    // By manifest name first, then by folder name (a copy whose manifest says otherwise or
+    // cannot be read); folders the host loads before ones a project folder hides.
+    let hidden_last = all
+        .iter()
+        .filter(|e| !e.shadowed)
+        .chain(all.iter().filter(|e| e.shadowed));
+    let by_manifest = hidden_last.clone().find(|e| e.name() == name);
+    let by_dir = || hidden_last.clone().find(|e| e.dir_name == name);
     if let Some(found) = by_manifest.or_else(by_dir) {
         return Ok(found.clone());
     }

@@ -119,7 +119,8 @@ pub enum ExtCommand {
     ///
     /// Lists every extension of both scopes, project first, folder names sorted, with its
     /// scope, name, version, whether it is enabled, language, description and folder. A
-    /// global copy hidden by a project copy of the same name is marked shadowed. A folder
+    /// global folder hidden by a project folder of the same folder name is marked shadowed
+    /// (zot skips it whatever either manifest says). A folder
     /// whose manifest is missing or invalid is listed as broken with the reason
     /// (file:line:column: message); the others still list and the exit status stays 0.
     #[command(visible_alias = "ls")]

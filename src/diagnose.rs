@@ -192,6 +192,7 @@ pub fn check(target: &Target, options: &Options) -> Report {
         }
     };
     check_folder_name(&mut report, target, manifest);
+    check_twins(&mut report, target, manifest);
     match target.launch(manifest) {
         Ok(launch) => live(&mut report, &launch, manifest, options),
         Err(e) => report.add(Problem::error(e.message, build_hint(manifest, e.fix))),
@@ -210,6 +211,29 @@ fn check_folder_name(report: &mut Report, target: &Target, manifest: &Manifest) 
             format!(
                 "rename the folder to \"{}\" (zot ext install names it after the manifest)",
                 manifest.name
+            ),
+        ));
+    }
+}
+
+/// Two enabled folders with the same manifest name: zot 0.1.62 starts both and keeps
+/// whichever finishes its hello last (`loadOne` checks for a duplicate before the handshake).
+fn check_twins(report: &mut Report, target: &Target, manifest: &Manifest) {
+    if !manifest.enabled || target.shadowed {
+        return;
+    }
+    for twin in target.twins.iter().filter(|t| t.enabled) {
+        report.add(Problem::warning(
+            format!(
+                "another folder, {} ({}), also has the name \"{}\": zot starts both and keeps whichever says hello last",
+                twin.dir.display(),
+                twin.scope,
+                manifest.name
+            ),
+            format!(
+                "rename one of them in its extension.json, or disable one: zot ext disable --{} {}",
+                twin.scope,
+                twin.dir.file_name().unwrap_or_default().to_string_lossy()
             ),
         ));
     }
@@ -411,7 +435,9 @@ pub fn add_conflicts(reports: &mut [Report]) {
         for command in &report.commands {
             let key = command.name.to_lowercase();
             match commands.get(&key) {
-                Some(owner) if *owner != me => found.push(clash("command /", &command.name, owner)),
+                Some(owner) if owner.0 != me.0 => {
+                    found.push(clash("command /", &command.name, owner))
+                }
                 Some(_) => {}
                 None => {
                     commands.insert(key, me.clone());
@@ -420,7 +446,7 @@ pub fn add_conflicts(reports: &mut [Report]) {
         }
         for tool in &report.tools {
             match tools.get(&tool.name) {
-                Some(owner) if *owner != me => found.push(clash("tool ", &tool.name, owner)),
+                Some(owner) if owner.0 != me.0 => found.push(clash("tool ", &tool.name, owner)),
                 Some(_) => {}
                 None => {
                     tools.insert(tool.name.clone(), me.clone());

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::bounded;
-use crate::catalog::{self, Installed};
+use crate::catalog::{self, Installed, Twin};
 use crate::host::{self, Launch};
 use crate::manifest::{self, Manifest, ManifestError};
 use crate::paths::{Layout, Scope};
@@ -49,8 +49,10 @@ pub struct Target {
     pub dir_name: String,
     pub dir: PathBuf,
     pub manifest: Result<Manifest, ManifestError>,
-    /// A copy earlier in precedence has the same name, so zot never starts this one.
+    /// A project folder of the same folder name hides it, so zot never starts this one.
     pub shadowed: bool,
+    /// Other folders whose manifests have the same name (zot starts every enabled one).
+    pub twins: Vec<Twin>,
 }
 
 impl Target {
@@ -61,6 +63,7 @@ impl Target {
             dir: e.dir,
             manifest: e.manifest,
             shadowed: e.shadowed,
+            twins: e.twins,
         }
     }
 
@@ -72,7 +75,7 @@ impl Target {
         }
     }
 
-    /// Whether zot starts it: enabled, and not hidden by a copy of the same name.
+    /// Whether zot starts it: enabled, and not hidden by a project folder of the same name.
     pub fn loaded(&self) -> bool {
         self.manifest.as_ref().is_ok_and(|m| m.enabled) && !self.shadowed
     }
@@ -110,6 +113,7 @@ impl Target {
             manifest: manifest::read(&dir),
             dir,
             shadowed: false,
+            twins: Vec::new(),
         })
     }
 

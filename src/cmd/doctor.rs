@@ -232,7 +232,7 @@ fn heading(r: &Report) -> String {
         notes.push("disabled".into());
     }
     if r.enabled == Some(true) && !r.loaded {
-        notes.push("shadowed: zot loads another copy of this name".into());
+        notes.push("shadowed: zot skips it for the project folder of the same folder name".into());
     }
     clean(&format!("{} ({})", r.name, notes.join(", ")))
 }

@@ -36,7 +36,11 @@ struct Copy<'a> {
     scope: Scope,
     dir: String,
     wins: bool,
+    /// Hidden by the project folder of the same folder name: zot never starts it.
     shadowed: bool,
+    /// Other folders whose manifests have the same name (zot starts every enabled one and
+    /// keeps whichever says hello last).
+    same_name: Vec<String>,
     linked: Option<String>,
     manifest: Option<&'a Manifest>,
     error: Option<String>,
@@ -128,6 +132,11 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
         dir: e.dir.display().to_string(),
         wins: !e.shadowed,
         shadowed: e.shadowed,
+        same_name: e
+            .twins
+            .iter()
+            .map(|t| t.dir.display().to_string())
+            .collect(),
         linked: e.link_target.as_ref().map(|t| t.display().to_string()),
         manifest,
         error: e.manifest.as_ref().err().map(ToString::to_string),
@@ -175,7 +184,7 @@ fn render(name: &str, c: &Copy) -> Vec<String> {
     let standing = if c.wins {
         "wins"
     } else {
-        "shadowed by the copy above"
+        "shadowed by the project folder of the same folder name"
     };
     let mut head = format!("{name} ({} copy, {standing})", c.scope);
     if let Some(m) = c.manifest {
@@ -191,6 +200,20 @@ fn render(name: &str, c: &Copy) -> Vec<String> {
         }
     }
     field("dir:", c.dir.clone());
+    if c.shadowed {
+        field(
+            "shadowed:",
+            "zot skips this folder: the project has a folder of the same folder name".into(),
+        );
+    }
+    for other in &c.same_name {
+        field(
+            "same name:",
+            format!(
+                "{other} has the same name; zot starts both and keeps whichever says hello last"
+            ),
+        );
+    }
     if let Some(target) = &c.linked {
         field("linked to:", target.clone());
     }

@@ -22,6 +22,9 @@ impl Run for LogsArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
         check_log_name(&self.name)?;
         let installed = catalog::find(&ctx.layout, &self.name, None).ok();
+        if let Some(note) = installed.as_ref().and_then(|e| e.twin_note()) {
+            ctx.out.note(&note);
+        }
         let name = installed.as_ref().map_or(self.name.as_str(), |e| e.name());
         check_log_name(name)?;
         let path = ctx.layout.log_file(name);

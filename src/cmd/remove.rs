@@ -139,6 +139,9 @@ const SAVED: &str = "saved";
 impl Run for RemoveArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
         let target = catalog::find(&ctx.layout, &self.name, self.scope.scope())?;
+        if let Some(note) = target.twin_note() {
+            ctx.out.note(&note);
+        }
         let what = format!(
             "{} ({}) at {}",
             target.name(),

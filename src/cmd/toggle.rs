@@ -30,6 +30,9 @@ struct Toggled<'a> {
 impl Run for Toggle<'_> {
     fn run(&self, ctx: &Context) -> Result<()> {
         let target = catalog::find(&ctx.layout, self.name, self.scope.scope())?;
+        if let Some(note) = target.twin_note() {
+            ctx.out.note(&note);
+        }
         if let Err(e) = &target.manifest {
             anyhow::bail!("{e}; fix the manifest first");
         }

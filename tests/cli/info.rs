@@ -35,7 +35,7 @@ fn shows_both_copies_winner_first_with_provenance_and_log() {
     let text = env.zot(["ext", "info", "dup"]).ok().stdout;
     assert!(text.starts_with("dup 1.0.0 (project copy, wins)"), "{text}");
     assert!(
-        text.contains("(global copy, shadowed by the copy above)"),
+        text.contains("(global copy, shadowed by the project folder of the same folder name)"),
         "{text}"
     );
     assert!(text.contains("(5 bytes)"), "{text}");

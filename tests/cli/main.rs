@@ -8,6 +8,7 @@ mod basics;
 mod call;
 mod carry_over;
 mod completion;
+mod discovery;
 mod doctor;
 mod generated;
 mod git_install;

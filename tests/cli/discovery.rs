@@ -1,0 +1,164 @@
+//! Discovery follows the host (zot 0.1.62, `internal/agent/extensions/manager.go`): a project
+//! folder hides the global folder of the same folder name whatever the manifests say, and two
+//! folders whose manifests share a name are both started (whichever says hello last is kept).
+
+use serde_json::Value;
+
+use crate::support::Env;
+use crate::support::extensions::{good_script, sh_extension};
+
+fn report<'a>(json: &'a Value, dir_suffix: &str) -> &'a Value {
+    json["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["dir"].as_str().unwrap().ends_with(dir_suffix))
+        .unwrap_or_else(|| panic!("no report for {dir_suffix}: {json:#}"))
+}
+
+fn messages(report: &Value, kind: &str) -> Vec<String> {
+    report[kind]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_project_folder_hides_the_global_folder_of_the_same_folder_name() {
+    let env = Env::new();
+    let cmd = r#"{"type":"register_command","name":"same-a","description":"a"}"#;
+    sh_extension(
+        &env.project_root(),
+        "same",
+        "alpha",
+        &good_script("alpha", &[cmd]),
+    );
+    let cmd = r#"{"type":"register_command","name":"same-b","description":"b"}"#;
+    sh_extension(
+        &env.global_root(),
+        "same",
+        "beta",
+        &good_script("beta", &[cmd]),
+    );
+
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(list[0]["name"], "alpha");
+    assert_eq!(list[0]["shadowed"], false);
+    assert_eq!(list[1]["name"], "beta");
+    assert_eq!(list[1]["scope"], "global");
+    assert_eq!(list[1]["shadowed"], true);
+    let text = env.zot(["ext", "list"]).ok().stdout;
+    let beta = text.lines().find(|l| l.contains("beta")).unwrap();
+    assert!(beta.contains("global (shadowed)"), "{text}");
+
+    let info = env.zot(["ext", "info", "beta", "--json"]).ok().json();
+    assert_eq!(info["copies"][0]["shadowed"], true);
+    assert_eq!(info["copies"][0]["wins"], false);
+    let text = env.zot(["ext", "info", "beta"]).ok().stdout;
+    assert!(
+        text.contains("shadowed by the project folder of the same folder name"),
+        "{text}"
+    );
+
+    let done = env.zot(["ext", "doctor", "--json"]).output();
+    let json = done.json();
+    let hidden = json["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "beta")
+        .unwrap();
+    assert_eq!(hidden["loaded"], false, "{json:#}");
+    assert_eq!(json["extensions"][0]["name"], "alpha");
+    assert_eq!(json["extensions"][0]["loaded"], true);
+    let text = env.zot(["ext", "doctor"]).output().stdout;
+    assert!(
+        text.contains(
+            "beta (global, shadowed: zot skips it for the project folder of the same folder name)"
+        ),
+        "{text}"
+    );
+    // No twin warning: the hidden folder never runs.
+    assert!(!text.contains("says hello last"), "{text}");
+}
+
+#[test]
+fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
+    let env = Env::new();
+    let script = good_script("twin", &[]);
+    sh_extension(&env.project_root(), "other", "twin", &script);
+    sh_extension(&env.global_root(), "twin", "twin", &script);
+
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    for entry in list.as_array().unwrap() {
+        assert_eq!(entry["name"], "twin");
+        assert_eq!(entry["shadowed"], false, "{list:#}");
+    }
+    let text = env.zot(["ext", "list"]).ok().stdout;
+    assert!(!text.contains("shadowed"), "{text}");
+
+    let info = env.zot(["ext", "info", "twin", "--json"]).ok().json();
+    let copies = info["copies"].as_array().unwrap();
+    assert_eq!(copies.len(), 2);
+    assert!(
+        copies
+            .iter()
+            .all(|c| c["wins"] == true && c["shadowed"] == false)
+    );
+    assert!(
+        copies[0]["same_name"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("extensions/twin"),
+        "{info:#}"
+    );
+    let text = env.zot(["ext", "info", "twin"]).ok().stdout;
+    assert!(
+        text.contains("zot starts both and keeps whichever says hello last"),
+        "{text}"
+    );
+
+    let done = env.zot(["ext", "doctor", "--json"]).output();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let json = done.json();
+    for (mine, other) in [("/other", "/twin"), ("/twin", "/other")] {
+        let r = report(&json, mine);
+        assert_eq!(r["loaded"], true);
+        assert_eq!(r["status"], "warning", "{r:#}");
+        let found = messages(r, "warnings");
+        assert!(
+            found.iter().any(
+                |m| m.contains("zot starts both and keeps whichever says hello last")
+                    && m.contains(&format!("{other} ("))
+            ),
+            "{found:?}"
+        );
+    }
+
+    // Acting by name takes the first copy in load order (the project one) and says so.
+    let done = env.zot(["ext", "disable", "twin"]).ok();
+    assert!(
+        done.stderr.contains("also has the name \"twin\""),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains("--project/--global"),
+        "{}",
+        done.stderr
+    );
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    assert_eq!(list[0]["scope"], "project");
+    assert_eq!(list[0]["enabled"], false);
+    assert_eq!(list[1]["enabled"], true);
+    // With one copy disabled, zot starts only the other: no race to warn about.
+    let json = env.zot(["ext", "doctor", "--json"]).output().json();
+    let found = messages(report(&json, "/twin"), "warnings");
+    assert!(
+        !found.iter().any(|m| m.contains("says hello last")),
+        "{found:?}"
+    );
+}
