@@ -181,7 +181,14 @@ fn shadow_note(ctx: &Context, layout: &Layout, name: &str, scope: Scope) {
         Scope::Global => Scope::Project,
     };
     if let Ok(found) = catalog::find(layout, name, Some(other)) {
+        // zot skips a global folder only for a project folder of the same folder name; a
+        // differently named folder with the same manifest name is started too (a race).
         let message = match scope {
+            _ if found.folder_name() != std::ffi::OsStr::new(name) => format!(
+                "note: {} also has the name \"{}\": zot starts both and keeps whichever says hello last",
+                crate::output::printable(&found.dir.display().to_string()),
+                crate::output::printable(name)
+            ),
             Scope::Project => format!(
                 "note: this project copy takes precedence over the global one in {}",
                 found.dir.display()

@@ -162,3 +162,25 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
         "{found:?}"
     );
 }
+
+#[test]
+fn installing_beside_a_differently_named_folder_of_the_same_name_warns_of_the_race() {
+    let env = Env::new();
+    sh_extension(
+        &env.global_root(),
+        "hand-placed",
+        "twin",
+        &good_script("twin", &[]),
+    );
+    let src = env.source("src-twin", "twin");
+    let done = env
+        .zot(["ext", "install", src.to_str().unwrap(), "--project"])
+        .ok();
+    assert!(
+        done.stderr
+            .contains("zot starts both and keeps whichever says hello last"),
+        "{}",
+        done.stderr
+    );
+    assert!(!done.stderr.contains("takes precedence"), "{}", done.stderr);
+}
