@@ -102,7 +102,20 @@ fn lifecycle(name: &str) {
         .env("_CLAP_COMPLETE_INDEX", "3")
         .env("_CLAP_IFS", "\n")
         .ok();
-    assert_eq!(bash.stdout, name);
+    // bash inserts a candidate as it is: a space comes escaped, and a typed `my\ e` or
+    // `'my e` is read as the text it stands for.
+    let escaped = name.replace(' ', "\\ ");
+    assert_eq!(bash.stdout, escaped);
+    let typed = escaped[..escaped.len() - 1].to_string();
+    for word in [typed, format!("'{}", &name[..2])] {
+        let bash = env
+            .zot(["--", "zot", "ext", "enable", &word])
+            .env("COMPLETE", "bash")
+            .env("_CLAP_COMPLETE_INDEX", "3")
+            .env("_CLAP_IFS", "\n")
+            .ok();
+        assert_eq!(bash.stdout, escaped, "{word}");
+    }
     env.zot(["ext", "enable", name]).ok();
     assert_eq!(
         env.zot(["--json", "ext", "list"]).ok().json()[0]["enabled"],

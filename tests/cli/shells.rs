@@ -165,6 +165,20 @@ fn bash_completes_enabled_extensions_for_disable() {
     assert_eq!(lines, ["alpha gamma", "alpha gamma"], "bash:\n{out}");
 }
 
+#[test]
+fn bash_inserts_a_name_with_a_space_as_one_word() {
+    if !have("bash", true) {
+        return;
+    }
+    let world = world();
+    world.env.installed("my ext", false);
+    // The word under the cursor reaches the function as typed, backslash and all.
+    let out =
+        world.bash("complete_line zot ext disable 'my'\ncomplete_line zot ext disable 'my\\ e'\n");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, ["my\\ ext", "my\\ ext"], "bash:\n{out}");
+}
+
 impl World {
     /// Runs `lines` in bash after the `BASH` driver; returns what they printed.
     fn bash(&self, lines: &str) -> String {
