@@ -106,7 +106,7 @@ impl std::error::Error for ManifestError {}
 
 /// Checks that `name` can be used as one folder name in an extensions root (and in the log
 /// file name `ext-<name>.log`): not empty, not `.` or `..`, no `/`, `\\`, NUL or other
-/// control character, at most [`MAX_NAME_LEN`] bytes. Spaces and any other letters are fine.
+/// control character (see [`is_control`]), at most [`MAX_NAME_LEN`] bytes. Spaces and any other letters are fine.
 pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".into());
@@ -122,13 +122,21 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
     if let Some(bad) = name
         .chars()
-        .find(|c| matches!(c, '/' | '\\') || c.is_control())
+        .find(|&c| matches!(c, '/' | '\\') || is_control(c))
     {
         return Err(format!(
             "contains {bad:?}; a name must be one folder name: no '/', '\\' or control characters"
         ));
     }
     Ok(())
+}
+
+/// A control character: C0, DEL and C1, and the invisible bidirectional controls that make a
+/// name read differently from what it is (U+061C, U+200E, U+200F, U+202A-U+202E,
+/// U+2066-U+2069).
+pub fn is_control(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The largest manifest zot reads; real ones are a few hundred bytes.

@@ -302,7 +302,7 @@ proptest! {
 }
 
 /// The documented rule: 1 to 247 bytes of anything but '/', '\\' and control characters
-/// (NUL among them), and not "." or "..".
+/// (NUL and the bidirectional controls among them), and not "." or "..".
 fn documented(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LEN
@@ -310,7 +310,7 @@ fn documented(name: &str) -> bool {
         && name != ".."
         && !name
             .chars()
-            .any(|c| c == '/' || c == '\\' || c.is_control())
+            .any(|c| c == '/' || c == '\\' || crate::manifest::is_control(c))
 }
 
 /// Names near the rule's edges: valid runs, lengths around the limit, dots, and one
@@ -324,6 +324,7 @@ fn candidate_name() -> impl Strategy<Value = String> {
         Just('\n'),
         Just(' '),
         Just(':'),
+        Just('\u{202e}'),
         any::<char>(),
         proptest::char::range('\u{0}', '\u{1f}'),
     ];
