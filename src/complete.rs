@@ -107,10 +107,10 @@ impl EnvCompleter for ValuesFirst<'_> {
             let index = std::env::var("_CLAP_COMPLETE_INDEX")
                 .ok()
                 .and_then(|i| i.parse::<usize>().ok());
-            if let Some(word) = index.and_then(|i| args.get_mut(i)) {
-                if let Some(text) = word.to_str() {
-                    *word = bash_unquote(text).into();
-                }
+            if let Some(word) = index.and_then(|i| args.get_mut(i))
+                && let Some(text) = word.to_str()
+            {
+                *word = bash_unquote(text).into();
             }
         }
         let mut answer = Vec::new();
