@@ -45,6 +45,28 @@ fn case_variant_keys_install_list_and_toggle_with_a_warning() {
 }
 
 #[test]
+fn doctor_notes_the_documented_spelling() {
+    let env = Env::new();
+    let src = env.source_with_manifest("cased", CASED);
+    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    let done = env.zot(["ext", "doctor", "--json", "cased"]).output();
+    let json = done.json();
+    let notes: Vec<String> = json["extensions"][0]["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        notes.contains(
+            &"extension.json: key \"Name\" works, but the documented spelling is \"name\""
+                .to_string()
+        ),
+        "{json:#}"
+    );
+}
+
+#[test]
 fn a_wrong_type_under_any_spelling_is_refused_with_its_position() {
     let env = Env::new();
     let src = env.source_with_manifest(
