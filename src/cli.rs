@@ -484,7 +484,7 @@ pub struct NewPlace {
 
 #[derive(Debug, Args)]
 pub struct NewArgs {
-    /// Name of the new extension: one folder name (no slash, backslash or control characters)
+    /// Name of the new extension: letters, digits, '.', '_' and '-'
     // Not "name": installed names are no completion for a name that must be new.
     #[arg(id = "new_name", value_name = "NAME")]
     pub name: String,

@@ -524,7 +524,7 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "2",
-                "The name is not a valid extension name (one folder name: no slash, backslash or control characters, not '.' or '..', at most 247 bytes).",
+                "The name is not a valid extension name (letters, digits, '.', '_' and '-').",
             ),
         ],
     ),
