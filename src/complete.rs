@@ -100,6 +100,19 @@ impl EnvCompleter for ValuesFirst<'_> {
         current_dir: Option<&Path>,
         buf: &mut dyn Write,
     ) -> std::io::Result<()> {
+        let bash = self.0.name() == "bash";
+        let mut args = args;
+        if bash {
+            // bash hands over the word under the cursor as typed (`my\ e`, `'my e`).
+            let index = std::env::var("_CLAP_COMPLETE_INDEX")
+                .ok()
+                .and_then(|i| i.parse::<usize>().ok());
+            if let Some(word) = index.and_then(|i| args.get_mut(i))
+                && let Some(text) = word.to_str()
+            {
+                *word = bash_unquote(text).into();
+            }
+        }
         let mut answer = Vec::new();
         self.0.write_complete(cmd, args, current_dir, &mut answer)?;
         // bash, elvish and zsh separate candidates with `_CLAP_IFS`; fish and PowerShell
@@ -113,12 +126,53 @@ impl EnvCompleter for ValuesFirst<'_> {
         let items: Vec<&str> = answer.split(separator).collect();
         let is_flag = |item: &&str| item.starts_with('-');
         let has_values = items.iter().any(|i| !i.is_empty() && !is_flag(i));
-        let kept: Vec<&str> = items
+        let kept: Vec<String> = items
             .into_iter()
             .filter(|i| !(has_values && is_flag(i)))
+            .map(|i| if bash { bash_escape(i) } else { i.to_owned() })
             .collect();
         buf.write_all(kept.join(separator).as_bytes())
     }
+}
+
+/// `word` as bash inserts it: bash puts a candidate in the line as it is, so a name with a
+/// space or a quote is escaped with backslashes (fish and zsh quote candidates themselves);
+/// `~` is left alone, so that `~/` folders stay expandable.
+fn bash_escape(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    for c in word.chars() {
+        let plain = !c.is_ascii() || c.is_ascii_alphanumeric() || "-_./:=,+@%^~".contains(c);
+        if !plain {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The text of a word bash hands over as typed: backslash escapes and quotes removed (an
+/// unfinished quote runs to the end).
+fn bash_unquote(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    let mut chars = word.chars();
+    let mut quote = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\\') => out.extend(chars.next()),
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => match chars.next() {
+                Some(n @ ('$' | '`' | '"' | '\\')) => out.push(n),
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
+                }
+                None => out.push('\\'),
+            },
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// `COMPLETE=<shell> zot`: the registration script, or a usage error for an unknown shell.
@@ -476,6 +530,23 @@ mod tests {
             scope_hint(&os(&["zot", "ext", "logs", "-n", "5", ""])),
             None
         );
+    }
+
+    #[test]
+    fn bash_candidates_are_escaped_and_typed_words_unquoted() {
+        assert_eq!(bash_escape("my ext"), "my\\ ext");
+        assert_eq!(bash_escape("wetter-größe"), "wetter-größe");
+        assert_eq!(bash_escape("it's $x"), "it\\'s\\ \\$x");
+        assert_eq!(bash_escape("./dir/"), "./dir/");
+        for (typed, text) in [
+            ("my\\ e", "my e"),
+            ("'my e", "my e"),
+            ("\"my\\\"x\"", "my\"x"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(bash_unquote(typed), text, "{typed}");
+            assert_eq!(bash_unquote(&bash_escape(text)), text, "{text}");
+        }
     }
 
     #[test]

@@ -193,6 +193,9 @@ pub fn check(target: &Target, options: &Options) -> Report {
     };
     check_folder_name(&mut report, target, manifest);
     check_twins(&mut report, target, manifest);
+    for note in &manifest.notes {
+        report.add(Problem::note(note.clone(), ""));
+    }
     match target.launch(manifest) {
         Ok(launch) => live(&mut report, &launch, manifest, options),
         Err(e) => report.add(Problem::error(e.message, build_hint(manifest, e.fix))),

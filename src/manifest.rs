@@ -1,5 +1,18 @@
-//! `extension.json`: strict parsing, field validation with line:column positions, and
-//! format-preserving atomic edits of `enabled`.
+//! `extension.json`: parsing the way zot decodes it, field validation with line:column
+//! positions, and format-preserving atomic edits of `enabled`.
+//!
+//! zot (0.1.62, `internal/agent/extensions/manager.go`, `loadOne`) reads the manifest with
+//! Go's `json.Unmarshal` into a struct whose fields are tagged `name`, `version`, `exec`,
+//! `args`, `language`, `enabled` (a `*bool`) and `description`. Go's `encoding/json`
+//! (`decode.go`, `object`) walks the object's keys in order and, for each key, picks the field
+//! whose name matches exactly, else one that matches case-insensitively (Unicode simple
+//! folding: `ſ` is an `s`, the Kelvin sign `K` a `k`); it then stores the value into that
+//! field. So every key spelled like a field in any case sets it, and of duplicate or
+//! case-variant keys the LAST one in the text wins (exact spelling is preferred only among
+//! struct fields, never among keys). `null` leaves a string field as it was and resets a
+//! slice or pointer (`args`, `enabled`). Unknown keys are ignored. A value of the wrong type
+//! fails the decode (even when a later key would override it). zot then requires a
+//! non-empty `name` and `exec` and uses the name as given (its log is `ext-<name>.log`).
 
 use std::fmt;
 use std::fs;
@@ -8,7 +21,7 @@ use std::path::{Path, PathBuf};
 use jsonc_parser::ast;
 use jsonc_parser::common::Ranged;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::bounded::{self, ReadError};
 use crate::output::printable;
@@ -17,8 +30,38 @@ use crate::store::fsx::Folder;
 /// The manifest's file name, at the top of every extension folder.
 pub const FILE: &str = "extension.json";
 
-/// Longest extension name accepted; keeps `ext-<name>.log` within file-name limits.
-pub const MAX_NAME_LEN: usize = 128;
+/// Longest extension name accepted, in bytes: a folder name may have 255, and zot's log
+/// file `ext-<name>.log` adds 8 bytes, which must still fit in 255.
+pub const MAX_NAME_LEN: usize = 255 - "ext-.log".len();
+
+/// The fields zot's manifest struct has, spelled as documented.
+pub const FIELDS: [&str; 7] = [
+    "name",
+    "version",
+    "exec",
+    "args",
+    "language",
+    "enabled",
+    "description",
+];
+
+/// Whether JSON key `key` sets the field spelled `field` (lowercase ASCII) in Go's decoder:
+/// the same name under Unicode simple case folding.
+pub fn key_matches(key: &str, field: &str) -> bool {
+    let mut key = key.chars().map(|c| match c {
+        '\u{17f}' => 's',  // ſ folds with s
+        '\u{212a}' => 'k', // the Kelvin sign folds with k
+        c => c.to_ascii_lowercase(),
+    });
+    let mut field = field.chars();
+    loop {
+        match (key.next(), field.next()) {
+            (None, None) => return true,
+            (Some(a), Some(b)) if a == b => {}
+            _ => return false,
+        }
+    }
+}
 
 /// A validated manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -30,6 +73,9 @@ pub struct Manifest {
     pub language: Option<String>,
     pub description: Option<String>,
     pub enabled: bool,
+    /// Keys that zot reads but that are not spelled as documented, one note each.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// Why a manifest was rejected, with the file and, where known, line and column.
@@ -58,7 +104,9 @@ impl fmt::Display for ManifestError {
 
 impl std::error::Error for ManifestError {}
 
-/// Checks that `name` can be used as a directory name in an extensions root.
+/// Checks that `name` can be used as one folder name in an extensions root (and in the log
+/// file name `ext-<name>.log`): not empty, not `.` or `..`, no `/`, `\\`, NUL or other
+/// control character (see [`is_control`]), at most [`MAX_NAME_LEN`] bytes. Spaces and any other letters are fine.
 pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".into());
@@ -68,19 +116,27 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
     if name.len() > MAX_NAME_LEN {
         return Err(format!(
-            "is {} characters long; at most {MAX_NAME_LEN} are allowed",
+            "is {} bytes long; at most {MAX_NAME_LEN} are allowed (the log file ext-<name>.log must fit in a file name)",
             name.len()
         ));
     }
     if let Some(bad) = name
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        .find(|&c| matches!(c, '/' | '\\') || is_control(c))
     {
         return Err(format!(
-            "contains {bad:?}; use only letters, digits, '.', '_' and '-'"
+            "contains {bad:?}; a name must be one folder name: no '/', '\\' or control characters"
         ));
     }
     Ok(())
+}
+
+/// A control character: C0, DEL and C1, and the invisible bidirectional controls that make a
+/// name read differently from what it is (U+061C, U+200E, U+200F, U+202A-U+202E,
+/// U+2066-U+2069).
+pub fn is_control(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The largest manifest zot reads; real ones are a few hundred bytes.
@@ -131,12 +187,15 @@ fn unreadable(e: &ReadError) -> String {
 
 /// Parses and validates manifest text; `path` is only used in messages.
 pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| ManifestError {
+    let value: Entries = serde_json::from_str(text).map_err(|e| ManifestError {
         path: path.to_path_buf(),
         position: (e.line() > 0).then(|| (e.line(), e.column().max(1))),
         message: format!("invalid JSON: {}", strip_position(&e.to_string())),
     })?;
-    let Value::Object(map) = value else {
+    let Entries::Object(entries) = value else {
+        let Entries::Other(value) = value else {
+            unreachable!()
+        };
         return Err(ManifestError {
             path: path.to_path_buf(),
             position: Some(position_of(text, 0)),
@@ -147,11 +206,67 @@ pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
         });
     };
     Fields {
-        map: &map,
+        entries: &entries,
+        offsets: value_offsets(text),
         text,
         path,
     }
     .manifest()
+}
+
+/// A top-level JSON value: an object as its keys and values in order, duplicates kept (Go
+/// decodes each of them in turn), or any other value.
+enum Entries {
+    Object(Vec<(String, Value)>),
+    Other(Value),
+}
+
+impl<'de> serde::Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Entries;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Value>()? {
+                    entries.push(entry);
+                }
+                Ok(Entries::Object(entries))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Entries, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Entries::Other(Value::Array(Vec::new())))
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Entries, E> {
+                Ok(Entries::Other(Value::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Entries, E> {
+                Ok(Entries::Other(Value::from(n)))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Entries, E> {
+                Ok(Entries::Other(Value::from(n)))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<Entries, E> {
+                Ok(Entries::Other(Value::from(n)))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Entries, E> {
+                Ok(Entries::Other(Value::String(String::new())))
+            }
+            fn visit_unit<E>(self) -> Result<Entries, E> {
+                Ok(Entries::Other(Value::Null))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 fn strip_position(message: &str) -> &str {
@@ -163,7 +278,9 @@ fn strip_position(message: &str) -> &str {
 
 /// Field-by-field validation of a parsed top-level object.
 struct Fields<'a> {
-    map: &'a Map<String, Value>,
+    entries: &'a [(String, Value)],
+    /// Byte offset of each top-level value, in the same order as `entries`.
+    offsets: Vec<usize>,
     text: &'a str,
     path: &'a Path,
 }
@@ -180,69 +297,133 @@ impl Fields<'_> {
             language: self.optional_string("language")?,
             description: self.optional_string("description")?,
             enabled: self.enabled()?,
+            notes: self.notes(),
         })
     }
 
-    fn error(&self, field: &str, message: String) -> ManifestError {
+    /// The values of the keys that set `field`, in order, with their index.
+    fn values(&self, field: &str) -> impl Iterator<Item = (usize, &Value)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(move |(_, (key, _))| key_matches(key, field))
+            .map(|(i, (_, value))| (i, value))
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = Vec::new();
+        for (key, _) in self.entries {
+            if let Some(field) = FIELDS.iter().find(|f| key_matches(key, f) && key != *f) {
+                let note = format!(
+                    "{FILE}: key {} works, but the documented spelling is \"{field}\"",
+                    printable(&serde_json::to_string(key).unwrap_or_default())
+                );
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+        }
+        notes
+    }
+
+    fn error_at(&self, index: usize, message: String) -> ManifestError {
         ManifestError {
             path: self.path.to_path_buf(),
-            position: field_offset(self.text, field).map(|at| position_of(self.text, at)),
+            position: self
+                .offsets
+                .get(index)
+                .map(|&at| position_of(self.text, at)),
             message,
         }
     }
 
+    /// An error about `field`, at the last key that sets it.
+    fn error(&self, field: &str, message: String) -> ManifestError {
+        match self.values(field).last() {
+            Some((i, _)) => self.error_at(i, message),
+            None => ManifestError {
+                path: self.path.to_path_buf(),
+                position: None,
+                message,
+            },
+        }
+    }
+
+    /// The string Go would leave in a string field: each string value replaces the one
+    /// before, `null` keeps it, anything else is an error.
+    fn string(&self, field: &str) -> Result<Option<String>, ManifestError> {
+        let mut out = None;
+        for (i, value) in self.values(field) {
+            match value {
+                Value::Null => {}
+                Value::String(s) => out = Some(s.clone()),
+                other => return Err(self.wrong_type(i, field, "a string", other)),
+            }
+        }
+        Ok(out)
+    }
+
     fn required_string(&self, field: &str) -> Result<String, ManifestError> {
-        match self.map.get(field) {
+        match self.string(field)? {
             None => Err(ManifestError {
                 path: self.path.to_path_buf(),
                 position: None,
                 message: format!("missing required field \"{field}\" (a non-empty string)"),
             }),
-            Some(Value::String(s)) if s.trim().is_empty() => {
+            Some(s) if s.trim().is_empty() => {
                 Err(self.error(field, format!("\"{field}\" must not be empty")))
             }
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(self.wrong_type(field, "a string", other)),
+            Some(s) => Ok(s),
         }
     }
 
     fn optional_string(&self, field: &str) -> Result<Option<String>, ManifestError> {
-        match self.map.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(self.wrong_type(field, "a string", other)),
-        }
+        self.string(field)
     }
 
     fn args(&self) -> Result<Vec<String>, ManifestError> {
-        match self.map.get("args") {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| match item {
-                    Value::String(s) => Ok(s.clone()),
-                    other => Err(self.error(
-                        "args",
-                        format!("\"args\"[{i}] must be a string, found {}", kind(other)),
-                    )),
-                })
-                .collect(),
-            Some(other) => Err(self.wrong_type("args", "an array of strings", other)),
+        let mut out = Vec::new();
+        for (at, value) in self.values("args") {
+            out = match value {
+                Value::Null => Vec::new(),
+                Value::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| match item {
+                        Value::String(s) => Ok(s.clone()),
+                        other => Err(self.error_at(
+                            at,
+                            format!("\"args\"[{i}] must be a string, found {}", kind(other)),
+                        )),
+                    })
+                    .collect::<Result<_, _>>()?,
+                other => return Err(self.wrong_type(at, "args", "an array of strings", other)),
+            };
         }
+        Ok(out)
     }
 
     fn enabled(&self) -> Result<bool, ManifestError> {
-        match self.map.get("enabled") {
-            None | Some(Value::Null) => Ok(true),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(self.wrong_type("enabled", "true or false", other)),
+        let mut out = true;
+        for (i, value) in self.values("enabled") {
+            out = match value {
+                Value::Null => true,
+                Value::Bool(b) => *b,
+                other => return Err(self.wrong_type(i, "enabled", "true or false", other)),
+            };
         }
+        Ok(out)
     }
 
-    fn wrong_type(&self, field: &str, expected: &str, found: &Value) -> ManifestError {
-        self.error(
-            field,
+    fn wrong_type(
+        &self,
+        index: usize,
+        field: &str,
+        expected: &str,
+        found: &Value,
+    ) -> ManifestError {
+        self.error_at(
+            index,
             format!("\"{field}\" must be {expected}, found {}", kind(found)),
         )
     }
@@ -259,23 +440,19 @@ fn kind(value: &Value) -> String {
     }
 }
 
-/// Byte offset of the value of top-level `field` (the last one, as serde_json keeps the last).
-fn field_offset(text: &str, field: &str) -> Option<usize> {
-    let parsed = jsonc_parser::parse_to_ast(
+/// Byte offset of each top-level value, in order (empty when `text` is no object).
+fn value_offsets(text: &str) -> Vec<usize> {
+    let Ok(parsed) = jsonc_parser::parse_to_ast(
         text,
         &jsonc_parser::CollectOptions::default(),
         &jsonc_parser::ParseOptions::default(),
-    )
-    .ok()?;
-    let Some(ast::Value::Object(object)) = parsed.value else {
-        return None;
+    ) else {
+        return Vec::new();
     };
-    object
-        .properties
-        .iter()
-        .rev()
-        .find(|p| p.name.as_str() == field)
-        .map(|p| p.value.start())
+    let Some(ast::Value::Object(object)) = parsed.value else {
+        return Vec::new();
+    };
+    object.properties.iter().map(|p| p.value.start()).collect()
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -369,11 +546,16 @@ pub fn with_enabled(text: &str, enabled: bool) -> Option<String> {
     use jsonc_parser::cst::CstRootNode;
     let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).ok()?;
     let object = root.object_value()?;
-    // Every "enabled" key: readers keep the last of duplicate keys, so all must change.
+    // Every key zot reads as "enabled" ("Enabled", "ENABLED" too): Go keeps the last of
+    // them, so all change, each keeping its spelling.
     let existing: Vec<_> = object
         .properties()
         .into_iter()
-        .filter(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some("enabled"))
+        .filter(|p| {
+            p.name()
+                .and_then(|n| n.decoded_value().ok())
+                .is_some_and(|key| key_matches(&key, "enabled"))
+        })
         .collect();
     let edited = if existing.is_empty() {
         append_enabled(text, enabled)?
@@ -540,17 +722,64 @@ mod tests {
 
     #[test]
     fn unsafe_names_are_rejected() {
-        for name in ["../x", "a/b", ".", "..", "a b", "a\\b", "é"] {
+        for name in ["../x", "a/b", ".", "..", "a\nb", "a\\b", "a\u{7f}b"] {
             let text = serde_json::json!({"name": name, "exec": "x"}).to_string();
             assert!(parse_str(&text).is_err(), "{name} accepted");
         }
         assert!(
-            check_name(&"a".repeat(300))
+            check_name(&"a".repeat(256))
                 .unwrap_err()
-                .contains("300 characters")
+                .contains("256 bytes")
         );
+        assert!(check_name(&"a".repeat(248)).is_err());
+        assert!(check_name(&"a".repeat(247)).is_ok());
         assert!(check_name("a\0b").is_err());
-        assert!(check_name("my-ext_1.2").is_ok());
+        for name in ["my-ext_1.2", "my ext", "wetter-größe", "天気", " a"] {
+            assert_eq!(check_name(name), Ok(()), "{name}");
+        }
+    }
+
+    #[test]
+    fn keys_match_like_go_case_insensitively_and_the_last_one_wins() {
+        let m = parse_str(
+            r#"{"Name":"a","EXEC":"./x","name":"b","ENABLED":false,"Args":["1"],"other":1}"#,
+        )
+        .unwrap();
+        assert_eq!((m.name.as_str(), m.exec.as_str()), ("b", "./x"));
+        assert!(!m.enabled);
+        assert_eq!(m.args, ["1"]);
+        assert_eq!(
+            m.notes,
+            [
+                "extension.json: key \"Name\" works, but the documented spelling is \"name\"",
+                "extension.json: key \"EXEC\" works, but the documented spelling is \"exec\"",
+                "extension.json: key \"ENABLED\" works, but the documented spelling is \"enabled\"",
+                "extension.json: key \"Args\" works, but the documented spelling is \"args\"",
+            ]
+        );
+        // Go folds ſ with s and the Kelvin sign with k; null keeps a string as it was.
+        let m = parse_str("{\"name\":\"a\",\"exec\":\"x\",\"deſcription\":\"d\",\"Name\":null}")
+            .unwrap();
+        assert_eq!(
+            (m.name.as_str(), m.description.as_deref()),
+            ("a", Some("d"))
+        );
+        assert!(
+            parse_str(r#"{"name":"a","exec":"x","ENABLED":false,"enabled":null}"#)
+                .unwrap()
+                .enabled
+        );
+        // A wrong type fails even when a later key would override it.
+        let err = parse_str("{\"name\":\"a\",\"Exec\":1,\n\"exec\":\"x\"}").unwrap_err();
+        assert_eq!(
+            err,
+            "extension.json:1:20: \"exec\" must be a string, found the number 1"
+        );
+        assert!(
+            parse_str(r#"{"nam":"a","exec":"x"}"#)
+                .unwrap_err()
+                .contains("missing required field \"name\"")
+        );
     }
 
     #[test]
@@ -564,6 +793,14 @@ mod tests {
         let text = "{\n    \"zeta\": 1,\n    \"name\": \"a\",\n    \"enabled\": true,\n    \"exec\": \"x\"\n}\n";
         let out = with_enabled(text, false).unwrap();
         assert_eq!(out, text.replace("\"enabled\": true", "\"enabled\": false"));
+    }
+
+    #[test]
+    fn enabled_edit_changes_the_key_go_reads_in_its_spelling() {
+        let text = "{\"name\":\"d\",\"Enabled\":true,\"exec\":\"./x\",\"ENABLED\":true}";
+        let out = with_enabled(text, false).unwrap();
+        assert_eq!(out, text.replace("true", "false"));
+        assert!(!parse(&out, Path::new(FILE)).unwrap().enabled);
     }
 
     #[test]

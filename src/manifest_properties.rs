@@ -8,7 +8,7 @@ use std::path::{Component, Path};
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::manifest::{FILE, MAX_NAME_LEN, Manifest, check_name, parse, with_enabled};
+use crate::manifest::{FILE, MAX_NAME_LEN, Manifest, check_name, key_matches, parse, with_enabled};
 
 /// Whitespace JSON allows between tokens.
 fn ws() -> impl Strategy<Value = String> {
@@ -39,7 +39,7 @@ fn any_string_literal() -> impl Strategy<Value = String> {
 
 /// A valid extension name.
 fn name() -> impl Strategy<Value = String> {
-    proptest::string::string_regex("[A-Za-z0-9_-][A-Za-z0-9._-]{0,20}").unwrap()
+    proptest::string::string_regex("[A-Za-z0-9_é-][A-Za-z0-9._ ß-]{0,20}").unwrap()
 }
 
 /// Any JSON value, as text with random whitespace, possibly holding `"enabled"` keys
@@ -99,10 +99,13 @@ fn member(key: &str, value: String) -> Member {
     }
 }
 
-/// `"enabled": true|false|null`, its key sometimes written with escapes.
+/// `"enabled": true|false|null`, its key sometimes written with escapes or in another case
+/// (zot's Go decoder matches keys case-insensitively).
 fn enabled_member() -> impl Strategy<Value = Member> {
     let key = prop_oneof![
         Just("\"enabled\"".to_string()),
+        Just("\"Enabled\"".to_string()),
+        Just("\"ENABLED\"".to_string()),
         Just("\"\\u0065nabled\"".to_string()),
         Just("\"enab\\u006Ced\"".to_string()),
     ];
@@ -292,27 +295,28 @@ proptest! {
         // And it is still the same JSON, but for the top-level "enabled".
         let mut before: Value = serde_json::from_str(&written.text).unwrap();
         let mut after: Value = serde_json::from_str(&edited).unwrap();
-        before.as_object_mut().unwrap().remove("enabled");
-        after.as_object_mut().unwrap().remove("enabled");
+        before.as_object_mut().unwrap().retain(|k, _| !key_matches(k, "enabled"));
+        after.as_object_mut().unwrap().retain(|k, _| !key_matches(k, "enabled"));
         prop_assert_eq!(before, after);
     }
 }
 
-/// The documented rule: 1 to 128 letters, digits, '.', '_' and '-', but not "." or "..".
+/// The documented rule: 1 to 247 bytes of anything but '/', '\\' and control characters
+/// (NUL and the bidirectional controls among them), and not "." or "..".
 fn documented(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && name != "."
         && name != ".."
-        && name
+        && !name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            .any(|c| c == '/' || c == '\\' || crate::manifest::is_control(c))
 }
 
 /// Names near the rule's edges: valid runs, lengths around the limit, dots, and one
 /// character from anywhere (separators, controls, NUL, non-ASCII) put in.
 fn candidate_name() -> impl Strategy<Value = String> {
-    let valid = || proptest::string::string_regex("[A-Za-z0-9._-]{0,140}").unwrap();
+    let valid = || proptest::string::string_regex("[A-Za-z0-9._ äöüß天-]{0,130}").unwrap();
     let odd = prop_oneof![
         Just('/'),
         Just('\\'),
@@ -320,6 +324,7 @@ fn candidate_name() -> impl Strategy<Value = String> {
         Just('\n'),
         Just(' '),
         Just(':'),
+        Just('\u{202e}'),
         any::<char>(),
         proptest::char::range('\u{0}', '\u{1f}'),
     ];

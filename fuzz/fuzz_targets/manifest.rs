@@ -37,14 +37,14 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// Whether `edited` is `text` with each top-level `enabled` value replaced by `enabled`, or,
+/// Whether `edited` is `text` with each top-level `enabled` value (any case) replaced by `enabled`, or,
 /// when there is none, with one `, "enabled": <value>` (any whitespace) after the last
 /// value. Found with jsonc-parser's syntax tree, not the concrete tree the rewrite edits.
 fn kept_outside_enabled(text: &str, edited: &str, enabled: bool) -> bool {
     let properties = top_level_properties(text);
     let values: Vec<(usize, usize)> = properties
         .iter()
-        .filter(|(name, _)| name == "enabled")
+        .filter(|(name, _)| manifest::key_matches(name, "enabled"))
         .map(|(_, range)| *range)
         .collect();
     let literal = if enabled { "true" } else { "false" };

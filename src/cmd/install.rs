@@ -168,6 +168,9 @@ fn report(
     for line in carried.iter().flat_map(|p| p.lines(true)) {
         ctx.out.say(&format!("  {line}"))?;
     }
+    for note in &manifest.notes {
+        ctx.out.warn(note);
+    }
     if let Some(note) = tree::loose_note(&manifest.name, &staged.outside_links) {
         ctx.out.note(&format!("note: {note}"));
     }

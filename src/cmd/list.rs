@@ -69,6 +69,12 @@ impl Run for ListArgs {
             ));
         }
         let entries: Vec<Entry> = found.iter().map(Entry::new).collect();
+        for e in &found {
+            for note in e.manifest.iter().flat_map(|m| &m.notes) {
+                let dir = crate::output::printable(&e.dir.display().to_string());
+                ctx.out.warn(&format!("{dir}/{note}"));
+            }
+        }
         if ctx.out.json {
             return Ok(ctx.out.json(&entries)?);
         }

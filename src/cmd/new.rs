@@ -46,9 +46,25 @@ struct Created<'a> {
     files: Vec<&'static str>,
 }
 
+/// A name `new` scaffolds: letters, digits, '.', '_' and '-' (and a valid manifest name).
+/// Narrower than what zot loads ([`manifest::check_name`]) because the name is written
+/// unquoted into generated source, build commands and the README.
+fn check_new_name(name: &str) -> Result<(), String> {
+    manifest::check_name(name)?;
+    match name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        Some(bad) => Err(format!(
+            "contains {bad:?}; use only letters, digits, '.', '_' and '-'"
+        )),
+        None => Ok(()),
+    }
+}
+
 impl Run for NewArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
-        manifest::check_name(&self.name)
+        check_new_name(&self.name)
             .map_err(|why| usage(format!("the name \"{}\" {why}", self.name)))?;
         let names = Names::from(&self.name);
         let files = scaffold(self.lang, &names, self.place.dir.is_some());
@@ -393,6 +409,15 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_scaffolds_only_names_that_go_unquoted_into_source() {
+        for name in ["my ext", "a\"b", "größe", "a\\b", "$x"] {
+            assert!(check_new_name(name).is_err(), "{name}");
+        }
+        assert!(check_new_name("my-ext_1.2").is_ok());
+        assert!(check_new_name("..").is_err());
+    }
 
     #[test]
     fn names_are_derived_safely() {

@@ -165,6 +165,57 @@ fn bash_completes_enabled_extensions_for_disable() {
     assert_eq!(lines, ["alpha gamma", "alpha gamma"], "bash:\n{out}");
 }
 
+#[test]
+fn bash_inserts_a_name_with_a_space_as_one_word() {
+    if !have("bash", true) {
+        return;
+    }
+    let world = world();
+    world.env.installed("my ext", false);
+    // The word under the cursor reaches the function as typed, backslash and all.
+    let out =
+        world.bash("complete_line zot ext disable 'my'\ncomplete_line zot ext disable 'my\\ e'\n");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, ["my\\ ext", "my\\ ext"], "bash:\n{out}");
+}
+
+#[test]
+fn fish_and_zsh_offer_a_name_with_a_space_as_one_candidate() {
+    let world = world();
+    world.env.installed("my ext", false);
+    if have("fish", true) {
+        let out = world.run(
+            "fish",
+            &[
+                "--no-config",
+                "-c",
+                "source $ZOT_SCRIPT; and complete -C 'zot ext disable my'",
+            ],
+            &[("ZOT_SCRIPT", &script("zot.fish"))],
+        );
+        // fish escapes the candidate itself when it inserts it.
+        assert_eq!(out, "my ext\ttest extension my ext\n", "fish");
+    }
+    if have("zsh", true) {
+        let driver = world.write("complete.zsh", ZSH);
+        let none = PathBuf::new();
+        let out = world.run(
+            "zsh",
+            &["-f", driver.to_str().unwrap()],
+            &[
+                ("ZOT_SCRIPT", &script("_zot")),
+                ("ZOT_FPATH", &none),
+                ("ZOT_LINE", Path::new("zot ext disable ")),
+                ("ZOT_UNTIL", Path::new("test extension my ext")),
+            ],
+        );
+        assert!(
+            out.contains("my ext  -- test extension my ext"),
+            "zsh: {out}"
+        );
+    }
+}
+
 impl World {
     /// Runs `lines` in bash after the `BASH` driver; returns what they printed.
     fn bash(&self, lines: &str) -> String {

@@ -493,7 +493,11 @@ impl Case {
         let diff: Vec<String> = before
             .diff(&after)
             .into_iter()
-            .filter(|line| !allowed(line.split_whitespace().nth(1).unwrap_or("")))
+            // "added <path> (<kind>)": the path may hold spaces.
+            .filter(|line| {
+                let path = line.split_once(' ').map_or("", |(_, rest)| rest);
+                !allowed(path.rsplit_once(" (").map_or(path, |(path, _)| path))
+            })
             .collect();
         if !diff.is_empty() {
             problems.push(format!("changed on disk:\n    {}", diff.join("\n    ")));
