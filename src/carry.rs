@@ -175,9 +175,9 @@ pub struct Prepared {
 }
 
 /// Carry-over for a staged tree about to replace `extensions/<folder>` of `dirs`: works out
-/// the plan, writes `enabled` into the staged manifest, lists the new tree, carries the old
-/// copy's data into it and moves what is saved to `.ext-store/backup/<folder>/<time>/`.
-/// With `dry_run`, only the plan. No installed copy, or a linked one: nothing to carry.
+/// the plan, writes `enabled` into the staged manifest, lists the new tree, then
+/// [`carry_out`]. With `dry_run`, only the plan. No installed copy, or a linked one: nothing
+/// to carry.
 pub fn prepare(
     store: &Store,
     dirs: &ScopeDirs,
@@ -186,36 +186,66 @@ pub fn prepare(
     options: Options,
     dry_run: bool,
 ) -> Result<Prepared> {
-    let old = dirs.extension(folder);
-    let new = staging.tree();
-    let installed = fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir());
-    let mut plan = if installed {
-        let list = FileList::load(dirs, folder);
-        self::plan(&old, list.as_ref(), &new, options)?
-    } else {
-        // A first install: only --enable/--disable change the manifest.
-        Plan {
-            enabled: enabled_to_write(None, &new, options),
-            enabled_by_flag: true,
-            ..Plan::default()
-        }
-    };
+    let plan = plan_for(dirs, staging, folder, options)?;
     if dry_run {
         return Ok(Prepared {
             plan,
             files: FileList::default(),
         });
     }
+    let new = staging.tree();
     write_enabled(&plan, &new)?;
     let files = FileList::scan(&new)?;
-    if installed {
-        apply(&plan, &old, &new, &staging.scratch(SAVED))?;
+    carry_out(store, dirs, staging, folder, plan, files)
+}
+
+/// What carrying `extensions/<folder>` of `dirs` into the staged tree would do; changes
+/// nothing.
+pub fn plan_for(
+    dirs: &ScopeDirs,
+    staging: &Staging,
+    folder: &str,
+    options: Options,
+) -> Result<Plan> {
+    let old = dirs.extension(folder);
+    let new = staging.tree();
+    if is_installed(&old) {
+        let list = FileList::load(dirs, folder);
+        return self::plan(&old, list.as_ref(), &new, options);
+    }
+    // A first install: only --enable/--disable change the manifest.
+    Ok(Plan {
+        enabled: enabled_to_write(None, &new, options),
+        enabled_by_flag: true,
+        ..Plan::default()
+    })
+}
+
+/// Carries out `plan` (from [`plan_for`], with `enabled` already written into the staged
+/// manifest and `files` the new tree's list): carries the old copy's data into the staged
+/// tree and moves what is saved to `.ext-store/backup/<folder>/<time>/`.
+pub fn carry_out(
+    store: &Store,
+    dirs: &ScopeDirs,
+    staging: &Staging,
+    folder: &str,
+    mut plan: Plan,
+    files: FileList,
+) -> Result<Prepared> {
+    let old = dirs.extension(folder);
+    if is_installed(&old) {
+        apply(&plan, &old, &staging.tree(), &staging.scratch(SAVED))?;
     }
     if plan.saves() {
         plan.backup = Some(store.keep_backup(staging, SAVED, folder)?);
     }
     crashpoint::hit("carry.done");
     Ok(Prepared { plan, files })
+}
+
+/// An installed copy to carry from: a real folder (a linked working copy is not one).
+fn is_installed(old: &Path) -> bool {
+    fs::symlink_metadata(old).is_ok_and(|m| m.is_dir())
 }
 
 /// The folder beside the staged tree where saved entries are gathered.

@@ -13,6 +13,7 @@ use crate::catalog;
 use crate::cli::LogsArgs;
 use crate::error::usage;
 use crate::logs::{self, Follower, Notice};
+use crate::manifest;
 
 /// Lines `--follow` prints before following when `-n` is not given.
 const FOLLOW_LINES: u64 = 10;
@@ -54,9 +55,6 @@ impl Run for LogsArgs {
     }
 }
 
-/// The longest name whose log file name (`ext-<name>.log`) fits in 255 bytes.
-const LONGEST_NAME: usize = 255 - "ext-.log".len();
-
 /// Refuses a name that is not one safe file-name component, so that the log path cannot
 /// leave the logs folder: no `/`, `\`, NUL or control characters, not `.` or `..`, and short
 /// enough for its log file name.
@@ -69,7 +67,7 @@ fn check_log_name(name: &str) -> Result<()> {
         Some("contains a path separator")
     } else if name.chars().any(char::is_control) {
         Some("contains a control character")
-    } else if name.len() > LONGEST_NAME {
+    } else if name.len() > manifest::MAX_NAME_LEN {
         Some("is too long for a log file name")
     } else {
         None

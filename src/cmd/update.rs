@@ -401,15 +401,7 @@ impl UpdateArgs {
         let tree = staged.staging.tree();
         // The plan first, changing nothing: the kept `enabled` is part of the new version
         // as it would be placed, so it takes part in the comparison.
-        let plan = carry::prepare(
-            store,
-            dirs,
-            &staged.staging,
-            &folder,
-            self.carry.options(),
-            true,
-        )?
-        .plan;
+        let plan = carry::plan_for(dirs, &staged.staging, &folder, self.carry.options())?;
         carry::write_enabled(&plan, &tree)?;
         let files = FileList::scan(&tree)?;
         let placed = FileList::load(dirs, &job.target.dir_name);
@@ -434,24 +426,15 @@ impl UpdateArgs {
             outcome.carry_over = Some(plan);
             return Ok(Status::WouldUpdate);
         }
-        let prepared = carry::prepare(
-            store,
-            dirs,
-            &staged.staging,
-            &folder,
-            self.carry.options(),
-            false,
-        )?;
-        let mut carried = prepared.plan;
-        // The second plan sees `enabled` written already.
-        carried.enabled = carried.enabled.or(plan.enabled);
-        outcome.carry_over = Some(carried);
+        // The plan and the list worked out above, carried out: nothing is hashed twice.
+        let carried = carry::carry_out(store, dirs, &staged.staging, &folder, plan, files)?;
+        outcome.carry_over = Some(carried.plan);
         let published = store.publish_listed(
             &staged.staging,
             &folder,
             true,
             &installed,
-            Some(&prepared.files),
+            Some(&carried.files),
         )?;
         let _ = store.rotate_backups(&folder);
         if let Some(e) = published.record_error {
