@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use jsonc_parser::ast;
 use jsonc_parser::common::Ranged;
+use rustix::fs::FileType;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -506,14 +507,15 @@ fn read_for_rewrite(folder: &Folder, path: &Path) -> anyhow::Result<(String, u32
         }
         Some(stat) => stat,
     };
-    let kind = crate::store::fsx::kind_of(&stat);
-    if kind == "a symbolic link" {
-        anyhow::bail!(
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Symlink => anyhow::bail!(
             "{shown} is a symbolic link; zot ext never writes through links: replace it with a copy of the file it points to"
-        );
-    }
-    if kind != "a regular file" {
-        anyhow::bail!("{shown} is {kind}, not a regular file; replace it with a regular file");
+        ),
+        _ => anyhow::bail!(
+            "{shown} is {}, not a regular file; replace it with a regular file",
+            crate::store::fsx::kind_of(&stat)
+        ),
     }
     let bytes = folder
         .read_file(FILE, MAX_REWRITE)
@@ -533,7 +535,7 @@ fn clear_leftovers(folder: &Folder) {
             .stat(&name)
             .ok()
             .flatten()
-            .is_some_and(|stat| crate::store::fsx::kind_of(&stat) == "a regular file");
+            .is_some_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile);
         if ours && regular {
             let _ = folder.remove(&name);
         }
