@@ -176,23 +176,15 @@ pub struct Prepared {
 
 /// Carry-over for a staged tree about to replace `extensions/<folder>` of `dirs`: works out
 /// the plan, writes `enabled` into the staged manifest, lists the new tree, then
-/// [`carry_out`]. With `dry_run`, only the plan. No installed copy, or a linked one: nothing
-/// to carry.
+/// [`carry_out`]. No installed copy, or a linked one: nothing to carry.
 pub fn prepare(
     store: &Store,
     dirs: &ScopeDirs,
     staging: &Staging,
     folder: &str,
     options: Options,
-    dry_run: bool,
 ) -> Result<Prepared> {
     let plan = plan_for(dirs, staging, folder, options)?;
-    if dry_run {
-        return Ok(Prepared {
-            plan,
-            files: FileList::default(),
-        });
-    }
     let new = staging.tree();
     write_enabled(&plan, &new)?;
     let files = FileList::scan(&new)?;

@@ -70,7 +70,7 @@ impl Run for InstallArgs {
         let replaced = self.refuse_existing(&store, name)?;
         let options = self.carry.options();
         let dirs = store.dirs.clone();
-        let prepared = carry::prepare(&store, &dirs, &staged.staging, name, options, false)?;
+        let prepared = carry::prepare(&store, &dirs, &staged.staging, name, options)?;
         let published = store.publish_listed(
             &staged.staging,
             name,
