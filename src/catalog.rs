@@ -8,6 +8,7 @@
 //! checked after that, concurrently: two enabled folders whose manifests share a name are both
 //! started, and whichever finishes its `hello` last is the one the host keeps (a race).
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs;
 use std::path::PathBuf;
@@ -81,36 +82,43 @@ pub fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> {
     for scope in Scope::ALL {
         found.extend(scan_root(layout, scope)?);
     }
-    for i in 0..found.len() {
-        let folder = found[i].folder_name().to_os_string();
-        found[i].shadowed = found[..i]
-            .iter()
-            .any(|earlier| earlier.folder_name() == folder);
-    }
-    for i in 0..found.len() {
-        if found[i].shadowed || found[i].manifest.is_err() {
-            continue;
-        }
-        let twins: Vec<Twin> = found
-            .iter()
-            .enumerate()
-            .filter(|(j, other)| {
-                *j != i
-                    && !other.shadowed
-                    && other.manifest.is_ok()
-                    && other.name() == found[i].name()
-            })
-            .map(|(_, other)| Twin {
-                scope: other.scope,
-                dir: other.dir.clone(),
-                enabled: other.manifest.as_ref().is_ok_and(|m| m.enabled),
-            })
-            .collect();
-        found[i].twins = twins;
-    }
+    mark_shadowed(&mut found);
+    find_twins(&mut found);
     found.retain(|e| scopes.contains(&e.scope));
     found.sort_by_key(|e| scopes.iter().position(|s| *s == e.scope));
     Ok(found)
+}
+
+/// A folder name seen earlier in load order hides every later folder of that name.
+fn mark_shadowed(found: &mut [Installed]) {
+    let mut seen = HashSet::new();
+    for e in found.iter_mut() {
+        e.shadowed = !seen.insert(e.folder_name().to_os_string());
+    }
+}
+
+/// Folders the host loads whose readable manifests share a name are each other's twins.
+fn find_twins(found: &mut [Installed]) {
+    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, e) in found.iter().enumerate() {
+        if !e.shadowed && e.manifest.is_ok() {
+            by_name.entry(e.name().to_owned()).or_default().push(i);
+        }
+    }
+    for group in by_name.values().filter(|group| group.len() > 1) {
+        for &i in group {
+            let twins = group
+                .iter()
+                .filter(|&&j| j != i)
+                .map(|&j| Twin {
+                    scope: found[j].scope,
+                    dir: found[j].dir.clone(),
+                    enabled: found[j].manifest.as_ref().is_ok_and(|m| m.enabled),
+                })
+                .collect();
+            found[i].twins = twins;
+        }
+    }
 }
 
 fn scan_root(layout: &Layout, scope: Scope) -> Result<Vec<Installed>> {

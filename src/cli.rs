@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
 use crate::complete::{Offer, names};
+use crate::paths::Scope;
 
 /// Install and manage extensions for the zot coding agent.
 ///
@@ -224,17 +225,11 @@ pub enum ExtCommand {
     Info(InfoArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ScopeArg {
-    Project,
-    Global,
-}
-
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Only list extensions of this scope
     #[arg(long, value_enum, value_name = "SCOPE")]
-    pub scope: Option<ScopeArg>,
+    pub scope: Option<Scope>,
 }
 
 #[derive(Debug, Args)]
@@ -350,6 +345,19 @@ pub struct ScopeSelect {
     /// Act on the global copy ($ZOT_HOME/extensions/)
     #[arg(short, long)]
     pub global: bool,
+}
+
+impl ScopeSelect {
+    /// The scope picked with `--project` or `--global`, if any.
+    pub fn scope(&self) -> Option<Scope> {
+        if self.project {
+            Some(Scope::Project)
+        } else if self.global {
+            Some(Scope::Global)
+        } else {
+            None
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 //! dynamic engine, offers installed extension names for name arguments, and writes the
 //! registration scripts committed in `completions/` and printed by `zot completions`.
 
+use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Write;
@@ -13,10 +14,9 @@ use clap::ValueEnum;
 use clap_complete::engine::ValueCompleter;
 use clap_complete::env::{Bash, Elvish, EnvCompleter, Fish, Powershell, Shells, Zsh};
 use clap_complete::{ArgValueCompleter, CompleteEnv, CompletionCandidate, PathCompleter, Shell};
-use serde::Deserialize;
 
+use crate::catalog::{self, Installed};
 use crate::cli::Cli;
-use crate::manifest;
 use crate::paths::{Layout, Scope};
 
 /// The environment variable that turns a run of `zot` into a completion request.
@@ -373,51 +373,38 @@ pub struct Offered {
     pub help: Option<String>,
 }
 
-/// The names starting with `prefix` that `offer` selects, sorted. Without `scope`, each
-/// name is judged by the copy that wins (project before global), the one a command acts on.
+/// The names starting with `prefix` that `offer` selects, sorted. Each name is judged by the
+/// copy a command given that name acts on ([`catalog::find`]'s rule, over `scope` if given);
+/// copies a project folder hides are offered only when `scope` is given.
 ///
-/// This runs on every TAB, so it only reads each `extension.json` with serde_json and never
-/// reports anything: a folder it cannot read is skipped or offered as broken.
+/// This runs on every TAB and never reports anything: a folder whose manifest cannot be
+/// used is offered by its folder name as broken.
 pub fn offered(layout: &Layout, offer: Offer, scope: Option<Scope>, prefix: &str) -> Vec<Offered> {
     let scopes: &[Scope] = match &scope {
         Some(s) => std::slice::from_ref(s),
         None => &Scope::ALL,
     };
-    let mut winners: Vec<Peeked> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for &scope in scopes {
-        let Ok(entries) = fs::read_dir(layout.scope(scope).extensions()) else {
-            continue;
-        };
-        let mut here: Vec<Peeked> = entries.flatten().filter_map(|e| peek(&e)).collect();
-        here.sort_by(|a, b| a.dir_name.cmp(&b.dir_name));
-        for found in here {
-            if seen.insert(found.name().to_owned()) {
-                winners.push(found);
-            }
-        }
-    }
-    let mut out: Vec<Offered> = winners
-        .into_iter()
-        .filter(|p| p.name().starts_with(prefix))
-        .filter_map(|p| {
-            let keep = match (&p.manifest, offer) {
-                (_, Offer::Installed | Offer::InstalledOrFolder | Offer::InstalledOrLogged) => true,
-                (Some(m), Offer::Enabled) => m.enabled.unwrap_or(true),
-                (Some(m), Offer::Disabled) => !m.enabled.unwrap_or(true),
-                (None, _) => false,
-            };
-            keep.then(|| Offered {
-                name: p.name().to_owned(),
-                help: match p.manifest {
-                    Some(m) => m.description.filter(|d| !d.trim().is_empty()),
-                    None => Some("broken: extension.json cannot be used".into()),
-                },
-            })
+    let found = catalog::scan(layout, scopes).unwrap_or_default();
+    // Hidden copies only when a scope is named: without one they are noise beside the
+    // copy that hides them.
+    let hidden = found.iter().filter(|e| e.shadowed && scope.is_some());
+    let mut seen = HashSet::new();
+    let mut out: Vec<Offered> = found
+        .iter()
+        .filter(|e| !e.shadowed)
+        .chain(hidden)
+        .filter(|e| seen.insert(e.name()))
+        .filter(|e| e.name().starts_with(prefix) && wanted(offer, e))
+        .map(|e| Offered {
+            name: e.name().to_owned(),
+            help: match &e.manifest {
+                Ok(m) => m.description.clone().filter(|d| !d.trim().is_empty()),
+                Err(_) => Some("broken: extension.json cannot be used".into()),
+            },
         })
         .collect();
     if offer == Offer::InstalledOrLogged {
-        let known: std::collections::HashSet<String> = out.iter().map(|o| o.name.clone()).collect();
+        let known: HashSet<String> = out.iter().map(|o| o.name.clone()).collect();
         out.extend(
             logged(layout, prefix)
                 .into_iter()
@@ -430,6 +417,17 @@ pub fn offered(layout: &Layout, offer: Offer, scope: Option<Scope>, prefix: &str
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
+}
+
+/// Whether `offer` selects this copy: any copy for the installed offers, else by `enabled`
+/// (a broken copy can be neither enabled nor disabled).
+fn wanted(offer: Offer, e: &Installed) -> bool {
+    match (&e.manifest, offer) {
+        (_, Offer::Installed | Offer::InstalledOrFolder | Offer::InstalledOrLogged) => true,
+        (Ok(m), Offer::Enabled) => m.enabled,
+        (Ok(m), Offer::Disabled) => !m.enabled,
+        (Err(_), _) => false,
+    }
 }
 
 /// At most this many entries of the logs folder are looked at on a TAB.
@@ -452,54 +450,6 @@ fn logged(layout: &Layout, prefix: &str) -> Vec<String> {
             (plain && name.starts_with(prefix)).then(|| name.to_owned())
         })
         .collect()
-}
-
-/// What completion needs from a folder in an extensions root.
-struct Peeked {
-    dir_name: String,
-    /// `None` when the manifest is missing or invalid.
-    manifest: Option<Peek>,
-}
-
-impl Peeked {
-    fn name(&self) -> &str {
-        self.manifest.as_ref().map_or(&self.dir_name, |m| &m.name)
-    }
-}
-
-/// The manifest fields completion uses; the others are typed only so that a manifest
-/// `zot ext list` calls broken is broken here too.
-#[derive(Deserialize)]
-struct Peek {
-    name: String,
-    exec: String,
-    #[serde(default)]
-    enabled: Option<bool>,
-    #[serde(default)]
-    description: Option<String>,
-    // Read only to check their types, as `list` does.
-    #[serde(default, rename = "version")]
-    _version: Option<String>,
-    #[serde(default, rename = "language")]
-    _language: Option<String>,
-    #[serde(default, rename = "args")]
-    _args: Option<Vec<String>>,
-}
-
-fn peek(entry: &fs::DirEntry) -> Option<Peeked> {
-    let kind = entry.file_type().ok()?;
-    // Plain files in a root are not extensions (as in the catalog).
-    if !kind.is_dir() && !kind.is_symlink() {
-        return None;
-    }
-    let dir_name = entry.file_name().into_string().ok()?;
-    // Read as every command reads it: never waiting on a pipe, never more than 1 MiB.
-    let manifest = manifest::load(&entry.path().join(manifest::FILE))
-        .ok()
-        .filter(|text| text.trim_start().starts_with('{'))
-        .and_then(|text| serde_json::from_str::<Peek>(&text).ok())
-        .filter(|m| manifest::check_name(&m.name).is_ok() && !m.exec.trim().is_empty());
-    Some(Peeked { dir_name, manifest })
 }
 
 #[cfg(test)]
@@ -625,6 +575,40 @@ mod tests {
         assert_eq!(all[0].help.as_deref(), Some("about alpha"));
         let broken = all.iter().find(|o| o.name == "broken").unwrap();
         assert!(broken.help.as_deref().unwrap().starts_with("broken"));
+    }
+
+    #[test]
+    fn offers_come_from_the_catalog_as_zot_reads_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path().join("home"), &tmp.path().join("proj"));
+        // Keys in another case are read as zot reads them (Go's decoder ignores case).
+        write(
+            &layout.global.extensions(),
+            "cased",
+            r#"{"NAME": "cased-name", "Exec": "./run", "Enabled": false}"#,
+        );
+        // A project folder hides the global folder of the same folder name, whatever the
+        // manifests say, so the global manifest's name is not offered.
+        write(
+            &layout.project.extensions(),
+            "same",
+            &manifest("in-project", true),
+        );
+        write(
+            &layout.global.extensions(),
+            "same",
+            &manifest("hidden", true),
+        );
+        assert_eq!(
+            names_of(&layout, Offer::Installed, None, ""),
+            ["cased-name", "in-project"]
+        );
+        assert_eq!(names_of(&layout, Offer::Disabled, None, ""), ["cased-name"]);
+        // Asked for the global scope, the hidden copy is what a command would act on.
+        assert_eq!(
+            names_of(&layout, Offer::Installed, Some(Scope::Global), ""),
+            ["cased-name", "hidden"]
+        );
     }
 
     #[test]

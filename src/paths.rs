@@ -75,12 +75,15 @@ pub fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
 }
 
 /// One of the two places extensions are installed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+/// Also the value of `--scope` on the command line.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
-    /// `./.zot/extensions/`, which wins on a name clash.
+    /// ./.zot/extensions/, which wins on a name clash
     Project,
-    /// `$ZOT_HOME/extensions/`.
+    /// $ZOT_HOME/extensions/
     Global,
 }
 

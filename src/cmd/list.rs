@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{Context, Run};
 use crate::catalog::{self, Installed};
-use crate::cli::{ListArgs, ScopeArg};
+use crate::cli::ListArgs;
 use crate::output::{BAD, Cell, DIM, GOOD, WARN, table};
 use crate::paths::Scope;
 use crate::store::Store;
@@ -50,8 +50,7 @@ impl<'a> Entry<'a> {
 impl Run for ListArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
         let scopes = match self.scope {
-            Some(ScopeArg::Project) => vec![Scope::Project],
-            Some(ScopeArg::Global) => vec![Scope::Global],
+            Some(scope) => vec![scope],
             None => Scope::ALL.to_vec(),
         };
         for scope in Scope::ALL {
@@ -59,11 +58,10 @@ impl Run for ListArgs {
         }
         let found = catalog::scan(&ctx.layout, &scopes)?;
         if found.is_empty() {
-            let scope = match self.scope {
-                Some(ScopeArg::Project) => " in the project scope",
-                Some(ScopeArg::Global) => " in the global scope",
-                None => "",
-            };
+            let scope = self
+                .scope
+                .map(|s| format!(" in the {s} scope"))
+                .unwrap_or_default();
             ctx.out.note(&format!(
                 "no extensions installed{scope}; add one with `zot ext install <path|git-url>`"
             ));

@@ -15,9 +15,9 @@ mod update;
 
 use anyhow::Result;
 
-use crate::cli::{Cli, Command, ExtCommand, ScopeSelect};
+use crate::cli::{Cli, Command, ExtCommand};
 use crate::output::Output;
-use crate::paths::{Layout, Scope};
+use crate::paths::Layout;
 
 /// What every command gets: where things live and how to print.
 pub struct Context {
@@ -62,18 +62,5 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::Info(args) => args.run(&ctx),
         },
         Command::Completions(args) => args.run(&ctx),
-    }
-}
-
-impl ScopeSelect {
-    /// The scope picked with `--project` or `--global`, if any.
-    pub fn scope(&self) -> Option<Scope> {
-        if self.project {
-            Some(Scope::Project)
-        } else if self.global {
-            Some(Scope::Global)
-        } else {
-            None
-        }
     }
 }
