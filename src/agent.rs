@@ -128,7 +128,7 @@ fn names_manager_command(rest: &[OsString]) -> bool {
 }
 
 /// How long `<agent> --version` may take before it is killed.
-pub const VERSION_WAIT: Duration = Duration::from_secs(2);
+const VERSION_WAIT: Duration = Duration::from_secs(2);
 
 /// How much of the `--version` output is read.
 const VERSION_OUTPUT_CAP: u64 = 4096;

@@ -1,5 +1,5 @@
 //! `zot ext doctor`: check extensions statically and live, a few at a time, then across each
-//! other.
+//! other, judged by the facts of one zot version (`--zot-version`, else the agent's own).
 
 use std::io::{self, Write};
 use std::num::NonZero;
