@@ -354,6 +354,10 @@ fn the_option_wins_and_says_how_it_was_read() {
         "judged by zot 0.1.62 facts, the oldest known: --zot-version 0.1.40, older than any known zot"
     );
     assert_eq!(
+        pick("0.0.0")["why"],
+        "judged by zot >0.1.62 facts, the newest known: --zot-version 0.0.0, the version of a build without one"
+    );
+    assert_eq!(
         pick("latest")["why"],
         "judged by zot >0.1.62 facts, the newest known: --zot-version latest is not a version"
     );
