@@ -17,10 +17,17 @@
 //! `ZOT_EXT_PASSTHROUGH=<depth>`; an agent that is a wrapper calling `zot` back would
 //! otherwise loop, so after `MAX_DEPTH` nested hand-overs the binary refuses (exit 2). The
 //! limit is not 1 so that the agent may itself run `zot` (a sub-agent, a bash tool).
+//!
+//! [`agent_version`] asks that agent for its version (`<agent> --version`), bounded in time
+//! and output, for the commands that judge extensions by what the host does.
 
 use std::ffi::{OsStr, OsString};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use crate::output::printable;
 
@@ -118,6 +125,105 @@ fn names_manager_command(rest: &[OsString]) -> bool {
         }
     }
     false
+}
+
+/// How long `<agent> --version` may take before it is killed.
+const VERSION_WAIT: Duration = Duration::from_secs(2);
+
+/// How much of the `--version` output is read.
+const VERSION_OUTPUT_CAP: u64 = 4096;
+
+/// What the agent says about its version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentVersion {
+    /// It printed `zot <version>`.
+    Reported { agent: PathBuf, version: String },
+    /// It ran but gave no version: why, as a phrase (`did not answer ... within 2s`).
+    Silent { agent: PathBuf, why: String },
+    /// No agent to ask.
+    Missing(NoAgent),
+}
+
+/// Finds the agent ([`find_agent_from_env`]) and asks it for its version.
+pub fn agent_version() -> AgentVersion {
+    match find_agent_from_env() {
+        Err(e) => AgentVersion::Missing(e),
+        Ok(agent) => match ask_version(&agent, VERSION_WAIT) {
+            Ok(version) => AgentVersion::Reported { agent, version },
+            Err(why) => AgentVersion::Silent { agent, why },
+        },
+    }
+}
+
+/// Runs `<agent> --version` with stdin empty, stderr discarded, in a process group of its
+/// own, and the hand-over counter at its limit, so a wrapper that calls `zot` back is refused
+/// at once instead of looping. Reads at most [`VERSION_OUTPUT_CAP`] bytes; after `wait` the
+/// group is killed.
+fn ask_version(agent: &Path, wait: Duration) -> Result<String, String> {
+    let deadline = Instant::now() + wait;
+    let mut command = Command::new(agent);
+    command
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .env(DEPTH_VAR, MAX_DEPTH.to_string());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("could not be run for --version ({e})"))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (sender, output) = mpsc::channel();
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.take(VERSION_OUTPUT_CAP).read_to_end(&mut bytes);
+        let _ = sender.send(bytes);
+    });
+    let status = wait_until(&mut child, deadline);
+    let Some(status) = status else {
+        kill_group(&mut child);
+        return Err(format!(
+            "did not answer --version within {}s",
+            wait.as_secs_f64()
+        ));
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    let bytes = output.recv_timeout(left).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    if !status.success() {
+        return Err(format!("exited with {status} on --version"));
+    }
+    crate::protocol::zot::version_in_banner(&text).ok_or_else(|| {
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let shown: String = first.chars().take(60).collect();
+        format!("printed no version on --version ({:?})", printable(&shown))
+    })
+}
+
+/// The exit status, once the process ends before `deadline`.
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
+            _ => return None,
+        }
+    }
+}
+
+/// Kills the process and its group, and reaps it.
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(group) = i32::try_from(child.id()) {
+        // SAFETY: killpg only sends a signal; the group is the child's own (process_group(0)),
+        // and the child is not reaped yet, so its id still names that group.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Why no agent can be run.

@@ -441,6 +441,11 @@ pub struct DoctorArgs {
     /// Check at most N extensions at once (default: twice the number of CPUs, at least 2)
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: Option<u32>,
+
+    /// Judge by what this zot version does (default: the version the zot agent reports,
+    /// else the newest known)
+    #[arg(long, value_name = "VERSION")]
+    pub zot_version: Option<String>,
 }
 
 #[derive(Debug, Args)]

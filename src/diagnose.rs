@@ -7,38 +7,98 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::agent::{self, AgentVersion, NoAgent};
 use crate::host::{self, Handshake, HostInfo, Leftover, Level, Problem, Session, Stopped};
 use crate::manifest::Manifest;
+use crate::output::printable;
+use crate::protocol::zot::{self, Chosen, Fit, HostFacts};
 use crate::target::{Origin, Target};
 
-/// zot's own tools; an extension tool of the same name is shadowed.
-pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "bash", "glob", "skill"];
+/// Which zot the checks judge by, and why (`zot` in `zot ext doctor --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct JudgedBy {
+    /// The version given or reported (`None` when there was none).
+    pub version: Option<String>,
+    /// The facts used: `0.1.62` or `>0.1.62`.
+    pub facts: &'static str,
+    /// Where the version came from: `option`, `agent` or `default` (no version: the newest).
+    pub from: &'static str,
+    /// The line the text report prints.
+    pub why: String,
+    #[serde(skip)]
+    pub host: &'static HostFacts,
+}
 
-/// zot's own slash commands; an extension command of the same name never runs.
-pub const BUILTIN_COMMANDS: &[&str] = &[
-    "help",
-    "login",
-    "logout",
-    "model",
-    "new",
-    "sessions",
-    "session",
-    "jump",
-    "compact",
-    "study",
-    "btw",
-    "jail",
-    "unjail",
-    "skills",
-    "swarm",
-    "reload-ext",
-    "telegram",
-    "matrix",
-    "settings",
-    "clear",
-    "exit",
-    "cd",
-];
+impl JudgedBy {
+    /// The facts for `--zot-version <version>`.
+    pub fn option(version: &str) -> JudgedBy {
+        let chosen = zot::facts_for(version);
+        let given = format!("--zot-version {}", printable(version));
+        JudgedBy::chosen(chosen, Some(version), "option", &given)
+    }
+
+    /// The facts for the version the agent reports, else the newest.
+    pub fn agent(found: AgentVersion) -> JudgedBy {
+        match found {
+            AgentVersion::Reported { agent, version } => {
+                let said = format!(
+                    "{} reports zot {version}",
+                    printable(&agent.display().to_string())
+                );
+                JudgedBy::chosen(zot::facts_for(&version), Some(&version), "agent", &said)
+            }
+            AgentVersion::Silent { agent, why } => JudgedBy::newest(format!(
+                "the zot agent {} {why}",
+                printable(&agent.display().to_string())
+            )),
+            AgentVersion::Missing(NoAgent::NotFound) => JudgedBy::newest(format!(
+                "no zot agent found (no other zot on PATH, {} not set)",
+                agent::AGENT_VAR
+            )),
+            AgentVersion::Missing(NoAgent::BadVariable(why)) => JudgedBy::newest(why),
+        }
+    }
+
+    fn chosen(chosen: Chosen, version: Option<&str>, from: &'static str, said: &str) -> JudgedBy {
+        let facts = chosen.facts;
+        let why = match chosen.fit {
+            Fit::Known => format!("judged by {} facts: {said}", facts.label()),
+            Fit::OlderThanKnown => format!(
+                "judged by {} facts, the oldest known: {said}, older than any known zot",
+                facts.label()
+            ),
+            Fit::Unversioned => format!(
+                "judged by {} facts, the newest known: {said}, the version of a build without one",
+                facts.label()
+            ),
+            Fit::NotAVersion => format!(
+                "judged by {} facts, the newest known: {said} is not a version",
+                facts.label()
+            ),
+        };
+        JudgedBy {
+            version: version.map(str::to_string),
+            facts: facts.versions,
+            from,
+            why,
+            host: facts,
+        }
+    }
+
+    fn newest(reason: String) -> JudgedBy {
+        let facts = zot::newest();
+        JudgedBy {
+            version: None,
+            facts: facts.versions,
+            from: "default",
+            why: format!(
+                "judged by {} facts, the newest known: {reason}",
+                facts.label()
+            ),
+            host: facts,
+        }
+    }
+}
 
 /// Lines of stderr shown for a failing extension.
 const STDERR_LINES: usize = 20;
@@ -47,11 +107,12 @@ const STDERR_LINES: usize = 20;
 /// that exits on its own (zot would talk to it for a whole session).
 const AFTER_READY: Duration = Duration::from_millis(100);
 
-/// What the live check tells the extension and how long it waits.
+/// What the live check tells the extension, how long it waits, and which zot it judges by.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub timeout: Duration,
     pub host: HostInfo,
+    pub facts: &'static HostFacts,
 }
 
 impl HostInfo {
@@ -193,6 +254,7 @@ pub fn check(target: &Target, options: &Options) -> Report {
     };
     check_folder_name(&mut report, target, manifest);
     check_twins(&mut report, target, manifest);
+    check_linked(&mut report, target, options.facts);
     for note in &manifest.notes {
         report.add(Problem::note(note.clone(), ""));
     }
@@ -242,6 +304,40 @@ fn check_twins(report: &mut Report, target: &Target, manifest: &Manifest) {
     }
 }
 
+/// A folder that is a link (`zot ext link` makes one) is skipped by a zot that does not
+/// follow links, so its extension never starts there.
+fn check_linked(report: &mut Report, target: &Target, facts: &HostFacts) {
+    if target.link_target.is_none() || facts.discovery.follows_linked_folders || !target.loaded() {
+        return;
+    }
+    let source = std::fs::canonicalize(&target.dir).unwrap_or_else(|_| target.dir.clone());
+    let newer: Vec<String> = zot::KNOWN
+        .iter()
+        .filter(|f| f.discovery.follows_linked_folders)
+        .map(|f| f.label())
+        .collect();
+    let project = if target.origin == Origin::Project {
+        " --project"
+    } else {
+        ""
+    };
+    report.add(Problem::error(
+        format!(
+            "the extension folder is a symbolic link (as zot ext link makes), and {} does not load linked extension folders: it skips this one",
+            facts.label()
+        ),
+        format!(
+            "install a copy instead: zot ext install --force{project} {}{}",
+            source.display(),
+            if newer.is_empty() {
+                String::new()
+            } else {
+                format!(", or use {}, which follows links", newer.join(" or "))
+            }
+        ),
+    ));
+}
+
 /// For a compiled extension whose binary is missing, the build command is the fix.
 fn build_hint(manifest: &Manifest, fix: String) -> String {
     match manifest.language.as_deref() {
@@ -271,6 +367,7 @@ fn live(report: &mut Report, launch: &host::Launch, manifest: &Manifest, options
     report.pid = Some(session.pid());
     let handshake = host::handshake(&mut session, &manifest.name, &options.host, options.timeout);
     absorb(report, &handshake);
+    judge_by_host(report, options.facts);
     if !handshake.broken {
         if handshake.ready_after.is_some() {
             session.wait_exit(Instant::now() + AFTER_READY);
@@ -310,39 +407,108 @@ fn absorb(report: &mut Report, h: &Handshake) {
         intercept: h.intercept.clone(),
     };
     h.problems.iter().cloned().for_each(|p| report.add(p));
-    builtin_clashes(report);
 }
 
-fn builtin_clashes(report: &mut Report) {
+/// The judgments that depend on the zot version: names zot keeps for itself, events it
+/// never sends, interception it ignores.
+fn judge_by_host(report: &mut Report, facts: &HostFacts) {
+    builtin_clashes(report, facts);
+    subscription_problems(report, facts);
+}
+
+/// Commands and tools named like zot's own never reach the extension. Commands match
+/// exactly: zot compares a typed `/word` with its own list before asking extensions.
+fn builtin_clashes(report: &mut Report, facts: &HostFacts) {
     let mut found = Vec::new();
-    // zot matches slash commands without regard to case.
     for command in report
         .commands
         .iter()
-        .filter(|c| BUILTIN_COMMANDS.contains(&c.name.to_lowercase().as_str()))
+        .filter(|c| facts.has_command(&c.name))
     {
-        found.push(Problem::warning(
+        found.push(Problem::error(
             format!(
-                "/{} is a built-in zot command, so zot never calls this extension for it",
-                command.name
+                "/{} is a built-in command of {}, so zot never calls this extension for it",
+                command.name,
+                facts.label()
             ),
             format!("rename the command, e.g. /{}-{}", report.name, command.name),
         ));
     }
-    for tool in report
-        .tools
-        .iter()
-        .filter(|t| BUILTIN_TOOLS.contains(&t.name.as_str()))
-    {
-        found.push(Problem::warning(
+    for tool in report.tools.iter().filter(|t| facts.has_tool(&t.name)) {
+        found.push(Problem::error(
             format!(
-                "{} is a built-in zot tool, so the model never reaches this extension's tool",
-                tool.name
+                "{} is a built-in tool of {}, so the model never reaches this extension's tool",
+                tool.name,
+                facts.label()
             ),
             format!(
                 "rename the tool, e.g. {}_{}",
                 report.name.replace(['-', '.'], "_"),
                 tool.name
+            ),
+        ));
+    }
+    found.into_iter().for_each(|p| report.add(p));
+}
+
+/// The labels of the other known versions for which `holds` is true, as ` (zot X does)`.
+fn elsewhere(facts: &HostFacts, holds: impl Fn(&HostFacts) -> bool, verb: &str) -> String {
+    let others: Vec<String> = zot::KNOWN
+        .iter()
+        .filter(|f| **f != facts && holds(f))
+        .map(|f| f.label())
+        .collect();
+    if others.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} {verb})", others.join(" and "))
+    }
+}
+
+/// Subscriptions to events this zot never sends, and intercepts it ignores.
+fn subscription_problems(report: &mut Report, facts: &HostFacts) {
+    let mut found = Vec::new();
+    for event in report
+        .subscriptions
+        .events
+        .iter()
+        .filter(|e| !facts.sends(e))
+    {
+        let message = if zot::KNOWN.iter().any(|f| f.sends(event)) {
+            format!(
+                "subscribes to \"{event}\", an event {} never sends{}",
+                facts.label(),
+                elsewhere(facts, |f| f.sends(event), "does")
+            )
+        } else {
+            format!("subscribes to \"{event}\", an event zot never sends")
+        };
+        found.push(Problem::warning(
+            message,
+            format!("use one of: {}", facts.events.join(", ")),
+        ));
+    }
+    for event in report
+        .subscriptions
+        .intercept
+        .iter()
+        .filter(|e| !facts.can_intercept(e))
+    {
+        let (who, others) = if zot::KNOWN.iter().any(|f| f.can_intercept(event)) {
+            (
+                facts.label(),
+                elsewhere(facts, |f| f.can_intercept(event), "can"),
+            )
+        } else {
+            ("zot".to_string(), String::new())
+        };
+        found.push(Problem::warning(
+            format!(
+                "asks to intercept \"{event}\", which {who} cannot intercept{others}; the request is ignored"
+            ),
+            format!(
+                "intercept only {}; list other events under \"events\" to observe them",
+                facts.interceptable.join(", ")
             ),
         ));
     }
@@ -529,20 +695,75 @@ mod tests {
     }
 
     #[test]
-    fn builtins_shadow_extension_names() {
+    fn builtins_take_extension_names() {
         let mut r = report("x", Origin::Global, &["help", "mine"], &["bash", "fine"]);
-        builtin_clashes(&mut r);
-        assert_eq!(r.warnings.len(), 2);
-        assert!(r.warnings[0].message.starts_with("/help is a built-in"));
-        assert!(r.warnings[1].message.starts_with("bash is a built-in"));
+        builtin_clashes(&mut r, zot::newest());
+        assert_eq!(r.errors.len(), 2, "{r:?}");
+        assert_eq!(
+            r.errors[0].message,
+            "/help is a built-in command of zot >0.1.62, so zot never calls this extension for it"
+        );
+        assert!(r.errors[1].message.starts_with("bash is a built-in tool"));
+        assert_eq!(r.status, Status::Error);
     }
 
     #[test]
-    fn builtin_commands_clash_whatever_the_case() {
-        let mut r = report("x", Origin::Global, &["Help", "MODEL"], &[]);
-        builtin_clashes(&mut r);
-        assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
-        assert!(r.warnings[0].message.starts_with("/Help is a built-in"));
+    fn builtin_commands_clash_only_when_spelled_exactly() {
+        let names = [
+            "Help", "MODEL", "new", "cd", "swarm", "matrix", "settings", "yolo",
+        ];
+        let mut r = report("x", Origin::Global, &names, &[]);
+        builtin_clashes(&mut r, &zot::ZOT_0_1_62);
+        let messages: Vec<&str> = r.errors.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].starts_with("/yolo is a built-in command of zot 0.1.62"));
+    }
+
+    #[test]
+    fn glob_is_taken_only_by_newer_zot() {
+        let mut old = report("x", Origin::Global, &[], &["glob"]);
+        builtin_clashes(&mut old, &zot::ZOT_0_1_62);
+        assert!(old.errors.is_empty(), "{old:?}");
+        let mut new = report("x", Origin::Global, &[], &["glob"]);
+        builtin_clashes(&mut new, &zot::NEWER);
+        assert_eq!(new.errors.len(), 1, "{new:?}");
+    }
+
+    fn subscribed(events: &[&str], intercept: &[&str]) -> Report {
+        let mut r = report("x", Origin::Global, &[], &[]);
+        r.subscriptions = Subscriptions {
+            events: events.iter().map(|e| e.to_string()).collect(),
+            intercept: intercept.iter().map(|e| e.to_string()).collect(),
+        };
+        r
+    }
+
+    fn warnings_by(facts: &HostFacts, events: &[&str], intercept: &[&str]) -> Vec<String> {
+        let mut r = subscribed(events, intercept);
+        subscription_problems(&mut r, facts);
+        r.warnings.into_iter().map(|p| p.message).collect()
+    }
+
+    #[test]
+    fn subscriptions_are_judged_by_the_version() {
+        let events = ["turn_start", "session_end", "bogus"];
+        let intercept = ["tool_call", "before_agent_start", "session_start"];
+        assert_eq!(
+            warnings_by(&zot::ZOT_0_1_62, &events, &intercept),
+            [
+                "subscribes to \"session_end\", an event zot 0.1.62 never sends (zot >0.1.62 does)",
+                "subscribes to \"bogus\", an event zot never sends",
+                "asks to intercept \"before_agent_start\", which zot 0.1.62 cannot intercept (zot >0.1.62 can); the request is ignored",
+                "asks to intercept \"session_start\", which zot cannot intercept; the request is ignored",
+            ]
+        );
+        assert_eq!(
+            warnings_by(&zot::NEWER, &events, &intercept),
+            [
+                "subscribes to \"bogus\", an event zot never sends",
+                "asks to intercept \"session_start\", which zot cannot intercept; the request is ignored",
+            ]
+        );
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub struct Target {
     pub shadowed: bool,
     /// Other folders whose manifests have the same name (zot starts every enabled one).
     pub twins: Vec<Twin>,
+    /// Where the folder leads when it is a symbolic link (`zot ext link` makes one).
+    pub link_target: Option<PathBuf>,
 }
 
 impl Target {
@@ -64,6 +66,7 @@ impl Target {
             manifest: e.manifest,
             shadowed: e.shadowed,
             twins: e.twins,
+            link_target: e.link_target,
         }
     }
 
@@ -114,6 +117,7 @@ impl Target {
             dir,
             shadowed: false,
             twins: Vec::new(),
+            link_target: None,
         })
     }
 

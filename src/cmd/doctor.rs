@@ -1,5 +1,5 @@
 //! `zot ext doctor`: check extensions statically and live, a few at a time, then across each
-//! other.
+//! other, judged by the facts of one zot version (`--zot-version`, else the agent's own).
 
 use std::io::{self, Write};
 use std::num::NonZero;
@@ -10,8 +10,9 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::agent;
 use crate::cli::DoctorArgs;
-use crate::diagnose::{self, Options, Report, Status};
+use crate::diagnose::{self, JudgedBy, Options, Report, Status};
 use crate::host::{self, HostInfo, Leftover, Problem};
 use crate::output::{BAD, DIM, GOOD, Output, WARN, clean};
 use crate::target::Target;
@@ -30,6 +31,7 @@ struct Summary {
 struct Doctor<'a> {
     extensions: &'a [Report],
     summary: &'a Summary,
+    zot: &'a JudgedBy,
 }
 
 impl Run for DoctorArgs {
@@ -40,9 +42,13 @@ impl Run for DoctorArgs {
                 .note("no extensions installed; create one with `zot ext new <name>`");
         }
         let cwd = std::env::current_dir()?;
+        // Before becoming a subreaper: whatever `zot --version` leaves behind is not an
+        // extension's.
+        let judged = self.judged_by();
         let options = Options {
             timeout: self.timeout,
             host: HostInfo::for_cli(cwd),
+            facts: judged.host,
         };
         host::become_subreaper();
         let jobs = self.jobs.map_or_else(default_jobs, |n| n as usize);
@@ -54,15 +60,24 @@ impl Run for DoctorArgs {
             ctx.out.json(&Doctor {
                 extensions: &reports,
                 summary: &summary,
+                zot: &judged,
             })?;
         } else {
-            print(&ctx.out, &reports, &summary)?;
+            print(&ctx.out, &reports, &summary, &judged)?;
         }
         verdict(&summary, self.strict)
     }
 }
 
 impl DoctorArgs {
+    /// The zot version to judge by: --zot-version, else the agent's, else the newest known.
+    fn judged_by(&self) -> JudgedBy {
+        match &self.zot_version {
+            Some(version) => JudgedBy::option(version),
+            None => JudgedBy::agent(agent::agent_version()),
+        }
+    }
+
     /// The named extensions (each once), or every installed one in load order.
     fn targets(&self, ctx: &Context) -> Result<Vec<Target>> {
         if self.names.is_empty() {
@@ -162,7 +177,7 @@ fn verdict(summary: &Summary, strict: bool) -> Result<()> {
     Ok(())
 }
 
-fn print(out: &Output, reports: &[Report], summary: &Summary) -> io::Result<()> {
+fn print(out: &Output, reports: &[Report], summary: &Summary, judged: &JudgedBy) -> io::Result<()> {
     let mut stdout = io::stdout().lock();
     for report in reports {
         if out.quiet && report.status == Status::Ok {
@@ -173,11 +188,12 @@ fn print(out: &Output, reports: &[Report], summary: &Summary) -> io::Result<()> 
     if !out.quiet && summary.checked > 0 {
         writeln!(
             stdout,
-            "\n{} checked: {} ok, {} with warnings, {} with errors",
+            "\n{} checked: {} ok, {} with warnings, {} with errors\n{}",
             plural(summary.checked, "extension"),
             summary.ok,
             summary.warnings,
-            summary.errors
+            summary.errors,
+            clean(&judged.why)
         )?;
     }
     stdout.flush()

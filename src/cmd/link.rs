@@ -6,11 +6,13 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::agent::{self, AgentVersion};
 use crate::cli::LinkArgs;
 use crate::fetch::canonical_or_absolute;
 use crate::manifest;
 use crate::paths::Scope;
 use crate::paths::ScopeDirs;
+use crate::protocol::zot;
 use crate::record::{Kind, Record};
 use crate::store::Store;
 
@@ -54,6 +56,7 @@ impl Run for LinkArgs {
             ));
         }
         if ctx.out.json {
+            warn_old_hosts(ctx, name, scope, &target);
             return Ok(ctx.out.json(&Linked {
                 name,
                 scope,
@@ -67,8 +70,41 @@ impl Run for LinkArgs {
             dest.display(),
             target.display()
         ))?;
+        warn_old_hosts(ctx, name, scope, &target);
         Ok(())
     }
+}
+
+/// Older zot skips linked folders: a note, or a warning when the agent here is such a zot.
+fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
+    let Some(newest_skipping) = zot::KNOWN
+        .iter()
+        .rfind(|f| !f.discovery.follows_linked_folders)
+    else {
+        return;
+    };
+    if let AgentVersion::Reported { agent, version } = agent::agent_version()
+        && !zot::facts_for(&version)
+            .facts
+            .discovery
+            .follows_linked_folders
+    {
+        let project = if scope == Scope::Project {
+            " --project"
+        } else {
+            ""
+        };
+        ctx.out.warn(&format!(
+            "the zot agent {} is zot {version}, which does not load linked extension folders, so it will not start {name}; install a copy instead: zot ext install --force{project} {}",
+            agent.display(),
+            target.display()
+        ));
+        return;
+    }
+    ctx.out.note(&format!(
+        "note: zot {} and earlier do not load linked extension folders; use zot ext install there",
+        newest_skipping.versions
+    ));
 }
 
 /// The working copy to link to, canonical. A link copies nothing, so a working copy may

@@ -10,10 +10,10 @@ use serde::Serialize;
 
 use super::{Context, Run};
 use crate::cli::{Lang, NewArgs};
-use crate::diagnose::{BUILTIN_COMMANDS, BUILTIN_TOOLS};
 use crate::error::usage;
 use crate::manifest;
 use crate::paths::Scope;
+use crate::protocol::zot;
 use crate::record::{Kind, Record};
 use crate::store::Store;
 
@@ -90,20 +90,16 @@ impl Names {
         let tool: String = name.replace(['.', '-'], "_").chars().take(64).collect();
         Names {
             name: name.to_string(),
-            command: avoid(command, BUILTIN_COMMANDS, "-ext"),
-            tool: avoid(tool, BUILTIN_TOOLS, "_ext"),
+            command: avoid(command, zot::any_command, "-ext"),
+            tool: avoid(tool, zot::any_tool, "_ext"),
             binary: binary_name(name),
         }
     }
 }
 
-/// `name`, or `name` + `suffix` when zot already uses `name` itself.
-fn avoid(name: String, taken: &[&str], suffix: &str) -> String {
-    if taken.contains(&name.as_str()) {
-        name + suffix
-    } else {
-        name
-    }
+/// `name`, or `name` + `suffix` when some zot version already uses `name` itself.
+fn avoid(name: String, taken: fn(&str) -> bool, suffix: &str) -> String {
+    if taken(&name) { name + suffix } else { name }
 }
 
 /// A name Go and Cargo accept: starting with a letter, not a reserved crate name.

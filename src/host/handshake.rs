@@ -10,41 +10,15 @@ use serde_json::Value;
 use super::{Incoming, Problem, Session};
 use crate::protocol::{
     self, DecodeError, FromExt, FromHost, Hello, HelloAck, Notify, RegisterCommand, RegisterTool,
-    Subscribe,
+    Subscribe, zot,
 };
 
 /// Without `ready`, zot treats an extension as ready after this much silence on its stdout
 /// and builds the agent's tools then; registrations after such a pause come too late.
-pub const HOST_READY_IDLE: Duration = Duration::from_millis(250);
+pub const HOST_READY_IDLE: Duration = zot::TIMING.ready_idle;
 
 /// More lines than this before `ready` is a flood.
 pub const MAX_LINES_BEFORE_READY: usize = 1000;
-
-/// Events zot sends (the documented set plus the newer SDK's).
-pub const EVENTS: &[&str] = &[
-    "session_start",
-    "session_end",
-    "user_prompt_submit",
-    "turn_start",
-    "turn_end",
-    "tool_call",
-    "tool_result",
-    "tool_confirmation_requested",
-    "permission_decision",
-    "assistant_message",
-    "pre_compact",
-    "post_compact",
-    "subagent_start",
-    "subagent_stop",
-];
-
-/// Events zot lets an extension intercept.
-pub const INTERCEPTABLE: &[&str] = &[
-    "tool_call",
-    "turn_start",
-    "assistant_message",
-    "before_agent_start",
-];
 
 /// Frame types newer zot versions understand beyond the ones this version decodes.
 const NEWER_FRAMES: &[&str] = &[
@@ -420,26 +394,9 @@ impl Handshake {
         self.tools.push(tool);
     }
 
+    /// Records the subscriptions; which of them the host honours depends on its version,
+    /// so they are judged later, against the chosen facts.
     fn on_subscribe(&mut self, subscribe: Subscribe) {
-        for event in &subscribe.events {
-            if !EVENTS.contains(&event.as_str()) {
-                self.problems.push(Problem::warning(
-                    format!("subscribes to \"{event}\", an event zot never sends"),
-                    format!("use one of: {}", EVENTS.join(", ")),
-                ));
-            }
-        }
-        for event in &subscribe.intercept {
-            if !INTERCEPTABLE.contains(&event.as_str()) {
-                self.problems.push(Problem::warning(
-                    format!("asks to intercept \"{event}\", which zot cannot intercept; the request is ignored"),
-                    format!(
-                        "intercept only {}; list other events under \"events\" to observe them",
-                        INTERCEPTABLE.join(", ")
-                    ),
-                ));
-            }
-        }
         self.events.extend(subscribe.events);
         self.intercept.extend(subscribe.intercept);
     }

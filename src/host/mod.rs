@@ -27,22 +27,22 @@ pub use group::Exit;
 pub use handshake::{Handshake, HostInfo, handshake, handshake_until};
 pub use orphans::{Leftover, become_subreaper};
 
-use crate::protocol::{self, DecodeError, Decoded, FromExt, FromHost};
+use crate::protocol::{self, DecodeError, Decoded, FromExt, FromHost, zot};
 use group::Group;
 
 /// How long zot waits for `shutdown_ack` and the exit before SIGTERM.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+pub const SHUTDOWN_GRACE: Duration = zot::TIMING.shutdown_grace;
 
-/// How long zot (0.1.62, the host) waits for an extension's `command_response` to a slash
-/// command; `zot ext call` waits as long by default. These limits are zot's, not ours.
-pub const COMMAND_LIMIT: Duration = Duration::from_secs(30);
+/// How long zot waits for an extension's `command_response` to a slash command; `zot ext
+/// call` waits as long by default. These limits are zot's, not ours.
+pub const COMMAND_LIMIT: Duration = zot::TIMING.command_limit;
 
-/// How long zot (0.1.62, the host) waits for an extension's `tool_result`; `zot ext call
-/// --tool` waits as long by default.
-pub const TOOL_LIMIT: Duration = Duration::from_secs(60);
+/// How long zot waits for an extension's `tool_result`; `zot ext call --tool` waits as long
+/// by default.
+pub const TOOL_LIMIT: Duration = zot::TIMING.tool_limit;
 
 /// How long zot waits after SIGTERM before SIGKILL.
-const TERM_GRACE: Duration = Duration::from_secs(1);
+const TERM_GRACE: Duration = zot::TIMING.term_grace;
 
 /// How much of stderr is kept (the end of it).
 const STDERR_KEEP: usize = 64 * 1024;

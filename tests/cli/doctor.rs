@@ -167,6 +167,8 @@ fn json_shape() {
     );
     assert_eq!(report["scope"], "global");
     assert_eq!(report["loaded"], true);
+    let top: Vec<String> = done.json().as_object().unwrap().keys().cloned().collect();
+    assert_eq!(top, ["extensions", "summary", "zot"]);
     let summary = &done.json()["summary"];
     assert_eq!(
         *summary,
@@ -427,7 +429,7 @@ fn names_taken_by_zot_and_by_extensions_loaded_earlier() {
     .unwrap();
 
     let (done, json, _) = doctor(&env, &[]);
-    assert_eq!(done.code, 0, "{done:#?}");
+    assert_eq!(done.code, 1, "{done:#?}");
     let reports = json["extensions"].as_array().unwrap();
     let names: Vec<&str> = reports
         .iter()
@@ -456,8 +458,8 @@ fn names_taken_by_zot_and_by_extensions_loaded_earlier() {
         "warnings",
         "tool fetch is also registered by first (project), which zot loads first",
     );
-    assert_has(second, "warnings", "/help is a built-in zot command");
-    assert_has(second, "warnings", "bash is a built-in zot tool");
+    assert_has(second, "errors", "/help is a built-in command of zot");
+    assert_has(second, "errors", "bash is a built-in tool of zot");
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! and the newline-delimited codec. Unknown fields are ignored; unknown frame types decode
 //! to [`Decoded::Unknown`] so newer peers do not break older readers. Go's encoder writes a
 //! nil slice (or a nil `json.RawMessage`) as `null`, so every list and string field also
-//! reads `null` as empty.
+//! reads `null` as empty. What the host itself does, version by version, is in [`zot`].
+
+pub mod zot;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
