@@ -29,7 +29,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::output::printable;
+use crate::output::{Output, printable};
 
 /// Environment variable naming the agent's executable.
 pub const AGENT_VAR: &str = "ZOT_AGENT";
@@ -378,8 +378,7 @@ fn run(mut command: std::process::Command, agent: &Path) -> ExitCode {
 }
 
 fn fail(message: &str, code: u8) -> ExitCode {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "error: {}", printable(message));
+    Output::plain().fail(message);
     ExitCode::from(code)
 }
 

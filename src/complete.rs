@@ -17,6 +17,7 @@ use clap_complete::{ArgValueCompleter, CompleteEnv, CompletionCandidate, PathCom
 
 use crate::catalog::{self, Installed};
 use crate::cli::Cli;
+use crate::output::Output;
 use crate::paths::{Layout, Scope};
 
 /// The environment variable that turns a run of `zot` into a completion request.
@@ -185,15 +186,15 @@ fn print_registration(shell: &OsStr) -> i32 {
     let known = Shells::builtins()
         .completer(&name)
         .and_then(|c| Shell::from_str(c.name(), true).ok());
+    let out = Output::plain();
     let Some(shell) = known else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "error: {VAR}={} names no shell zot can complete for; use bash, elvish, fish, powershell or zsh",
+        out.fail(&format!(
+            "{VAR}={} names no shell zot can complete for; use bash, elvish, fish, powershell or zsh",
             shell.to_string_lossy()
-        );
+        ));
         return 2;
     };
-    match std::io::stdout().write_all(&registration(shell)) {
+    match out.bytes(&registration(shell)) {
         Ok(()) => 0,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(_) => 1,

@@ -11,6 +11,7 @@ pub mod crashpoint;
 pub mod diagnose;
 pub mod docs;
 pub mod error;
+pub mod exchange;
 pub mod fetch;
 pub mod filelist;
 pub mod git;

@@ -1,6 +1,7 @@
-//! Everything printed: data on stdout (text or JSON), messages and progress on stderr,
-//! colour decisions, and aligned tables. Every message goes through [`clean`]: URLs are
-//! redacted and control characters escaped, so one call prints one line and no credential.
+//! Everything printed: data on stdout (text, JSON, tables, raw bytes), messages, questions
+//! and progress on stderr, and colour decisions. Every message goes through [`clean`]: URLs
+//! are redacted and control characters escaped, so one call prints one line and no
+//! credential.
 
 use std::io::{self, IsTerminal, Write};
 
@@ -45,6 +46,18 @@ impl Output {
             color_stdout: use_color(args.color, no_color, io::stdout().is_terminal()),
             color_stderr: use_color(args.color, no_color, stderr_tty),
             progress: stderr_tty && !args.quiet,
+        }
+    }
+
+    /// The settings before the command line is parsed (a shell asking for its completion
+    /// script, a command line passed on to the zot agent): no colour, nothing left out.
+    pub fn plain() -> Self {
+        Output {
+            quiet: false,
+            json: false,
+            color_stdout: false,
+            color_stderr: false,
+            progress: false,
         }
     }
 
@@ -100,6 +113,40 @@ impl Output {
         let mut out = io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)
+    }
+
+    /// Text on stdout exactly as given, even with `--quiet`: output the caller has formatted
+    /// and [`clean`]ed where it needs to be (a block of several lines, text an extension
+    /// sent as its answer).
+    pub fn print(&self, text: &str) -> io::Result<()> {
+        self.bytes(text.as_bytes())
+    }
+
+    /// Bytes on stdout exactly as given, such as a shell's completion script.
+    pub fn bytes(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut out = io::stdout().lock();
+        out.write_all(bytes)?;
+        out.flush()
+    }
+
+    /// Stdout for copying bytes through unchanged as they come, such as a log.
+    pub fn stream(&self) -> io::StdoutLock<'static> {
+        io::stdout().lock()
+    }
+
+    /// `rows` as an aligned [`table`] under `header` on stdout, coloured if stdout is.
+    pub fn table(&self, header: &[&str], rows: &[Vec<Cell>]) -> io::Result<()> {
+        let mut out = io::stdout().lock();
+        table(&mut out, header, rows, self.color_stdout)?;
+        out.flush()
+    }
+
+    /// A question on stderr ([`clean`]ed), without a newline, for an answer typed after it;
+    /// shown even with `--quiet`.
+    pub fn ask(&self, question: &str) -> io::Result<()> {
+        let mut err = io::stderr().lock();
+        write!(err, "{}", clean(question))?;
+        err.flush()
     }
 
     /// A progress line, redrawn in place on a terminal stderr; nothing otherwise.

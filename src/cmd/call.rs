@@ -1,46 +1,16 @@
-//! `zot ext call`: start an extension, run one of its commands or tools, print the answer.
+//! `zot ext call`: turn the command line into a request to an extension, make it
+//! ([`crate::exchange`]), and print what comes back.
 
-use std::io::{self, Write};
-use std::time::{Duration, Instant};
-
-use anyhow::{Context as _, Result, anyhow, bail};
-use serde::Serialize;
+use anyhow::{Result, anyhow};
 use serde_json::Value;
 
 use super::{Context, Run};
 use crate::cli::CallArgs;
 use crate::error::usage;
-use crate::host::{self, Handshake, HostInfo, Incoming, Session};
-use crate::output::clean;
-use crate::protocol::{
-    CommandInvoked, CommandResponse, DecodeError, FromExt, FromHost, PanelContent, ToolCall,
-    ToolCancel, ToolResult,
-};
+use crate::exchange::{self, Reply, Request};
+use crate::output::{Output, clean};
+use crate::protocol::{Action, ContentKind, FromExt, PanelContent};
 use crate::target::Target;
-
-/// The correlation id of the one request `call` sends.
-const ID: &str = "1";
-
-/// What to ask the extension.
-#[derive(Debug, PartialEq)]
-enum Request {
-    Command { name: String, args: String },
-    Tool { name: String, args: Value },
-}
-
-/// The extension's answer.
-enum Reply {
-    Command(CommandResponse),
-    Tool(ToolResult),
-}
-
-/// `zot ext call --json` output: the frame sent, every frame received after it, the answer.
-#[derive(Serialize)]
-struct Exchange {
-    request: Value,
-    frames: Vec<Value>,
-    response: Value,
-}
 
 impl Run for CallArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
@@ -54,23 +24,21 @@ impl Run for CallArgs {
             .launch(manifest)
             .map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
         let timeout = self.timeout.unwrap_or_else(|| request.limit());
-        let host = HostInfo::for_cli(std::env::current_dir()?);
-        host::become_subreaper();
-        let mut session = Session::start(&launch)
-            .with_context(|| format!("cannot start {}", launch.command_line()))?;
-        let registered = |hs: &Handshake| request.registered(hs).is_some();
-        let hs = host::handshake_until(&mut session, &manifest.name, &host, timeout, &registered);
-        if hs.broken {
-            return Err(start_failure(ctx, &manifest.name, &hs, &session));
-        }
-        request.check_registered(&manifest.name, &hs)?;
-        let result = exchange(ctx, &mut session, &request, timeout, &hs);
-        stop(ctx, &mut session, &manifest.name);
-        let (reply, exchange) = result?;
+        let cwd = std::env::current_dir()?;
+        let on_frame = |frame: &FromExt| print_frame(&ctx.out, frame);
+        let (reply, transcript) = exchange::call(
+            &ctx.out,
+            &manifest.name,
+            &launch,
+            cwd,
+            &request,
+            timeout,
+            on_frame,
+        )?;
         if ctx.out.json {
-            ctx.out.json(&exchange)?;
+            ctx.out.json(&transcript)?;
         } else {
-            print_reply(&reply)?;
+            ctx.out.print(&reply_text(&reply))?;
         }
         reply.outcome(&request)
     }
@@ -123,230 +91,17 @@ fn tool_request(tool: &str, input: &[String]) -> Result<Request> {
     })
 }
 
-impl Request {
-    /// How long zot itself waits for the answer: the default for `--timeout`.
-    fn limit(&self) -> Duration {
-        match self {
-            Request::Command { .. } => host::COMMAND_LIMIT,
-            Request::Tool { .. } => host::TOOL_LIMIT,
-        }
-    }
-
-    fn frame(&self) -> FromHost {
-        match self {
-            Request::Command { name, args } => FromHost::CommandInvoked(CommandInvoked {
-                id: ID.into(),
-                name: name.clone(),
-                args: args.clone(),
-            }),
-            Request::Tool { name, args } => FromHost::ToolCall(ToolCall {
-                id: ID.into(),
-                name: name.clone(),
-                args: args.clone(),
-            }),
-        }
-    }
-
-    /// Whether the extension registered what is asked for; for a tool, whether it is
-    /// interactive.
-    fn registered(&self, hs: &Handshake) -> Option<bool> {
-        match self {
-            Request::Command { name, .. } => {
-                hs.commands.iter().any(|c| c.name == *name).then_some(false)
-            }
-            Request::Tool { name, .. } => hs
-                .tools
-                .iter()
-                .find(|t| t.name == *name)
-                .map(|t| t.interactive),
-        }
-    }
-
-    /// Refuses names the extension does not register, and interactive tools, which wait for
-    /// a user that a headless caller does not have.
-    fn check_registered(&self, ext: &str, hs: &Handshake) -> Result<()> {
-        match (self, self.registered(hs)) {
-            (Request::Tool { name, .. }, Some(true)) => bail!(
-                "the tool {name} of {ext} is interactive: it waits for input from the user in zot, \
-                 and headless hosts such as zot ext call refuse such tools; try it in zot"
-            ),
-            (_, Some(false)) => Ok(()),
-            _ => self.unregistered(ext, hs),
-        }
-    }
-
-    fn unregistered(&self, ext: &str, hs: &Handshake) -> Result<()> {
-        let (what, name, known): (&str, &str, Vec<String>) = match self {
-            Request::Command { name, .. } => (
-                "command",
-                name,
-                hs.commands.iter().map(|c| format!("/{}", c.name)).collect(),
-            ),
-            Request::Tool { name, .. } => (
-                "tool",
-                name,
-                hs.tools.iter().map(|t| t.name.clone()).collect(),
-            ),
-        };
-        let shown = |n: &str| {
-            if what == "command" {
-                format!("/{n}")
-            } else {
-                n.to_string()
-            }
-        };
-        let registered = if known.is_empty() {
-            format!("it registers no {what}s")
-        } else {
-            format!("it registers {}", known.join(", "))
-        };
-        bail!(
-            "{ext} does not register the {what} {}; {registered}",
-            shown(name)
-        )
-    }
-
-    fn awaited(&self) -> &'static str {
-        match self {
-            Request::Command { .. } => "command_response",
-            Request::Tool { .. } => "tool_result",
-        }
-    }
-}
-
-/// Why the extension could not be talked to, with its fix, as one line; the last lines of
-/// its stderr are printed before it (one note each, so each stays one line).
-fn start_failure(ctx: &Context, name: &str, hs: &Handshake, session: &Session) -> anyhow::Error {
-    let stderr = session.stderr_tail(20);
-    if !stderr.trim().is_empty() {
-        ctx.out.note(&format!("{name} stderr (last lines):"));
-        for line in stderr.lines() {
-            ctx.out.note(&format!("    | {line}"));
-        }
-    }
-    let mut text = format!("{name} did not start properly");
-    if let Some(problem) = hs.problems.iter().rfind(|p| p.level == host::Level::Error) {
-        text += &format!(": {}", problem.message);
-        if let Some(fix) = &problem.fix {
-            text += &format!("; fix: {fix}");
-        }
-    }
-    anyhow!(text)
-}
-
-/// Sends the request and collects frames until the answer, printing notes as they come.
-/// A tool call that times out is cancelled (`tool_cancel`) when the extension supports it.
-fn exchange(
-    ctx: &Context,
-    session: &mut Session,
-    request: &Request,
-    timeout: Duration,
-    hs: &Handshake,
-) -> Result<(Reply, Exchange)> {
-    let frame = request.frame();
-    session
-        .send(&frame)
-        .map_err(|_| anyhow!("the extension closed its stdin before the request could be sent"))?;
-    let deadline = Instant::now() + timeout;
-    let mut frames = Vec::new();
-    loop {
-        let (frame, raw) = match session.recv(deadline) {
-            Incoming::Frame { frame, raw } => (frame, raw),
-            Incoming::Unknown { raw, .. } => {
-                frames.push(raw);
-                continue;
-            }
-            Incoming::Malformed { line, error } => {
-                malformed(ctx, request, &line, &error)?;
-                continue;
-            }
-            Incoming::TooLong => bail!("the extension wrote a line longer than zot accepts"),
-            Incoming::Closed => bail!(
-                "the extension closed stdout (exited?) before sending a {}",
-                request.awaited()
-            ),
-            Incoming::Timeout => {
-                let cancelled = cancel(session, request, hs);
-                bail!(
-                    "no {} within {}s{cancelled}; raise --timeout if it needs longer",
-                    request.awaited(),
-                    timeout.as_secs_f64()
-                )
-            }
-        };
-        frames.push(raw.clone());
-        if let Some(reply) = answer(frame, ctx)? {
-            let exchange = Exchange {
-                request: serde_json::to_value(request.frame())?,
-                frames,
-                response: raw,
-            };
-            return Ok((reply, exchange));
-        }
-    }
-}
-
-/// Sends `tool_cancel` for a timed-out tool call when the extension's hello lists the
-/// capability (as zot does); says so for the error message.
-fn cancel(session: &Session, request: &Request, hs: &Handshake) -> &'static str {
-    let supported = hs
-        .hello
-        .as_ref()
-        .is_some_and(|h| h.capabilities.iter().any(|c| c == "tool_cancel"));
-    if !matches!(request, Request::Tool { .. }) || !supported {
-        return "";
-    }
-    let frame = FromHost::ToolCancel(ToolCancel { id: ID.into() });
-    match session.send(&frame) {
-        Ok(()) => " (sent tool_cancel)",
-        Err(_) => "",
-    }
-}
-
-/// A line that is not a usable frame: the answer zot cannot read fails the call (zot would
-/// drop it and time out); anything else is reported and skipped.
-fn malformed(ctx: &Context, request: &Request, line: &str, error: &DecodeError) -> Result<()> {
-    let DecodeError::Invalid { kind, .. } = error else {
-        ctx.out.warn(&format!(
-            "ignored a line on stdout that is not a JSON frame: {line:.80}"
-        ));
-        return Ok(());
+/// Prints a note or panel the extension sends before its answer (not with `--json`, whose
+/// output lists every frame).
+fn print_frame(out: &Output, frame: &FromExt) -> Result<()> {
+    let text = match frame {
+        _ if out.json => return Ok(()),
+        FromExt::Notify(n) => format!("[{}] {}\n", clean(&n.level), clean(&n.message)),
+        FromExt::OpenPanel(p) => format!("[panel {}] {}", p.panel.id, panel_text(&p.panel.content)),
+        FromExt::PanelRender(p) => format!("[panel {}] {}", p.panel_id, panel_text(&p.content)),
+        _ => return Ok(()),
     };
-    let id = serde_json::from_str::<Value>(line)
-        .ok()
-        .and_then(|v| v.get("id").cloned());
-    if kind == request.awaited() && id == Some(Value::from(ID)) {
-        bail!(
-            "the extension answered with a {kind} that zot cannot decode ({error}); zot would drop it"
-        );
-    }
-    ctx.out.warn(&format!(
-        "ignored a frame zot cannot decode ({error}): {line:.80}"
-    ));
-    Ok(())
-}
-
-/// The reply if `frame` is the answer to our request; notes and panels are printed on the
-/// way.
-fn answer(frame: FromExt, ctx: &Context) -> Result<Option<Reply>> {
-    let mut out = io::stdout().lock();
-    match frame {
-        FromExt::CommandResponse(r) if r.id == ID => return Ok(Some(Reply::Command(*r))),
-        FromExt::ToolResult(r) if r.id == ID => return Ok(Some(Reply::Tool(r))),
-        _ if ctx.out.json => {}
-        FromExt::Notify(n) => writeln!(out, "[{}] {}", clean(&n.level), clean(&n.message))?,
-        FromExt::OpenPanel(p) => write!(
-            out,
-            "[panel {}] {}",
-            p.panel.id,
-            panel_text(&p.panel.content)
-        )?,
-        FromExt::PanelRender(p) => {
-            write!(out, "[panel {}] {}", p.panel_id, panel_text(&p.content))?
-        }
-        _ => {}
-    }
-    Ok(None)
+    Ok(out.print(&text)?)
 }
 
 /// A panel as text: its title, then its lines and footer indented.
@@ -362,59 +117,43 @@ fn panel_text(panel: &PanelContent) -> String {
     text
 }
 
-/// Shuts the extension down; says so when it needed a signal or left processes behind.
-fn stop(ctx: &Context, session: &mut Session, name: &str) {
-    let stopped = session.stop(host::SHUTDOWN_GRACE);
-    if stopped.terminated {
-        ctx.out.warn(&format!(
-            "{name} did not exit within {}s of shutdown and was stopped with a signal; zot ext doctor {name} shows more",
-            host::SHUTDOWN_GRACE.as_secs()
-        ));
-    }
-    for leftover in stopped.leftovers.iter().chain(&host::end_adopted()) {
-        ctx.out.warn(&format!(
-            "{name} left a process running after shutdown: pid {} ({}); zot ext ended it",
-            leftover.pid, leftover.command
-        ));
-    }
-}
-
-fn print_reply(reply: &Reply) -> io::Result<()> {
-    let mut out = io::stdout().lock();
+/// The answer as printed: the command's action and its text, or the tool's content blocks.
+fn reply_text(reply: &Reply) -> String {
     match reply {
         Reply::Command(r) => {
-            if let Some(panel) = r.open_panel.as_ref().filter(|_| r.action == "open_panel") {
-                write!(out, "open_panel: {}", panel_text(&panel.content))?;
-                return out.flush();
+            if let Some(panel) = r
+                .open_panel
+                .as_ref()
+                .filter(|_| r.action == Action::OpenPanel)
+            {
+                return format!("open_panel: {}", panel_text(&panel.content));
             }
-            let text = match r.action.as_str() {
-                "prompt" => Some(&r.prompt),
-                "insert" => Some(&r.insert),
-                "display" => Some(&r.display),
+            let text = match r.action {
+                Action::Prompt => Some(&r.prompt),
+                Action::Insert => Some(&r.insert),
+                Action::Display => Some(&r.display),
                 _ => None,
             };
             match text {
-                Some(text) if text.contains('\n') => writeln!(out, "{}:\n{text}", r.action)?,
-                Some(text) => writeln!(out, "{}: {text}", r.action)?,
-                None => writeln!(out, "{}", r.action)?,
+                Some(text) if text.contains('\n') => format!("{}:\n{text}\n", r.action),
+                Some(text) => format!("{}: {text}\n", r.action),
+                None => format!("{}\n", r.action),
             }
         }
-        Reply::Tool(r) => {
-            for block in &r.content {
-                match block.kind.as_str() {
-                    "text" => writeln!(out, "{}", block.text)?,
-                    "image" => writeln!(
-                        out,
-                        "[image {}, {} bytes]",
-                        block.mime_type,
-                        base64_len(&block.data)
-                    )?,
-                    other => writeln!(out, "[{other} block]")?,
-                }
-            }
-        }
+        Reply::Tool(r) => r
+            .content
+            .iter()
+            .map(|block| match &block.kind {
+                ContentKind::Text => format!("{}\n", block.text),
+                ContentKind::Image => format!(
+                    "[image {}, {} bytes]\n",
+                    block.mime_type,
+                    base64_len(&block.data)
+                ),
+                ContentKind::Unknown(other) => format!("[{other} block]\n"),
+            })
+            .collect(),
     }
-    out.flush()
 }
 
 /// Decoded size of base64 `data`.
@@ -424,25 +163,11 @@ fn base64_len(data: &str) -> usize {
     (data.len() / 4 * 3 + (data.len() % 4 * 3 / 4)).saturating_sub(padding)
 }
 
-impl Reply {
-    /// Exit 1 when the extension reported a failure.
-    fn outcome(&self, request: &Request) -> Result<()> {
-        match (self, request) {
-            (Reply::Command(r), Request::Command { name, .. }) if !r.error.is_empty() => {
-                bail!("/{name} failed: {}", r.error)
-            }
-            (Reply::Tool(r), Request::Tool { name, .. }) if r.is_error => {
-                bail!("the tool {name} reported an error (is_error: true)")
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::Duration;
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
@@ -528,35 +253,35 @@ mod tests {
         assert_eq!(panel_text(&bare), "\n");
     }
 
-    fn handshake(frames: &[&str]) -> Handshake {
-        let mut hs = Handshake::default();
-        for frame in frames {
-            match serde_json::from_str::<FromExt>(frame).unwrap() {
-                FromExt::RegisterCommand(c) => hs.commands.push(c),
-                FromExt::RegisterTool(t) => hs.tools.push(t),
-                _ => unreachable!(),
-            }
+    fn reply(line: &str) -> Reply {
+        match serde_json::from_str::<FromExt>(line).unwrap() {
+            FromExt::CommandResponse(r) => Reply::Command(*r),
+            FromExt::ToolResult(r) => Reply::Tool(r),
+            other => panic!("{other:?}"),
         }
-        hs
     }
 
     #[test]
-    fn interactive_tools_are_refused() {
-        let hs = handshake(&[
-            r#"{"type":"register_command","name":"Go"}"#,
-            r#"{"type":"register_tool","name":"ask","interactive":true}"#,
-            r#"{"type":"register_tool","name":"later","deferred":true}"#,
-        ]);
-        let tool = |name: &str| Request::Tool {
-            name: name.into(),
-            args: json!({}),
-        };
-        let err = tool("ask").check_registered("x", &hs).unwrap_err();
-        assert!(err.to_string().contains("is interactive"), "{err}");
-        assert!(tool("later").check_registered("x", &hs).is_ok());
-        assert!(tool("nope").check_registered("x", &hs).is_err());
-        let go = command_request(&strings(&["/Go"])).unwrap();
-        assert!(go.check_registered("x", &hs).is_ok());
+    fn replies_print_by_action_and_block_kind() {
+        let printed = |line: &str| reply_text(&reply(line));
+        assert_eq!(
+            printed(r#"{"type":"command_response","id":"1","action":"insert","insert":"a\nb"}"#),
+            "insert:\na\nb\n"
+        );
+        assert_eq!(
+            printed(r#"{"type":"command_response","id":"1","action":"display","display":"hi"}"#),
+            "display: hi\n"
+        );
+        assert_eq!(
+            printed(r#"{"type":"command_response","id":"1","action":"later","prompt":"x"}"#),
+            "later\n"
+        );
+        assert_eq!(
+            printed(
+                r#"{"type":"tool_result","id":"1","content":[{"type":"text","text":"t"},{"type":"image","mime_type":"image/png","data":"aGk="},{"type":"audio"}]}"#
+            ),
+            "t\n[image image/png, 2 bytes]\n[audio block]\n"
+        );
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! `zot completions <shell>`: print the shell's registration script, the same bytes as its
 //! file in `completions/`.
 
-use std::io::Write;
-
 use anyhow::{Context as _, Result};
 
 use super::{Context, Run};
@@ -10,11 +8,9 @@ use crate::cli::CompletionsArgs;
 use crate::complete;
 
 impl Run for CompletionsArgs {
-    fn run(&self, _ctx: &Context) -> Result<()> {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(&complete::registration(self.shell))
-            .and_then(|()| stdout.flush())
+    fn run(&self, ctx: &Context) -> Result<()> {
+        ctx.out
+            .bytes(&complete::registration(self.shell))
             .context("cannot write the completion script to stdout")
     }
 }

@@ -1,7 +1,7 @@
 //! `zot ext doctor`: check extensions statically and live, a few at a time, then across each
 //! other, judged by the facts of one zot version (`--zot-version`, else the agent's own).
 
-use std::io::{self, Write};
+use std::io;
 use std::num::NonZero;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
@@ -178,25 +178,23 @@ fn verdict(summary: &Summary, strict: bool) -> Result<()> {
 }
 
 fn print(out: &Output, reports: &[Report], summary: &Summary, judged: &JudgedBy) -> io::Result<()> {
-    let mut stdout = io::stdout().lock();
     for report in reports {
         if out.quiet && report.status == Status::Ok {
             continue;
         }
-        write!(stdout, "{}", render(report, out))?;
+        out.print(&render(report, out))?;
     }
     if !out.quiet && summary.checked > 0 {
-        writeln!(
-            stdout,
-            "\n{} checked: {} ok, {} with warnings, {} with errors\n{}",
+        out.print(&format!(
+            "\n{} checked: {} ok, {} with warnings, {} with errors\n{}\n",
             plural(summary.checked, "extension"),
             summary.ok,
             summary.warnings,
             summary.errors,
             clean(&judged.why)
-        )?;
+        ))?;
     }
-    stdout.flush()
+    Ok(())
 }
 
 fn plural(n: usize, word: &str) -> String {

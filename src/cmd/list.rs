@@ -1,14 +1,12 @@
 //! `zot ext list`: every extension of both scopes, as a table or JSON.
 
-use std::io::{self, Write};
-
 use anyhow::Result;
 use serde::Serialize;
 
 use super::{Context, Run};
 use crate::catalog::{self, Installed};
 use crate::cli::ListArgs;
-use crate::output::{BAD, Cell, DIM, GOOD, WARN, table};
+use crate::output::{BAD, Cell, DIM, GOOD, WARN};
 use crate::paths::Scope;
 use crate::store::Store;
 
@@ -89,9 +87,7 @@ impl Run for ListArgs {
             "DESCRIPTION",
             "DIR",
         ];
-        let mut out = io::stdout().lock();
-        table(&mut out, &header, &rows, ctx.out.color())?;
-        Ok(out.flush()?)
+        Ok(ctx.out.table(&header, &rows)?)
     }
 }
 

@@ -2,7 +2,6 @@
 //! any name's whose log file exists (an extension loaded with `zot --ext` has a log but is
 //! not installed). The name must be a single safe file-name component.
 
-use std::io;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow};
@@ -49,7 +48,7 @@ impl Run for LogsArgs {
             follow(ctx, &path, self.lines.unwrap_or(FOLLOW_LINES))
         } else {
             let mut file = log.map_err(|e| refusal(name, &path, e))?;
-            logs::print(&mut file, self.lines, &mut io::stdout().lock())
+            logs::print(&mut file, self.lines, &mut ctx.out.stream())
                 .with_context(|| format!("cannot print {}", path.display()))
         }
     }
@@ -98,7 +97,7 @@ fn refusal(name: &str, path: &Path, e: ReadError) -> anyhow::Error {
 /// Prints the last `lines` lines, then everything appended, until killed or stdout closes.
 fn follow(ctx: &Context, path: &Path, lines: u64) -> Result<()> {
     let note = |notice: Notice<'_>| ctx.out.note(&format!("zot: {notice}"));
-    Follower::new(path.to_path_buf(), io::stdout().lock(), note)
+    Follower::new(path.to_path_buf(), ctx.out.stream(), note)
         .run(lines)
         .with_context(|| format!("cannot follow {}", path.display()))
 }

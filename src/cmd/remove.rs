@@ -3,7 +3,7 @@
 //! did not place), save that data with `--keep-data`, then move the extension out and
 //! delete it.
 
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use crate::catalog::{self, Installed};
 use crate::cli::RemoveArgs;
 use crate::error::usage;
 use crate::filelist::{self, FileList, Standing};
-use crate::output::clean;
+use crate::output::Output;
 use crate::paths::Scope;
 use crate::store::Store;
 
@@ -165,7 +165,7 @@ impl Run for RemoveArgs {
             if let Some(note) = &note {
                 ctx.out.note(note);
             }
-            if !confirm(&format!("remove {what}? [y/N] "))? {
+            if !confirm(&ctx.out, &format!("remove {what}? [y/N] "))? {
                 bail!("nothing was removed (the answer was not yes)");
             }
         }
@@ -231,10 +231,8 @@ impl Run for RemoveArgs {
 
 /// Asks on stderr (escaped, as it names a folder) and reads one line from the terminal;
 /// only "y" or "yes" agree.
-fn confirm(question: &str) -> Result<bool> {
-    let mut err = io::stderr().lock();
-    write!(err, "{}", clean(question))?;
-    err.flush()?;
+fn confirm(out: &Output, question: &str) -> Result<bool> {
+    out.ask(question)?;
     let mut answer = String::new();
     io::stdin().lock().read_line(&mut answer)?;
     Ok(matches!(

@@ -1,8 +1,11 @@
 //! The extension wire protocol (version 1): every frame in both directions as serde types,
 //! and the newline-delimited codec. Unknown fields are ignored; unknown frame types decode
 //! to [`Decoded::Unknown`] so newer peers do not break older readers. Go's encoder writes a
-//! nil slice (or a nil `json.RawMessage`) as `null`, so every list and string field also
-//! reads `null` as empty. What the host itself does, version by version, is in [`zot`].
+//! nil slice (or a nil `json.RawMessage`) as `null`, so list and string fields also read
+//! `null` as empty (but for those of the host's `event`, `event_intercept` and `panel_key`).
+//! The frame structs are declared with `frame!`, which gives each field one of a few wire
+//! rules.
+//! What the host itself does, version by version, is in [`zot`].
 
 pub mod zot;
 
@@ -30,247 +33,275 @@ where
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
-/// `hello`: the first frame an extension sends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Hello {
-    #[serde(deserialize_with = "null_default")]
-    pub name: String,
-    #[serde(default, deserialize_with = "null_default")]
-    pub version: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub capabilities: Vec<String>,
+/// Declares a frame struct (deriving `Debug`, `Clone`, `PartialEq`, `Serialize` and
+/// `Deserialize`) whose fields each start with the rule by which they travel. Fields are
+/// written in the order declared.
+///
+/// | rule        | when absent      | `null` reads as | written              |
+/// |-------------|------------------|-----------------|----------------------|
+/// | `required`  | decoding fails   | empty           | always               |
+/// | `always`    | empty            | empty           | always               |
+/// | `omitempty` | empty            | empty           | unless empty         |
+/// | `optional`  | empty            | an error        | unless empty         |
+///
+/// ("empty" is the type's `Default`; `null` always reads as `None` for an `Option`.) A
+/// field without a rule is a plain serde field and takes `#[serde(...)]` attributes
+/// (`flatten`, or a field of a host frame that is required and may not be `null`).
+macro_rules! frame {
+    ($(#[$meta:meta])* pub struct $name:ident { $($fields:tt)* }) => {
+        frame!(@field [$(#[$meta])* pub struct $name] [] $($fields)*);
+    };
+    (@field $head:tt [$($done:tt)*]
+        $(#[$attr:meta])* required $field:ident: $ty:ty, $($rest:tt)*) => {
+        frame!(@field $head [$($done)* $(#[$attr])*
+            #[serde(deserialize_with = "null_default")] pub $field: $ty,] $($rest)*);
+    };
+    (@field $head:tt [$($done:tt)*]
+        $(#[$attr:meta])* always $field:ident: $ty:ty, $($rest:tt)*) => {
+        frame!(@field $head [$($done)* $(#[$attr])*
+            #[serde(default, deserialize_with = "null_default")] pub $field: $ty,] $($rest)*);
+    };
+    (@field $head:tt [$($done:tt)*]
+        $(#[$attr:meta])* omitempty $field:ident: $ty:ty, $($rest:tt)*) => {
+        frame!(@field $head [$($done)* $(#[$attr])*
+            #[serde(default, deserialize_with = "null_default", skip_serializing_if = "is_default")]
+            pub $field: $ty,] $($rest)*);
+    };
+    (@field $head:tt [$($done:tt)*]
+        $(#[$attr:meta])* optional $field:ident: $ty:ty, $($rest:tt)*) => {
+        frame!(@field $head [$($done)* $(#[$attr])*
+            #[serde(default, skip_serializing_if = "is_default")] pub $field: $ty,] $($rest)*);
+    };
+    (@field $head:tt [$($done:tt)*]
+        $(#[$attr:meta])* $field:ident: $ty:ty, $($rest:tt)*) => {
+        frame!(@field $head [$($done)* $(#[$attr])* pub $field: $ty,] $($rest)*);
+    };
+    (@field [$(#[$meta:meta])* pub struct $name:ident] [$($done:tt)*]) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct $name { $($done)* }
+    };
 }
 
-/// `register_command`: binds `/name` to the extension.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RegisterCommand {
-    #[serde(deserialize_with = "null_default")]
-    pub name: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub description: String,
+/// Declares a string-valued enum of the protocol: the known values as variants, anything
+/// else kept as `Unknown` so that it is passed on (and printed) unchanged. An absent or
+/// `null` value reads as `Unknown("")`.
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* pub enum $name:ident { $($variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(from = "String", into = "String")]
+        pub enum $name {
+            $($variant,)*
+            /// A value this version does not know, as sent.
+            Unknown(String),
+        }
+
+        impl $name {
+            /// The value as it travels.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($name::$variant => $text,)*
+                    $name::Unknown(text) => text,
+                }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name::Unknown(String::new())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(text: String) -> Self {
+                match text.as_str() {
+                    $($text => $name::$variant,)*
+                    _ => $name::Unknown(text),
+                }
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> String {
+                match value {
+                    $name::Unknown(text) => text,
+                    known => known.as_str().to_string(),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
 }
 
-/// `register_tool`: exposes a tool to the model; `schema` should be a JSON Schema object.
-/// A `deferred` tool stays hidden until a tool result names it in `activate_tools`; an
-/// `interactive` one waits for the user, so headless hosts refuse to call it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RegisterTool {
-    #[serde(deserialize_with = "null_default")]
-    pub name: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub description: String,
-    #[serde(default)]
-    pub schema: Option<Value>,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub deferred: bool,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub interactive: bool,
+frame! {
+    /// `hello`: the first frame an extension sends.
+    pub struct Hello {
+        required name: String,
+        always version: String,
+        omitempty capabilities: Vec<String>,
+    }
 }
 
-/// `subscribe`: lifecycle events to observe and to intercept.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Subscribe {
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub events: Vec<String>,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub intercept: Vec<String>,
+frame! {
+    /// `register_command`: binds `/name` to the extension.
+    pub struct RegisterCommand {
+        required name: String,
+        omitempty description: String,
+    }
 }
 
-/// One block of a tool result: `text`, or `image` with base64 `data`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ContentBlock {
-    #[serde(rename = "type", deserialize_with = "null_default")]
-    pub kind: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub text: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub mime_type: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub data: String,
+frame! {
+    /// `register_tool`: exposes a tool to the model; `schema` should be a JSON Schema object.
+    /// A `deferred` tool stays hidden until a tool result names it in `activate_tools`; an
+    /// `interactive` one waits for the user, so headless hosts refuse to call it.
+    pub struct RegisterTool {
+        required name: String,
+        omitempty description: String,
+        always schema: Option<Value>,
+        optional deferred: bool,
+        optional interactive: bool,
+    }
 }
 
-/// `tool_result`: the reply to a `tool_call`; `activate_tools` reveals deferred tools.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolResult {
-    #[serde(deserialize_with = "null_default")]
-    pub id: String,
-    /// Always written, as Go does (`null` for a nil slice).
-    #[serde(default, deserialize_with = "null_default")]
-    pub content: Vec<ContentBlock>,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub is_error: bool,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub activate_tools: Vec<String>,
+frame! {
+    /// `subscribe`: lifecycle events to observe and to intercept.
+    pub struct Subscribe {
+        omitempty events: Vec<String>,
+        omitempty intercept: Vec<String>,
+    }
 }
 
-/// What a panel shows: a title, lines of text and a footer.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PanelContent {
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub title: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub lines: Vec<String>,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub footer: String,
+wire_enum! {
+    /// What a [`ContentBlock`] holds.
+    pub enum ContentKind {
+        Text = "text",
+        Image = "image",
+    }
 }
 
-/// A panel an extension shows inside zot.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PanelSpec {
-    #[serde(default, deserialize_with = "null_default")]
-    pub id: String,
-    #[serde(flatten)]
-    pub content: PanelContent,
+frame! {
+    /// One block of a tool result: `text`, or `image` with base64 `data`.
+    pub struct ContentBlock {
+        #[serde(rename = "type")]
+        required kind: ContentKind,
+        omitempty text: String,
+        omitempty mime_type: String,
+        omitempty data: String,
+    }
 }
 
-/// `command_response`: the reply to `command_invoked`; action `open_panel` carries the panel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommandResponse {
-    #[serde(deserialize_with = "null_default")]
-    pub id: String,
-    #[serde(default, deserialize_with = "null_default")]
-    pub action: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub prompt: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub insert: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub display: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_panel: Option<PanelSpec>,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub error: String,
+frame! {
+    /// `tool_result`: the reply to a `tool_call`; `activate_tools` reveals deferred tools.
+    pub struct ToolResult {
+        required id: String,
+        /// Always written, as Go does (`null` for a nil slice).
+        always content: Vec<ContentBlock>,
+        optional is_error: bool,
+        omitempty activate_tools: Vec<String>,
+    }
 }
 
-/// `open_panel`: a panel opened at any time, not in answer to a command.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OpenPanel {
-    #[serde(default, deserialize_with = "null_default")]
-    pub panel: PanelSpec,
+frame! {
+    /// What a panel shows: a title, lines of text and a footer.
+    #[derive(Default)]
+    pub struct PanelContent {
+        omitempty title: String,
+        omitempty lines: Vec<String>,
+        omitempty footer: String,
+    }
 }
 
-/// `panel_render`: a new frame for an open panel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PanelRender {
-    #[serde(default, deserialize_with = "null_default")]
-    pub panel_id: String,
-    #[serde(flatten)]
-    pub content: PanelContent,
+frame! {
+    /// A panel an extension shows inside zot.
+    #[derive(Default)]
+    pub struct PanelSpec {
+        always id: String,
+        #[serde(flatten)]
+        content: PanelContent,
+    }
 }
 
-/// `panel_close` (either direction): the panel is gone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PanelClose {
-    #[serde(default, deserialize_with = "null_default")]
-    pub panel_id: String,
+wire_enum! {
+    /// What zot does with a [`CommandResponse`].
+    pub enum Action {
+        Prompt = "prompt",
+        Insert = "insert",
+        Display = "display",
+        Noop = "noop",
+        OpenPanel = "open_panel",
+    }
 }
 
-/// `notify`: a one-way status note.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Notify {
-    #[serde(default, deserialize_with = "null_default")]
-    pub level: String,
-    #[serde(default, deserialize_with = "null_default")]
-    pub message: String,
+frame! {
+    /// `command_response`: the reply to `command_invoked`; action `open_panel` carries the
+    /// panel.
+    pub struct CommandResponse {
+        required id: String,
+        always action: Action,
+        omitempty prompt: String,
+        omitempty insert: String,
+        omitempty display: String,
+        optional open_panel: Option<PanelSpec>,
+        omitempty error: String,
+    }
 }
 
-/// `event_intercept_response`: the reply to `event_intercept`. `system_prompt` (a JSON
-/// string) replaces the prompt of a `before_agent_start`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventInterceptResponse {
-    #[serde(deserialize_with = "null_default")]
-    pub id: String,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub block: bool,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified_args: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub replace_text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<Value>,
+frame! {
+    /// `open_panel`: a panel opened at any time, not in answer to a command.
+    pub struct OpenPanel {
+        always panel: PanelSpec,
+    }
 }
 
-/// `error`: a frame either side could not process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ErrorFrame {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    #[serde(default, deserialize_with = "null_default")]
-    pub message: String,
+frame! {
+    /// `panel_render`: a new frame for an open panel.
+    pub struct PanelRender {
+        always panel_id: String,
+        #[serde(flatten)]
+        content: PanelContent,
+    }
+}
+
+frame! {
+    /// `panel_close` (either direction): the panel is gone.
+    pub struct PanelClose {
+        always panel_id: String,
+    }
+}
+
+frame! {
+    /// `notify`: a one-way status note.
+    pub struct Notify {
+        always level: String,
+        always message: String,
+    }
+}
+
+frame! {
+    /// `event_intercept_response`: the reply to `event_intercept`. `system_prompt` (a JSON
+    /// string) replaces the prompt of a `before_agent_start`.
+    pub struct EventInterceptResponse {
+        required id: String,
+        optional block: bool,
+        omitempty reason: String,
+        optional modified_args: Option<Value>,
+        omitempty replace_text: String,
+        optional system_prompt: Option<Value>,
+    }
+}
+
+frame! {
+    /// `error`: a frame either side could not process.
+    pub struct ErrorFrame {
+        optional id: Option<String>,
+        always message: String,
+    }
 }
 
 /// Every frame an extension sends to zot.
@@ -293,169 +324,123 @@ pub enum FromExt {
     Error(ErrorFrame),
 }
 
-/// `hello_ack`: zot's reply to `hello`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HelloAck {
-    pub protocol_version: u32,
-    #[serde(default, deserialize_with = "null_default")]
-    pub zot_version: String,
-    #[serde(default, deserialize_with = "null_default")]
-    pub provider: String,
-    #[serde(default, deserialize_with = "null_default")]
-    pub model: String,
-    #[serde(default, deserialize_with = "null_default")]
-    pub cwd: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extension_dir: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_dir: Option<String>,
+frame! {
+    /// `hello_ack`: zot's reply to `hello`.
+    pub struct HelloAck {
+        protocol_version: u32,
+        always zot_version: String,
+        always provider: String,
+        always model: String,
+        always cwd: String,
+        optional extension_dir: Option<String>,
+        optional data_dir: Option<String>,
+    }
 }
 
-/// `command_invoked`: the user ran a registered slash command.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommandInvoked {
-    #[serde(deserialize_with = "null_default")]
-    pub id: String,
-    #[serde(deserialize_with = "null_default")]
-    pub name: String,
-    #[serde(
-        default,
-        deserialize_with = "null_default",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub args: String,
+frame! {
+    /// `command_invoked`: the user ran a registered slash command.
+    pub struct CommandInvoked {
+        required id: String,
+        required name: String,
+        omitempty args: String,
+    }
 }
 
-/// `tool_call`: the model called a registered tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    #[serde(deserialize_with = "null_default")]
-    pub id: String,
-    #[serde(deserialize_with = "null_default")]
-    pub name: String,
-    #[serde(default)]
-    pub args: Value,
+frame! {
+    /// `tool_call`: the model called a registered tool.
+    pub struct ToolCall {
+        required id: String,
+        required name: String,
+        always args: Value,
+    }
 }
 
-/// `tool_cancel`: the host gave up on a `tool_call`; the extension should stop working on it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCancel {
-    #[serde(deserialize_with = "null_default")]
-    pub id: String,
+frame! {
+    /// `tool_cancel`: the host gave up on a `tool_call`; the extension should stop working
+    /// on it.
+    pub struct ToolCancel {
+        required id: String,
+    }
 }
 
-/// A tool's outcome as observers see it (`event` `tool_result`), without private details.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EventResult {
-    /// Always written, as Go does (`null` for a nil slice).
-    #[serde(default, deserialize_with = "null_default")]
-    pub content: Vec<ContentBlock>,
-    #[serde(default)]
-    pub is_error: bool,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub truncated: bool,
+frame! {
+    /// A tool's outcome as observers see it (`event` `tool_result`), without private details.
+    #[derive(Default)]
+    pub struct EventResult {
+        /// Always written, as Go does (`null` for a nil slice).
+        always content: Vec<ContentBlock>,
+        #[serde(default)]
+        is_error: bool,
+        optional truncated: bool,
+    }
 }
 
-/// `event`: a one-way lifecycle notification; which fields are set depends on `event`.
-/// `session_id`, `cwd` and `sequence` place it; see the SDK for each event's payload.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Event {
-    pub event: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub session_id: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub agent_run_id: String,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub queued: bool,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub image_count: i64,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub cwd: String,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub sequence: u64,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub status: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub source: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub decision: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub stage: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<EventResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub executed: Option<bool>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub compaction_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message_count: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_estimate: Option<i64>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub agent_id: String,
-    /// The subagent's name (`subagent_start`, `subagent_stop`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub step: i64,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub stop: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub error: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tool_id: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tool_name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_args: Option<Value>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tool_preview: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tool_args_raw: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub text: String,
+frame! {
+    /// `event`: a one-way lifecycle notification; which fields are set depends on `event`.
+    /// `session_id`, `cwd` and `sequence` place it; see the SDK for each event's payload.
+    #[derive(Default)]
+    pub struct Event {
+        event: String,
+        optional session_id: String,
+        optional agent_run_id: String,
+        optional queued: bool,
+        optional image_count: i64,
+        optional cwd: String,
+        optional sequence: u64,
+        optional status: String,
+        optional reason: String,
+        optional source: String,
+        optional decision: String,
+        optional stage: String,
+        optional result: Option<EventResult>,
+        optional executed: Option<bool>,
+        optional compaction_id: String,
+        optional message_count: Option<i64>,
+        optional token_estimate: Option<i64>,
+        optional agent_id: String,
+        /// The subagent's name (`subagent_start`, `subagent_stop`).
+        optional name: String,
+        optional step: i64,
+        optional stop: String,
+        optional error: String,
+        optional tool_id: String,
+        optional tool_name: String,
+        optional tool_args: Option<Value>,
+        optional tool_preview: String,
+        optional tool_args_raw: String,
+        optional text: String,
+    }
 }
 
-/// `event_intercept`: like `event`, but the extension may block it (or, for
-/// `before_agent_start`, replace `system_prompt`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EventIntercept {
-    pub id: String,
-    pub event: String,
-    /// The complete prompt of `before_agent_start`; an empty string is a prompt too.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub session_id: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub agent_run_id: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub cwd: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub provider: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub model: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tool_id: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tool_name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_args: Option<Value>,
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub step: i64,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub text: String,
+frame! {
+    /// `event_intercept`: like `event`, but the extension may block it (or, for
+    /// `before_agent_start`, replace `system_prompt`).
+    #[derive(Default)]
+    pub struct EventIntercept {
+        id: String,
+        event: String,
+        /// The complete prompt of `before_agent_start`; an empty string is a prompt too.
+        optional system_prompt: Option<String>,
+        optional session_id: String,
+        optional agent_run_id: String,
+        optional cwd: String,
+        optional provider: String,
+        optional model: String,
+        optional tool_id: String,
+        optional tool_name: String,
+        optional tool_args: Option<Value>,
+        optional step: i64,
+        optional text: String,
+    }
 }
 
-/// `panel_key`: the user pressed a key in the extension's panel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PanelKey {
-    pub panel_id: String,
-    pub key: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub text: String,
+frame! {
+    /// `panel_key`: the user pressed a key in the extension's panel.
+    pub struct PanelKey {
+        panel_id: String,
+        key: String,
+        optional text: String,
+    }
 }
 
 /// Every frame zot sends to an extension.
@@ -868,7 +853,7 @@ mod tests {
         ) else {
             panic!()
         };
-        assert_eq!(r.content[0].kind, "text");
+        assert_eq!(r.content[0].kind, ContentKind::Text);
         let (_, d) = decode::<FromHost>(
             r#"{"type":"event","event":"tool_result","result":{"content":null,"is_error":true}}"#,
         )
@@ -880,6 +865,43 @@ mod tests {
         // A required field stays required.
         let err = decode::<FromExt>(r#"{"type":"tool_result","content":null}"#).unwrap_err();
         assert_eq!(err.to_string(), "tool_result: missing field `id`");
+    }
+
+    /// Block kinds and actions this version does not know are kept as sent, so they are
+    /// passed on and shown unchanged.
+    #[test]
+    fn unknown_kinds_and_actions_survive() {
+        let line = r#"{"type":"tool_result","id":"1","content":[{"type":"audio","data":"x"},{"type":"image"}]}"#;
+        let FromExt::ToolResult(r) = ext(line) else {
+            panic!()
+        };
+        assert_eq!(r.content[0].kind, ContentKind::Unknown("audio".into()));
+        assert_eq!(r.content[1].kind, ContentKind::Image);
+        assert_eq!(encode(&FromExt::ToolResult(r)), format!("{line}\n"));
+        let line = r#"{"type":"command_response","id":"1","action":"later"}"#;
+        let FromExt::CommandResponse(r) = ext(line) else {
+            panic!()
+        };
+        assert_eq!(r.action, Action::Unknown("later".into()));
+        assert_eq!(r.action.to_string(), "later");
+        let FromExt::CommandResponse(r) =
+            ext(r#"{"type":"command_response","id":"1","action":null}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(r.action, Action::Unknown(String::new()));
+        assert_eq!(
+            ext(r#"{"type":"command_response","id":"1","action":"open_panel"}"#),
+            FromExt::CommandResponse(Box::new(CommandResponse {
+                id: "1".into(),
+                action: Action::OpenPanel,
+                prompt: String::new(),
+                insert: String::new(),
+                display: String::new(),
+                open_panel: None,
+                error: String::new(),
+            }))
+        );
     }
 
     #[test]

@@ -311,3 +311,19 @@ fn logs_also_offers_names_that_only_have_a_log() {
     // Other commands act on installed extensions only.
     assert_eq!(values(&env, &["ext", "remove", "l"]), Vec::<String>::new());
 }
+
+/// The shell named in `COMPLETE` is shown escaped: a value with a newline or an escape
+/// sequence still makes a one-line error and cannot restyle the terminal.
+#[test]
+fn an_unknown_shell_is_refused_on_one_escaped_line() {
+    let env = Env::new();
+    let done = env
+        .zot::<[&str; 0], &str>([])
+        .env("COMPLETE", "nosh\n\u{1b}[31mred")
+        .fails(2);
+    assert_eq!(
+        done.stderr,
+        "error: COMPLETE=nosh\\n\\u{1b}[31mred names no shell zot can complete for; use bash, elvish, fish, powershell or zsh\n"
+    );
+    assert_eq!(done.stdout, "");
+}
