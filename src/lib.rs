@@ -9,7 +9,6 @@ pub mod cmd;
 pub mod complete;
 pub mod crashpoint;
 pub mod diagnose;
-pub mod docs;
 pub mod error;
 pub mod exchange;
 pub mod fetch;

@@ -4,8 +4,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-use zot_ext::cli::Cli;
 use zot_ext::{cmd, error, output};
 
 fn main() -> ExitCode {
@@ -15,7 +13,7 @@ fn main() -> ExitCode {
     if let Some(code) = zot_ext::agent::pass_through_if_agents() {
         return code;
     }
-    let cli = match Cli::try_parse_from(zot_ext::effective_args(std::env::args_os())) {
+    let cli = match zot_ext::cli::try_parse_from(zot_ext::effective_args(std::env::args_os())) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -37,6 +37,43 @@ fn help_and_version_exit_zero() {
     assert!(version.stdout.starts_with("zot "), "{}", version.stdout);
 }
 
+/// A subcommand's help ends with its first examples from `zot_ext::cli::pages::EXAMPLES`,
+/// byte for byte as shown here (100 columns, as without a terminal; no colour in a pipe).
+#[test]
+fn subcommand_help_ends_with_its_examples() {
+    let env = Env::new();
+    let help = env.zot(["ext", "enable", "-h"]).ok().stdout;
+    let expected = "\
+Re-enable a disabled extension
+
+Usage: zot ext enable [OPTIONS] <NAME>
+
+Arguments:
+  <NAME>  Name of the extension
+
+Options:
+  -p, --project       Act on the project-local copy (./.zot/extensions/)
+  -q, --quiet         Print nothing but errors (and requested data)
+      --color <WHEN>  When to colour output; NO_COLOR in the environment means never [default: auto]
+                      [possible values: auto, always, never]
+  -g, --global        Act on the global copy ($ZOT_HOME/extensions/)
+      --json          Print machine-readable JSON on stdout instead of text
+  -h, --help          Print help (see more with '--help')
+  -V, --version       Print version
+
+Examples:
+  zot ext enable hello-py
+      Turn the extension back on.
+  zot ext enable hello-py --project
+      Enable the project copy.
+";
+    assert_eq!(help, expected);
+    // The long help ends the same way.
+    let long = env.zot(["ext", "enable", "--help"]).ok().stdout;
+    let examples = &expected[expected.find("\nExamples:\n").unwrap()..];
+    assert!(long.ends_with(examples), "{long}");
+}
+
 #[test]
 fn unknown_subcommand_and_flags_are_usage_errors() {
     let env = Env::new();

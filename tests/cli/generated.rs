@@ -10,6 +10,7 @@ use clap::CommandFactory;
 use zot_ext::cli::Cli;
 
 use crate::support::Env;
+use crate::support::man;
 
 /// The one command that rewrites every generated file.
 const REGENERATE: &str = "ZOT_REGENERATE=1 cargo test --test cli generated";
@@ -23,7 +24,7 @@ fn repo() -> &'static Path {
 
 #[test]
 fn committed_completions_and_man_pages_are_up_to_date() {
-    let files = zot_ext::docs::render();
+    let files = man::render();
     let expected: BTreeSet<&str> = files.iter().map(|(path, _)| path.as_str()).collect();
     let mut extra = Vec::new();
     for dir in GENERATED_DIRS {
@@ -78,7 +79,7 @@ fn man_pages_pass_mandoc_lint() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut pages = Vec::new();
-    for (path, bytes) in zot_ext::docs::render() {
+    for (path, bytes) in man::render() {
         if let Some(name) = path.strip_prefix("man/") {
             fs::write(dir.path().join(name), bytes).unwrap();
             pages.push(dir.path().join(name));
@@ -108,7 +109,7 @@ fn zot_completions_prints_the_committed_script() {
         ("elvish", "zot.elv"),
     ] {
         let path = format!("completions/{file}");
-        let rendered = zot_ext::docs::completion_scripts()
+        let rendered = man::completion_scripts()
             .into_iter()
             .find(|(p, _)| *p == path)
             .map(|(_, bytes)| String::from_utf8(bytes).unwrap())
@@ -194,7 +195,7 @@ fn readme_command_reference_matches_clap() {
     let unknown: Vec<_> = documented_paths.difference(&defined_paths).collect();
     assert!(
         undocumented.is_empty() && unknown.is_empty(),
-        "README.md's Commands section and src/cli.rs disagree: add a `### \\`zot <command> ...\\`` \
+        "README.md's Commands section and src/cli/mod.rs disagree: add a `### \\`zot <command> ...\\`` \
          section for {undocumented:?}; no such command: {unknown:?}"
     );
     // Each heading shows the command's required arguments as <placeholders>.
@@ -212,4 +213,122 @@ fn readme_command_reference_matches_clap() {
             );
         }
     }
+}
+
+/// The rows of the Markdown table in `section` of README whose header row is `header`, as
+/// cells without the Markdown: backticks dropped, `\|` read as `|`.
+fn readme_table(section: &str, header: &str) -> Option<Vec<Vec<String>>> {
+    let mut lines = section.lines().skip_while(|l| l.trim() != header);
+    lines.next()?;
+    let rows = lines
+        .skip(1) // |---|---|
+        .take_while(|l| l.starts_with('|'))
+        .map(|row| {
+            let row = row.trim().trim_start_matches('|').trim_end_matches('|');
+            row.replace("\\|", "\u{0}")
+                .split('|')
+                .map(|cell| {
+                    cell.replace('\u{0}', "|")
+                        .replace('`', "")
+                        .trim()
+                        .to_owned()
+                })
+                .collect()
+        })
+        .collect();
+    Some(rows)
+}
+
+/// `|` escaped for a Markdown table cell.
+fn markdown_cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// README's "Exit status" tables say what `EXIT_STATUS` and `EXIT_STATUSES` in
+/// src/cli/pages.rs say (which the man pages render), row for row and word for word.
+#[test]
+fn readme_exit_status_tables_match_the_page_data() {
+    use zot_ext::cli::pages::{EXIT_STATUS, EXIT_STATUSES};
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("Exit status\n"))
+        .expect("README has a \"## Exit status\" section");
+    let general: Vec<Vec<String>> = EXIT_STATUS
+        .iter()
+        .map(|(status, text)| vec![status.to_string(), text.to_string()])
+        .collect();
+    let particular: Vec<Vec<String>> = EXIT_STATUSES
+        .iter()
+        .flat_map(|(path, statuses)| {
+            statuses.iter().map(move |(status, text)| {
+                vec![path.to_string(), status.to_string(), text.to_string()]
+            })
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for (header, expected) in [
+        ("| status | meaning |", &general),
+        ("| command | status | when |", &particular),
+    ] {
+        let Some(found) = readme_table(section, header) else {
+            problems.push(format!("there is no table with the header `{header}`"));
+            continue;
+        };
+        let key = |row: &Vec<String>| match row.as_slice() {
+            [status, _] => format!("status {status}"),
+            [command, status, _] => format!("`{command}` status {status}"),
+            _ => format!("the row {row:?}"),
+        };
+        for row in expected {
+            match found
+                .iter()
+                .find(|f| f.len() == row.len() && key(f) == key(row))
+            {
+                None => problems.push(format!("it lacks the row for {}", key(row))),
+                Some(f) if f != row => problems.push(format!(
+                    "for {} it says {:?} where src/cli/pages.rs says {:?}",
+                    key(row),
+                    f.last().unwrap(),
+                    row.last().unwrap()
+                )),
+                Some(_) => {}
+            }
+        }
+        for row in &found {
+            if !expected
+                .iter()
+                .any(|e| e.len() == row.len() && key(e) == key(row))
+            {
+                problems.push(format!(
+                    "its row for {} is not in src/cli/pages.rs",
+                    key(row)
+                ));
+            }
+        }
+        let order: Vec<String> = found.iter().map(key).collect();
+        let expected_order: Vec<String> = expected.iter().map(key).collect();
+        if problems.is_empty() && order != expected_order {
+            problems.push(format!(
+                "its rows are not in the order of src/cli/pages.rs: {expected_order:?}"
+            ));
+        }
+    }
+    let table = |header: &str, rows: &[Vec<String>]| {
+        let mut text = format!("{header}\n|{}\n", "---|".repeat(rows[0].len()));
+        for row in rows {
+            let cells: Vec<String> = row.iter().map(|c| markdown_cell(c)).collect();
+            text.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        text
+    };
+    assert!(
+        problems.is_empty(),
+        "README.md's \"## Exit status\" tables disagree with EXIT_STATUS and EXIT_STATUSES in \
+         src/cli/pages.rs:\n- {}\nChange README (backticks may be added) or the data in \
+         src/cli/pages.rs, then regenerate the man pages. The tables the data gives:\n\n{}\n{}",
+        problems.join("\n- "),
+        table("| status | meaning |", &general),
+        table("| command | status | when |", &particular),
+    );
 }

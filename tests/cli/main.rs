@@ -20,6 +20,7 @@ mod link;
 mod links;
 mod list;
 mod logs;
+mod man_pages;
 mod manifest_decoding;
 mod new;
 mod remove;

@@ -1,17 +1,16 @@
 //! Real git servers for integration tests, all on 127.0.0.1: bare repository fixtures built
-//! with the `git` CLI, `git daemon` (git://), and a small HTTP/1.1 server that runs
-//! `git http-backend` as CGI (smart HTTP), optionally behind basic auth, logging requests.
+//! with the `git` CLI, `git daemon` (git://), an HTTP/1.1 server (tiny_http) that runs
+//! `git http-backend` as CGI (smart HTTP), optionally behind basic auth, logging requests,
+//! and sshd.
 //!
-//! Everything is bounded: sockets have read and write timeouts, servers are waited for a few
-//! seconds at most, and dropping a server stops it.
+//! Everything is bounded: servers are waited for a few seconds at most, a CGI program is
+//! killed after a time limit, and dropping a server stops it.
 
-use std::collections::HashMap;
 use std::fs;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -20,8 +19,6 @@ use tempfile::TempDir;
 
 /// How long a server may take to start accepting connections.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a connection may stay silent before the server gives up on it.
-const IO_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long `git http-backend` may run for one request.
 const CGI_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -362,14 +359,15 @@ struct Shared {
     root: PathBuf,
     auth: Option<(String, String)>,
     log: Mutex<Vec<Request>>,
-    stop: AtomicBool,
 }
 
-/// An HTTP/1.1 server on 127.0.0.1 running `git http-backend` for every request, one thread
-/// per connection, `Connection: close` after each answer. Stopped on drop.
+/// An HTTP/1.1 server on 127.0.0.1 (tiny_http, which parses requests and decodes chunked
+/// bodies) running `git http-backend` as CGI for every request, one thread per request.
+/// Stopped on drop.
 pub struct HttpGit {
+    server: Arc<tiny_http::Server>,
     shared: Arc<Shared>,
-    addr: SocketAddr,
+    port: u16,
     acceptor: Option<JoinHandle<()>>,
 }
 
@@ -386,29 +384,34 @@ impl HttpGit {
     }
 
     fn serve(root: &Path, auth: Option<(String, String)>) -> HttpGit {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
+        let server = Arc::new(
+            tiny_http::Server::http("127.0.0.1:0")
+                .unwrap_or_else(|e| panic!("cannot start the HTTP git server: {e}")),
+        );
+        let port = server.server_addr().to_ip().unwrap().port();
         let shared = Arc::new(Shared {
             root: root.to_path_buf(),
             auth,
             log: Mutex::new(Vec::new()),
-            stop: AtomicBool::new(false),
         });
-        let for_thread = Arc::clone(&shared);
-        let acceptor = thread::spawn(move || accept_loop(listener, for_thread));
-        assert!(
-            wait_for_port(addr, Instant::now() + START_TIMEOUT),
-            "the HTTP git server did not start"
-        );
+        let (requests, for_thread) = (Arc::clone(&server), Arc::clone(&shared));
+        let acceptor = thread::spawn(move || {
+            for request in requests.incoming_requests() {
+                let shared = Arc::clone(&for_thread);
+                // Request threads are bounded by the CGI timeout; they are not joined.
+                thread::spawn(move || answer(request, &shared));
+            }
+        });
         HttpGit {
+            server,
             shared,
-            addr,
+            port,
             acceptor: Some(acceptor),
         }
     }
 
     pub fn port(&self) -> u16 {
-        self.addr.port()
+        self.port
     }
 
     /// `http://127.0.0.1:PORT/<name>.git`.
@@ -424,7 +427,7 @@ impl HttpGit {
         )
     }
 
-    /// Every request received so far (the self-connects of startup and shutdown excluded).
+    /// Every request received so far.
     pub fn requests(&self) -> Vec<Request> {
         self.shared.log.lock().unwrap().clone()
     }
@@ -432,182 +435,87 @@ impl HttpGit {
 
 impl Drop for HttpGit {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        // Unblock accept(); the loop sees the flag and returns.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        // Ends `incoming_requests`, so the acceptor returns.
+        self.server.unblock();
         if let Some(acceptor) = self.acceptor.take() {
             let _ = acceptor.join();
         }
     }
 }
 
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let shared = Arc::clone(&shared);
-        // Connection threads are bounded by socket and CGI timeouts; they are not joined.
-        thread::spawn(move || {
-            let _ = handle(stream, &shared);
-        });
-    }
+/// The value of the request's header `name`, if it has one.
+fn header(request: &tiny_http::Request, name: &'static str) -> Option<String> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.to_string())
 }
 
-/// A parsed request head.
-struct Head {
-    method: String,
-    path: String,
-    query: String,
-    headers: HashMap<String, String>,
+/// A short plain-text answer.
+fn text_response(status: u16, text: &str) -> tiny_http::Response<io::Cursor<Vec<u8>>> {
+    tiny_http::Response::from_string(text)
+        .with_status_code(status)
+        .with_header(tiny_http::Header::from_bytes("Content-Type", "text/plain").unwrap())
 }
 
-fn handle(stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut writer = stream;
-    // Startup probes and the shutdown self-connect close without sending anything.
-    let Some(head) = read_head(&mut reader)? else {
-        return Ok(());
-    };
-    let body = read_body(&mut reader, &head.headers)?;
-    let authorization = head.headers.get("authorization").cloned();
-    let log = |status: u16| {
-        shared.log.lock().unwrap().push(Request {
-            method: head.method.clone(),
-            path: head.path.clone(),
-            query: head.query.clone(),
-            body: body.clone(),
-            authorization: authorization.clone(),
-            status,
-        });
-    };
-    if let Some((user, password)) = &shared.auth {
-        let expected = format!("Basic {}", base64(format!("{user}:{password}").as_bytes()));
-        if authorization.as_deref() != Some(expected.as_str()) {
-            log(401);
-            let text = b"authentication required\n";
-            write_response(
-                &mut writer,
-                401,
-                &[
-                    ("WWW-Authenticate".into(), "Basic realm=\"git\"".into()),
-                    ("Content-Type".into(), "text/plain".into()),
-                ],
-                text,
-            )?;
-            return Ok(());
-        }
+/// Checks basic auth if the server wants it, runs `git http-backend` and streams its answer;
+/// logs the request with the status it gets.
+fn answer(mut request: tiny_http::Request, shared: &Shared) {
+    let mut body = Vec::new();
+    if let Err(e) = request.as_reader().read_to_end(&mut body) {
+        let _ = request.respond(text_response(400, &format!("cannot read the body: {e}\n")));
+        return;
     }
-    let (status, headers, out) = match run_backend(shared, &head, &body) {
-        Ok(answer) => answer,
-        Err(e) => (
-            500,
-            vec![("Content-Type".into(), "text/plain".into())],
-            format!("git http-backend failed: {e}\n").into_bytes(),
-        ),
-    };
-    log(status);
-    write_response(&mut writer, status, &headers, &out)?;
-    let _ = writer.shutdown(Shutdown::Write);
-    Ok(())
-}
-
-/// Reads the request line and headers; `None` when the client closed without sending any.
-fn read_head(reader: &mut impl BufRead) -> io::Result<Option<Head>> {
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("bad request line {line:?}"),
-        ));
-    };
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let mut head = Head {
-        method: method.to_string(),
+    let (path, query) = request.url().split_once('?').unwrap_or((request.url(), ""));
+    let mut entry = Request {
+        method: request.method().to_string(),
         path: path.to_string(),
         query: query.to_string(),
-        headers: HashMap::new(),
+        body,
+        authorization: header(&request, "Authorization"),
+        status: 0,
     };
-    let mut total = line.len();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
+    let log = |entry: Request| shared.log.lock().unwrap().push(entry);
+    if let Some((user, password)) = &shared.auth {
+        let expected = format!("Basic {}", base64(format!("{user}:{password}").as_bytes()));
+        if entry.authorization.as_deref() != Some(expected.as_str()) {
+            entry.status = 401;
+            log(entry);
+            let challenge =
+                tiny_http::Header::from_bytes("WWW-Authenticate", "Basic realm=\"git\"").unwrap();
+            let _ = request
+                .respond(text_response(401, "authentication required\n").with_header(challenge));
+            return;
         }
-        total += line.len();
-        if total > 64 * 1024 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "request head too large",
+    }
+    match run_backend(shared, &request, &entry.body) {
+        Ok((status, headers, out)) => {
+            entry.status = status;
+            log(entry);
+            let response = tiny_http::Response::new(status.into(), headers, out, None, None);
+            let _ = request.respond(response);
+        }
+        Err(e) => {
+            entry.status = 500;
+            log(entry);
+            let _ = request.respond(text_response(
+                500,
+                &format!("git http-backend failed: {e}\n"),
             ));
         }
-        let trimmed = line.trim_end_matches(['\r', '\n']);
-        if trimmed.is_empty() {
-            return Ok(Some(head));
-        }
-        if let Some((name, value)) = trimmed.split_once(':') {
-            head.headers
-                .insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
-        }
     }
 }
 
-/// Reads a `Content-Length` or `Transfer-Encoding: chunked` body (decoded).
-fn read_body(reader: &mut impl BufRead, headers: &HashMap<String, String>) -> io::Result<Vec<u8>> {
-    let chunked = headers
-        .get("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-    if chunked {
-        let mut body = Vec::new();
-        let mut line = String::new();
-        loop {
-            line.clear();
-            reader.read_line(&mut line)?;
-            let size = line.trim().split(';').next().unwrap_or("");
-            let size = usize::from_str_radix(size, 16).map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("bad chunk size {line:?}"),
-                )
-            })?;
-            if size == 0 {
-                // Trailers, up to the blank line.
-                loop {
-                    line.clear();
-                    if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-                        return Ok(body);
-                    }
-                }
-            }
-            let start = body.len();
-            body.resize(start + size, 0);
-            reader.read_exact(&mut body[start..])?;
-            line.clear();
-            reader.read_line(&mut line)?;
-        }
-    }
-    let length: usize = match headers.get("content-length") {
-        Some(v) => v
-            .parse()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad Content-Length"))?,
-        None => 0,
-    };
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    Ok(body)
-}
-
-type Answer = (u16, Vec<(String, String)>, Vec<u8>);
-
-/// Runs `git http-backend` for one request and parses its CGI answer.
-fn run_backend(shared: &Shared, head: &Head, body: &[u8]) -> io::Result<Answer> {
+/// Starts `git http-backend` for `request` (CGI, RFC 3875: the request in meta-variables,
+/// its body on stdin), reads the CGI header, and returns the status, the headers for the
+/// HTTP answer and the rest of the program's output, still being written. The program is
+/// killed if it runs longer than [`CGI_TIMEOUT`].
+fn run_backend(
+    shared: &Shared,
+    request: &tiny_http::Request,
+    body: &[u8],
+) -> io::Result<(u16, Vec<tiny_http::Header>, BufReader<ChildStdout>)> {
     let mut cmd = git_program("http-backend");
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -615,130 +523,114 @@ fn run_backend(shared: &Shared, head: &Head, body: &[u8]) -> io::Result<Answer> 
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_PROJECT_ROOT", &shared.root)
         .env("GIT_HTTP_EXPORT_ALL", "1")
-        .env("GATEWAY_INTERFACE", "CGI/1.1")
-        .env("SERVER_PROTOCOL", "HTTP/1.1")
-        .env("REQUEST_METHOD", &head.method)
-        .env("PATH_INFO", &head.path)
-        .env("QUERY_STRING", &head.query)
-        .env("CONTENT_LENGTH", body.len().to_string())
-        .env("REMOTE_ADDR", "127.0.0.1")
+        .envs(meta_variables(request, body.len()));
+    if let Some((user, _)) = &shared.auth {
+        cmd.env("REMOTE_USER", user).env("AUTH_TYPE", "Basic");
+    }
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    if let Some(kind) = head.headers.get("content-type") {
-        cmd.env("CONTENT_TYPE", kind);
-    }
-    if let Some(protocol) = head.headers.get("git-protocol") {
-        cmd.env("GIT_PROTOCOL", protocol);
-    }
-    // http-backend inflates gzip bodies itself when told so.
-    if let Some(encoding) = head.headers.get("content-encoding") {
-        cmd.env("HTTP_CONTENT_ENCODING", encoding);
-    }
-    if let Some((user, _)) = &shared.auth {
-        cmd.env("REMOTE_USER", user);
-        cmd.env("AUTH_TYPE", "Basic");
-    }
-    let mut child = cmd.spawn()?;
+        .stderr(Stdio::null())
+        .spawn()?;
     let mut stdin = child.stdin.take().unwrap();
     let input = body.to_vec();
-    let writer = thread::spawn(move || {
+    // Written from a thread: the program may answer before it has read everything.
+    thread::spawn(move || {
         let _ = stdin.write_all(&input);
     });
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = stdout.read_to_end(&mut out);
-        out
-    });
-    let deadline = Instant::now() + CGI_TIMEOUT;
-    loop {
-        if child.try_wait()?.is_some() {
-            break;
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    thread::spawn(move || kill_after(child, CGI_TIMEOUT));
+    let (status, headers) = read_cgi_header(&mut stdout)?;
+    Ok((status, headers, stdout))
+}
+
+/// The CGI meta-variables of `request` (RFC 3875 section 4.1): the request line, the body's
+/// length and type, and every other header as `HTTP_<NAME>` (`Git-Protocol` reaches
+/// http-backend as `HTTP_GIT_PROTOCOL`, `Content-Encoding: gzip` as `HTTP_CONTENT_ENCODING`).
+fn meta_variables(request: &tiny_http::Request, body_len: usize) -> Vec<(String, String)> {
+    let (path, query) = request.url().split_once('?').unwrap_or((request.url(), ""));
+    let version = request.http_version();
+    let mut vars = vec![
+        ("GATEWAY_INTERFACE".into(), "CGI/1.1".into()),
+        (
+            "SERVER_PROTOCOL".into(),
+            format!("HTTP/{}.{}", version.0, version.1),
+        ),
+        ("SERVER_SOFTWARE".into(), "tiny_http".into()),
+        ("REQUEST_METHOD".into(), request.method().to_string()),
+        ("SCRIPT_NAME".into(), String::new()),
+        ("PATH_INFO".into(), path.to_string()),
+        ("QUERY_STRING".into(), query.to_string()),
+        ("REMOTE_ADDR".into(), "127.0.0.1".into()),
+    ];
+    if body_len > 0 {
+        vars.push(("CONTENT_LENGTH".into(), body_len.to_string()));
+    }
+    for h in request.headers() {
+        let name = h
+            .field
+            .as_str()
+            .as_str()
+            .to_ascii_uppercase()
+            .replace('-', "_");
+        match name.as_str() {
+            "CONTENT_TYPE" => vars.push((name, h.value.to_string())),
+            // The body is passed on decoded, whole; credentials stay with the server.
+            "CONTENT_LENGTH" | "TRANSFER_ENCODING" | "AUTHORIZATION" => {}
+            _ => vars.push((format!("HTTP_{name}"), h.value.to_string())),
         }
+    }
+    vars
+}
+
+/// Waits for `child`, killing it once `limit` has passed.
+fn kill_after(mut child: Child, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while matches!(child.try_wait(), Ok(None)) {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "git http-backend timed out",
-            ));
+            return;
         }
-        thread::sleep(Duration::from_millis(5));
+        thread::sleep(Duration::from_millis(10));
     }
-    let _ = writer.join();
-    let out = reader.join().unwrap();
-    parse_cgi(&out)
 }
 
-/// Splits a CGI answer into status, headers (without `Status`/`Content-Length`) and body.
-fn parse_cgi(out: &[u8]) -> io::Result<Answer> {
-    let (head_end, body_start) = if let Some(i) = find(out, b"\r\n\r\n") {
-        (i, i + 4)
-    } else if let Some(i) = find(out, b"\n\n") {
-        (i, i + 2)
-    } else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("no CGI headers in {:?}", String::from_utf8_lossy(out)),
-        ));
-    };
-    let mut status = 200;
-    let mut headers = Vec::new();
-    for line in String::from_utf8_lossy(&out[..head_end]).lines() {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let (name, value) = (name.trim(), value.trim());
+/// Reads a CGI header (up to the blank line) into the HTTP status (from `Status`, else 302
+/// with a `Location`, else 200) and the other headers.
+fn read_cgi_header(out: &mut impl BufRead) -> io::Result<(u16, Vec<tiny_http::Header>)> {
+    let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+    let (mut status, mut headers, mut read) = (None, Vec::new(), 0);
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line)? == 0 {
+            return Err(bad("the CGI output ended before its header did".into()));
+        }
+        read += line.len();
+        if read > 64 * 1024 {
+            return Err(bad("the CGI header is longer than 64 KiB".into()));
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| bad(format!("bad CGI header line {line:?}")))?;
+        let value = value.trim();
         if name.eq_ignore_ascii_case("status") {
-            status = value
-                .split_whitespace()
-                .next()
-                .and_then(|code| code.parse().ok())
-                .unwrap_or(500);
-        } else if !name.eq_ignore_ascii_case("content-length") {
-            headers.push((name.to_string(), value.to_string()));
+            let code = value.split_whitespace().next().and_then(|c| c.parse().ok());
+            status = Some(code.ok_or_else(|| bad(format!("bad CGI status {value:?}")))?);
+            continue;
         }
+        if name.eq_ignore_ascii_case("location") && status.is_none() {
+            status = Some(302);
+        }
+        let header = tiny_http::Header::from_bytes(name.trim(), value)
+            .map_err(|()| bad(format!("bad CGI header line {line:?}")))?;
+        headers.push(header);
     }
-    Ok((status, headers, out[body_start..].to_vec()))
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        415 => "Unsupported Media Type",
-        500 => "Internal Server Error",
-        _ => "Unknown",
-    }
-}
-
-fn write_response(
-    out: &mut impl Write,
-    status: u16,
-    headers: &[(String, String)],
-    body: &[u8],
-) -> io::Result<()> {
-    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    ));
-    out.write_all(head.as_bytes())?;
-    out.write_all(body)?;
-    out.flush()
+    Ok((status.unwrap_or(200), headers))
 }
 
 /// Standard base64 with padding.

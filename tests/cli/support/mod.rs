@@ -7,6 +7,7 @@ pub mod extensions;
 pub mod git_servers;
 pub mod hostile;
 pub mod invariants;
+pub mod man;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -1,13 +1,54 @@
-//! Command-line definitions: every flag, argument and help text of `zot` and `zot ext`.
+//! Command-line definitions: every flag, argument and help text of `zot` and `zot ext`, and
+//! the command the binary parses with ([`command`]: the definitions plus each subcommand's
+//! examples from [`pages`]).
 
+pub mod pages;
+
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
 use crate::complete::{Offer, names};
 use crate::paths::Scope;
+
+/// The command line as the binary parses it: [`Cli`]'s definitions with each subcommand's
+/// examples ([`pages::help_examples`]) at the end of its help. The man pages are rendered
+/// from it too.
+pub fn command() -> clap::Command {
+    let cli = Cli::command();
+    let root = cli.get_name().to_owned();
+    with_examples(cli, &root)
+}
+
+/// Parses `args` (the program name first) with [`command`].
+pub fn try_parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+}
+
+/// `cmd` (whose path is `path`, `zot ext`) with examples after the help of every subcommand
+/// below it.
+fn with_examples(cmd: clap::Command, path: &str) -> clap::Command {
+    let styles = cmd.get_styles().clone();
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    names.into_iter().fold(cmd, |cmd, name| {
+        let sub_path = format!("{path} {name}");
+        cmd.mut_subcommand(&name, |sub| {
+            let sub = match pages::help_examples(&sub_path, &styles) {
+                Some(examples) => sub.after_help(examples),
+                None => sub,
+            };
+            with_examples(sub, &sub_path)
+        })
+    })
+}
 
 /// Install and manage extensions for the zot coding agent.
 ///
@@ -514,11 +555,42 @@ pub struct NewArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn definitions_are_consistent() {
         Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_help_ends_with_examples() {
+        let mut cmd = command();
+        cmd.build();
+        let ext = cmd.find_subcommand("ext").unwrap();
+        let subs = ext.get_subcommands().chain(cmd.get_subcommands());
+        for sub in subs.filter(|s| s.get_name() != "help") {
+            let after = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                after.starts_with("Examples:\n  "),
+                "{}: {after:?}",
+                sub.get_name()
+            );
+        }
+    }
+
+    #[test]
+    fn parsing_with_examples_gives_the_same_result() {
+        let args = ["zot", "ext", "install", "./x", "--ref", "v1", "-p"].map(OsString::from);
+        let cli = try_parse_from(args.clone()).unwrap();
+        assert_eq!(
+            format!("{cli:?}"),
+            format!("{:?}", Cli::try_parse_from(args).unwrap())
+        );
+        let error = try_parse_from(["zot", "ext", "list", "--nope"].map(OsString::from));
+        assert_eq!(error.unwrap_err().exit_code(), 2);
     }
 
     #[test]

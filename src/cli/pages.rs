@@ -1,22 +1,23 @@
-//! Generated files: the man pages in `man/` (clap_mangen from the clap definitions, with a
-//! SYNOPSIS of our own, plus EXIT STATUS, ENVIRONMENT, FILES, EXAMPLES and SEE ALSO) and the
-//! completion scripts in `completions/`, rendered in memory so a test can compare them with
-//! the committed copies.
+//! What the documentation says about each command beyond its clap definitions: examples,
+//! exit statuses, environment variables and files. The man pages in `man/` render all of
+//! it (tests/cli/support/man.rs), `--help` shows each subcommand's first examples
+//! ([`help_examples`]), and a test holds README's exit-status tables to [`EXIT_STATUS`] and
+//! [`EXIT_STATUSES`].
+//!
+//! Commands are keyed by their path as typed: `zot`, `zot ext`, `zot ext list`.
 
-use clap::{Arg, ArgAction, Command, CommandFactory, ValueEnum};
-use clap_complete::{Generator, Shell};
-use clap_mangen::Man;
-use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
+use clap::builder::{StyledStr, Styles};
 
-use crate::cli::Cli;
-use crate::complete;
+/// How many of a command's examples its `--help` shows (the first ones); the man page shows
+/// them all.
+pub const HELP_EXAMPLES: usize = 4;
 
-/// The date in each page's `.TH` line. Pages must not change from run to run, so this is a
-/// constant rather than today: set it to the release date when the version changes.
-pub const MAN_DATE: &str = "2026-11-29";
+/// The width `--help` examples are wrapped to, so an 80-column terminal shows them as
+/// written (clap re-wraps longer lines without their indentation).
+const HELP_WIDTH: usize = 80;
 
-/// Examples for every page, keyed by command (`zot ext list`): (command line, what it does).
-/// A test fails when a command has none.
+/// Examples for every command: (command line, what it does). A test fails when a command has
+/// none; order them so the first [`HELP_EXAMPLES`] are the ones worth showing in `--help`.
 pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     (
         "zot",
@@ -293,7 +294,8 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ),
 ];
 
-const ENVIRONMENT: &[(&str, &str)] = &[
+/// The environment variables zot reads or sets: (name, what it means).
+pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "ZOT_HOME",
         "Where global extensions and logs live. When unset or empty: $XDG_STATE_HOME/zot, \
@@ -330,7 +332,8 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
 ];
 
-const FILES: &[(&str, &str)] = &[
+/// The files and folders zot reads and writes: (path pattern, what it holds).
+pub const FILES: &[(&str, &str)] = &[
     (
         "./.zot/extensions/<name>/",
         "Project scope: extensions of the project in the current directory. A project copy \
@@ -360,7 +363,7 @@ const FILES: &[(&str, &str)] = &[
 ];
 
 /// The exit statuses of every command; each page adds its own from [`EXIT_STATUSES`].
-const EXIT_STATUS: &[(&str, &str)] = &[
+pub const EXIT_STATUS: &[(&str, &str)] = &[
     (
         "0",
         "Success, also when the output pipe was closed early (zot ext list | head -1).",
@@ -474,12 +477,19 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "zot ext logs",
-        &[(
-            "1",
-            "No extension of that name is installed and it has no log; or, without -f, the \
-             log of an installed extension does not exist yet (with -f zot waits for it); or \
-             the log is not a regular file (a named pipe, socket or device; also with -f).",
-        )],
+        &[
+            (
+                "1",
+                "No extension of that name is installed and it has no log; or, without -f, the \
+                 log of an installed extension does not exist yet (with -f zot waits for it); or \
+                 the log is not a regular file (a named pipe, socket or device; also with -f).",
+            ),
+            (
+                "2",
+                "The name is empty, . or .., contains a slash, backslash or control \
+                 character, or is too long for a file name; nothing is read.",
+            ),
+        ],
     ),
     (
         "zot ext doctor",
@@ -547,7 +557,8 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             (
                 "2",
                 "Neither names nor --all; names together with --all; or --ref without \
-                 exactly one name.",
+                 exactly one name, or for an extension that is not a git install (installed \
+                 from a folder, linked, made by zot ext new, or without an install record).",
             ),
         ],
     ),
@@ -580,78 +591,6 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
     ),
 ];
 
-/// One manual page: `zot`, `zot ext`, `zot ext list`, ... and `zot completions`.
-pub struct Page {
-    /// The command as typed: `zot ext list`.
-    pub path: String,
-    /// The page name: `zot-ext-list`.
-    pub name: String,
-    pub command: Command,
-}
-
-/// Every generated file as (path relative to the repository root, contents).
-pub fn render() -> Vec<(String, Vec<u8>)> {
-    let mut files = completion_scripts();
-    files.extend(pages().iter().map(|page| {
-        (
-            format!("man/{}.1", page.name),
-            render_page(page, &pages_of_interest(page)),
-        )
-    }));
-    files
-}
-
-/// `completions/<file>` for each shell: the script `zot completions <shell>` prints.
-pub fn completion_scripts() -> Vec<(String, Vec<u8>)> {
-    Shell::value_variants()
-        .iter()
-        .map(|shell| {
-            (
-                format!("completions/{}", shell.file_name("zot")),
-                complete::registration(*shell),
-            )
-        })
-        .collect()
-}
-
-/// Every command that gets a page, parents before children, without clap's `help`.
-pub fn pages() -> Vec<Page> {
-    fn without_help(cmd: Command) -> Command {
-        cmd.disable_help_subcommand(true)
-            .mut_subcommands(without_help)
-    }
-    fn collect(cmd: &Command, path: String, out: &mut Vec<Page>) {
-        out.push(Page {
-            name: path.replace(' ', "-"),
-            path: path.clone(),
-            command: cmd.clone(),
-        });
-        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-            collect(sub, format!("{path} {}", sub.get_name()), out);
-        }
-    }
-    let mut root = without_help(Cli::command());
-    root.build();
-    let mut out = Vec::new();
-    collect(&root, root.get_name().to_owned(), &mut out);
-    out
-}
-
-/// The pages SEE ALSO names: the parent, the children, and for the top page every page.
-fn pages_of_interest(page: &Page) -> Vec<String> {
-    let all = pages();
-    let parent = page.path.rsplit_once(' ').map(|(p, _)| p.to_owned());
-    all.iter()
-        .filter(|other| other.path != page.path)
-        .filter(|other| {
-            Some(&other.path) == parent.as_ref()
-                || other.path.rsplit_once(' ').map(|(p, _)| p) == Some(page.path.as_str())
-                || (parent.is_none() && other.path.matches(' ').count() == 1)
-        })
-        .map(|other| other.name.clone())
-        .collect()
-}
-
 /// The examples of `path`, if the table has them.
 pub fn examples(path: &str) -> Option<&'static [(&'static str, &'static str)]> {
     EXAMPLES.iter().find(|(p, _)| *p == path).map(|(_, e)| *e)
@@ -665,324 +604,96 @@ pub fn exit_statuses(path: &str) -> Option<&'static [(&'static str, &'static str
         .map(|(_, e)| *e)
 }
 
-fn render_page(page: &Page, see_also: &[String]) -> Vec<u8> {
-    let version = page.command.get_version().unwrap_or_default();
-    let man = Man::new(page.command.clone().display_name(page.name.clone()))
-        .title(page.name.to_uppercase())
-        .date(MAN_DATE)
-        .source(format!("zot {version}"))
-        .manual("zot manual");
-    let mut out = Vec::new();
-    // Writing into a Vec cannot fail.
-    let _ = man.render_title(&mut out);
-    let _ = man.render_name_section(&mut out);
-    out.extend(synopsis(page).into_bytes());
-    let _ = man.render_description_section(&mut out);
-    if page.command.get_arguments().any(|a| !a.is_hide_set()) {
-        let _ = man.render_options_section(&mut out);
-    }
-    if page.command.get_subcommands().any(|s| !s.is_hide_set()) {
-        let _ = man.render_subcommands_section(&mut out);
-    }
-    let mut roff = Roff::new();
-    exit_status(&mut roff, &page.path);
-    definitions(&mut roff, "ENVIRONMENT", ENVIRONMENT, false);
-    definitions(&mut roff, "FILES", FILES, true);
-    if let Some(examples) = examples(&page.path) {
-        roff.control("SH", ["EXAMPLES"]);
-        for (command, what) in examples {
-            roff.control("TP", []);
-            roff.text([bold(*command)]);
-            roff.text([roman(*what)]);
+/// The end of `path`'s `--help`: an `Examples:` heading, then the first [`HELP_EXAMPLES`]
+/// examples, each command line with what it does indented below. `None` without examples.
+pub fn help_examples(path: &str, styles: &Styles) -> Option<StyledStr> {
+    let examples = examples(path).filter(|e| !e.is_empty())?;
+    let header = styles.get_header();
+    let literal = styles.get_literal();
+    let mut text = format!("{header}Examples:{header:#}\n");
+    for (command, what) in examples.iter().take(HELP_EXAMPLES) {
+        text.push_str(&format!("  {literal}{command}{literal:#}\n"));
+        for line in wrap(what, "      ", HELP_WIDTH) {
+            text.push_str(&line);
+            text.push('\n');
         }
     }
-    if !see_also.is_empty() {
-        roff.control("SH", ["SEE ALSO"]);
-        let mut refs = Vec::new();
-        for (i, name) in see_also.iter().enumerate() {
-            if i > 0 {
-                refs.push(roman(", "));
-            }
-            refs.push(bold(name.as_str()));
-            refs.push(roman("(1)"));
+    Some(StyledStr::from(text.trim_end().to_owned()))
+}
+
+/// `text` in lines of at most `width` columns (a longer word stays whole), each starting
+/// with `indent`.
+fn wrap(text: &str, indent: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::from(indent);
+    for word in text.split_whitespace() {
+        let fits = line.chars().count() + 1 + word.chars().count() <= width;
+        if line.len() > indent.len() && !fits {
+            lines.push(std::mem::replace(&mut line, String::from(indent)));
         }
-        roff.text(refs);
-    }
-    let _ = roff.to_writer(&mut out);
-    tidy(&String::from_utf8_lossy(&out)).into_bytes()
-}
-
-/// SYNOPSIS, rendered here: clap_mangen 0.3's leaves out option values (`[--timeout]`), the
-/// `...` of repeatable arguments and which flags exclude each other, and clap's usage line
-/// folds every option into `[OPTIONS]`.
-fn synopsis(page: &Page) -> String {
-    let mut items = vec![vec![bold(page.path.as_str())]];
-    items.extend(synopsis_items(&page.command));
-    let line: Vec<String> = items
-        .iter()
-        .map(|item| item.iter().map(inline_roff).collect())
-        .collect();
-    // Left-aligned, so the spaces between items are not stretched.
-    format!(".SH SYNOPSIS\n.ad l\n{}\n.ad\n", line.join(" "))
-}
-
-/// One piece of text as roff, its spaces unbreakable: a line never breaks inside
-/// `[--timeout SECS]` (the roff crate cannot write `\ `).
-fn inline_roff(inline: &Inline) -> String {
-    let (font, text) = match inline {
-        Inline::Roman(text) => ("", text),
-        Inline::Bold(text) => ("B", text),
-        Inline::Italic(text) => ("I", text),
-        Inline::LineBreak => return String::new(),
-    };
-    let text = text
-        .replace('\\', "\\e")
-        .replace('-', "\\-")
-        .replace(' ', "\\ ");
-    match font {
-        "" => text,
-        font => format!("\\f{font}{text}\\fR"),
-    }
-}
-
-/// What follows the command in its synopsis: the options (flags that exclude each other
-/// as one `[-p|-g]`), the arguments, then the subcommand.
-fn synopsis_items(cmd: &Command) -> Vec<Vec<Inline>> {
-    let groups = exclusive_groups(cmd);
-    let mut shown = vec![false; groups.len()];
-    let mut items = Vec::new();
-    for opt in options(cmd) {
-        let member = |g: &(bool, Vec<&Arg>)| g.1.iter().any(|a| a.get_id() == opt.get_id());
-        match groups.iter().position(member) {
-            Some(i) if !shown[i] => {
-                shown[i] = true;
-                items.push(exclusive_item(&groups[i]));
-            }
-            Some(_) => {}
-            None => items.push(option_item(opt)),
+        if line.len() > indent.len() {
+            line.push(' ');
         }
+        line.push_str(word);
     }
-    for arg in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
-        let name = vec![italic(value_name(arg))];
-        items.push(bracket(name, !arg.is_required_set(), repeats(arg)));
-    }
-    if cmd.has_subcommands() {
-        let name = cmd.get_subcommand_value_name().unwrap_or("COMMAND");
-        let optional = !cmd.is_subcommand_required_set();
-        items.push(bracket(vec![italic(name)], optional, false));
-    }
-    items
-}
-
-/// The visible options: the command's own, then the global ones, then help and version.
-fn options(cmd: &Command) -> Vec<&Arg> {
-    let mut opts: Vec<&Arg> = cmd
-        .get_arguments()
-        .filter(|a| !a.is_positional() && !a.is_hide_set())
-        .collect();
-    opts.sort_by_key(|a| match a.get_id().as_str() {
-        "help" | "version" => 2,
-        _ if a.is_global_set() => 1,
-        _ => 0,
-    });
-    opts
-}
-
-/// The groups of options of which at most one may be given: (required, members).
-fn exclusive_groups(cmd: &Command) -> Vec<(bool, Vec<&Arg>)> {
-    let option = |id: &clap::Id| {
-        cmd.get_arguments()
-            .find(|a| a.get_id() == id && !a.is_positional() && !a.is_hide_set())
-    };
-    cmd.get_groups()
-        .filter(|g| !(*g).clone().is_multiple())
-        .map(|g| {
-            (
-                g.is_required_set(),
-                g.get_args().filter_map(option).collect(),
-            )
-        })
-        .filter(|(_, members): &(bool, Vec<&Arg>)| members.len() > 1)
-        .collect()
-}
-
-/// `[-n|--lines N]`: both names of an option, and its value.
-fn option_item(opt: &Arg) -> Vec<Inline> {
-    let short = opt.get_short().map(|c| bold(format!("-{c}")));
-    let long = opt.get_long().map(|l| bold(format!("--{l}")));
-    let mut words = match (short, long) {
-        (Some(short), Some(long)) => vec![short, roman("|"), long],
-        (short, long) => short.into_iter().chain(long).collect(),
-    };
-    words.extend(value_words(opt));
-    bracket(words, !opt.is_required_set(), repeats(opt))
-}
-
-/// `[-p|-g]`: one name of each option of an exclusive group (the short one if any).
-fn exclusive_item((required, members): &(bool, Vec<&Arg>)) -> Vec<Inline> {
-    let mut words = Vec::new();
-    for (i, opt) in members.iter().enumerate() {
-        if i > 0 {
-            words.push(roman("|"));
-        }
-        let name = match (opt.get_short(), opt.get_long()) {
-            (Some(c), _) => format!("-{c}"),
-            (None, Some(long)) => format!("--{long}"),
-            (None, None) => continue,
-        };
-        words.push(bold(name));
-        words.extend(value_words(opt));
-    }
-    bracket(words, !required, false)
-}
-
-/// ` SECS` after an option that takes a value, ` [SECS]` if the value may be left out.
-fn value_words(opt: &Arg) -> Vec<Inline> {
-    match opt.get_num_args() {
-        Some(range) if range.takes_values() && range.min_values() == 0 => {
-            vec![roman(" ["), italic(value_name(opt)), roman("]")]
-        }
-        Some(range) if range.takes_values() => vec![roman(" "), italic(value_name(opt))],
-        _ => Vec::new(),
-    }
-}
-
-/// `NAME`: the value name clap shows in help, or the argument's id in capitals.
-fn value_name(arg: &Arg) -> String {
-    match arg.get_value_names() {
-        Some(names) if !names.is_empty() => names
-            .iter()
-            .map(|n| n.as_str())
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => arg.get_id().as_str().to_uppercase(),
-    }
-}
-
-/// Whether the argument may be given more than once (or takes several values).
-fn repeats(arg: &Arg) -> bool {
-    matches!(arg.get_action(), ArgAction::Append | ArgAction::Count)
-        || arg.get_num_args().is_some_and(|r| r.max_values() > 1)
-}
-
-/// `[words...]`: `...` when repeatable, brackets when optional.
-fn bracket(mut words: Vec<Inline>, optional: bool, repeats: bool) -> Vec<Inline> {
-    if repeats {
-        words.push(roman("..."));
-    }
-    if optional {
-        words.insert(0, roman("["));
-        words.push(roman("]"));
-    }
-    words
-}
-
-/// Every `Roff` written starts with the same apostrophe preamble; keep one, at the top.
-/// clap_mangen separates an option's help from its possible values with `.br`, an empty
-/// line and `.br`, which mandoc warns about; a `.sp` does the same.
-fn tidy(page: &str) -> String {
-    const PREAMBLE: &str = ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n";
-    let body = page.replace(PREAMBLE, "").replace(".br\n\n.br\n", ".sp\n");
-    let mut out = String::from(PREAMBLE);
-    for line in body.lines() {
-        // clap_mangen ends the synopsis with a space; an escaped one (`\ `) would matter.
-        let trimmed = line.trim_end_matches(' ');
-        out.push_str(if trimmed.ends_with('\\') {
-            line
-        } else {
-            trimmed
-        });
-        out.push('\n');
-    }
-    out
-}
-
-/// EXIT STATUS: the statuses of every command, then those particular to `path`.
-fn exit_status(roff: &mut Roff, path: &str) {
-    definitions(roff, "EXIT STATUS", EXIT_STATUS, false);
-    if let Some(particular) = exit_statuses(path) {
-        roff.control("PP", []);
-        roff.text([roman("In particular, "), bold(path), roman(" exits with:")]);
-        tagged(roff, particular, false);
-    }
-}
-
-/// A section of tagged paragraphs; `italic_terms` for path patterns.
-fn definitions(roff: &mut Roff, title: &str, items: &[(&str, &str)], italic_terms: bool) {
-    roff.control("SH", [title]);
-    tagged(roff, items, italic_terms);
-}
-
-/// Tagged paragraphs: each term on a line of its own, its text indented below.
-fn tagged(roff: &mut Roff, items: &[(&str, &str)], italic_terms: bool) {
-    for (term, text) in items {
-        roff.control("TP", []);
-        roff.text([if italic_terms {
-            italic(*term)
-        } else {
-            bold(*term)
-        }]);
-        roff.text([roman(*text)]);
-    }
+    lines.push(line);
+    lines
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Every command path a page is made for: `zot`, `zot ext`, `zot ext list`, ...
+    fn paths() -> Vec<String> {
+        fn collect(cmd: &clap::Command, path: String, out: &mut Vec<String>) {
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                collect(sub, format!("{path} {}", sub.get_name()), out);
+            }
+            out.push(path);
+        }
+        let root = super::super::command();
+        let mut out = Vec::new();
+        collect(&root, root.get_name().to_owned(), &mut out);
+        out
+    }
+
     #[test]
-    fn every_page_has_examples() {
-        let missing: Vec<String> = pages()
+    fn every_command_has_examples() {
+        let missing: Vec<String> = paths()
             .into_iter()
-            .filter(|p| examples(&p.path).is_none_or(|e| e.is_empty()))
-            .map(|p| p.path)
+            .filter(|p| examples(p).is_none_or(|e| e.len() < 2))
             .collect();
         assert!(
             missing.is_empty(),
-            "add examples for {missing:?} to EXAMPLES in src/docs.rs"
+            "add at least two examples for {missing:?} to EXAMPLES in src/cli/pages.rs"
         );
     }
 
     #[test]
-    fn every_example_belongs_to_a_page() {
-        let paths: Vec<String> = pages().into_iter().map(|p| p.path).collect();
+    fn every_example_belongs_to_a_command() {
+        let paths = paths();
         for (path, _) in EXAMPLES {
             assert!(paths.iter().any(|p| p == path), "no command {path:?}");
         }
     }
 
     #[test]
-    fn pages_cover_every_subcommand() {
-        let names: Vec<String> = pages().into_iter().map(|p| p.name).collect();
-        for expected in [
-            "zot",
-            "zot-ext",
-            "zot-ext-list",
-            "zot-ext-remove",
-            "zot-completions",
-        ] {
-            assert!(names.iter().any(|n| n == expected), "{names:?}");
-        }
-        assert!(!names.iter().any(|n| n.ends_with("-help")), "{names:?}");
-    }
-
-    #[test]
     fn every_ext_subcommand_has_exit_statuses() {
-        let missing: Vec<String> = pages()
+        let missing: Vec<String> = paths()
             .into_iter()
-            .filter(|p| p.path.starts_with("zot ext "))
-            .filter(|p| exit_statuses(&p.path).is_none_or(|e| e.is_empty()))
-            .map(|p| p.path)
+            .filter(|p| p.starts_with("zot ext "))
+            .filter(|p| exit_statuses(p).is_none_or(|e| e.is_empty()))
             .collect();
         assert!(
             missing.is_empty(),
-            "add the exit statuses particular to {missing:?} to EXIT_STATUSES in src/docs.rs"
+            "add the exit statuses particular to {missing:?} to EXIT_STATUSES in src/cli/pages.rs"
         );
     }
 
     #[test]
-    fn every_exit_status_entry_belongs_to_a_page() {
-        let paths: Vec<String> = pages().into_iter().map(|p| p.path).collect();
+    fn every_exit_status_entry_belongs_to_a_command() {
+        let paths = paths();
         for (path, statuses) in EXIT_STATUSES {
             assert!(paths.iter().any(|p| p == path), "no command {path:?}");
             for (status, _) in *statuses {
@@ -991,129 +702,28 @@ mod tests {
         }
     }
 
-    /// The rendered page of `path` (`zot ext doctor`).
-    fn page(path: &str) -> String {
-        let file = format!("man/{}.1", path.replace(' ', "-"));
-        let (_, bytes) = render().into_iter().find(|(f, _)| *f == file).unwrap();
-        String::from_utf8(bytes).unwrap()
-    }
-
-    /// The text of `section` of the page of `path`, without fonts and escapes.
-    fn section(path: &str, section: &str) -> String {
-        let page = page(path);
-        // The roff crate quotes a title with spaces.
-        let start = [format!(".SH {section}\n"), format!(".SH \"{section}\"\n")]
-            .iter()
-            .find_map(|heading| page.find(heading))
-            .unwrap_or_else(|| panic!("{path} has no {section}"));
-        let body = &page[start..];
-        let body = body[4..]
-            .find("\n.SH ")
-            .map_or(body, |end| &body[..end + 4]);
-        body.replace("\\fB", "")
-            .replace("\\fI", "")
-            .replace("\\fR", "")
-            .replace("\\-", "-")
-            .replace("\\ ", " ")
+    #[test]
+    fn help_examples_are_indented_and_fit_80_columns() {
+        let help = help_examples("zot ext install", &Styles::plain()).unwrap();
+        let text = help.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Examples:");
+        assert_eq!(lines[1], "  zot ext install ./hello-py");
+        assert_eq!(
+            lines[2],
+            "      Copy a local folder into $ZOT_HOME/extensions/."
+        );
+        let shown = lines.iter().filter(|l| l.starts_with("  zot ")).count();
+        assert_eq!(shown, HELP_EXAMPLES, "{text}");
+        for line in lines.iter().filter(|l| l.starts_with("      ")) {
+            assert!(line.chars().count() <= HELP_WIDTH, "{line:?}");
+        }
+        assert!(help_examples("zot ext nothing", &Styles::plain()).is_none());
     }
 
     #[test]
-    fn synopsis_shows_values_repeats_and_exclusive_flags() {
-        let doctor = section("zot ext doctor", "SYNOPSIS");
-        assert!(
-            doctor.contains("\nzot ext doctor [--timeout SECS] [--strict] "),
-            "{doctor}"
-        );
-        assert!(doctor.contains(" [NAME...]\n"), "{doctor}");
-        let call = section("zot ext call", "SYNOPSIS");
-        assert!(call.contains("[--tool TOOL] [--timeout SECS]"), "{call}");
-        assert!(call.contains(" NAME [INPUT...]\n"), "{call}");
-        let update = section("zot ext update", "SYNOPSIS");
-        for part in ["[--ref REF]", "[-p|-g]", "[NAME...]", "[--color WHEN]"] {
-            assert!(update.contains(part), "{part} in {update}");
-        }
-        assert!(!update.contains("--project"), "{update}");
-        let logs = section("zot ext logs", "SYNOPSIS");
-        assert!(
-            logs.contains("[-n|--lines N]") && logs.contains(" NAME\n"),
-            "{logs}"
-        );
-        let new = section("zot ext new", "SYNOPSIS");
-        assert!(
-            new.contains("[--lang LANG]") && new.contains("[-p|--dir PATH]"),
-            "{new}"
-        );
-        let ext = section("zot ext", "SYNOPSIS");
-        assert!(ext.contains(" COMMAND\n"), "{ext}");
-    }
-
-    /// Every option that takes a value shows it, and every repeatable argument its `...`,
-    /// on every page (arguments added later included).
-    #[test]
-    fn every_synopsis_names_values_and_repeats() {
-        for page in pages() {
-            let synopsis = section(&page.path, "SYNOPSIS");
-            for arg in page.command.get_arguments().filter(|a| !a.is_hide_set()) {
-                let value = value_name(arg);
-                if arg.is_positional() {
-                    let shown = if repeats(arg) {
-                        format!("{value}...")
-                    } else {
-                        value
-                    };
-                    assert!(
-                        synopsis.contains(&shown),
-                        "{}: {shown} in {synopsis}",
-                        page.path
-                    );
-                    continue;
-                }
-                if !arg.get_num_args().is_some_and(|r| r.takes_values()) {
-                    continue;
-                }
-                let short = arg.get_short().map(|c| format!("-{c} {value}"));
-                let long = arg.get_long().map(|l| format!("--{l} {value}"));
-                assert!(
-                    [short, long]
-                        .into_iter()
-                        .flatten()
-                        .any(|s| synopsis.contains(&s)),
-                    "{}: {} without {value} in {synopsis}",
-                    page.path,
-                    arg.get_id()
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn exit_status_is_particular_to_each_page() {
-        let doctor = section("zot ext doctor", "EXIT STATUS");
-        assert!(doctor.contains("--strict"), "{doctor}");
-        for other in ["--ref", "terminal", "--yes"] {
-            assert!(!doctor.contains(other), "{other} in {doctor}");
-        }
-        let remove = section("zot ext remove", "EXIT STATUS");
-        assert!(
-            remove.contains("not a terminal") && remove.contains("--yes"),
-            "{remove}"
-        );
-        let call = section("zot ext call", "EXIT STATUS");
-        assert!(
-            call.contains("JSON object") && call.contains("times out"),
-            "{call}"
-        );
-        // The general statuses are on every page.
-        for page in pages() {
-            let text = section(&page.path, "EXIT STATUS");
-            for general in ["Success", "Failure", "Usage error"] {
-                assert!(text.contains(general), "{}: {text}", page.path);
-            }
-        }
-    }
-
-    #[test]
-    fn rendering_is_deterministic() {
-        assert_eq!(render(), render());
+    fn wrap_breaks_between_words_and_keeps_long_words_whole() {
+        assert_eq!(wrap("a bb ccc", "  ", 7), ["  a bb", "  ccc"]);
+        assert_eq!(wrap("abcdefghij k", "  ", 5), ["  abcdefghij", "  k"]);
     }
 }
