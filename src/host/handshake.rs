@@ -414,7 +414,8 @@ impl Handshake {
                 Incoming::Timeout => {
                     let now = Instant::now();
                     self.wait.advance(now.duration_since(session.started()));
-                    if now >= deadline || now >= self.stop_listening_at(session) {
+                    let heard_enough = self.stop_listening_at(session).is_some_and(|at| now >= at);
+                    if now >= deadline || heard_enough {
                         if !(self.wait.moved_on.is_some() && enough(self)) {
                             self.no_ready(timeout);
                         }
@@ -431,23 +432,17 @@ impl Handshake {
     /// When to stop waiting for the next line: zot's next decision while it still waits,
     /// then [`Handshake::stop_listening_at`]; never after `deadline`.
     fn wake_at(&self, session: &Session, deadline: Instant) -> Instant {
-        let at = match self.wait.moved_on {
-            None => session.started() + self.wait.next_decision(),
-            Some(_) => self.stop_listening_at(session),
-        };
-        at.min(deadline)
+        self.stop_listening_at(session)
+            .unwrap_or_else(|| session.started() + self.wait.next_decision())
+            .min(deadline)
     }
 
     /// Once zot has stopped waiting: [`LATE_QUIET`] after the last line, at most
-    /// [`LATE_LIMIT`] after zot stopped waiting. Far off while zot still waits.
-    fn stop_listening_at(&self, session: &Session) -> Instant {
+    /// [`LATE_LIMIT`] after zot stopped waiting.
+    fn stop_listening_at(&self, session: &Session) -> Option<Instant> {
         let start = session.started();
-        match self.wait.moved_on {
-            Some((at, _)) => {
-                (start + self.wait.last.max(at) + LATE_QUIET).min(start + at + LATE_LIMIT)
-            }
-            None => start + self.wait.next_decision() + LATE_LIMIT,
-        }
+        let (at, _) = self.wait.moved_on?;
+        Some((start + self.wait.last.max(at) + LATE_QUIET).min(start + at + LATE_LIMIT))
     }
 
     /// `ready` after zot stopped waiting changes nothing: `readyOnce` already fired.

@@ -315,6 +315,27 @@ fn call_runs_a_late_command_without_waiting_for_ready() {
     );
 }
 
+/// Without ready, `call` gives up on a name that is not registered soon after zot would
+/// have stopped waiting, not at its 30 s timeout.
+#[test]
+fn call_does_not_wait_out_its_timeout_for_a_name_never_registered() {
+    let env = Env::new();
+    let body = "hello(\"noreadyother\")\ncommand(\"other\")\nserve()\n";
+    if python_extension(&env, "noreadyother", "noreadyother", body).is_none() {
+        return;
+    }
+    let started = Instant::now();
+    let called = env
+        .zot(["ext", "call", "noreadyother", "/missing"])
+        .fails(1);
+    assert!(called.stderr.contains("/other"), "{}", called.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// `ready` after zot stopped waiting changes nothing in zot: a warning saying so.
 #[test]
 fn a_late_ready_alone_is_a_warning() {
