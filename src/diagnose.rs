@@ -265,10 +265,12 @@ pub fn check(target: &Target, options: &Options) -> Report {
     report
 }
 
-/// zot dedups by folder name but registers by manifest name; installs keep them equal.
+/// zot dedups by folder name but registers by manifest name; installs keep them equal. zot
+/// loads such a folder all the same (`loadOne` reads the name from extension.json only), so
+/// this is only a note.
 fn check_folder_name(report: &mut Report, target: &Target, manifest: &Manifest) {
     if target.origin != Origin::Path && target.dir_name != manifest.name {
-        report.add(Problem::warning(
+        report.add(Problem::note(
             format!(
                 "the folder is named \"{}\" but extension.json names the extension \"{}\"",
                 target.dir_name, manifest.name

@@ -471,8 +471,9 @@ pub struct DoctorArgs {
     #[arg(value_name = "NAME", add = names(Offer::InstalledOrFolder))]
     pub names: Vec<String>,
 
-    /// Seconds to wait for hello, and for ready, after starting an extension
-    #[arg(long, value_name = "SECS", default_value = "5", value_parser = seconds)]
+    /// Seconds to wait at most for hello, and for ready, after starting an extension (only a
+    /// bound: the report shows how long each took, and a hello after 1 s is a warning)
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = seconds)]
     pub timeout: Duration,
 
     /// Exit 1 on warnings too, not only on errors (notes never fail)

@@ -1,6 +1,7 @@
 //! The start of a conversation as zot runs it: `hello`, `hello_ack`, then registrations until
-//! `ready` (or the timeout). Every deviation from the protocol is recorded as a [`Problem`]
-//! saying how to fix it.
+//! `ready`, timed the way zot 0.1.62 times them (`internal/agent/extensions/manager.go`), so
+//! a registration zot would miss is named. Every deviation from the protocol is recorded as a
+//! [`Problem`] saying how to fix it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -15,7 +16,30 @@ use crate::protocol::{
 
 /// Without `ready`, zot treats an extension as ready after this much silence on its stdout
 /// and builds the agent's tools then; registrations after such a pause come too late.
+/// (`readyIdleWindow`; `assumeReadyAfterIdle` looks every 250 ms, counting from hello, whether
+/// a line came since its last look, and declares the extension ready at the first look that
+/// finds none. Every line counts, even one that is not JSON: `readLoop` stamps
+/// `lastFrameTime` before decoding.)
 pub const HOST_READY_IDLE: Duration = zot::TIMING.ready_idle;
+
+/// zot's startup waits at most this long for `ready` (`WaitForReady(3 * time.Second)` in
+/// `cli.go` and `rpc.go`), even from an extension that keeps writing.
+pub const HOST_READY_GRACE: Duration = zot::TIMING.ready_grace;
+
+/// zot's startup blocks until every extension has said hello (`spawn` reads the first line
+/// with no time limit), so a hello slower than this delays zot noticeably.
+pub const SLOW_HELLO: Duration = Duration::from_secs(1);
+
+/// Once zot would have stopped waiting, doctor keeps listening until `ready`, or until this
+/// much silence: long enough to catch registrations held back by a slow setup step (a
+/// network call, a cold import), which zot would miss, yet short enough that an extension
+/// that never sends `ready` (which zot allows) costs doctor only this much. Never beyond
+/// `--timeout`.
+pub const LATE_QUIET: Duration = Duration::from_secs(2);
+
+/// ... and at most this long after zot stopped waiting, so an extension that writes without
+/// pause and never sends `ready` does not keep doctor until the timeout.
+pub const LATE_LIMIT: Duration = Duration::from_secs(5);
 
 /// More lines than this before `ready` is a flood.
 pub const MAX_LINES_BEFORE_READY: usize = 1000;
@@ -70,14 +94,94 @@ pub struct Handshake {
     pub broken: bool,
     /// Index in `problems` of the first malformed line, and how many more followed.
     malformed: Option<(usize, usize)>,
-    /// zot would already have stopped waiting (a pause of [`HOST_READY_IDLE`] without ready).
-    host_moved_on: bool,
-    /// Registrations that came after such a pause: `/command` or `tool name`.
-    late: Vec<String>,
+    /// When zot would stop waiting for registrations, replayed line by line.
+    wait: HostWait,
+}
+
+/// zot's wait for registrations after hello, replayed from the times lines came (all times
+/// from the start of the process): `assumeReadyAfterIdle` looks every [`HOST_READY_IDLE`]
+/// from hello and ends the wait at the first look that finds no line since the one before;
+/// `WaitForReady` ends it [`HOST_READY_GRACE`] after hello in any case. `ready` ends it too.
+/// (Lines written before `hello_ack` arrived may be read before the watchdog takes its first
+/// reading, and then count as old at its first look; zot may then stop at the first look
+/// where this replay waits for the second. doctor gives the extension the benefit of that
+/// race.)
+#[derive(Debug, Default, Clone, PartialEq)]
+struct HostWait {
+    hello: Duration,
+    /// Looks taken so far; the next is at `hello + (looks + 1) × HOST_READY_IDLE`.
+    looks: u32,
+    /// A line came since the last look.
+    fresh: bool,
+    /// The last line came at this moment.
+    last: Duration,
+    /// zot stopped waiting at this moment, and whether its grace ran out (rather than a look
+    /// finding silence).
+    moved_on: Option<(Duration, bool)>,
+}
+
+impl HostWait {
+    fn new(hello: Duration) -> HostWait {
+        HostWait {
+            hello,
+            last: hello,
+            ..HostWait::default()
+        }
+    }
+
+    fn next_look(&self) -> Duration {
+        self.hello + HOST_READY_IDLE * (self.looks + 1)
+    }
+
+    /// When zot decides next whether to stop waiting.
+    fn next_decision(&self) -> Duration {
+        self.next_look().min(self.hello + HOST_READY_GRACE)
+    }
+
+    /// Replays zot's decisions due before `now`.
+    fn advance(&mut self, now: Duration) {
+        while self.moved_on.is_none() && self.next_decision() < now {
+            let grace = self.hello + HOST_READY_GRACE;
+            if grace < self.next_look() {
+                self.moved_on = Some((grace, true));
+            } else if self.fresh {
+                self.fresh = false;
+                self.looks += 1;
+            } else {
+                self.moved_on = Some((self.next_look(), false));
+            }
+        }
+    }
+
+    /// A line came at `at`.
+    fn line(&mut self, at: Duration) {
+        self.advance(at);
+        self.fresh = true;
+        self.last = at;
+    }
+
+    /// When zot stopped waiting and why, e.g. "500 ms after hello (at the first 250 ms
+    /// without a line)".
+    fn moved_on_text(&self) -> Option<String> {
+        let (at, by_grace) = self.moved_on?;
+        let why = if by_grace {
+            format!("at its limit of {} s", HOST_READY_GRACE.as_secs())
+        } else {
+            format!(
+                "at the first {} ms without a line",
+                HOST_READY_IDLE.as_millis()
+            )
+        };
+        Some(format!(
+            "{} after hello ({why})",
+            tenths(at.saturating_sub(self.hello))
+        ))
+    }
 }
 
 /// Runs the handshake on a freshly started session: `hello` within `timeout` of the start,
-/// `hello_ack` back, then registrations until `ready` or, without it, the timeout.
+/// `hello_ack` back, then registrations until `ready`; without it, until [`LATE_QUIET`] passes
+/// without a line once zot would have stopped waiting. Never beyond `timeout` from the start.
 pub fn handshake(
     session: &mut Session,
     name: &str,
@@ -87,8 +191,8 @@ pub fn handshake(
     handshake_until(session, name, host, timeout, &|_| false)
 }
 
-/// [`handshake`], but once `enough` holds, a pause of [`HOST_READY_IDLE`] without `ready`
-/// also ends registration (as it ends zot's wait), quietly.
+/// [`handshake`], but once `enough` holds and zot would have stopped waiting (see
+/// [`HOST_READY_IDLE`]), registration ends there, quietly.
 pub fn handshake_until(
     session: &mut Session,
     name: &str,
@@ -110,6 +214,15 @@ pub fn handshake_until(
 
 fn secs(d: Duration) -> String {
     format!("{}s", d.as_secs_f64())
+}
+
+/// A measured time: "250 ms" under a second, else to a tenth of a second: "1.5 s".
+fn tenths(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
 }
 
 fn hello_fix(name: &str) -> String {
@@ -168,8 +281,18 @@ impl Handshake {
                 frame: FromExt::Hello(hello),
                 ..
             } => {
-                self.hello_after = Some(session.last_line_after());
+                let after = session.last_line_after();
+                self.hello_after = Some(after);
+                self.wait = HostWait::new(after);
+                // `spawn` refuses a hello without a name: "first frame must be hello".
+                if hello.name.is_empty() {
+                    return Err(Problem::error(
+                        "hello has an empty name, which zot refuses: it does not load the extension",
+                        hello_fix(name),
+                    ));
+                }
                 self.check_hello_name(&hello, name);
+                self.check_hello_time(after);
                 self.hello = Some(hello);
                 return Ok(());
             }
@@ -196,16 +319,30 @@ impl Handshake {
         ))
     }
 
+    /// `spawn`: "Trust the manifest's name; ignore mismatch from the hello."
     fn check_hello_name(&mut self, hello: &Hello, name: &str) {
         if hello.name != name {
-            self.problems.push(Problem::error(
+            self.problems.push(Problem::warning(
                 format!(
-                    "hello says the name is \"{}\" but extension.json says \"{name}\"",
+                    "hello says the name is \"{}\" but extension.json says \"{name}\"; zot goes by extension.json and ignores the name in hello",
                     hello.name
                 ),
                 format!(
                     "send \"name\":\"{name}\" in hello, or rename the extension in extension.json"
                 ),
+            ));
+        }
+    }
+
+    /// zot's startup (`Discover`) waits for every extension's hello before anything else.
+    fn check_hello_time(&mut self, after: Duration) {
+        if after > SLOW_HELLO {
+            self.problems.push(Problem::warning(
+                format!(
+                    "said hello {} after it was started; zot's startup waits for every extension's hello, so zot would start that much later",
+                    tenths(after)
+                ),
+                "send hello first and do slow setup after ready; run a program built ahead of time (go build, tsc, cargo build) instead of compiling on every start with go run or npx tsx",
             ));
         }
     }
@@ -217,7 +354,6 @@ impl Handshake {
         timeout: Duration,
         enough: &dyn Fn(&Handshake) -> bool,
     ) {
-        let mut last = Instant::now();
         loop {
             if session.lines_read() > MAX_LINES_BEFORE_READY {
                 return self.fatal(Problem::error(
@@ -227,56 +363,90 @@ impl Handshake {
                     "send hello, the register_* frames and ready, then only answers; log to stderr",
                 ));
             }
-            let until = if enough(self) {
-                deadline.min(last + HOST_READY_IDLE)
-            } else {
-                deadline
-            };
-            match self.next(session, until) {
+            if self.wait.moved_on.is_some() && enough(self) {
+                return;
+            }
+            let incoming = session.recv(self.wake_at(session, deadline));
+            if matches!(
+                incoming,
+                Incoming::Frame { .. } | Incoming::Unknown { .. } | Incoming::Malformed { .. }
+            ) {
+                self.wait.line(session.last_line_after());
+            }
+            match incoming {
                 Incoming::Frame {
                     frame: FromExt::Ready,
                     ..
                 } => {
                     self.ready_after = Some(session.last_line_after());
-                    return;
+                    return self.check_ready_time();
                 }
                 Incoming::TooLong => return self.fatal(too_long()),
                 Incoming::Closed => {
                     return self.fatal(ended(session, "after hello, before ready"));
                 }
-                Incoming::Timeout if Instant::now() >= deadline => return self.no_ready(timeout),
-                Incoming::Timeout => return,
+                Incoming::Timeout => {
+                    let now = Instant::now();
+                    self.wait.advance(now.duration_since(session.started()));
+                    let heard_enough = self.stop_listening_at(session).is_some_and(|at| now >= at);
+                    if now >= deadline || heard_enough {
+                        if !(self.wait.moved_on.is_some() && enough(self)) {
+                            self.no_ready(timeout);
+                        }
+                        return;
+                    }
+                }
                 Incoming::Frame { frame, raw } => self.on_frame(frame, &raw),
                 Incoming::Unknown { kind, .. } => self.on_unknown(&kind),
                 Incoming::Malformed { line, error } => self.on_malformed(&line, &error),
             }
-            last = Instant::now();
         }
     }
 
-    /// The next line, noting when it came after a pause long enough for zot to move on.
-    fn next(&mut self, session: &mut Session, until: Instant) -> Incoming {
-        let before = session.last_line_after();
-        let incoming = session.recv(until);
-        if session.last_line_after() > before + HOST_READY_IDLE {
-            self.host_moved_on = true;
-        }
-        incoming
+    /// When to stop waiting for the next line: zot's next decision while it still waits,
+    /// then [`Handshake::stop_listening_at`]; never after `deadline`.
+    fn wake_at(&self, session: &Session, deadline: Instant) -> Instant {
+        self.stop_listening_at(session)
+            .unwrap_or_else(|| session.started() + self.wait.next_decision())
+            .min(deadline)
+    }
+
+    /// Once zot has stopped waiting: [`LATE_QUIET`] after the last line, at most
+    /// [`LATE_LIMIT`] after zot stopped waiting.
+    fn stop_listening_at(&self, session: &Session) -> Option<Instant> {
+        let start = session.started();
+        let (at, _) = self.wait.moved_on?;
+        Some((start + self.wait.last.max(at) + LATE_QUIET).min(start + at + LATE_LIMIT))
+    }
+
+    /// `ready` after zot stopped waiting changes nothing: `readyOnce` already fired.
+    fn check_ready_time(&mut self) {
+        let Some(moved_on) = self.wait.moved_on_text() else {
+            return;
+        };
+        self.problems.push(Problem::warning(
+            format!(
+                "sent ready {} after hello, but zot had stopped waiting for registrations {moved_on} and built the agent's tools then",
+                tenths(self.wait.last.saturating_sub(self.wait.hello))
+            ),
+            "send the register_* frames and ready right after hello, without pausing; do slow setup after ready",
+        ));
     }
 
     fn no_ready(&mut self, timeout: Duration) {
-        let mut message = format!(
-            "did not send ready within {}; without it zot stops waiting {} ms after the last \
-             frame and builds the agent's tools then",
-            secs(timeout),
-            HOST_READY_IDLE.as_millis()
-        );
-        if !self.late.is_empty() {
-            message += &format!(
-                ", so it would miss {} (registered after such a pause)",
-                self.late.join(", ")
-            );
-        }
+        let message = match self.wait.moved_on_text() {
+            Some(moved_on) => format!(
+                "did not send ready; zot goes on without it, but stops waiting for registrations \
+                 {moved_on} and builds the agent's tools then"
+            ),
+            None => format!(
+                "did not send ready within {}; without it zot stops waiting for registrations \
+                 at the first {} ms without a line, or {} s after hello, and builds the agent's tools then",
+                secs(timeout),
+                HOST_READY_IDLE.as_millis(),
+                HOST_READY_GRACE.as_secs()
+            ),
+        };
         self.problems.push(Problem::warning(
             message,
             "send {\"type\":\"ready\"} after the last register_*/subscribe frame",
@@ -321,23 +491,37 @@ impl Handshake {
         }
     }
 
+    /// `readLoop` logs a line that is not JSON ("malformed json from extension") and reads on;
+    /// a register frame whose fields do not decode is dropped (`register_command` silently,
+    /// `register_tool` with "bad register_tool frame"), so what it registers is missing.
     fn on_malformed(&mut self, line: &str, error: &DecodeError) {
+        if let DecodeError::Invalid { kind, .. } = error
+            && let Some(what) = registration(kind, line)
+        {
+            return self.problems.push(Problem::warning(
+                format!(
+                    "sent a {kind} frame zot cannot decode ({error}), so zot drops it and {what} is missing: {}",
+                    excerpt(line)
+                ),
+                "fix the frame's fields (see the protocol reference)",
+            ));
+        }
         if let Some((_, more)) = &mut self.malformed {
             *more += 1;
             return;
         }
         self.malformed = Some((self.problems.len(), 0));
         self.problems.push(match error {
-            DecodeError::Invalid { .. } => Problem::error(
+            DecodeError::Invalid { .. } => Problem::warning(
                 format!(
                     "sent a frame zot cannot decode ({error}), so zot drops it: {}",
                     excerpt(line)
                 ),
                 "fix the frame's fields (see the protocol reference)",
             ),
-            _ => Problem::error(
+            _ => Problem::warning(
                 format!(
-                    "wrote a line on stdout that is not a JSON frame: {}",
+                    "wrote a line on stdout that is not a JSON frame, which zot logs as malformed and ignores: {}",
                     excerpt(line)
                 ),
                 "stdout carries only JSON frames, one per line; write logs to stderr",
@@ -368,9 +552,7 @@ impl Handshake {
                 "register each command once",
             ));
         }
-        if self.host_moved_on {
-            self.late.push(format!("/{name}"));
-        }
+        // Commands are looked up when typed (`HasCommand`, `Invoke`), so a late one still works.
         self.commands.push(command);
     }
 
@@ -388,10 +570,23 @@ impl Handshake {
                 "register each tool once",
             ));
         }
-        if self.host_moved_on {
-            self.late.push(format!("the tool {name}"));
-        }
+        self.check_tool_time(name);
         self.tools.push(tool);
+    }
+
+    /// zot builds the agent's tools once it stops waiting (`MergeExtensionTools` right after
+    /// `WaitForReady`); a tool registered later is not among them.
+    fn check_tool_time(&mut self, name: &str) {
+        let Some(moved_on) = self.wait.moved_on_text() else {
+            return;
+        };
+        self.problems.push(Problem::warning(
+            format!(
+                "zot would miss the tool {name}: registered {} after hello, but zot had stopped waiting for registrations {moved_on} and built the agent's tools then",
+                tenths(self.wait.last.saturating_sub(self.wait.hello))
+            ),
+            "register every tool right after hello, then send ready; do slow setup after ready or when the tool is first called",
+        ));
     }
 
     /// Records the subscriptions; which of them the host honours depends on its version,
@@ -408,6 +603,21 @@ impl Handshake {
                 format!("use one of: {}", NOTIFY_LEVELS.join(", ")),
             ));
         }
+    }
+}
+
+/// What a register frame that cannot be decoded would have registered: "the tool \"x\"",
+/// "the command /x", or "a tool" when even its name is unreadable.
+fn registration(kind: &str, line: &str) -> Option<String> {
+    let name = serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string));
+    match (kind, name) {
+        ("register_tool", Some(name)) => Some(format!("the tool \"{name}\"")),
+        ("register_tool", None) => Some("a tool".into()),
+        ("register_command", Some(name)) => Some(format!("the command /{name}")),
+        ("register_command", None) => Some("a command".into()),
+        _ => None,
     }
 }
 
@@ -553,6 +763,57 @@ mod tests {
         assert_eq!(tool_name_problem("get_weather"), None);
         assert!(tool_name_problem("get weather").is_some());
         assert!(tool_name_problem(&"x".repeat(65)).is_some());
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// zot's wait after a hello at 1 s, given the lines that followed (ms after hello), as
+    /// seen at `now` (ms after hello).
+    fn replay(lines: &[u64], now: u64) -> Option<(Duration, bool)> {
+        let mut wait = HostWait::new(ms(1000));
+        for &at in lines {
+            wait.line(ms(1000 + at));
+        }
+        wait.advance(ms(1000 + now));
+        wait.moved_on
+    }
+
+    #[test]
+    fn zot_stops_waiting_at_the_first_look_that_finds_no_line() {
+        assert_eq!(replay(&[], 200), None);
+        assert_eq!(replay(&[], 300), Some((ms(1250), false)));
+        // A line before the first look keeps zot waiting until the second.
+        assert_eq!(replay(&[100], 400), None);
+        assert_eq!(replay(&[100], 600), Some((ms(1500), false)));
+        // Looks come every 250 ms from hello, so a gap of nearly 500 ms can pass unnoticed...
+        assert_eq!(replay(&[10, 490], 700), None);
+        assert_eq!(replay(&[10, 490], 800), Some((ms(1750), false)));
+        // ... and a line after a look that found none is too late.
+        assert_eq!(replay(&[100, 600], 600), Some((ms(1500), false)));
+    }
+
+    #[test]
+    fn zot_stops_waiting_after_its_grace_however_busy() {
+        let busy: Vec<u64> = (1..60).map(|i| i * 100).collect();
+        assert_eq!(replay(&busy[..28], 2900), None);
+        assert_eq!(replay(&busy, 6000), Some((ms(4000), true)));
+    }
+
+    #[test]
+    fn registrations_read_the_tool_and_command_names() {
+        let tool = r#"{"type":"register_tool","name":"x","description":5}"#;
+        assert_eq!(
+            registration("register_tool", tool).as_deref(),
+            Some("the tool \"x\"")
+        );
+        let command = r#"{"type":"register_command","name":5}"#;
+        assert_eq!(
+            registration("register_command", command).as_deref(),
+            Some("a command")
+        );
+        assert_eq!(registration("notify", r#"{"type":"notify"}"#), None);
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct Timing {
     /// Without `ready`, the host treats an extension as ready after this much silence after
     /// `hello` and builds the agent's tools then (`readyIdleWindow`, manager.go).
     pub ready_idle: Duration,
+    /// However busy the extension, the host waits at most this long for `ready`
+    /// (`WaitForReady(3 * time.Second)`, cli.go and rpc.go).
+    pub ready_grace: Duration,
     /// How long the host waits for `hello`; `None`: no limit (`loadOne` reads the first line
     /// with no deadline, manager.go).
     pub hello_wait: Option<Duration>,
@@ -102,6 +105,7 @@ pub struct HostFacts {
 /// The host's timing, the same in every known version.
 pub const TIMING: Timing = Timing {
     ready_idle: Duration::from_millis(250),
+    ready_grace: Duration::from_secs(3),
     hello_wait: None,
     shutdown_grace: Duration::from_secs(2),
     term_grace: Duration::from_secs(1),
@@ -333,8 +337,9 @@ mod tests {
                 d.follows_linked_folders, d.project_hides_global, d.twins_both_start
             ),
             format!(
-                "  ready idle {}, hello wait {}, shutdown grace {}, term grace {}, command limit {}, tool limit {}",
+                "  ready idle {}, ready grace {}, hello wait {}, shutdown grace {}, term grace {}, command limit {}, tool limit {}",
                 secs(t.ready_idle),
+                secs(t.ready_grace),
                 t.hello_wait.map_or("unlimited".into(), secs),
                 secs(t.shutdown_grace),
                 secs(t.term_grace),
@@ -357,14 +362,14 @@ zot 0.1.62 (up to 0.1.62; from zot's source at v0.1.62)
   events: session_start turn_start turn_end tool_call assistant_message
   interceptable: tool_call turn_start assistant_message
   linked folders followed: false; project hides global: true; twins both start: true
-  ready idle 250 ms, hello wait unlimited, shutdown grace 2000 ms, term grace 1000 ms, command limit 30000 ms, tool limit 60000 ms
+  ready idle 250 ms, ready grace 3000 ms, hello wait unlimited, shutdown grace 2000 ms, term grace 1000 ms, command limit 30000 ms, tool limit 60000 ms
 zot >0.1.62 (up to any newer; from the published Go SDK)
   commands: help login logout model sessions session jump compact study btw jail unjail skills reload-ext yolo telegram clear exit
   tools: read write edit bash glob skill
   events: session_start session_end user_prompt_submit turn_start turn_end tool_call tool_result tool_confirmation_requested permission_decision assistant_message pre_compact post_compact subagent_start subagent_stop
   interceptable: before_agent_start tool_call turn_start assistant_message
   linked folders followed: true; project hides global: true; twins both start: true
-  ready idle 250 ms, hello wait unlimited, shutdown grace 2000 ms, term grace 1000 ms, command limit 30000 ms, tool limit 60000 ms"
+  ready idle 250 ms, ready grace 3000 ms, hello wait unlimited, shutdown grace 2000 ms, term grace 1000 ms, command limit 30000 ms, tool limit 60000 ms"
         );
     }
 

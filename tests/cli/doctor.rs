@@ -200,10 +200,11 @@ fn wrong_name_in_hello() {
     let env = Env::new();
     let script = good_script("other", &[]);
     let (done, report, took) = check(&env, "wrong-name", &script, "5");
-    assert_eq!(done.code, 1);
+    // zot goes by the manifest's name and loads it.
+    assert_eq!(done.code, 0);
     assert_has(
         &report,
-        "errors",
+        "warnings",
         "hello says the name is \"other\" but extension.json says \"wrong-name\"",
     );
     assert!(took < Duration::from_secs(3), "{took:?}");
@@ -346,11 +347,11 @@ fn writes_text_between_frames() {
         ],
     );
     let (done, report, _) = check(&env, "debugging", &script, "5");
-    assert_eq!(done.code, 1);
+    assert_eq!(done.code, 0);
     assert_has(
         &report,
-        "errors",
-        "wrote a line on stdout that is not a JSON frame: \"debug: registering\" (and 1 more such lines)",
+        "warnings",
+        "wrote a line on stdout that is not a JSON frame, which zot logs as malformed and ignores: \"debug: registering\" (and 1 more such lines)",
     );
     assert_eq!(report["commands"][0]["name"], "go");
 }
@@ -365,12 +366,22 @@ fn a_missing_ready_is_a_warning_and_strict_fails_it() {
     let (done, report, _) = check(&env, "noready", &script, "2");
     assert_eq!(done.code, 0, "{done:#?}");
     assert_eq!(report["status"], "warning");
-    // doctor waits for ready until the timeout, and says what zot does without it.
+    // doctor listens until the timeout here, and says what zot does without ready; the
+    // command that came after zot stopped waiting still works (commands are looked up live).
     assert_has(
         &report,
         "warnings",
-        "did not send ready within 2s; without it zot stops waiting 250 ms after the last frame \
-         and builds the agent's tools then, so it would miss /later (registered after such a pause)",
+        "did not send ready; zot goes on without it, but stops waiting for registrations ",
+    );
+    assert_has(
+        &report,
+        "warnings",
+        " after hello (at the first 250 ms without a line) and builds the agent's tools then",
+    );
+    assert_eq!(
+        report["warnings"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
     );
     assert_eq!(report["commands"][1]["name"], "later");
     assert!(report["ready_ms"].is_null());
@@ -538,10 +549,10 @@ fn static_problems() {
         "{noshebang:#}"
     );
     let renamed = find("renamed");
-    assert_eq!(renamed["status"], "warning");
+    assert_eq!(renamed["status"], "ok");
     assert_has(
         &renamed,
-        "warnings",
+        "notes",
         "the folder is named \"folder\" but extension.json names the extension \"renamed\"",
     );
     for name in ["noexec", "missing", "bare", "broken", "crlf"] {
@@ -666,9 +677,10 @@ fn many_extensions_with_a_small_bound_all_pass() {
     env.zot(["ext", "doctor", "--jobs", "0"]).fails(2);
 }
 
-/// Registrations may take longer than zot's 250 ms pause as long as ready follows.
+/// A command registered after zot's pause still works (zot looks commands up when typed), but
+/// the ready after the pause comes after zot stopped waiting.
 #[test]
-fn registering_slowly_before_ready_is_fine() {
+fn a_slow_command_works_but_its_late_ready_is_a_warning() {
     let env = Env::new();
     let script = format!(
         "{HELLO}sleep 1.5\necho '{{\"type\":\"register_command\",\"name\":\"slow\"}}'\necho '{{\"type\":\"ready\"}}'\n{}",
@@ -676,7 +688,16 @@ fn registering_slowly_before_ready_is_fine() {
     );
     let (done, report, _) = check(&env, "slowpoke", &script, "5");
     assert_eq!(done.code, 0, "{done:#?}");
-    assert_eq!(report["status"], "ok", "{report:#}");
+    assert_eq!(
+        report["warnings"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+    assert_has(
+        &report,
+        "warnings",
+        " s after hello, but zot had stopped waiting for registrations ",
+    );
     assert_eq!(report["commands"][0]["name"], "slow");
     assert!(report["ready_ms"].as_u64().unwrap() >= 1500, "{report:#}");
     let called = env.zot(["ext", "call", "slowpoke", "/slow"]).ok();
@@ -768,11 +789,11 @@ fn null_fields_pass_and_bad_fields_are_named() {
     assert_eq!(report["status"], "ok", "{report:#}");
     let script = good_script("badfield", &[r#"{"type":"register_command","name":5}"#]);
     let (done, report, _) = check(&env, "badfield", &script, "5");
-    assert_eq!(done.code, 1);
+    assert_eq!(done.code, 0);
     assert_has(
         &report,
-        "errors",
-        "sent a frame zot cannot decode (register_command: name: invalid type: integer `5`, expected a string)",
+        "warnings",
+        "sent a register_command frame zot cannot decode (register_command: name: invalid type: integer `5`, expected a string), so zot drops it and a command is missing",
     );
 }
 

@@ -10,6 +10,7 @@ mod carry_over;
 mod completion;
 mod discovery;
 mod doctor;
+mod doctor_host;
 mod doctor_versions;
 mod generated;
 mod git_install;
