@@ -436,6 +436,21 @@ fn builtin_clashes(report: &mut Report, facts: &HostFacts) {
             format!("rename the command, e.g. /{}-{}", report.name, command.name),
         ));
     }
+    for command in report
+        .commands
+        .iter()
+        .filter(|c| facts.picks_own_command(&c.name))
+    {
+        found.push(Problem::warning(
+            format!(
+                "/{} picked from zot's suggestion list runs {}'s own /{}; only typed in full does it reach this extension",
+                command.name,
+                facts.label(),
+                command.name
+            ),
+            format!("rename the command, e.g. /{}-{}", report.name, command.name),
+        ));
+    }
     for tool in report.tools.iter().filter(|t| facts.has_tool(&t.name)) {
         found.push(Problem::error(
             format!(
@@ -604,7 +619,8 @@ pub fn add_conflicts(reports: &mut [Report]) {
         let mut found = Vec::new();
         let me = (report.name.clone(), report.scope);
         for command in &report.commands {
-            let key = command.name.to_lowercase();
+            // zot's command index is keyed by the exact name (`commandIndex`, manager.go).
+            let key = command.name.clone();
             match commands.get(&key) {
                 Some(owner) if owner.0 != me.0 => {
                     found.push(clash("command /", &command.name, owner))
@@ -631,7 +647,7 @@ pub fn add_conflicts(reports: &mut [Report]) {
 fn clash(what: &str, name: &str, (owner, scope): &(String, Origin)) -> Problem {
     Problem::warning(
         format!(
-            "{what}{name} is also registered by {owner} ({scope}), which zot loads first, so this one is ignored",
+            "{what}{name} is also registered by {owner} ({scope}); zot starts both at once and keeps whichever registers it first, so one of the two is ignored",
             scope = scope.as_str()
         ),
         format!("rename it in one of the two, or disable one: zot ext disable {owner}"),
@@ -666,7 +682,7 @@ mod tests {
     fn the_first_loaded_keeps_a_name() {
         let mut reports = vec![
             report("a", Origin::Project, &["go"], &["t"]),
-            report("b", Origin::Global, &["Go", "own"], &["t", "u"]),
+            report("b", Origin::Global, &["go", "Go", "own"], &["t", "u"]),
         ];
         add_conflicts(&mut reports);
         assert!(reports[0].warnings.is_empty());
@@ -677,7 +693,7 @@ mod tests {
             .collect();
         assert_eq!(messages.len(), 2, "{messages:?}");
         assert!(
-            messages[0].contains("command /Go is also registered by a (project)"),
+            messages[0].contains("command /go is also registered by a (project)"),
             "{messages:?}"
         );
         assert!(
@@ -719,6 +735,10 @@ mod tests {
         let messages: Vec<&str> = r.errors.iter().map(|p| p.message.as_str()).collect();
         assert_eq!(messages.len(), 1, "{messages:?}");
         assert!(messages[0].starts_with("/yolo is a built-in command of zot 0.1.62"));
+        // `/settings` reaches the extension only when typed in full.
+        let warnings: Vec<&str> = r.warnings.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].starts_with("/settings picked from zot's suggestion list runs zot 0.1.62's own /settings"));
     }
 
     #[test]

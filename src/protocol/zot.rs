@@ -92,6 +92,9 @@ pub struct HostFacts {
     /// Built-in slash commands, matched exactly (case-sensitive): an extension command of the
     /// same name never runs.
     pub commands: &'static [&'static str],
+    /// Commands the interactive mode runs itself when picked from the suggestion list
+    /// (`runSlash`), though typed in full they reach an extension of the same name.
+    pub picked_commands: &'static [&'static str],
     /// Built-in tools: an extension tool of the same name is shadowed.
     pub tools: &'static [&'static str],
     /// Events the host sends to subscribers.
@@ -137,12 +140,17 @@ const COMMANDS_0_1_62: &[&str] = &[
     "exit",
 ];
 
+/// zot 0.1.62's `runSlash` (modes/interactive.go) has cases for these beside the catalog's:
+/// an extension's `/settings` or `/tg` chosen from the suggestion list runs zot's own.
+const PICKED_0_1_62: &[&str] = &["settings", "tg"];
+
 /// zot 0.1.62: the tag's own source.
 pub const ZOT_0_1_62: HostFacts = HostFacts {
     versions: "0.1.62",
     up_to: Some(Version(0, 1, 62)),
     source: "zot's source at v0.1.62",
     commands: COMMANDS_0_1_62,
+    picked_commands: PICKED_0_1_62,
     // The `Name()` of tools/read.go, write.go, edit.go, bash.go and skills/tool.go.
     tools: &["read", "write", "edit", "bash", "skill"],
     // Every `EmitEvent` call: cli.go and rpc.go.
@@ -169,6 +177,7 @@ pub const NEWER: HostFacts = HostFacts {
     up_to: None,
     source: "the published Go SDK",
     commands: COMMANDS_0_1_62,
+    picked_commands: PICKED_0_1_62,
     // The SDK's `Tool` comment: read, write, edit, bash, glob, skill.
     tools: &["read", "write", "edit", "bash", "glob", "skill"],
     // The SDK's `On` comment.
@@ -225,6 +234,11 @@ impl HostFacts {
     /// Whether `/name` is a built-in command (exactly: `/Help` is not `/help`).
     pub fn has_command(&self, name: &str) -> bool {
         self.commands.contains(&name)
+    }
+
+    /// Whether zot runs its own command for `name` when it is picked from the suggestions.
+    pub fn picks_own_command(&self, name: &str) -> bool {
+        self.picked_commands.contains(&name)
     }
 
     pub fn has_tool(&self, name: &str) -> bool {
@@ -329,6 +343,7 @@ mod tests {
         [
             format!("{} (up to {up_to}; from {})", facts.label(), facts.source),
             format!("  commands: {}", facts.commands.join(" ")),
+            format!("  picked commands: {}", facts.picked_commands.join(" ")),
             format!("  tools: {}", facts.tools.join(" ")),
             format!("  events: {}", facts.events.join(" ")),
             format!("  interceptable: {}", facts.interceptable.join(" ")),
@@ -358,6 +373,7 @@ mod tests {
             "\
 zot 0.1.62 (up to 0.1.62; from zot's source at v0.1.62)
   commands: help login logout model sessions session jump compact study btw jail unjail skills reload-ext yolo telegram clear exit
+  picked commands: settings tg
   tools: read write edit bash skill
   events: session_start turn_start turn_end tool_call assistant_message
   interceptable: tool_call turn_start assistant_message
@@ -365,6 +381,7 @@ zot 0.1.62 (up to 0.1.62; from zot's source at v0.1.62)
   ready idle 250 ms, ready grace 3000 ms, hello wait unlimited, shutdown grace 2000 ms, term grace 1000 ms, command limit 30000 ms, tool limit 60000 ms
 zot >0.1.62 (up to any newer; from the published Go SDK)
   commands: help login logout model sessions session jump compact study btw jail unjail skills reload-ext yolo telegram clear exit
+  picked commands: settings tg
   tools: read write edit bash glob skill
   events: session_start session_end user_prompt_submit turn_start turn_end tool_call tool_result tool_confirmation_requested permission_decision assistant_message pre_compact post_compact subagent_start subagent_stop
   interceptable: before_agent_start tool_call turn_start assistant_message

@@ -129,15 +129,34 @@ fn yolo_is_an_error_at_0_1_62() {
 fn names_zot_does_not_have_are_free() {
     let env = Env::new();
     let spec = Spec {
-        commands: &["new", "cd", "swarm", "matrix", "settings", "Help"],
+        commands: &["new", "cd", "swarm", "matrix", "Help"],
         ..Spec::default()
     };
     for version in ["0.1.62", "0.1.63"] {
         let (code, report) = judged(&env, "roomy", &spec, version);
         assert_eq!(code, 0, "{version}: {report:#}");
         assert_eq!(report["status"], "ok", "{version}: {report:#}");
-        assert_eq!(report["commands"].as_array().unwrap().len(), 6);
+        assert_eq!(report["commands"].as_array().unwrap().len(), 5);
     }
+}
+
+#[test]
+fn settings_reaches_the_extension_only_when_typed_in_full() {
+    let env = Env::new();
+    let spec = Spec {
+        commands: &["settings", "tg"],
+        ..Spec::default()
+    };
+    let (code, report) = judged(&env, "prefs", &spec, "0.1.62");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["status"], "warning", "{report:#}");
+    assert_eq!(
+        messages(&report, "warnings"),
+        [
+            "/settings picked from zot's suggestion list runs zot 0.1.62's own /settings; only typed in full does it reach this extension",
+            "/tg picked from zot's suggestion list runs zot 0.1.62's own /tg; only typed in full does it reach this extension",
+        ]
+    );
 }
 
 #[test]
