@@ -198,7 +198,7 @@ pub fn check(target: &Target, options: &Options) -> Report {
     }
     match target.launch(manifest) {
         Ok(launch) => live(&mut report, &launch, manifest, options),
-        Err(e) => report.add(Problem::error(e.message, build_hint(manifest, e.fix))),
+        Err(e) => report.add(Problem::error(e.message, e.fix)),
     }
     report
 }
@@ -239,17 +239,6 @@ fn check_twins(report: &mut Report, target: &Target, manifest: &Manifest) {
                 twin.dir.file_name().unwrap_or_default().to_string_lossy()
             ),
         ));
-    }
-}
-
-/// For a compiled extension whose binary is missing, the build command is the fix.
-fn build_hint(manifest: &Manifest, fix: String) -> String {
-    match manifest.language.as_deref() {
-        Some("go") if fix.starts_with("create it") => {
-            format!("build it: go build -o {} .", manifest.exec)
-        }
-        Some("rust") if fix.starts_with("create it") => "build it: cargo build --release".into(),
-        _ => fix,
     }
 }
 

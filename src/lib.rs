@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod bounded;
+pub mod build_hint;
 pub mod carry;
 pub mod catalog;
 pub mod cli;

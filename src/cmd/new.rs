@@ -9,6 +9,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::build_hint::build_hint;
 use crate::cli::{Lang, NewArgs};
 use crate::diagnose::{BUILTIN_COMMANDS, BUILTIN_TOOLS};
 use crate::error::usage;
@@ -165,6 +166,8 @@ fn exec(lang: Lang, names: &Names) -> String {
     }
 }
 
+/// The build command in the scaffold's README, run in its folder (which has a go.mod or
+/// Cargo.toml); what `new` prints comes from [`build_hint`], which also says where.
 fn build_step(lang: Lang, names: &Names) -> Option<String> {
     match lang {
         Lang::Go => Some(format!("go build -o {} .", names.binary)),
@@ -395,9 +398,8 @@ fn report(
         Some(_) => names.name.clone(),
         None => dir.display().to_string(),
     };
-    if let Some(step) = build_step(lang, names) {
-        ctx.out
-            .note(&format!("build it: cd {} && {step}", dir.display()));
+    if let Some(hint) = build_hint(dir, Some(language(lang)), &exec(lang, names), &names.name) {
+        ctx.out.note(&hint);
     }
     ctx.out.note(&format!(
         "check it: zot ext doctor {target} && zot ext call {target} /{} hi",
