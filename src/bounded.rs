@@ -129,10 +129,11 @@ pub fn open(path: &Path) -> Result<File, ReadError> {
 
 #[cfg(unix)]
 fn open_nonblocking(path: &Path) -> io::Result<File> {
+    use rustix::fs::OFlags;
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
         .open(path)
 }
 
@@ -215,9 +216,8 @@ mod tests {
 
     #[cfg(unix)]
     fn mkfifo(path: &Path) {
-        use std::os::unix::ffi::OsStrExt;
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let mode = rustix::fs::Mode::from_raw_mode(0o644);
+        rustix::fs::mkfifoat(rustix::fs::CWD, path, mode).unwrap();
     }
 
     #[cfg(unix)]

@@ -246,7 +246,7 @@ fn live(report: &mut Report, launch: &host::Launch, manifest: &Manifest, options
     let mut session = match Session::start(launch) {
         Ok(session) => session,
         Err(e) => {
-            let fix = if e.raw_os_error() == Some(libc::ENOEXEC) {
+            let fix = if e.raw_os_error() == Some(rustix::io::Errno::NOEXEC.raw_os_error()) {
                 "a script needs a #! line naming its interpreter, e.g. #!/usr/bin/env python3"
             } else {
                 "check \"exec\" and \"args\" in extension.json"

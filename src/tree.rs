@@ -516,10 +516,11 @@ fn copy_file(from: &Path, to: &Path) -> Result<u64> {
 
 #[cfg(unix)]
 fn open_no_follow(path: &Path) -> io::Result<fs::File> {
+    use rustix::fs::OFlags;
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(path)
 }
 
