@@ -4,6 +4,8 @@ use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -405,9 +407,9 @@ fn print_reply(reply: &Reply) -> io::Result<()> {
                     "text" => writeln!(out, "{}", block.text)?,
                     "image" => writeln!(
                         out,
-                        "[image {}, {} bytes]",
+                        "[image {}, {}]",
                         block.mime_type,
-                        base64_len(&block.data)
+                        image_size(&block.data)
                     )?,
                     other => writeln!(out, "[{other} block]")?,
                 }
@@ -417,11 +419,13 @@ fn print_reply(reply: &Reply) -> io::Result<()> {
     out.flush()
 }
 
-/// Decoded size of base64 `data`.
-fn base64_len(data: &str) -> usize {
-    let data = data.trim();
-    let padding = data.chars().rev().take_while(|&c| c == '=').count();
-    (data.len() / 4 * 3 + (data.len() % 4 * 3 / 4)).saturating_sub(padding)
+/// The size of an image sent as base64 `data` (with the `base64` crate's standard engine,
+/// as Go's `encoding/base64.StdEncoding` writes it), or that it is not base64.
+fn image_size(data: &str) -> String {
+    match STANDARD.decode(data.trim()) {
+        Ok(bytes) => format!("{} bytes", bytes.len()),
+        Err(_) => "not valid base64".to_string(),
+    }
 }
 
 impl Reply {
@@ -560,10 +564,11 @@ mod tests {
     }
 
     #[test]
-    fn base64_sizes() {
-        assert_eq!(base64_len("aGk="), 2);
-        assert_eq!(base64_len("aGVsbG8="), 5);
-        assert_eq!(base64_len("aGVsbG8h"), 6);
-        assert_eq!(base64_len(""), 0);
+    fn image_sizes() {
+        assert_eq!(image_size("aGk="), "2 bytes");
+        assert_eq!(image_size("aGVsbG8=\n"), "5 bytes");
+        assert_eq!(image_size("aGVsbG8h"), "6 bytes");
+        assert_eq!(image_size(""), "0 bytes");
+        assert_eq!(image_size("a*b="), "not valid base64");
     }
 }
