@@ -228,7 +228,6 @@ mod tests {
         assert_eq!(enclosing_module(&far), None);
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_linked_go_mod_is_not_read() {
         let tmp = tempfile::tempdir().unwrap();

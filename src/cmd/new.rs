@@ -281,16 +281,10 @@ fn write_tree(root: &Path, files: &[File]) -> Result<()> {
     Ok(())
 }
 
-#[cfg(unix)]
 fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))
-}
-
-#[cfg(not(unix))]
-fn set_executable(_: &Path) -> Result<()> {
-    Ok(())
 }
 
 /// The install record of an extension written from the `lang` template: `info` shows where

@@ -81,14 +81,8 @@ fn check_runnable(path: &Path, exec: &str) -> Result<(), ExecError> {
     check_shebang(path)
 }
 
-#[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_ok()
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
 }
 
 /// The first line of `path` when it starts with `#!`.
