@@ -130,9 +130,9 @@ impl Target {
             dir: fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone()),
         })
     }
-}
 
-impl Target {
+    /// `e` with the build command as its fix, when the program is missing and the
+    /// extension is compiled.
     fn with_build_hint(&self, e: host::ExecError, manifest: &Manifest) -> host::ExecError {
         let language = manifest.language.as_deref();
         match build_hint(&self.dir, language, &manifest.exec, &manifest.name) {
