@@ -52,28 +52,16 @@ pub enum Route {
     Agent,
 }
 
-/// A file's identity: device and inode where the platform has them.
+/// A file's identity: its device and inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileId(Identity);
-
-#[cfg(unix)]
-type Identity = (u64, u64);
-#[cfg(not(unix))]
-type Identity = PathBuf;
+pub struct FileId((u64, u64));
 
 impl FileId {
     /// The identity of the file `path` resolves to, if it exists.
     pub fn of(path: &Path) -> Option<FileId> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let meta = std::fs::metadata(path).ok()?;
-            Some(FileId((meta.dev(), meta.ino())))
-        }
-        #[cfg(not(unix))]
-        {
-            std::fs::canonicalize(path).ok().map(FileId)
-        }
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileId((meta.dev(), meta.ino())))
     }
 }
 
@@ -262,7 +250,7 @@ pub fn find_agent(
     let path = path.unwrap_or_default();
     std::env::split_paths(path)
         .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(executable_name()))
+        .map(|dir| dir.join("zot"))
         .find(|candidate| is_executable_file(candidate) && !is_me(candidate, me))
         .ok_or(NoAgent::NotFound)
 }
@@ -294,10 +282,6 @@ fn check_named_agent(named: &Path, me: Option<&FileId>) -> Result<PathBuf, NoAge
     Ok(named.to_path_buf())
 }
 
-fn executable_name() -> &'static str {
-    if cfg!(windows) { "zot.exe" } else { "zot" }
-}
-
 fn is_me(candidate: &Path, me: Option<&FileId>) -> bool {
     me.is_some_and(|me| FileId::of(candidate).as_ref() == Some(me))
 }
@@ -306,15 +290,8 @@ fn is_executable_file(path: &Path) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.is_file() && meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        meta.is_file()
-    }
+    use std::os::unix::fs::PermissionsExt;
+    meta.is_file() && meta.permissions().mode() & 0o111 != 0
 }
 
 /// The depth recorded by an outer hand-over (0 when there was none).
@@ -358,23 +335,11 @@ pub fn pass_through_if_agents() -> Option<ExitCode> {
     Some(run(command, &agent))
 }
 
-#[cfg(unix)]
 fn run(mut command: std::process::Command, agent: &Path) -> ExitCode {
     use std::os::unix::process::CommandExt;
     let err = command.exec();
     let shown = printable(&agent.to_string_lossy());
     fail(&format!("could not run the zot agent {shown}: {err}"), 1)
-}
-
-#[cfg(not(unix))]
-fn run(mut command: std::process::Command, agent: &Path) -> ExitCode {
-    match command.status() {
-        Ok(status) => ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8),
-        Err(err) => {
-            let shown = printable(&agent.to_string_lossy());
-            fail(&format!("could not run the zot agent {shown}: {err}"), 1)
-        }
-    }
 }
 
 fn fail(message: &str, code: u8) -> ExitCode {
@@ -438,7 +403,6 @@ mod tests {
         }
     }
 
-    #[cfg(unix)]
     #[test]
     fn non_utf8_words_are_the_agents() {
         use std::os::unix::ffi::OsStringExt;
@@ -446,14 +410,12 @@ mod tests {
         assert_eq!(route(&line), Route::Agent);
     }
 
-    #[cfg(unix)]
     fn executable(path: &Path) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::write(path, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
-    #[cfg(unix)]
     #[test]
     fn path_search_skips_ourselves_by_identity_and_non_executables() {
         let root = tempfile::tempdir().unwrap();
@@ -482,7 +444,6 @@ mod tests {
         assert_eq!(find_agent(None, None, me.as_ref()), Err(NoAgent::NotFound));
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_relative_path_entry_is_never_searched() {
         let root = tempfile::tempdir().unwrap();
@@ -494,7 +455,6 @@ mod tests {
     }
 
     /// `target` written relative to `base` with `..` steps.
-    #[cfg(unix)]
     fn pathdiff(target: &Path, base: &Path) -> PathBuf {
         let ups = base.components().count() - 1;
         let mut out = PathBuf::new();
@@ -504,7 +464,6 @@ mod tests {
         out.join(target.strip_prefix("/").unwrap())
     }
 
-    #[cfg(unix)]
     #[test]
     fn zot_agent_wins_and_is_checked() {
         let root = tempfile::tempdir().unwrap();

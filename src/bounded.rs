@@ -95,7 +95,6 @@ pub fn kind_name(kind: &fs::FileType) -> &'static str {
     }
 }
 
-#[cfg(unix)]
 fn special_kind(kind: &fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_fifo() {
@@ -111,11 +110,6 @@ fn special_kind(kind: &fs::FileType) -> &'static str {
     }
 }
 
-#[cfg(not(unix))]
-fn special_kind(_: &fs::FileType) -> &'static str {
-    "a special file"
-}
-
 /// Opens the regular file at `path` (following symbolic links) for reading, without ever
 /// waiting: the kind is checked before opening, so a socket or device is not even opened,
 /// and the open is non-blocking, so a named pipe put there in between cannot stall it; the
@@ -127,18 +121,13 @@ pub fn open(path: &Path) -> Result<File, ReadError> {
     Ok(file)
 }
 
-#[cfg(unix)]
 fn open_nonblocking(path: &Path) -> io::Result<File> {
+    use rustix::fs::OFlags;
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
         .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_nonblocking(path: &Path) -> io::Result<File> {
-    File::open(path)
 }
 
 /// The whole content of the regular file at `path`, which must be at most `limit` bytes
@@ -213,14 +202,11 @@ mod tests {
         assert!(matches!(read(dir.path(), 10), Err(ReadError::Directory)));
     }
 
-    #[cfg(unix)]
     fn mkfifo(path: &Path) {
-        use std::os::unix::ffi::OsStrExt;
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let mode = rustix::fs::Mode::from_raw_mode(0o644);
+        rustix::fs::mkfifoat(rustix::fs::CWD, path, mode).unwrap();
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_named_pipe_is_refused_at_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -232,7 +218,6 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 
-    #[cfg(unix)]
     #[test]
     fn devices_and_links_to_them_are_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -244,7 +229,6 @@ mod tests {
         }
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_socket_is_refused() {
         let dir = tempfile::tempdir().unwrap();

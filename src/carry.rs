@@ -28,6 +28,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
+use rustix::fs::OFlags;
 use serde::Serialize;
 
 use crate::crashpoint;
@@ -652,7 +653,7 @@ fn copy_file(from: &Path, to: &Path, meta: &fs::Metadata) -> Result<()> {
     let shown = || printable(&from.display().to_string());
     let mut source = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
         .open(from)
         .with_context(|| format!("cannot read {}", shown()))?;
     if !source.metadata()?.is_file() {
@@ -679,7 +680,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(OFlags::NOFOLLOW.bits() as i32)
         .open(path)?;
     file.write_all(bytes)?;
     file.set_permissions(fs::Permissions::from_mode(mode))

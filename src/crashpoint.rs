@@ -44,16 +44,10 @@ pub fn hit(point: &str) {
     }
 }
 
-#[cfg(unix)]
 fn kill_self() {
     let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     // SIGKILL cannot be caught; should delivery be delayed, never run on past the point.
     loop {
         std::thread::park();
     }
-}
-
-#[cfg(not(unix))]
-fn kill_self() {
-    std::process::abort();
 }

@@ -260,7 +260,7 @@ pub fn check(target: &Target, options: &Options) -> Report {
     }
     match target.launch(manifest) {
         Ok(launch) => live(&mut report, &launch, manifest, options),
-        Err(e) => report.add(Problem::error(e.message, build_hint(manifest, e.fix))),
+        Err(e) => report.add(Problem::error(e.message, e.fix)),
     }
     report
 }
@@ -340,22 +340,11 @@ fn check_linked(report: &mut Report, target: &Target, facts: &HostFacts) {
     ));
 }
 
-/// For a compiled extension whose binary is missing, the build command is the fix.
-fn build_hint(manifest: &Manifest, fix: String) -> String {
-    match manifest.language.as_deref() {
-        Some("go") if fix.starts_with("create it") => {
-            format!("build it: go build -o {} .", manifest.exec)
-        }
-        Some("rust") if fix.starts_with("create it") => "build it: cargo build --release".into(),
-        _ => fix,
-    }
-}
-
 fn live(report: &mut Report, launch: &host::Launch, manifest: &Manifest, options: &Options) {
     let mut session = match Session::start(launch) {
         Ok(session) => session,
         Err(e) => {
-            let fix = if e.raw_os_error() == Some(libc::ENOEXEC) {
+            let fix = if e.raw_os_error() == Some(rustix::io::Errno::NOEXEC.raw_os_error()) {
                 "a script needs a #! line naming its interpreter, e.g. #!/usr/bin/env python3"
             } else {
                 "check \"exec\" and \"args\" in extension.json"

@@ -9,6 +9,8 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use git2::build::CheckoutBuilder;
 use git2::{
     AutotagOption, Cred, CredentialType, Direction, FetchOptions, Oid, RemoteCallbacks, Repository,
@@ -514,21 +516,9 @@ fn describe_host_key(key: &git2::cert::CertHostkey<'_>) -> String {
     }
 }
 
+/// Base64 without the trailing `=`, as ssh prints fingerprints.
 fn base64_unpadded(input: &[u8]) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in input.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..=chunk.len() {
-            out.push(TABLE[(n >> (18 - 6 * i)) as usize & 63] as char);
-        }
-    }
-    out
+    STANDARD.encode(input).trim_end_matches('=').to_string()
 }
 
 /// The server an `ssh://` or scp-like (`user@host:path`) URL names, and its port.
@@ -636,6 +626,14 @@ fn host_key_error(url: &GitUrl, offered: Option<&str>, message: &str) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fingerprints_are_base64_without_padding() {
+        assert_eq!(base64_unpadded(b"f"), "Zg");
+        assert_eq!(base64_unpadded(b"fo"), "Zm8");
+        assert_eq!(base64_unpadded(b"foo"), "Zm9v");
+        assert_eq!(base64_unpadded(&[0xfb, 0xff]), "+/8");
+    }
 
     #[test]
     fn ssh_server_of_urls() {

@@ -1,7 +1,15 @@
-//! zot-ext: the `zot ext` extension manager for the zot coding agent.
+//! zot-ext: the `zot ext` extension manager for the zot coding agent. Unix only (Linux and
+//! macOS): extensions run in process groups of their own, and files are opened with
+//! `O_NOFOLLOW` and `O_NONBLOCK`, so there are no fallbacks for other systems.
+
+#[cfg(not(unix))]
+compile_error!(
+    "zot-ext builds only on Unix (Linux and macOS): it runs extensions in process groups and opens files with O_NOFOLLOW and O_NONBLOCK"
+);
 
 pub mod agent;
 pub mod bounded;
+pub mod build_hint;
 pub mod carry;
 pub mod catalog;
 pub mod cli;

@@ -18,7 +18,6 @@ pub const BLOCK: usize = 64 * 1024;
 
 /// Whether stdout is a pipe whose reader has gone, so an idle follower can stop without
 /// waiting for the next write to fail (as `tail -f` does).
-#[cfg(unix)]
 fn stdout_closed() -> bool {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let stdout = io::stdout();
@@ -29,11 +28,6 @@ fn stdout_closed() -> bool {
     };
     matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
         && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
-}
-
-#[cfg(not(unix))]
-fn stdout_closed() -> bool {
-    false
 }
 
 /// The longest a follower sleeps between two checks, events or not.
@@ -150,20 +144,9 @@ impl fmt::Display for Notice<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FileId(u64, u64);
 
-#[cfg(unix)]
 fn file_id(meta: &Metadata) -> FileId {
     use std::os::unix::fs::MetadataExt;
     FileId(meta.dev(), meta.ino())
-}
-
-#[cfg(not(unix))]
-fn file_id(meta: &Metadata) -> FileId {
-    // No inode here: a file's creation time tells files apart well enough.
-    let created = meta
-        .created()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    FileId(0, created.map_or(0, |d| d.as_nanos() as u64))
 }
 
 /// The file being read: its handle, identity and how far it has been printed.

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Os {
     MacOs,
-    Windows,
+    /// Linux and the other Unix systems.
     Other,
 }
 
@@ -18,8 +18,6 @@ impl Os {
     pub fn current() -> Self {
         if cfg!(target_os = "macos") {
             Os::MacOs
-        } else if cfg!(windows) {
-            Os::Windows
         } else {
             Os::Other
         }
@@ -31,7 +29,6 @@ impl Os {
 pub struct HomeEnv {
     pub zot_home: Option<OsString>,
     pub xdg_state_home: Option<OsString>,
-    pub local_app_data: Option<OsString>,
     pub home: Option<PathBuf>,
 }
 
@@ -41,7 +38,6 @@ impl HomeEnv {
         HomeEnv {
             zot_home: std::env::var_os("ZOT_HOME"),
             xdg_state_home: std::env::var_os("XDG_STATE_HOME"),
-            local_app_data: std::env::var_os("LOCALAPPDATA"),
             home: directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf()),
         }
     }
@@ -59,7 +55,6 @@ pub fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
     let home = env.home.as_deref();
     let dir = match os {
         Os::MacOs => home.map(|h| h.join("Library/Application Support/zot")),
-        Os::Windows => non_empty(&env.local_app_data).map(|d| d.join("zot")),
         Os::Other => non_empty(&env.xdg_state_home)
             // The XDG spec says relative values are invalid and must be ignored.
             .filter(|d| d.is_absolute())
@@ -195,7 +190,6 @@ mod tests {
         HomeEnv {
             zot_home: get("ZOT_HOME"),
             xdg_state_home: get("XDG_STATE_HOME"),
-            local_app_data: get("LOCALAPPDATA"),
             home: get("HOME").map(PathBuf::from),
         }
     }
@@ -203,7 +197,7 @@ mod tests {
     #[test]
     fn zot_home_variable_wins_everywhere() {
         let e = env(&[("ZOT_HOME", "/z"), ("HOME", "/h"), ("XDG_STATE_HOME", "/s")]);
-        for os in [Os::MacOs, Os::Windows, Os::Other] {
+        for os in [Os::MacOs, Os::Other] {
             assert_eq!(zot_home(&e, os).unwrap(), PathBuf::from("/z"));
         }
     }
@@ -223,18 +217,6 @@ mod tests {
         assert_eq!(
             zot_home(&e, Os::MacOs).unwrap(),
             PathBuf::from("/Users/pat/Library/Application Support/zot")
-        );
-    }
-
-    #[test]
-    fn windows_uses_local_app_data() {
-        let e = env(&[
-            ("LOCALAPPDATA", "C:/Users/pat/AppData/Local"),
-            ("HOME", "/h"),
-        ]);
-        assert_eq!(
-            zot_home(&e, Os::Windows).unwrap(),
-            PathBuf::from("C:/Users/pat/AppData/Local/zot")
         );
     }
 
@@ -269,7 +251,7 @@ mod tests {
     fn no_home_at_all_is_an_error() {
         let err = zot_home(&env(&[]), Os::Other).unwrap_err().to_string();
         assert!(err.contains("set ZOT_HOME"), "{err}");
-        assert!(zot_home(&env(&[]), Os::Windows).is_err());
+        assert!(zot_home(&env(&[]), Os::MacOs).is_err());
     }
 
     #[test]

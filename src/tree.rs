@@ -217,15 +217,9 @@ impl Root {
 }
 
 /// Device and inode of what `path` names (following links: a `stat`, which opens nothing).
-#[cfg(unix)]
 fn file_id(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-#[cfg(not(unix))]
-fn file_id(_path: &Path) -> Option<(u64, u64)> {
-    None
 }
 
 /// At most this many links are followed in a row, as the kernel does (ELOOP).
@@ -423,20 +417,16 @@ pub fn loose_links(root: &Path, max_entries: usize) -> LinkScan {
 }
 
 fn special_kind(kind: &fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a named pipe";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-        if kind.is_block_device() || kind.is_char_device() {
-            return "a device";
-        }
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        return "a named pipe";
     }
-    let _ = kind;
+    if kind.is_socket() {
+        return "a socket";
+    }
+    if kind.is_block_device() || kind.is_char_device() {
+        return "a device";
+    }
     "not a regular file"
 }
 
@@ -514,18 +504,13 @@ fn copy_file(from: &Path, to: &Path) -> Result<u64> {
     Ok(bytes)
 }
 
-#[cfg(unix)]
 fn open_no_follow(path: &Path) -> io::Result<fs::File> {
+    use rustix::fs::OFlags;
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_no_follow(path: &Path) -> io::Result<fs::File> {
-    fs::File::open(path)
 }
 
 /// Recreates the link `link` at `to`, its target kept or made relative by [`Root::relocate`].
@@ -536,22 +521,11 @@ fn copy_link(tree: &Root, link: &Path, to: &Path, relative: &Path) -> Result<()>
     symlink(&target, to).with_context(|| format!("cannot create the link {}", to.display()))
 }
 
-#[cfg(unix)]
 fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, link)
 }
 
-#[cfg(windows)]
-fn symlink(target: &Path, link: &Path) -> io::Result<()> {
-    let absolute = link.parent().unwrap_or(Path::new(".")).join(target);
-    if absolute.is_dir() {
-        std::os::windows::fs::symlink_dir(target, link)
-    } else {
-        std::os::windows::fs::symlink_file(target, link)
-    }
-}
-
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::{PermissionsExt, symlink};

@@ -299,8 +299,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "ZOT_HOME",
         "Where global extensions and logs live. When unset or empty: $XDG_STATE_HOME/zot, \
-         else ~/.local/state/zot; on macOS ~/Library/Application Support/zot, on Windows \
-         %LOCALAPPDATA%\\zot.",
+         else ~/.local/state/zot; on macOS ~/Library/Application Support/zot.",
     ),
     (
         "XDG_STATE_HOME",

@@ -2,6 +2,8 @@
 //! ([`crate::exchange`]), and print what comes back.
 
 use anyhow::{Result, anyhow};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 use super::{Context, Run};
@@ -145,22 +147,22 @@ fn reply_text(reply: &Reply) -> String {
             .iter()
             .map(|block| match &block.kind {
                 ContentKind::Text => format!("{}\n", block.text),
-                ContentKind::Image => format!(
-                    "[image {}, {} bytes]\n",
-                    block.mime_type,
-                    base64_len(&block.data)
-                ),
+                ContentKind::Image => {
+                    format!("[image {}, {}]\n", block.mime_type, image_size(&block.data))
+                }
                 ContentKind::Unknown(other) => format!("[{other} block]\n"),
             })
             .collect(),
     }
 }
 
-/// Decoded size of base64 `data`.
-fn base64_len(data: &str) -> usize {
-    let data = data.trim();
-    let padding = data.chars().rev().take_while(|&c| c == '=').count();
-    (data.len() / 4 * 3 + (data.len() % 4 * 3 / 4)).saturating_sub(padding)
+/// The size of an image sent as base64 `data` (with the `base64` crate's standard engine,
+/// as Go's `encoding/base64.StdEncoding` writes it), or that it is not base64.
+fn image_size(data: &str) -> String {
+    match STANDARD.decode(data.trim()) {
+        Ok(bytes) => format!("{} bytes", bytes.len()),
+        Err(_) => "not valid base64".to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -285,10 +287,11 @@ mod tests {
     }
 
     #[test]
-    fn base64_sizes() {
-        assert_eq!(base64_len("aGk="), 2);
-        assert_eq!(base64_len("aGVsbG8="), 5);
-        assert_eq!(base64_len("aGVsbG8h"), 6);
-        assert_eq!(base64_len(""), 0);
+    fn image_sizes() {
+        assert_eq!(image_size("aGk="), "2 bytes");
+        assert_eq!(image_size("aGVsbG8=\n"), "5 bytes");
+        assert_eq!(image_size("aGVsbG8h"), "6 bytes");
+        assert_eq!(image_size(""), "0 bytes");
+        assert_eq!(image_size("a*b="), "not valid base64");
     }
 }

@@ -134,12 +134,6 @@ fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
     Ok(target)
 }
 
-#[cfg(unix)]
 fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
     std::os::unix::fs::symlink(target, link)
-}
-
-#[cfg(windows)]
-fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
-    std::os::windows::fs::symlink_dir(target, link)
 }

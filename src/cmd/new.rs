@@ -9,6 +9,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::build_hint::build_hint;
 use crate::cli::{Lang, NewArgs};
 use crate::error::usage;
 use crate::manifest;
@@ -161,6 +162,8 @@ fn exec(lang: Lang, names: &Names) -> String {
     }
 }
 
+/// The build command in the scaffold's README, run in its folder (which has a go.mod or
+/// Cargo.toml); what `new` prints comes from [`build_hint`], which also says where.
 fn build_step(lang: Lang, names: &Names) -> Option<String> {
     match lang {
         Lang::Go => Some(format!("go build -o {} .", names.binary)),
@@ -274,16 +277,10 @@ fn write_tree(root: &Path, files: &[File]) -> Result<()> {
     Ok(())
 }
 
-#[cfg(unix)]
 fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))
-}
-
-#[cfg(not(unix))]
-fn set_executable(_: &Path) -> Result<()> {
-    Ok(())
 }
 
 /// The install record of an extension written from the `lang` template: `info` shows where
@@ -391,9 +388,8 @@ fn report(
         Some(_) => names.name.clone(),
         None => dir.display().to_string(),
     };
-    if let Some(step) = build_step(lang, names) {
-        ctx.out
-            .note(&format!("build it: cd {} && {step}", dir.display()));
+    if let Some(hint) = build_hint(dir, Some(language(lang)), &exec(lang, names), &names.name) {
+        ctx.out.note(&hint);
     }
     ctx.out.note(&format!(
         "check it: zot ext doctor {target} && zot ext call {target} /{} hi",

@@ -259,7 +259,6 @@ fn piped_yes(wait: Duration) -> bool {
 
 /// Reads stdin until a newline, its end, [`PIPED_LONGEST`] bytes or `wait`, whichever
 /// comes first; what was read (nothing when stdin cannot be read).
-#[cfg(unix)]
 fn read_piped_line(wait: Duration) -> Vec<u8> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let stdin = io::stdin();
@@ -290,9 +289,4 @@ fn read_piped_line(wait: Duration) -> Vec<u8> {
     }
     buf.truncate(len);
     buf
-}
-
-#[cfg(not(unix))]
-fn read_piped_line(_wait: Duration) -> Vec<u8> {
-    Vec::new()
 }

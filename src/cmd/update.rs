@@ -561,10 +561,11 @@ fn same_entry(a: &Path, b: &Path) -> bool {
 fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
     use std::io::Read;
     let open = |path: &Path| -> std::io::Result<std::fs::File> {
+        use rustix::fs::OFlags;
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+            .custom_flags((OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY).bits() as i32)
             .open(path)?;
         if !file.metadata()?.is_file() {
             return Err(std::io::Error::other("not a regular file"));

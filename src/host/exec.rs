@@ -12,12 +12,15 @@ use crate::bounded;
 pub struct ExecError {
     pub message: String,
     pub fix: String,
+    /// Nothing is at the path: for a compiled extension, not built yet.
+    pub missing: bool,
 }
 
 fn fail(message: String, fix: impl Into<String>) -> ExecError {
     ExecError {
         message,
         fix: fix.into(),
+        missing: false,
     }
 }
 
@@ -56,8 +59,9 @@ fn search_path(name: &str, path_var: Option<&OsStr>) -> Result<PathBuf, ExecErro
 
 /// Checks that `path` is an executable file and, for a `#!` script, that its interpreter exists.
 fn check_runnable(path: &Path, exec: &str) -> Result<(), ExecError> {
-    let meta = fs::metadata(path).map_err(|_| {
-        fail(
+    let meta = fs::metadata(path).map_err(|_| ExecError {
+        missing: true,
+        ..fail(
             format!("\"exec\" {exec} does not exist ({})", path.display()),
             "create it (build it, for a compiled extension) or correct \"exec\" in extension.json",
         )
@@ -77,14 +81,8 @@ fn check_runnable(path: &Path, exec: &str) -> Result<(), ExecError> {
     check_shebang(path)
 }
 
-#[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_ok()
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
 }
 
 /// The first line of `path` when it starts with `#!`.

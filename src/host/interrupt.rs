@@ -1,134 +1,83 @@
 //! Interruption: extensions run in process groups of their own, so Ctrl-C at the terminal
 //! does not reach them. While any is running, SIGINT, SIGTERM and SIGHUP kill every such
-//! group, then end zot with the same signal as before. The table of groups grows in chunks
-//! that are never freed, so registering never fails and the handler reads it lock-free.
+//! group, then end zot with the same signal as before.
+//!
+//! The signals are caught with the `signal-hook` crate rather than a hand-written
+//! `sigaction` handler: its handler only wakes a thread of ours, which does the work outside
+//! signal context, so the groups are kept in a plain locked list (no lock-free table that a
+//! handler could read) and zot is ended with `emulate_default_handler`. A signal ignored by
+//! whoever started zot (nohup) stays ignored; asking for the current action is the one thing
+//! here neither signal-hook nor rustix offers, so that query goes through `libc::sigaction`.
 
-use std::ptr;
-use std::sync::Once;
-use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
-/// Slots per chunk of the table.
-const CHUNK: usize = 64;
+use rustix::process::{Pid, Signal};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use signal_hook::low_level::emulate_default_handler;
 
-/// A piece of the table: process groups of running extensions (0 marks a free slot), and
-/// the next chunk once this one has filled up.
-struct Chunk {
-    slots: [AtomicI32; CHUNK],
-    next: AtomicPtr<Chunk>,
-}
-
-impl Chunk {
-    const fn new() -> Chunk {
-        Chunk {
-            slots: [const { AtomicI32::new(0) }; CHUNK],
-            next: AtomicPtr::new(ptr::null_mut()),
-        }
-    }
-
-    /// Claims a free slot for `pgid`.
-    fn claim(&self, pgid: i32) -> bool {
-        self.slots.iter().any(|slot| {
-            slot.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        })
-    }
-
-    /// The next chunk, appending an empty one if there is none yet.
-    fn next_or_grow(&self) -> &'static Chunk {
-        let next = self.next.load(Ordering::SeqCst);
-        if !next.is_null() {
-            // SAFETY: chunks are leaked boxes, never freed, so the pointer stays valid.
-            return unsafe { &*next };
-        }
-        let fresh = Box::into_raw(Box::new(Chunk::new()));
-        match self
-            .next
-            .compare_exchange(ptr::null_mut(), fresh, Ordering::SeqCst, Ordering::SeqCst)
-        {
-            // SAFETY: `fresh` was just leaked and is now owned by the table forever.
-            Ok(_) => unsafe { &*fresh },
-            Err(winner) => {
-                // Another thread appended first; ours was never shared, so it can be freed.
-                // SAFETY: `fresh` came from Box::into_raw above and nobody else saw it.
-                drop(unsafe { Box::from_raw(fresh) });
-                // SAFETY: as above, chunks in the table are never freed.
-                unsafe { &*winner }
-            }
-        }
-    }
-}
-
-static FIRST: Chunk = Chunk::new();
+/// Process groups of running extensions.
+static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 static INSTALL: Once = Once::new();
 
-/// Every chunk of the table, in order (async-signal-safe: atomic loads only).
-fn chunks() -> impl Iterator<Item = &'static Chunk> {
-    std::iter::successors(Some(&FIRST), |chunk| {
-        let next = chunk.next.load(Ordering::SeqCst);
-        // SAFETY: chunks are leaked boxes, never freed.
-        (!next.is_null()).then(|| unsafe { &*next })
-    })
+fn groups() -> MutexGuard<'static, Vec<i32>> {
+    GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Remembers a running extension's process group (installing the handler on first use).
-/// Never fails: when every slot is taken, the table grows.
+/// Remembers a running extension's process group (watching the signals on first use).
 pub fn register(pgid: i32) {
     INSTALL.call_once(install);
-    let mut chunk: &'static Chunk = &FIRST;
-    while !chunk.claim(pgid) {
-        chunk = chunk.next_or_grow();
-    }
+    groups().push(pgid);
 }
 
 /// Forgets a process group that has been killed.
 pub fn unregister(pgid: i32) {
-    for slot in chunks().flat_map(|c| &c.slots) {
-        let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
-    }
+    groups().retain(|&g| g != pgid);
 }
 
 /// The process groups registered now.
 pub fn registered() -> Vec<i32> {
-    chunks()
-        .flat_map(|c| &c.slots)
-        .map(|slot| slot.load(Ordering::SeqCst))
-        .filter(|&pgid| pgid != 0)
-        .collect()
+    groups().clone()
 }
 
-/// Only async-signal-safe calls: atomic loads, kill, signal and raise.
-extern "C" fn on_signal(signal: libc::c_int) {
-    for slot in chunks().flat_map(|c| &c.slots) {
-        let pgid = slot.load(Ordering::SeqCst);
-        if pgid > 0 {
-            // SAFETY: kill(2) is async-signal-safe and takes plain integers.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        }
-    }
-    // SAFETY: restoring the default action and re-raising are async-signal-safe.
-    unsafe {
-        libc::signal(signal, libc::SIG_DFL);
-        libc::raise(signal);
-    }
-}
-
+/// Starts the thread that ends the groups and zot when a signal comes. Without it (no
+/// thread or pipe to be had) a signal ends zot as it would without extensions running.
 fn install() {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: sigaction with zeroed (then filled) structs; a signal ignored by whoever
-        // started zot (nohup) stays ignored.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
-                || old.sa_sigaction == libc::SIG_IGN
-            {
-                continue;
-            }
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
+    let watched: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&signal| !ignored(signal))
+        .collect();
+    let Ok(mut signals) = Signals::new(&watched) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("zot-ext signals".into())
+        .spawn(move || signals.forever().for_each(end_all));
+}
+
+/// Kills every registered group, then ends zot by `signal`. The list stays locked, so an
+/// extension started meanwhile waits to be registered until zot is gone.
+fn end_all(signal: i32) {
+    let groups = groups();
+    for pid in groups
+        .iter()
+        .filter(|&&g| g > 0)
+        .filter_map(|&g| Pid::from_raw(g))
+    {
+        // ESRCH: the group ended on its own meanwhile.
+        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+    }
+    let _ = emulate_default_handler(signal);
+}
+
+/// Whether `signal` is ignored (SIG_IGN), as nohup leaves SIGHUP for the programs it starts.
+fn ignored(signal: i32) -> bool {
+    // SAFETY: sigaction(2) only reads the current action into a zeroed struct of ours.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
     }
 }
 
@@ -137,17 +86,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slots_are_reused() {
+    fn groups_are_forgotten() {
         register(-5);
         assert!(registered().contains(&-5));
         unregister(-5);
         assert!(!registered().contains(&-5));
     }
 
-    /// More groups than the first chunks hold (the old table had 256 slots and silently
-    /// dropped the rest) are all remembered. Negative ids are never signalled.
+    /// Groups registered from many threads at once are all remembered. Negative ids are
+    /// never signalled.
     #[test]
-    fn the_table_grows_instead_of_dropping_groups() {
+    fn concurrent_registrations_are_all_kept() {
         let ids: Vec<i32> = (0..600).map(|i| -10_000 - i).collect();
         let threads: Vec<_> = ids
             .chunks(150)
@@ -163,5 +112,12 @@ mod tests {
         ids.iter().copied().for_each(unregister);
         let now = registered();
         assert!(ids.iter().all(|id| !now.contains(id)));
+    }
+
+    #[test]
+    fn only_ignored_signals_count_as_ignored() {
+        assert!(!ignored(SIGTERM));
+        // Rust's runtime ignores SIGPIPE in every program.
+        assert!(ignored(signal_hook::consts::SIGPIPE));
     }
 }

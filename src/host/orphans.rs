@@ -2,9 +2,11 @@
 //! the group. On Linux, zot ext makes itself a child subreaper, so such processes are
 //! re-parented to it instead of to init; after an extension stops they are found (from a
 //! snapshot of its process tree, and among the processes zot adopted), stopped with SIGTERM
-//! and then SIGKILL, reaped, and reported.
+//! and then SIGKILL, reaped, and reported. Signals and waits go through rustix's safe calls.
 
 use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, WaitOptions};
 
 /// How long a leftover process gets to exit after SIGTERM, and again after SIGKILL.
 const GRACE: Duration = Duration::from_secs(1);
@@ -145,7 +147,7 @@ fn end(procs: &[Proc]) -> Vec<Leftover> {
             command: command(p.pid),
         })
         .collect();
-    for signal in [libc::SIGTERM, libc::SIGKILL] {
+    for signal in [Signal::TERM, Signal::KILL] {
         let alive: Vec<&Proc> = procs.iter().filter(|p| running(p)).collect();
         if alive.is_empty() {
             break;
@@ -159,14 +161,20 @@ fn end(procs: &[Proc]) -> Vec<Leftover> {
     leftovers
 }
 
-fn send(p: &Proc, signal: libc::c_int) {
-    // SAFETY: kill(2) with plain integers; the start time was checked just before.
-    unsafe {
-        if p.pgid == p.pid {
-            libc::kill(-p.pid, signal);
-        }
-        libc::kill(p.pid, signal);
+/// `raw` as a pid rustix takes: 0 and negative numbers (groups, "any child") are not one.
+fn pid(raw: i32) -> Option<Pid> {
+    if raw > 0 { Pid::from_raw(raw) } else { None }
+}
+
+/// The start time was checked just before; ESRCH (it has exited meanwhile) is fine.
+fn send(p: &Proc, signal: Signal) {
+    let Some(pid) = pid(p.pid) else {
+        return;
+    };
+    if p.pgid == p.pid {
+        let _ = rustix::process::kill_process_group(pid, signal);
     }
+    let _ = rustix::process::kill_process(pid, signal);
 }
 
 /// Reaps the processes of `procs` that are this process's children and have exited.
@@ -180,8 +188,9 @@ fn reap(procs: &[Proc]) {
         for p in procs {
             match current(p) {
                 Some(now) if now.ppid == me && now.state == 'Z' => {
-                    // SAFETY: waitpid on a specific zombie child of ours.
-                    unsafe { libc::waitpid(p.pid, std::ptr::null_mut(), libc::WNOHANG) };
+                    if let Some(pid) = pid(p.pid) {
+                        let _ = rustix::process::waitpid(Some(pid), WaitOptions::NOHANG);
+                    }
                 }
                 Some(now) if now.ppid == me => waiting = true,
                 _ => {}

@@ -412,6 +412,42 @@ fn a_timed_out_tool_call_is_cancelled() {
     assert!(lines[1].contains(r#""id":"1""#), "{lines:?}");
 }
 
+/// SIGTERM while an extension works on the call ends it before zot exits by that signal.
+#[test]
+fn terminating_call_leaves_nothing_running() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    let env = Env::new();
+    let script = "echo '{\"type\":\"hello\",\"name\":\"busy\",\"version\":\"1\"}'\nread ack\necho '{\"type\":\"register_command\",\"name\":\"work\"}'\necho '{\"type\":\"ready\"}'\nread call\necho $$ > pid\nsleep 300\n";
+    let dir = sh_extension(&env.global_root(), "busy", "busy", script);
+    let mut run = env.zot(["ext", "call", "--timeout", "60", "busy", "/work"]);
+    let mut zot = run
+        .cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        let text = std::fs::read_to_string(dir.join("pid")).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<i32>() {
+            break pid;
+        }
+        assert!(Instant::now() < until, "the extension never got the call");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let sent = Command::new("kill")
+        .args(["-TERM", &zot.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = zot.wait().unwrap();
+    assert_eq!(status.signal(), Some(15), "{status:?}");
+    assert_gone(pid);
+}
+
 /// A grandchild that leaves the process group is ended and named.
 #[test]
 fn an_escaped_grandchild_is_ended() {

@@ -889,3 +889,60 @@ fn a_double_forked_grandchild_is_ended_and_reported() {
         .unwrap_or_else(|| panic!("no warning about pid {pid}: {report:#}"));
     assert!(message.contains("sleep 301)"), "{message}");
 }
+
+/// A hangup that whoever started zot ignores (nohup) stays ignored while extensions run;
+/// an interrupt still ends zot and them.
+#[test]
+fn a_hangup_ignored_by_the_parent_stays_ignored() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    let env = Env::new();
+    let dir = sh_extension(
+        &env.global_root(),
+        "hang",
+        "hang",
+        "echo $$ > pid\nsleep 300\n",
+    );
+    let run = env.zot(["ext", "doctor", "--timeout", "60"]);
+    let mut nohup = Command::new("sh");
+    nohup
+        .args(["-c", "trap '' HUP; exec \"$@\"", "sh"])
+        .arg(run.cmd.get_program())
+        .args(run.cmd.get_args())
+        .current_dir(&env.project)
+        .env_clear()
+        .envs(run.cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut zot = nohup.spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        let text = fs::read_to_string(dir.join("pid")).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<i32>() {
+            break pid;
+        }
+        assert!(Instant::now() < until, "the extension never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let zot_pid = zot.id().to_string();
+    let signal = |name: &str| {
+        let sent = Command::new("kill")
+            .args([format!("-{name}"), zot_pid.clone()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    signal("HUP");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        zot.try_wait().unwrap().is_none(),
+        "zot ended on an ignored SIGHUP"
+    );
+    assert!(crate::support::extensions::alive(pid));
+    signal("INT");
+    let status = zot.wait().unwrap();
+    assert_eq!(status.signal(), Some(2), "{status:?}");
+    assert_gone(pid);
+}

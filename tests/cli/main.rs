@@ -5,6 +5,7 @@ mod support;
 mod agent;
 mod bad_input;
 mod basics;
+mod build_hints;
 mod call;
 mod carry_over;
 mod completion;

@@ -122,9 +122,9 @@ fn go_template() {
     assert!(dir.join("main.go").is_file() && dir.join("go.mod").is_file());
     // Not built yet: doctor says how to build it.
     let done = env.zot(["ext", "doctor", "go-demo"]).fails(1);
+    let hint = format!("build it: cd {} && go build -o ./go-demo .", dir.display());
     assert!(
-        done.stdout
-            .contains("fix: build it: go build -o ./go-demo ."),
+        done.stdout.contains(&format!("fix: {hint}\n")),
         "{}",
         done.stdout
     );

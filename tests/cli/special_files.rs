@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::thread;
@@ -70,13 +69,8 @@ fn fails_saying(done: &Done, says: &[&str]) {
 }
 
 fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
-}
-
-unsafe extern "C" {
-    #[link_name = "mkfifo"]
-    fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+    let mode = rustix::fs::Mode::from_raw_mode(0o644);
+    rustix::fs::mkfifoat(rustix::fs::CWD, path, mode).expect("mkfifo");
 }
 
 /// The special things an extension's manifest can be, each with what the error calls it.
