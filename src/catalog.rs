@@ -17,6 +17,7 @@ use anyhow::{Result, bail};
 
 use crate::manifest::{self, Manifest, ManifestError};
 use crate::paths::{Layout, Scope};
+use crate::protocol::zot::{self, Discovery};
 
 /// One folder (or symlink) in an extensions root.
 #[derive(Debug, Clone)]
@@ -32,6 +33,8 @@ pub struct Installed {
     /// A project folder of the same folder name hides this global one; the host never
     /// loads it, whatever either manifest says.
     pub shadowed: bool,
+    /// A linked folder that a host not following links skips (see [`scan_as`]).
+    pub skipped: bool,
     /// Other folders (not hidden) whose readable manifests have this one's name: the host
     /// starts every enabled one of them and keeps whichever says hello last.
     pub twins: Vec<Twin>,
@@ -78,9 +81,21 @@ impl Installed {
 /// name (the host dedups by folder name first); folders left whose readable manifests share
 /// a name are each other's twins. Both are judged over both scopes, whichever are listed.
 pub fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> {
+    scan_as(layout, scopes, &zot::newest().discovery)
+}
+
+/// [`scan`] as a host with these discovery rules sees it: one that does not follow links
+/// skips linked folders before it notes their folder names (zot 0.1.62), so such a folder
+/// hides nothing, has no twins, and is marked `skipped`.
+pub fn scan_as(layout: &Layout, scopes: &[Scope], rules: &Discovery) -> Result<Vec<Installed>> {
     let mut found: Vec<Installed> = Vec::new();
     for scope in Scope::ALL {
         found.extend(scan_root(layout, scope)?);
+    }
+    if !rules.follows_linked_folders {
+        for e in &mut found {
+            e.skipped = e.link_target.is_some();
+        }
     }
     mark_shadowed(&mut found);
     find_twins(&mut found);
@@ -92,7 +107,7 @@ pub fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> {
 /// A folder name seen earlier in load order hides every later folder of that name.
 fn mark_shadowed(found: &mut [Installed]) {
     let mut seen = HashSet::new();
-    for e in found.iter_mut() {
+    for e in found.iter_mut().filter(|e| !e.skipped) {
         e.shadowed = !seen.insert(e.folder_name().to_os_string());
     }
 }
@@ -101,7 +116,7 @@ fn mark_shadowed(found: &mut [Installed]) {
 fn find_twins(found: &mut [Installed]) {
     let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, e) in found.iter().enumerate() {
-        if !e.shadowed && e.manifest.is_ok() {
+        if !e.shadowed && !e.skipped && e.manifest.is_ok() {
             by_name.entry(e.name().to_owned()).or_default().push(i);
         }
     }
@@ -166,6 +181,7 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
         link_target,
         manifest,
         shadowed: false,
+        skipped: false,
         twins: Vec::new(),
     })
 }
@@ -174,11 +190,21 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
 /// the host's load order that it does not skip (a hidden copy only when no other matches).
 /// When another folder has the same manifest name, [`Installed::twin_note`] says so.
 pub fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Installed> {
+    find_as(layout, name, scope, &zot::newest().discovery)
+}
+
+/// [`find`] as a host with these discovery rules sees it (see [`scan_as`]).
+pub fn find_as(
+    layout: &Layout,
+    name: &str,
+    scope: Option<Scope>,
+    rules: &Discovery,
+) -> Result<Installed> {
     let scopes: Vec<Scope> = match scope {
         Some(s) => vec![s],
         None => Scope::ALL.to_vec(),
     };
-    let all = scan(layout, &scopes)?;
+    let all = scan_as(layout, &scopes, rules)?;
     // By manifest name first, then by folder name (a copy whose manifest says otherwise or
     // cannot be read); folders the host loads before ones a project folder hides.
     let hidden_last = all

@@ -181,6 +181,9 @@ pub struct Report {
     pub warnings: Vec<Problem>,
     pub notes: Vec<Problem>,
     pub stderr: Option<String>,
+    /// Why an enabled extension is not loaded (the text heading says).
+    #[serde(skip)]
+    pub not_loaded_because: &'static str,
 }
 
 fn millis(d: Duration) -> u64 {
@@ -193,6 +196,11 @@ impl Report {
         Report {
             enabled: manifest.map(|m| m.enabled),
             loaded: target.loaded(),
+            not_loaded_because: if target.skipped {
+                "linked: the zot judged by skips linked folders"
+            } else {
+                "shadowed: zot skips it for the project folder of the same folder name"
+            },
             version: manifest.and_then(|m| m.version.clone()),
             ..Report::blank(
                 target.name().to_string(),
@@ -223,6 +231,7 @@ impl Report {
             warnings: Vec::new(),
             notes: Vec::new(),
             stderr: None,
+            not_loaded_because: "",
         }
     }
 
@@ -309,7 +318,11 @@ fn check_twins(report: &mut Report, target: &Target, manifest: &Manifest) {
 /// A folder that is a link (`zot ext link` makes one) is skipped by a zot that does not
 /// follow links, so its extension never starts there.
 fn check_linked(report: &mut Report, target: &Target, facts: &HostFacts) {
-    if target.link_target.is_none() || facts.discovery.follows_linked_folders || !target.loaded() {
+    if target.link_target.is_none()
+        || facts.discovery.follows_linked_folders
+        || !target.enabled()
+        || target.shadowed
+    {
         return;
     }
     let source = std::fs::canonicalize(&target.dir).unwrap_or_else(|_| target.dir.clone());

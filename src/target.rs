@@ -13,6 +13,7 @@ use crate::catalog::{self, Installed, Twin};
 use crate::host::{self, Launch};
 use crate::manifest::{self, Manifest, ManifestError};
 use crate::paths::{Layout, Scope};
+use crate::protocol::zot::{self, Discovery};
 
 /// Where a target was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -52,6 +53,8 @@ pub struct Target {
     pub manifest: Result<Manifest, ManifestError>,
     /// A project folder of the same folder name hides it, so zot never starts this one.
     pub shadowed: bool,
+    /// A linked folder the zot judged by skips.
+    pub skipped: bool,
     /// Other folders whose manifests have the same name (zot starts every enabled one).
     pub twins: Vec<Twin>,
     /// Where the folder leads when it is a symbolic link (`zot ext link` makes one).
@@ -66,6 +69,7 @@ impl Target {
             dir: e.dir,
             manifest: e.manifest,
             shadowed: e.shadowed,
+            skipped: e.skipped,
             twins: e.twins,
             link_target: e.link_target,
         }
@@ -79,23 +83,35 @@ impl Target {
         }
     }
 
-    /// Whether zot starts it: enabled, and not hidden by a project folder of the same name.
+    /// Whether zot starts it: enabled, not hidden by a project folder of the same name, and
+    /// not a linked folder the zot judged by skips.
     pub fn loaded(&self) -> bool {
-        self.manifest.as_ref().is_ok_and(|m| m.enabled) && !self.shadowed
+        self.enabled() && !self.shadowed && !self.skipped
     }
 
-    /// Every installed extension, project first, folders sorted (the host's load order).
-    pub fn all(layout: &Layout) -> Result<Vec<Target>> {
-        let found = catalog::scan(layout, &Scope::ALL)?;
+    /// Whether its manifest is usable and says `enabled`.
+    pub fn enabled(&self) -> bool {
+        self.manifest.as_ref().is_ok_and(|m| m.enabled)
+    }
+
+    /// Every installed extension, project first, folders sorted (the host's load order), as
+    /// a host with these discovery rules sees them.
+    pub fn all(layout: &Layout, rules: &Discovery) -> Result<Vec<Target>> {
+        let found = catalog::scan_as(layout, &Scope::ALL, rules)?;
         Ok(found.into_iter().map(Target::installed).collect())
     }
 
     /// An installed extension by name, or a folder when `arg` looks like a path.
     pub fn find(layout: &Layout, arg: &str) -> Result<Target> {
+        Target::find_as(layout, arg, &zot::newest().discovery)
+    }
+
+    /// [`Target::find`] as a host with these discovery rules sees it.
+    pub fn find_as(layout: &Layout, arg: &str, rules: &Discovery) -> Result<Target> {
         if looks_like_path(arg) {
             return Target::at(Path::new(arg));
         }
-        catalog::find(layout, arg, None).map(Target::installed)
+        catalog::find_as(layout, arg, None, rules).map(Target::installed)
     }
 
     fn at(path: &Path) -> Result<Target> {
@@ -117,6 +133,7 @@ impl Target {
             manifest: manifest::read(&dir),
             dir,
             shadowed: false,
+            skipped: false,
             twins: Vec::new(),
             link_target: None,
         })

@@ -15,6 +15,7 @@ use crate::cli::DoctorArgs;
 use crate::diagnose::{self, JudgedBy, Options, Report, Status};
 use crate::host::{self, HostInfo, Leftover, Problem};
 use crate::output::{BAD, DIM, GOOD, Output, WARN, clean};
+use crate::protocol::zot::Discovery;
 use crate::target::Target;
 
 /// Counts of extensions by verdict.
@@ -36,15 +37,15 @@ struct Doctor<'a> {
 
 impl Run for DoctorArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
-        let targets = self.targets(ctx)?;
+        // Before becoming a subreaper: whatever `zot --version` leaves behind is not an
+        // extension's.
+        let judged = self.judged_by();
+        let targets = self.targets(ctx, &judged.host.discovery)?;
         if targets.is_empty() {
             ctx.out
                 .note("no extensions installed; create one with `zot ext new <name>`");
         }
         let cwd = std::env::current_dir()?;
-        // Before becoming a subreaper: whatever `zot --version` leaves behind is not an
-        // extension's.
-        let judged = self.judged_by();
         let options = Options {
             timeout: self.timeout,
             host: HostInfo::for_cli(cwd),
@@ -79,13 +80,13 @@ impl DoctorArgs {
     }
 
     /// The named extensions (each once), or every installed one in load order.
-    fn targets(&self, ctx: &Context) -> Result<Vec<Target>> {
+    fn targets(&self, ctx: &Context, rules: &Discovery) -> Result<Vec<Target>> {
         if self.names.is_empty() {
-            return Target::all(&ctx.layout);
+            return Target::all(&ctx.layout, rules);
         }
         let mut targets: Vec<Target> = Vec::new();
         for name in &self.names {
-            let target = Target::find(&ctx.layout, name)?;
+            let target = Target::find_as(&ctx.layout, name, rules)?;
             if !targets.iter().any(|t| t.dir == target.dir) {
                 targets.push(target);
             }
@@ -246,7 +247,7 @@ fn heading(r: &Report) -> String {
         notes.push("disabled".into());
     }
     if r.enabled == Some(true) && !r.loaded {
-        notes.push("shadowed: zot skips it for the project folder of the same folder name".into());
+        notes.push(r.not_loaded_because.into());
     }
     clean(&format!("{} ({})", r.name, notes.join(", ")))
 }
@@ -343,6 +344,7 @@ mod tests {
             warnings: vec![Problem::warning("did not send ready", "send ready")],
             notes: Vec::new(),
             stderr: None,
+            not_loaded_because: "",
         }
     }
 
