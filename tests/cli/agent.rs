@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Done, Env};
+use crate::support::{Done, Env, command_line};
 
 const FAKE_AGENT: &str = "#!/bin/sh\n\
 printf 'agent argv:'\n\
@@ -83,6 +83,7 @@ fn run(env: &Env, program: &Path, args: &[&str], path: OsString, vars: &[(&str, 
         std::thread::sleep(Duration::from_millis(20));
     };
     Done {
+        command: command_line(&cmd),
         code: status.code().unwrap_or(-1),
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::support::git_servers::{self, GitDaemon, HttpGit, Repo};
-use crate::support::{Done, Env, Run, manifest};
+use crate::support::{Done, Env, Run, command_line, manifest};
 
 /// No install may take longer than this; a hang fails the test instead of blocking the run.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
@@ -48,6 +48,7 @@ pub(crate) fn bounded(mut run: Run, args: &[&str]) -> Done {
         thread::sleep(Duration::from_millis(10));
     };
     Done {
+        command: command_line(&run.cmd),
         code: status.code().unwrap_or(-1),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Done, Env, Run, manifest};
+use crate::support::{Done, Env, Run, command_line, manifest};
 
 /// The longest any command here may take; each answers in milliseconds when it works.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -48,6 +48,7 @@ fn within_limit(run: Run) -> Done {
         thread::sleep(Duration::from_millis(10));
     };
     Done {
+        command: command_line(&cmd),
         code: status.code().unwrap_or(-1),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
