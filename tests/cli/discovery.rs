@@ -122,7 +122,7 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
     );
 
     let done = env.zot(["ext", "doctor", "--json"]).output();
-    assert_eq!(done.code, 0, "{}", done.stderr);
+    done.success();
     let json = done.json();
     for (mine, other) in [("/other", "/twin"), ("/twin", "/other")] {
         let r = report(&json, mine);
@@ -139,17 +139,10 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
     }
 
     // Acting by name takes the first copy in load order (the project one) and says so.
-    let done = env.zot(["ext", "disable", "twin"]).ok();
-    assert!(
-        done.stderr.contains("also has the name \"twin\""),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        done.stderr.contains("--project/--global"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "disable", "twin"])
+        .ok()
+        .stderr_has("also has the name \"twin\"")
+        .stderr_has("--project/--global");
     let list = env.zot(["ext", "list", "--json"]).ok().json();
     assert_eq!(list[0]["scope"], "project");
     assert_eq!(list[0]["enabled"], false);
@@ -173,14 +166,7 @@ fn installing_beside_a_differently_named_folder_of_the_same_name_warns_of_the_ra
         &good_script("twin", &[]),
     );
     let src = env.source("src-twin", "twin");
-    let done = env
-        .zot(["ext", "install", src.to_str().unwrap(), "--project"])
-        .ok();
-    assert!(
-        done.stderr
-            .contains("zot starts both and keeps whichever says hello last"),
-        "{}",
-        done.stderr
-    );
-    assert!(!done.stderr.contains("takes precedence"), "{}", done.stderr);
+    env.install_project(&src)
+        .stderr_has("zot starts both and keeps whichever says hello last")
+        .stderr_lacks("takes precedence");
 }

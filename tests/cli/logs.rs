@@ -189,11 +189,7 @@ fn prints_the_last_lines() {
 fn unknown_extension_fails() {
     let env = Env::new();
     let done = env.zot(["ext", "logs", "nope"]).fails(1);
-    assert!(
-        done.stderr.contains("no extension named \"nope\""),
-        "{}",
-        done.stderr
-    );
+    done.stderr_has("no extension named \"nope\"");
     assert!(done.stdout.is_empty());
 }
 
@@ -257,7 +253,7 @@ fn a_name_that_is_not_one_file_name_is_refused() {
             }
             let done = env.zot(&args).fails(2);
             assert!(done.stdout.is_empty(), "{name:?}: {}", done.stdout);
-            assert!(!done.stderr.contains("outside"), "{}", done.stderr);
+            done.stderr_lacks("outside");
             assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
         }
     }
@@ -269,16 +265,8 @@ fn missing_log_fails_naming_the_path() {
     env.installed("x", false);
     let done = env.zot(["ext", "logs", "x"]).fails(1);
     let path = log_path(&env, "x");
-    assert!(
-        done.stderr.contains(&path.display().to_string()),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        done.stderr.contains("no log yet for \"x\""),
-        "{}",
-        done.stderr
-    );
+    done.stderr_has(&path.display().to_string())
+        .stderr_has("no log yet for \"x\"");
     env.zot(["ext", "logs", "x", "-n", "5"]).fails(1);
 }
 

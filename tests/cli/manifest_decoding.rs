@@ -13,24 +13,15 @@ const CASED: &str = "{\n  \"Name\": \"cased\",\n  \"EXEC\": \"./run.sh\",\n  \"E
 fn case_variant_keys_install_list_and_toggle_with_a_warning() {
     let env = Env::new();
     let src = env.source_with_manifest("cased", CASED);
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).ok();
-    assert!(done.stdout.contains("installed cased"), "{}", done.stdout);
-    assert!(
-        done.stderr.contains(
-            "warning: extension.json: key \"Name\" works, but the documented spelling is \"name\""
-        ),
-        "{}",
-        done.stderr
-    );
-    assert!(done.stderr.contains("key \"EXEC\""), "{}", done.stderr);
+    env.install(&src)
+        .stdout_has("installed cased")
+        .stderr_has(
+            "warning: extension.json: key \"Name\" works, but the documented spelling is \"name\"",
+        )
+        .stderr_has("key \"EXEC\"");
     let list = env.zot(["ext", "list"]).ok();
-    assert!(list.stdout.contains("cased"), "{}", list.stdout);
-    assert!(
-        list.stderr
-            .contains("key \"Enabled\" works, but the documented spelling is \"enabled\""),
-        "{}",
-        list.stderr
-    );
+    list.stdout_has("cased")
+        .stderr_has("key \"Enabled\" works, but the documented spelling is \"enabled\"");
     let path = env.global_root().join("cased/extension.json");
     env.zot(["ext", "disable", "cased"]).ok();
     // The key zot reads is rewritten in its own spelling; nothing else changes.
@@ -48,7 +39,7 @@ fn case_variant_keys_install_list_and_toggle_with_a_warning() {
 fn doctor_notes_the_documented_spelling() {
     let env = Env::new();
     let src = env.source_with_manifest("cased", CASED);
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     let done = env.zot(["ext", "doctor", "--json", "cased"]).output();
     let json = done.json();
     let notes: Vec<String> = json["extensions"][0]["notes"]
@@ -73,25 +64,16 @@ fn a_wrong_type_under_any_spelling_is_refused_with_its_position() {
         "bad",
         "{\"name\":\"bad\",\n\"Exec\": 5,\"exec\":\"./run.sh\"}",
     );
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-    assert!(
-        done.stderr
-            .contains("extension.json:2:9: \"exec\" must be a string, found the number 5"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_has("extension.json:2:9: \"exec\" must be a string, found the number 5");
 }
 
 fn lifecycle(name: &str) {
     let env = Env::new();
     let text = serde_json::json!({"name": name, "exec": "./run.sh"}).to_string();
     let src = env.source_with_manifest("src", &text);
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).ok();
-    assert!(
-        done.stdout.contains(&format!("installed {name}")),
-        "{}",
-        done.stdout
-    );
+    env.install(&src).stdout_has(&format!("installed {name}"));
     assert!(
         env.global_root()
             .join(name)
@@ -174,12 +156,9 @@ fn unsafe_names_are_still_refused() {
     {
         let text = serde_json::json!({"name": name, "exec": "./run.sh"}).to_string();
         let src = env.source_with_manifest(&format!("src{i}"), &text);
-        let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-        assert!(
-            done.stderr.contains("\"name\""),
-            "{name:?}: {}",
-            done.stderr
-        );
+        env.zot(["ext", "install", src.to_str().unwrap()])
+            .fails(1)
+            .stderr_has("\"name\"");
     }
     assert!(env.installed_names().is_empty());
 }
