@@ -70,13 +70,13 @@ fn drain(child: &mut Child, stdout: bool) -> thread::JoinHandle<String> {
 
 pub(crate) fn zot_ok(env: &Env, args: &[&str]) -> Done {
     let done = zot(env, args);
-    assert_eq!(done.code, 0, "expected success of {args:?}:\n{done:#?}");
+    done.success();
     done
 }
 
 pub(crate) fn zot_fails(env: &Env, args: &[&str]) -> Done {
     let done = zot(env, args);
-    assert_eq!(done.code, 1, "expected exit 1 of {args:?}:\n{done:#?}");
+    done.failure(1);
     done
 }
 
@@ -227,11 +227,7 @@ pub(crate) fn install_fails(env: &Env, args: &[&str], expected: &[&str]) -> Done
     let before = env.snapshot();
     let done = zot_fails(env, args);
     for text in expected {
-        assert!(
-            done.stderr.contains(text),
-            "stderr lacks {text:?}:\n{}",
-            done.stderr
-        );
+        done.stderr_has(text);
     }
     assert!(done.stdout.is_empty(), "stdout: {}", done.stdout);
     assert_nothing_installed(env, &before);
@@ -258,20 +254,16 @@ fn installs_the_default_branch_from_git_daemon() {
     let done = zot_ok(&env, &["ext", "install", &url]);
 
     let dir = installed_dir(&env, "hello");
-    assert!(
-        done.stdout.contains(&format!(
-            "installed hello 1.0.0 (global) in {}",
-            dir.display()
-        )),
-        "{done:#?}"
-    );
+    done.stdout_has(&format!(
+        "installed hello 1.0.0 (global) in {}",
+        dir.display()
+    ));
     assert_installed_tree(&env, "hello");
     assert_eq!(rev_txt(&env, "hello"), "two\n");
     assert_git_record(&env, "hello", &url, None, &head);
     // The install record lives in the store's state folder, not in the extensions root.
     assert_eq!(env.installed_names(), ["hello"]);
-    let list = zot_ok(&env, &["ext", "list", "--json"]);
-    assert!(list.stdout.contains("hello"), "{}", list.stdout);
+    zot_ok(&env, &["ext", "list", "--json"]).stdout_has("hello");
 }
 
 #[test]
@@ -375,13 +367,9 @@ fn installs_from_a_file_url_and_a_local_bare_path() {
 
     // A relative `*.git` path resolves against the working directory.
     let env = Env::new();
-    let done = zot(&env, &["ext", "install", "../relative.git"]);
-    assert_eq!(done.code, 1, "{done:#?}");
-    assert!(
-        done.stderr.contains("../relative.git does not exist"),
-        "{}",
-        done.stderr
-    );
+    zot(&env, &["ext", "install", "../relative.git"])
+        .failure(1)
+        .stderr_has("../relative.git does not exist");
     let copy = env.project.parent().unwrap().join("relative.git");
     git_servers::git(
         &root,
@@ -417,8 +405,7 @@ fn check_refs(url_of: &dyn Fn(&str) -> String, root: &Path) {
     ];
     for (git_ref, text, commit) in cases {
         let env = Env::new();
-        let done = zot(&env, &["ext", "install", &url, "--ref", git_ref]);
-        assert_eq!(done.code, 0, "--ref {git_ref} from {url}:\n{done:#?}");
+        zot(&env, &["ext", "install", &url, "--ref", git_ref]).success();
         assert_eq!(rev_txt(&env, "revs"), text, "--ref {git_ref} from {url}");
         assert_git_record(&env, "revs", &url, Some(git_ref), commit);
         assert_installed_tree(&env, "revs");
@@ -534,9 +521,9 @@ fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
     });
 
     let before = env.snapshot();
-    let done = zot_fails(&env, &["ext", "install", &url]);
-    assert!(done.stderr.contains("already installed"), "{}", done.stderr);
-    assert!(done.stderr.contains("--force"), "{}", done.stderr);
+    zot_fails(&env, &["ext", "install", &url])
+        .stderr_has("already installed")
+        .stderr_has("--force");
     assert_eq!(
         env.snapshot(),
         before,
@@ -558,11 +545,7 @@ fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
     let staging = env.home.join(".ext-store/staging");
     assert_eq!(fs::read_dir(staging).unwrap().count(), 0);
 
-    let done = zot_ok(&env, &["ext", "install", &url, "--force"]);
-    assert!(
-        done.stdout.contains("replaced again 1.0.0 (global)"),
-        "{done:#?}"
-    );
+    zot_ok(&env, &["ext", "install", &url, "--force"]).stdout_has("replaced again 1.0.0 (global)");
 }
 
 #[test]
@@ -706,24 +689,16 @@ fn repository_without_a_manifest_is_refused() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("bare-bones");
     let short = &repo.head_commit()[..12];
-    let done = install_fails(
+    install_fails(
         &env,
         &["ext", "install", &url],
         &[
             &format!("{url} ({short}): extension.json: not found"),
             "nothing was changed",
         ],
-    );
-    assert!(
-        !done.stderr.contains("install that folder"),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        !done.stderr.contains(".ext-store"),
-        "staging path leaked: {}",
-        done.stderr
-    );
+    )
+    .stderr_lacks("install that folder")
+    .stderr_lacks(".ext-store");
 }
 
 #[test]
@@ -808,14 +783,7 @@ fn repository_links_pointing_outside_are_kept_and_listed() {
     std::os::unix::fs::symlink("run.sh", src.join("start")).unwrap();
     Repo::from_dir(&root, "linky", &src);
     let http = HttpGit::start(&root);
-    let done = zot_ok(&env, &["ext", "install", &http.url("linky")]);
-    assert!(
-        done.stderr.contains(
-            "note: kept 2 links that point outside the extension: passwd -> /etc/passwd, up -> ../../../../../../../../etc/passwd"
-        ),
-        "{}",
-        done.stderr
-    );
+    zot_ok(&env, &["ext", "install", &http.url("linky")]).stderr_has("note: kept 2 links that point outside the extension: passwd -> /etc/passwd, up -> ../../../../../../../../etc/passwd");
     let dir = installed_dir(&env, "linky");
     assert_eq!(
         fs::read_link(dir.join("passwd")).unwrap(),
@@ -863,7 +831,7 @@ fn basic_auth_with_credentials_in_the_url() {
 
     // --json shows the redacted source too.
     let out = zot_ok(&env, &["ext", "install", &url, "--force", "--json"]);
-    assert!(!out.stdout.contains(PASSWORD), "{}", out.stdout);
+    out.stdout_lacks(PASSWORD);
     assert_eq!(out.json()["source"], shown);
 }
 
@@ -876,12 +844,12 @@ fn basic_auth_without_or_with_wrong_credentials_fails_without_hanging() {
 
     let url = http.url("private");
     let started = Instant::now();
-    let done = install_fails(
+    install_fails(
         &env,
         &["ext", "install", &url],
         &[&format!("cannot authenticate to {url}")],
-    );
-    assert!(done.stderr.contains("credential helper"), "{}", done.stderr);
+    )
+    .stderr_has("credential helper");
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "took {:?}",
@@ -890,15 +858,15 @@ fn basic_auth_without_or_with_wrong_credentials_fails_without_hanging() {
 
     let wrong = http.url_with_credentials("private", USER, "not-the-password");
     let shown = format!("http://***@127.0.0.1:{}/private.git", http.port());
-    let done = install_fails(
+    install_fails(
         &env,
         &["ext", "install", &wrong],
         &[
             &format!("cannot authenticate to {shown}"),
             "tried: the credentials in the URL",
         ],
-    );
-    assert!(!done.stderr.contains("not-the-password"), "{}", done.stderr);
+    )
+    .stderr_lacks("not-the-password");
     // The server never answered anything but 401.
     assert!(
         http.requests().iter().all(|r| r.status == 401),

@@ -280,12 +280,7 @@ fn check_invariants(env: &Env, allowed: &[(Option<&str>, Option<&Path>)], contex
         );
     }
     if version.is_some() {
-        let info = env.zot(["ext", "info", "x"]).ok();
-        assert!(
-            !info.stdout.contains("by hand"),
-            "{context}:\n{}",
-            info.stdout
-        );
+        env.zot(["ext", "info", "x"]).ok().stdout_lacks("by hand");
     }
 }
 
@@ -299,8 +294,7 @@ fn a_kill_during_a_first_install_leaves_nothing_or_the_whole_install() {
         killed_at(&env, point, &["ext", "install", v1.to_str().unwrap()]);
         check_invariants(&env, &[(None, None), (Some("1.0.0"), Some(&v1))], point);
         // The next install (or a repeat with --force) succeeds.
-        env.zot(["ext", "install", "--force", v1.to_str().unwrap()])
-            .ok();
+        env.install_with(&v1, &["--force"]);
         check_invariants(&env, &[(Some("1.0.0"), Some(&v1))], point);
     }
 }
@@ -311,7 +305,7 @@ fn a_kill_during_install_force_or_update_leaves_the_old_or_the_new_version() {
         for how in ["install --force", "update"] {
             let env = Env::new();
             let v1 = versioned_source(&env, "v1", "1.0.0");
-            env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+            env.install(&v1);
             let context = format!("{how} at {point}");
             let new_source = if how == "update" {
                 // update re-reads the recorded folder, which now holds version 2.
@@ -344,10 +338,10 @@ fn a_kill_during_remove_leaves_the_extension_or_nothing() {
     for point in ["remove.moved", "remove.unrecorded"] {
         let env = Env::new();
         let v1 = versioned_source(&env, "v1", "1.0.0");
-        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+        env.install(&v1);
         killed_at(&env, point, &["ext", "remove", "x", "--yes"]);
         check_invariants(&env, &[(None, None)], point);
-        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+        env.install(&v1);
     }
 }
 
@@ -356,7 +350,7 @@ fn a_kill_during_disable_leaves_no_temporary_file_in_the_extension() {
     for point in ["toggle.temp", "toggle.after"] {
         let env = Env::new();
         let v1 = versioned_source(&env, "v1", "1.0.0");
-        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+        env.install(&v1);
         killed_at(&env, point, &["ext", "disable", "x"]);
         check_invariants(&env, &[(Some("1.0.0"), Some(&v1))], point);
         let text = fs::read_to_string(env.global_root().join("x/extension.json")).unwrap();
@@ -503,7 +497,7 @@ fn an_install_that_waited_while_the_name_was_taken_says_it_is_installed() {
 fn an_update_right_after_a_kill_reads_the_record_the_journal_finished() {
     let env = Env::new();
     let v1 = versioned_source(&env, "v1", "1.0.0");
-    env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+    env.install(&v1);
     let v2 = versioned_source(&env, "v2", "2.0.0");
     killed_at(
         &env,
@@ -511,10 +505,8 @@ fn an_update_right_after_a_kill_reads_the_record_the_journal_finished() {
         &["ext", "install", "--force", v2.to_str().unwrap()],
     );
     // No read-only command in between: update itself must finish the journal first.
-    let done = env.zot(["ext", "update", "x"]).ok();
-    assert!(
-        done.stdout.contains("x (global) is up to date"),
-        "{done:#?}"
-    );
+    env.zot(["ext", "update", "x"])
+        .ok()
+        .stdout_has("x (global) is up to date");
     check_invariants(&env, &[(Some("2.0.0"), Some(&v2))], "update after a kill");
 }

@@ -60,12 +60,12 @@ fn staging_is_empty(env: &Env) -> bool {
 #[test]
 fn names_or_all_are_required() {
     let env = Env::new();
-    let done = env.zot(["ext", "update"]).fails(2);
-    assert!(done.stderr.contains("--all"), "{}", done.stderr);
+    env.zot(["ext", "update"]).fails(2).stderr_has("--all");
     env.installed("a", false);
     env.installed("b", false);
-    let done = env.zot(["ext", "update", "a", "b", "--ref", "v1"]).fails(2);
-    assert!(done.stderr.contains("name exactly one"), "{}", done.stderr);
+    env.zot(["ext", "update", "a", "b", "--ref", "v1"])
+        .fails(2)
+        .stderr_has("name exactly one");
     env.zot(["ext", "update", "a", "--all"]).fails(2);
 }
 
@@ -75,19 +75,16 @@ fn tracking_install_moves_to_the_new_tip_then_is_up_to_date() {
     let (_tmp, root) = served();
     let repo = repo(&root, "trk");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("trk")]).ok();
+    env.install(&daemon.url("trk"));
     let first = repo.head_commit();
     let second = repo.commit(&[
         ("rev.txt", "two\n"),
         ("extension.json", &versioned("trk", "2.0.0")),
     ]);
-    let done = env.zot(["ext", "update", "trk"]).ok();
-    assert!(
-        done.stdout.contains("updated trk (global): 1.0.0"),
-        "{}",
-        done.stdout
-    );
-    assert!(done.stdout.contains("-> 2.0.0"), "{}", done.stdout);
+    env.zot(["ext", "update", "trk"])
+        .ok()
+        .stdout_has("updated trk (global): 1.0.0")
+        .stdout_has("-> 2.0.0");
     assert_eq!(rev(&env, "trk"), "two\n");
     assert_eq!(record(&env, "trk")["commit"], second);
     assert_ne!(first, second);
@@ -103,7 +100,7 @@ fn updates_fetch_shallowly_over_http() {
     let (_tmp, root) = served();
     let repo = repo(&root, "shal");
     let http = HttpGit::start(&root);
-    env.zot(["ext", "install", &http.url("shal")]).ok();
+    env.install(&http.url("shal"));
     repo.commit(&[("rev.txt", "two\n")]);
     let before = http.requests().len();
     env.zot(["ext", "update", "shal"]).ok();
@@ -127,7 +124,7 @@ fn dry_run_reports_without_touching_the_store() {
     let (_tmp, root) = served();
     let repo = repo(&root, "dry");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("dry")]).ok();
+    env.install(&daemon.url("dry"));
     let old = repo.head_commit();
     let new = repo.commit(&[("extension.json", &versioned("dry", "1.1.0"))]);
     let before = env.snapshot();
@@ -152,18 +149,14 @@ fn pinned_installs_are_skipped_until_re_pinned() {
     let repo = repo(&root, "pin");
     repo.tag("v1");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("pin"), "--ref", "v1"])
-        .ok();
+    env.install_with(&daemon.url("pin"), &["--ref", "v1"]);
     assert_eq!(record(&env, "pin")["ref_kind"], "tag");
     let v2 = repo.commit(&[("rev.txt", "two\n")]);
     repo.annotated_tag("v2", "two");
-    let done = env.zot(["ext", "update", "pin"]).ok();
-    assert!(
-        done.stdout.contains("skipped pin (global): pinned to v1"),
-        "{}",
-        done.stdout
-    );
-    assert!(done.stdout.contains("--ref"), "{}", done.stdout);
+    env.zot(["ext", "update", "pin"])
+        .ok()
+        .stdout_has("skipped pin (global): pinned to v1")
+        .stdout_has("--ref");
     assert_eq!(rev(&env, "pin"), "one\n");
     env.zot(["ext", "update", "pin", "--ref", "v2"]).ok();
     assert_eq!(rev(&env, "pin"), "two\n");
@@ -184,8 +177,7 @@ fn commit_pins_are_pinned_and_a_branch_ref_keeps_tracking() {
     let first = repo.head_commit();
     repo.branch("stable");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("br"), "--ref", &first])
-        .ok();
+    env.install_with(&daemon.url("br"), &["--ref", &first]);
     assert_eq!(record(&env, "br")["ref_kind"], "commit");
     let out = env.zot(["ext", "update", "br", "--json"]).ok().json();
     assert_eq!(out[0]["status"], "skipped");
@@ -207,7 +199,7 @@ fn failed_update_keeps_the_old_version(name: &str, change: impl FnOnce(&Repo), e
     let (_tmp, root) = served();
     let repo = repo(&root, name);
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url(name)]).ok();
+    env.install(&daemon.url(name));
     let before = env.snapshot();
     change(&repo);
     let done = env.zot(["ext", "update", name]).fails(1);
@@ -215,11 +207,7 @@ fn failed_update_keeps_the_old_version(name: &str, change: impl FnOnce(&Repo), e
         done.stderr.contains(expected) || done.stdout.contains(expected),
         "{done:#?}"
     );
-    assert!(
-        done.stderr.contains("old version is still in place"),
-        "{}",
-        done.stderr
-    );
+    done.stderr_has("old version is still in place");
     assert_eq!(env.snapshot(), before);
     assert_eq!(rev(&env, name), "one\n");
     let list = env.zot(["ext", "list", "--json"]).ok().json();
@@ -268,7 +256,7 @@ fn unreachable_upstream_fails_and_keeps_the_old_version() {
     let (_tmp, root) = served();
     repo(&root, "net");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("net")]).ok();
+    env.install(&daemon.url("net"));
     drop(daemon);
     let done = env.zot(["ext", "update", "net", "--json"]).fails(1);
     let out = done.json();
@@ -285,22 +273,20 @@ fn folder_installs_are_copied_again() {
     let env = Env::new();
     let src = env.source("local", "local");
     fs::write(src.join("rev.txt"), "one\n").unwrap();
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     fs::write(src.join("rev.txt"), "two\n").unwrap();
     let out = env.zot(["ext", "update", "local", "--json"]).ok().json();
     assert_eq!(out[0]["status"], "updated");
     assert_eq!(out[0]["kind"], "path");
     assert_eq!(rev(&env, "local"), "two\n");
     fs::remove_dir_all(&src).unwrap();
-    let done = env.zot(["ext", "update", "local"]).fails(1);
-    assert!(done.stderr.contains("does not exist"), "{}", done.stderr);
+    env.zot(["ext", "update", "local"])
+        .fails(1)
+        .stderr_has("does not exist");
     assert_eq!(rev(&env, "local"), "two\n");
-    let done = env.zot(["ext", "update", "local", "--ref", "v1"]).fails(2);
-    assert!(
-        done.stderr.contains("--ref applies to git installs"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "update", "local", "--ref", "v1"])
+        .fails(2)
+        .stderr_has("--ref applies to git installs");
 }
 
 #[test]
@@ -315,8 +301,9 @@ fn hand_copied_extensions_are_an_unknown_source() {
         .json();
     assert_eq!(out[0]["status"], "unknown-source");
     assert_eq!(out[0]["kind"], Value::Null);
-    let done = env.zot(["ext", "update", "--all"]).ok();
-    assert!(done.stderr.contains("unknown source"), "{}", done.stderr);
+    env.zot(["ext", "update", "--all"])
+        .ok()
+        .stderr_has("unknown source");
 }
 
 #[test]
@@ -328,7 +315,7 @@ fn kill_during_update_leaves_the_old_or_the_new_version() {
         fs::create_dir_all(&dir).unwrap();
         fs::write(dir.join(format!("f{i}")), vec![b'o'; 2048]).unwrap();
     }
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     fs::write(src.join("marker"), "new").unwrap();
     let dest = env.global_root().join("big");
     let files = |dir: &Path| {
@@ -389,7 +376,7 @@ fn subfolder_installs_take_only_that_folder_and_updates_follow_it() {
     let repo = monorepo(&root);
     let daemon = GitDaemon::start(&root);
     let url = format!("{}#extensions/clock", daemon.url("mono"));
-    let out = env.zot(["ext", "install", &url, "--json"]).ok().json();
+    let out = env.install_with(&url, &["--json"]).json();
     assert_eq!(out["name"], "clock");
     assert_eq!(out["subdir"], "extensions/clock");
     assert_eq!(out["source"], daemon.url("mono"));
@@ -430,20 +417,15 @@ fn subfolder_errors() {
     let both = format!("{}#extensions/clock", daemon.url("mono"));
     env.zot(["ext", "install", &both, "--subdir", "extensions/clock"])
         .fails(2);
-    let done = env
-        .zot(["ext", "install", &daemon.url("mono"), "--subdir", "../etc"])
-        .fails(2);
-    assert!(done.stderr.contains("without \"..\""), "{}", done.stderr);
-    let done = env
-        .zot(["ext", "install", &daemon.url("mono"), "--subdir", "nope"])
-        .fails(1);
-    assert!(
-        done.stderr.contains("has no folder nope"),
-        "{}",
-        done.stderr
-    );
-    let done = env.zot(["ext", "install", &daemon.url("mono")]).fails(1);
-    assert!(done.stderr.contains("--subdir"), "{}", done.stderr);
+    env.zot(["ext", "install", &daemon.url("mono"), "--subdir", "../etc"])
+        .fails(2)
+        .stderr_has("without \"..\"");
+    env.zot(["ext", "install", &daemon.url("mono"), "--subdir", "nope"])
+        .fails(1)
+        .stderr_has("has no folder nope");
+    env.zot(["ext", "install", &daemon.url("mono")])
+        .fails(1)
+        .stderr_has("--subdir");
     assert!(env.installed_names().is_empty());
 }
 
@@ -490,19 +472,16 @@ fn private_http_updates_use_the_credential_helper() {
         ),
     )
     .unwrap();
-    env.zot(["ext", "install", &http.url("priv")]).ok();
+    env.install(&http.url("priv"));
     repo.commit(&[("rev.txt", "two\n")]);
     env.zot(["ext", "update", "priv"]).ok();
     assert_eq!(rev(&env, "priv"), "two\n");
     fs::remove_file(&store).unwrap();
     repo.commit(&[("rev.txt", "three\n")]);
-    let done = env.zot(["ext", "update", "priv"]).fails(1);
-    assert!(
-        done.stderr.contains("cannot authenticate"),
-        "{}",
-        done.stderr
-    );
-    assert!(done.stderr.contains("credential helper"), "{}", done.stderr);
+    env.zot(["ext", "update", "priv"])
+        .fails(1)
+        .stderr_has("cannot authenticate")
+        .stderr_has("credential helper");
     assert_eq!(rev(&env, "priv"), "two\n");
 }
 
@@ -512,7 +491,7 @@ fn updates_follow_the_recorded_branch_when_the_remote_default_changes() {
     let (_tmp, root) = served();
     let repo = repo(&root, "head");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("head")]).ok();
+    env.install(&daemon.url("head"));
     repo.branch("other");
     repo.commit(&[("extension.json", &manifest("someone-else"))]);
     crate::support::git_servers::git(&repo.bare, &["symbolic-ref", "HEAD", "refs/heads/other"]);
@@ -547,12 +526,9 @@ fn subfolders_behind_symbolic_links_are_refused_and_nothing_outside_moves() {
     let daemon = GitDaemon::start(&root);
     for sub in ["lnk/docs", "lnk/precious"] {
         let url = format!("{}#{sub}", daemon.url("evil"));
-        let done = env.zot(["ext", "install", &url]).fails(1);
-        assert!(
-            done.stderr.contains("lnk is a symbolic link"),
-            "{}",
-            done.stderr
-        );
+        env.zot(["ext", "install", &url])
+            .fails(1)
+            .stderr_has("lnk is a symbolic link");
     }
     assert_eq!(
         fs::read_to_string(victim.join("docs/thesis.txt")).unwrap(),
@@ -563,19 +539,14 @@ fn subfolders_behind_symbolic_links_are_refused_and_nothing_outside_moves() {
     let local = env.work.join("local-src");
     fs::create_dir_all(&local).unwrap();
     std::os::unix::fs::symlink(&victim, local.join("escape")).unwrap();
-    let done = env
-        .zot([
-            "ext",
-            "install",
-            local.to_str().unwrap(),
-            "--subdir",
-            "escape/precious",
-        ])
-        .fails(1);
-    assert!(
-        done.stderr.contains("escape is a symbolic link"),
-        "{}",
-        done.stderr
-    );
+    env.zot([
+        "ext",
+        "install",
+        local.to_str().unwrap(),
+        "--subdir",
+        "escape/precious",
+    ])
+    .fails(1)
+    .stderr_has("escape is a symbolic link");
     assert!(env.installed_names().is_empty());
 }
