@@ -74,6 +74,18 @@ pub(crate) fn zot_ok(env: &Env, args: &[&str]) -> Done {
     done
 }
 
+/// Runs `zot ext install <source>` like [`zot`] and asserts it succeeded.
+pub(crate) fn install_git(env: &Env, source: &str) -> Done {
+    install_git_with(env, source, &[])
+}
+
+/// Runs `zot ext install <source> <flags>` like [`zot`] and asserts it succeeded.
+pub(crate) fn install_git_with(env: &Env, source: &str, flags: &[&str]) -> Done {
+    let mut args = vec!["ext", "install", source];
+    args.extend_from_slice(flags);
+    zot_ok(env, &args)
+}
+
 pub(crate) fn zot_fails(env: &Env, args: &[&str]) -> Done {
     let done = zot(env, args);
     done.failure(1);
@@ -251,7 +263,7 @@ fn installs_the_default_branch_from_git_daemon() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("hello");
 
-    let done = zot_ok(&env, &["ext", "install", &url]);
+    let done = install_git(&env, &url);
 
     let dir = installed_dir(&env, "hello");
     done.stdout_has(&format!(
@@ -281,7 +293,7 @@ fn the_default_branch_is_the_remote_head_even_when_not_main() {
 
     for url in [daemon.url("trunky"), http.url("trunky")] {
         let env = Env::new();
-        zot_ok(&env, &["ext", "install", &url]);
+        install_git(&env, &url);
         assert_eq!(rev_txt(&env, "trunky"), "trunk\n", "{url}");
         assert_git_record(&env, "trunky", &url, None, &trunk);
     }
@@ -297,7 +309,7 @@ fn installs_over_smart_http_with_a_shallow_fetch() {
     let http = HttpGit::start(&root);
     let url = http.url("webby");
 
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
 
     assert_installed_tree(&env, "webby");
     assert_eq!(rev_txt(&env, "webby"), "three\n");
@@ -334,7 +346,7 @@ fn a_commit_id_at_a_branch_or_tag_tip_is_fetched_shallowly() {
     for commit in [&revs.c3, &revs.c2] {
         let env = Env::new();
         let before = http.requests().len();
-        zot_ok(&env, &["ext", "install", &url, "--ref", commit]);
+        install_git_with(&env, &url, &["--ref", commit]);
         assert_git_record(&env, "tips", &url, Some(commit), commit);
         let bodies: Vec<String> = http.requests()[before..]
             .iter()
@@ -359,7 +371,7 @@ fn installs_from_a_file_url_and_a_local_bare_path() {
 
     for source in [file_url.as_str(), path.as_str()] {
         let env = Env::new();
-        zot_ok(&env, &["ext", "install", source]);
+        install_git(&env, source);
         assert_installed_tree(&env, "local");
         assert_eq!(rev_txt(&env, "local"), "two\n", "{source}");
         assert_git_record(&env, "local", source, None, &head);
@@ -381,7 +393,7 @@ fn installs_from_a_file_url_and_a_local_bare_path() {
             copy.to_str().unwrap(),
         ],
     );
-    zot_ok(&env, &["ext", "install", "../relative.git"]);
+    install_git(&env, "../relative.git");
     assert_eq!(rev_txt(&env, "local"), "two\n");
     assert_eq!(record(&env, "local")["commit"], head);
 }
@@ -405,7 +417,7 @@ fn check_refs(url_of: &dyn Fn(&str) -> String, root: &Path) {
     ];
     for (git_ref, text, commit) in cases {
         let env = Env::new();
-        zot(&env, &["ext", "install", &url, "--ref", git_ref]).success();
+        install_git_with(&env, &url, &["--ref", git_ref]);
         assert_eq!(rev_txt(&env, "revs"), text, "--ref {git_ref} from {url}");
         assert_git_record(&env, "revs", &url, Some(git_ref), commit);
         assert_installed_tree(&env, "revs");
@@ -446,7 +458,7 @@ fn json_output_of_a_git_install() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("jsony");
 
-    let out = zot_ok(&env, &["ext", "install", &url, "--ref", "v2", "--json"]).json();
+    let out = install_git_with(&env, &url, &["--ref", "v2", "--json"]).json();
 
     let keys: Vec<&str> = out
         .as_object()
@@ -511,7 +523,7 @@ fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
     let first = repo.head_commit();
     let http = HttpGit::start(&root);
     let url = http.url("again");
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
     assert_git_record(&env, "again", &url, None, &first);
 
     let second = repo.commit_with("newer", |work| {
@@ -530,7 +542,7 @@ fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
         "a refused reinstall changed the store"
     );
 
-    let out = zot_ok(&env, &["ext", "install", &url, "--force", "--json"]).json();
+    let out = install_git_with(&env, &url, &["--force", "--json"]).json();
     assert_eq!(out["replaced"], true);
     assert_eq!(out["commit"], second);
     let dir = installed_dir(&env, "again");
@@ -545,7 +557,7 @@ fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
     let staging = env.home.join(".ext-store/staging");
     assert_eq!(fs::read_dir(staging).unwrap().count(), 0);
 
-    zot_ok(&env, &["ext", "install", &url, "--force"]).stdout_has("replaced again 1.0.0 (global)");
+    install_git_with(&env, &url, &["--force"]).stdout_has("replaced again 1.0.0 (global)");
 }
 
 #[test]
@@ -556,7 +568,7 @@ fn project_scope_git_install() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("proj");
 
-    zot_ok(&env, &["ext", "install", &url, "--project"]);
+    install_git_with(&env, &url, &["--project"]);
 
     let dir = env.project_root().join("proj");
     assert!(dir.join("extension.json").is_file());
@@ -783,7 +795,7 @@ fn repository_links_pointing_outside_are_kept_and_listed() {
     std::os::unix::fs::symlink("run.sh", src.join("start")).unwrap();
     Repo::from_dir(&root, "linky", &src);
     let http = HttpGit::start(&root);
-    zot_ok(&env, &["ext", "install", &http.url("linky")]).stderr_has("note: kept 2 links that point outside the extension: passwd -> /etc/passwd, up -> ../../../../../../../../etc/passwd");
+    install_git(&env, &http.url("linky")).stderr_has("note: kept 2 links that point outside the extension: passwd -> /etc/passwd, up -> ../../../../../../../../etc/passwd");
     let dir = installed_dir(&env, "linky");
     assert_eq!(
         fs::read_link(dir.join("passwd")).unwrap(),
@@ -810,7 +822,7 @@ fn basic_auth_with_credentials_in_the_url() {
     let url = http.url_with_credentials("private", USER, PASSWORD);
     let shown = format!("http://***@127.0.0.1:{}/private.git", http.port());
 
-    let done = zot_ok(&env, &["ext", "install", &url]);
+    let done = install_git(&env, &url);
     assert_installed_tree(&env, "private");
     assert_git_record(&env, "private", &shown, None, &repo.head_commit());
     assert!(
@@ -830,7 +842,7 @@ fn basic_auth_with_credentials_in_the_url() {
     );
 
     // --json shows the redacted source too.
-    let out = zot_ok(&env, &["ext", "install", &url, "--force", "--json"]);
+    let out = install_git_with(&env, &url, &["--force", "--json"]);
     out.stdout_lacks(PASSWORD);
     assert_eq!(out.json()["source"], shown);
 }
@@ -927,7 +939,7 @@ fn basic_auth_with_credentials_from_a_git_credential_helper() {
     .unwrap();
     let url = http.url("helped");
 
-    let done = zot_ok(&env, &["ext", "install", &url]);
+    let done = install_git(&env, &url);
 
     assert!(
         !done.stdout.contains(PASSWORD) && !done.stderr.contains(PASSWORD),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::git_install::{
     assert_git_record, assert_installed_tree, assert_nothing_installed, bounded, extension_repo,
-    install_fails, served, zot_ok,
+    install_fails, install_git, served,
 };
 use crate::support::Env;
 use crate::support::git_servers::{SSHD, SshAgent, Sshd, ssh_key};
@@ -55,7 +55,7 @@ fn installs_with_a_key_file_and_a_known_host() {
     let (_tmp, root) = served();
     let repo = extension_repo(&env, &root, "sshy");
     let url = sshd.url(&repo.bare);
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
     assert_installed_tree(&env, "sshy");
     assert_git_record(&env, "sshy", &url, None, &repo.head_commit());
 }
@@ -88,7 +88,7 @@ fn installs_with_a_hashed_known_hosts_entry() {
     let (_tmp, root) = served();
     let repo = extension_repo(&env, &root, "hashy");
     let url = sshd.url(&repo.bare);
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
     assert_git_record(&env, "hashy", &url, None, &repo.head_commit());
 }
 
@@ -178,7 +178,7 @@ fn an_unknown_host_key_is_refused_with_the_command_to_add_it() {
     install_fails(&env, &["ext", "install", &url], &expected);
     // The right key makes it work.
     write_known_hosts(&env, &format!("{}\n", sshd.known_hosts_line()));
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
 }
 
 #[test]
