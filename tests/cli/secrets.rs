@@ -6,7 +6,7 @@ use std::fs;
 
 use serde_json::Value;
 
-use crate::git_install::{extension_repo, served, zot};
+use crate::git_install::{extension_repo, install_git, install_git_with, served, zot};
 use crate::support::extensions::sh_extension;
 use crate::support::git_servers::{HttpGit, Repo, free_port};
 use crate::support::{Done, Env, manifest};
@@ -173,12 +173,10 @@ fn a_password_with_odd_characters_is_used_but_never_shown_or_stored() {
     );
     let shown = format!("http://***@127.0.0.1:{}/private.git", http.port());
 
-    let done = zot(&env, &["ext", "install", &url]);
-    done.success();
+    let done = install_git(&env, &url);
     assert!(done.stdout.starts_with("installed private"), "{done:#?}");
     assert_eq!(record_source(&env, "private"), shown.as_str());
-    let done_json = zot(&env, &["ext", "install", &url, "--force", "--json"]);
-    done_json.success();
+    let done_json = install_git_with(&env, &url, &["--force", "--json"]);
     assert_eq!(done_json.json()["source"], shown.as_str());
 
     // `#` starts the subfolder only after the host.
@@ -194,8 +192,7 @@ fn a_password_with_odd_characters_is_used_but_never_shown_or_stored() {
         "http://alice:{PASSWORD_IN_URL}@127.0.0.1:{}/mono.git#ext/inner",
         http.port()
     );
-    let done_subdir = zot(&env, &["ext", "install", &mono]);
-    done_subdir.success();
+    let done_subdir = install_git(&env, &mono);
     assert_eq!(
         record_source(&env, "inner"),
         format!("http://***@127.0.0.1:{}/mono.git", http.port()).as_str()
@@ -245,8 +242,7 @@ fn a_query_token_is_never_shown_or_stored() {
     let shown = format!("{}?private_token=***&ref=main", http.url("tokened"));
 
     let mut runs = Vec::new();
-    let done = zot(&env, &["ext", "install", &url, "--json"]);
-    done.success();
+    let done = install_git_with(&env, &url, &["--json"]);
     assert_eq!(done.json()["source"], shown.as_str());
     assert_eq!(record_source(&env, "tokened"), shown.as_str());
     runs.push(done);
