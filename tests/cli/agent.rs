@@ -166,12 +166,9 @@ fn no_agent_is_a_usage_error_with_a_hint_but_help_still_answers() {
     let done = run(&env, &link, &["--ext", "./x"], path.clone(), &[]);
     done.failure(2);
     assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
-    assert!(
-        done.stderr.contains("the zot agent was not found")
-            && done.stderr.contains("ZOT_AGENT")
-            && done.stderr.contains("https://github.com/patriceckhart/zot"),
-        "{done:#?}"
-    );
+    done.stderr_has("the zot agent was not found")
+        .stderr_has("ZOT_AGENT")
+        .stderr_has("https://github.com/patriceckhart/zot");
     let done = run(&env, &link, &["--version"], path.clone(), &[]);
     done.success();
     assert!(done.stdout.starts_with("zot "), "{done:#?}");
@@ -212,11 +209,8 @@ fn a_wrapper_agent_that_calls_zot_back_does_not_loop() {
     let done = run(&env, &link, &["--ext", "x"], path, &[]);
     done.failure(2);
     assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
-    assert!(
-        done.stderr.contains("seems to call `zot` back")
-            && done.stderr.contains("(ZOT_EXT_PASSTHROUGH=4)"),
-        "{done:#?}"
-    );
+    done.stderr_has("seems to call `zot` back")
+        .stderr_has("(ZOT_EXT_PASSTHROUGH=4)");
 }
 
 #[test]

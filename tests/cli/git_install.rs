@@ -825,10 +825,7 @@ fn basic_auth_with_credentials_in_the_url() {
     let done = install_git(&env, &url);
     assert_installed_tree(&env, "private");
     assert_git_record(&env, "private", &shown, None, &repo.head_commit());
-    assert!(
-        !done.stdout.contains(PASSWORD) && !done.stderr.contains(PASSWORD),
-        "{done:#?}"
-    );
+    done.stdout_lacks(PASSWORD).stderr_lacks(PASSWORD);
     for (path, content) in env.snapshot() {
         assert!(!content.contains(PASSWORD), "{path} holds the password");
         assert!(!content.contains(USER), "{path} holds the user name");
@@ -941,10 +938,7 @@ fn basic_auth_with_credentials_from_a_git_credential_helper() {
 
     let done = install_git(&env, &url);
 
-    assert!(
-        !done.stdout.contains(PASSWORD) && !done.stderr.contains(PASSWORD),
-        "{done:#?}"
-    );
+    done.stdout_lacks(PASSWORD).stderr_lacks(PASSWORD);
     assert_installed_tree(&env, "helped");
     assert_git_record(&env, "helped", &url, None, &repo.head_commit());
     // The listing and the fetch are separate connections: both were given the credentials.

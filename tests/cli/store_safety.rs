@@ -172,11 +172,8 @@ fn a_symlinked_manifest_is_never_written_through() {
         let inode = fs::metadata(&outside).unwrap().ino();
         let done = env.zot(["ext", command, "x"]).fails(1);
         assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
-        assert!(
-            done.stderr.contains("extension.json") && done.stderr.contains("symbolic link"),
-            "{}",
-            done.stderr
-        );
+        done.stderr_has("extension.json")
+            .stderr_has("symbolic link");
         assert_eq!(fs::read(&outside).unwrap(), before, "{command}");
         assert_eq!(fs::metadata(&outside).unwrap().ino(), inode, "{command}");
         assert!(
