@@ -60,8 +60,9 @@ fn exec_on_path_and_missing_exec() {
             .unwrap()
             .contains("does not exist")
     );
-    let text = env.zot(["ext", "info", "missing"]).ok().stdout;
-    assert!(text.contains("./nope -> not found"), "{text}");
+    env.zot(["ext", "info", "missing"])
+        .ok()
+        .stdout_has("./nope -> not found");
 }
 
 #[test]
@@ -77,8 +78,9 @@ fn hand_copied_extensions_have_no_source() {
     let info = env.zot(["ext", "info", "manual", "--json"]).ok().json();
     assert_eq!(info["copies"][0]["source"], Value::Null);
     assert_eq!(info["copies"][0]["log"]["bytes"], Value::Null);
-    let text = env.zot(["ext", "info", "manual"]).ok().stdout;
-    assert!(text.contains("source:      unknown"), "{text}");
+    env.zot(["ext", "info", "manual"])
+        .ok()
+        .stdout_has("source:      unknown");
 }
 
 #[test]

@@ -259,12 +259,9 @@ fn new_writes_an_install_record_and_info_shows_where_it_came_from() {
     assert_eq!(record["language"], "javascript");
     // With its file list, like any install.
     assert!(state.join("files/made.json").is_file());
-    let info = env.zot(["ext", "info", "made"]).ok().stdout;
-    assert!(
-        info.contains("made by zot ext new from the node template"),
-        "{info}"
-    );
-    assert!(!info.contains("copied in by hand"), "{info}");
+    let info = env.zot(["ext", "info", "made"]).ok();
+    info.stdout_has("made by zot ext new from the node template")
+        .stdout_lacks("copied in by hand");
     let json = env.zot(["ext", "info", "made", "--json"]).ok().json();
     assert_eq!(json["copies"][0]["source"]["kind"], "new");
     // A folder made with --dir is not installed: no record anywhere.

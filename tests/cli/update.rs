@@ -138,8 +138,9 @@ fn dry_run_reports_without_touching_the_store() {
     assert_eq!(out[0]["available"]["version"], "1.1.0");
     assert_eq!(out[0]["available"]["commit"], new);
     assert_eq!(env.snapshot(), before);
-    let text = env.zot(["ext", "update", "dry", "-n"]).ok().stdout;
-    assert!(text.contains("would update dry (global): 1.0.0"), "{text}");
+    env.zot(["ext", "update", "dry", "-n"])
+        .ok()
+        .stdout_has("would update dry (global): 1.0.0");
 }
 
 #[test]
