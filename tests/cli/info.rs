@@ -88,7 +88,7 @@ fn unknown_name_fails() {
     let env = Env::new();
     env.zot(["ext", "info", "ghost"])
         .fails(1)
-        .stderr_has("no extension named \"ghost\"");
+        .stderr_is(&env.not_installed_error("ghost"));
 }
 
 /// An install record that is there but cannot be used (a named pipe, a folder, a link, text

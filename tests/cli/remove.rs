@@ -137,8 +137,7 @@ fn unknown_name_exits_1_naming_where_it_looked() {
     let env = Env::new();
     env.zot(["ext", "remove", "-y", "nope"])
         .fails(1)
-        .stderr_has("no extension named \"nope\"")
-        .stderr_has(&env.global_root().display().to_string());
+        .stderr_is(&env.not_installed_error("nope"));
 }
 
 #[test]

@@ -158,6 +158,16 @@ impl Env {
         out
     }
 
+    /// The one-line error for a name that is installed in neither scope.
+    pub fn not_installed_error(&self, name: &str) -> String {
+        format!(
+            "error: no extension named \"{name}\" is installed (looked in {} and {}); \
+             `zot ext list` shows what is\n",
+            self.project_root().display(),
+            self.global_root().display()
+        )
+    }
+
     /// The folders in the global and project extensions roots.
     pub fn installed_names(&self) -> Vec<String> {
         let mut names = Vec::new();
