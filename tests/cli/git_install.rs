@@ -241,7 +241,7 @@ pub(crate) fn install_fails(env: &Env, args: &[&str], expected: &[&str]) -> Done
     for text in expected {
         done.stderr_has(text);
     }
-    assert!(done.stdout.is_empty(), "stdout: {}", done.stdout);
+    done.stdout_is("");
     assert_nothing_installed(env, &before);
     done
 }
