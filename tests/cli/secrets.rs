@@ -118,8 +118,7 @@ fn install_errors_never_show_a_credential() {
                 args.push("--json");
             }
             let done = zot(&env, &args);
-            done.failure(1);
-            done.stdout_lacks(secret).stderr_lacks(secret);
+            done.failure(1).stdout_lacks(secret).stderr_lacks(secret);
             assert_one_line(&done);
             done.stderr_has(shown.as_str());
         }
@@ -137,8 +136,9 @@ fn an_scp_like_password_is_refused_without_showing_it() {
         &env,
         &["ext", "install", "git:scp-5ecret@127.0.0.1:owner/x.git"],
     );
-    done.failure(2);
-    done.stdout_lacks("scp-5ecret").stderr_lacks("scp-5ecret");
+    done.failure(2)
+        .stdout_lacks("scp-5ecret")
+        .stderr_lacks("scp-5ecret");
     assert_one_line(&done);
     done.stderr_has(
         "git:***@127.0.0.1:owner/x.git: the user@host:path form cannot carry a password",
@@ -288,8 +288,10 @@ fn credentials_in_an_old_record_are_never_shown() {
     let update_json = zot(&env, &["ext", "update", "legacy", "--json"]);
     update_json.failure(1);
     for done in [&info, &info_json, &update, &update_json] {
-        done.stdout_lacks("5ecret").stderr_lacks("5ecret");
-        done.stdout_lacks("alice").stderr_lacks("alice");
+        done.stdout_lacks("5ecret")
+            .stderr_lacks("5ecret")
+            .stdout_lacks("alice")
+            .stderr_lacks("alice");
     }
 }
 

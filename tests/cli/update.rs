@@ -396,34 +396,55 @@ fn subfolder_installs_take_only_that_folder_and_updates_follow_it() {
     assert_eq!(rev(&env, "clock"), "two\n");
     assert!(!dest.join("README.md").exists());
     let flag = env
-        .zot([
-            "ext",
-            "install",
+        .install_with(
             &daemon.url("mono"),
-            "--subdir",
-            "extensions/other",
-            "--json",
-        ])
-        .ok()
+            &["--subdir", "extensions/other", "--json"],
+        )
         .json();
     assert_eq!(flag["name"], "other");
 }
 
-#[test]
-fn subfolder_errors() {
-    let env = Env::new();
-    let (_tmp, root) = served();
+/// A git daemon serving [`monorepo`] as `mono`; keep the folder while the daemon runs.
+fn served_monorepo() -> (TempDir, GitDaemon) {
+    let (tmp, root) = served();
     monorepo(&root);
-    let daemon = GitDaemon::start(&root);
+    (tmp, GitDaemon::start(&root))
+}
+
+#[test]
+fn a_subfolder_in_both_the_url_and_the_flag_is_a_usage_error() {
+    let env = Env::new();
+    let (_tmp, daemon) = served_monorepo();
     let both = format!("{}#extensions/clock", daemon.url("mono"));
     env.zot(["ext", "install", &both, "--subdir", "extensions/clock"])
         .fails(2);
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn a_subfolder_climbing_out_of_the_repository_is_a_usage_error() {
+    let env = Env::new();
+    let (_tmp, daemon) = served_monorepo();
     env.zot(["ext", "install", &daemon.url("mono"), "--subdir", "../etc"])
         .fails(2)
         .stderr_has("without \"..\"");
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn a_missing_subfolder_is_refused() {
+    let env = Env::new();
+    let (_tmp, daemon) = served_monorepo();
     env.zot(["ext", "install", &daemon.url("mono"), "--subdir", "nope"])
         .fails(1)
         .stderr_has("has no folder nope");
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn a_repository_without_a_top_manifest_is_refused_naming_the_subdir_flag() {
+    let env = Env::new();
+    let (_tmp, daemon) = served_monorepo();
     env.zot(["ext", "install", &daemon.url("mono")])
         .fails(1)
         .stderr_has("--subdir");
@@ -437,15 +458,7 @@ fn folder_sources_take_a_subdir_too() {
     fs::create_dir_all(top.join("ext/inner")).unwrap();
     fs::write(top.join("ext/inner/extension.json"), manifest("inner")).unwrap();
     let out = env
-        .zot([
-            "ext",
-            "install",
-            top.to_str().unwrap(),
-            "--subdir",
-            "ext/inner",
-            "--json",
-        ])
-        .ok()
+        .install_with(&top, &["--subdir", "ext/inner", "--json"])
         .json();
     assert_eq!(out["subdir"], "ext/inner");
     fs::write(top.join("ext/inner/new.txt"), "x").unwrap();
