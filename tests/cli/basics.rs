@@ -36,12 +36,29 @@ fn version_exits_zero() {
 }
 
 #[test]
-fn unknown_subcommand_and_flags_are_usage_errors() {
+fn an_unknown_subcommand_is_a_usage_error() {
     let env = Env::new();
-    env.zot(["ext", "frobnicate"]).fails(2);
+    env.zot(["ext", "frobnicate"])
+        .fails(2)
+        .stderr_has("error: unrecognized subcommand 'frobnicate'");
+}
+
+#[test]
+fn an_unknown_scope_is_a_usage_error() {
+    let env = Env::new();
     env.zot(["ext", "list", "--scope", "nowhere"]).fails(2);
+}
+
+#[test]
+fn project_and_global_together_are_a_usage_error() {
+    let env = Env::new();
     env.zot(["ext", "remove", "a", "--project", "--global"])
         .fails(2);
+}
+
+#[test]
+fn install_without_a_source_is_a_usage_error() {
+    let env = Env::new();
     env.zot(["ext", "install"]).fails(2);
 }
 

@@ -58,15 +58,30 @@ fn staging_is_empty(env: &Env) -> bool {
 }
 
 #[test]
-fn names_or_all_are_required() {
+fn update_without_names_or_all_is_a_usage_error() {
     let env = Env::new();
-    env.zot(["ext", "update"]).fails(2).stderr_has("--all");
+    env.zot(["ext", "update"])
+        .fails(2)
+        .stderr_is("error: name the extensions to update, or pass --all\n");
+}
+
+#[test]
+fn ref_with_several_names_is_a_usage_error() {
+    let env = Env::new();
     env.installed("a", false);
     env.installed("b", false);
     env.zot(["ext", "update", "a", "b", "--ref", "v1"])
         .fails(2)
-        .stderr_has("name exactly one");
-    env.zot(["ext", "update", "a", "--all"]).fails(2);
+        .stderr_is("error: --ref re-pins one extension: name exactly one\n");
+}
+
+#[test]
+fn names_with_all_is_a_usage_error() {
+    let env = Env::new();
+    env.installed("a", false);
+    env.zot(["ext", "update", "a", "--all"])
+        .fails(2)
+        .stderr_has("cannot be used with '--all'");
 }
 
 #[test]
