@@ -204,24 +204,35 @@ fn project_and_folder_locations() {
 }
 
 #[test]
-fn never_overwrites() {
+fn never_overwrites_an_installed_extension() {
     let env = Env::new();
     create(&env, "taken", "python");
     let before = env.snapshot();
     env.zot(["ext", "new", "taken", "--lang", "node"])
         .fails(1)
-        .stderr_has("an extension named \"taken\" already exists");
+        .stderr_is(&format!(
+            "error: an extension named \"taken\" already exists at {}; \
+             pick another name (nothing was written)\n",
+            env.global_root().join("taken").display()
+        ));
     assert_eq!(env.snapshot(), before);
     // The staging folder is empty again.
     let staging = env.home.join(".ext-store/staging");
     assert_eq!(fs::read_dir(staging).unwrap().count(), 0);
+}
 
+#[test]
+fn never_writes_into_a_folder_that_is_not_empty() {
+    let env = Env::new();
     let full = env.work.join("full");
     fs::create_dir(&full).unwrap();
     fs::write(full.join("keep.txt"), "mine").unwrap();
     env.zot(["ext", "new", "full", "--dir", full.to_str().unwrap()])
         .fails(1)
-        .stderr_has("already exists and is not empty");
+        .stderr_is(&format!(
+            "error: {} already exists and is not empty; nothing was written\n",
+            full.display()
+        ));
     assert_eq!(fs::read_dir(&full).unwrap().count(), 1);
     assert_eq!(fs::read_to_string(full.join("keep.txt")).unwrap(), "mine");
 }
@@ -229,9 +240,10 @@ fn never_overwrites() {
 #[test]
 fn names_are_checked_and_builtins_avoided() {
     let env = Env::new();
-    env.zot(["ext", "new", "no/slash"])
-        .fails(2)
-        .stderr_has("the name \"no/slash\"");
+    env.zot(["ext", "new", "no/slash"]).fails(2).stderr_is(
+        "error: the name \"no/slash\" contains '/'; \
+             a name must be one folder name: no '/', '\\' or control characters\n",
+    );
     env.zot(["ext", "new", "ok", "--lang", "cobol"]).fails(2);
     let json = env.zot(["ext", "new", "help", "--json"]).ok().json();
     assert_eq!(json["command"], "help-ext");

@@ -12,8 +12,12 @@ fn without_a_terminal_and_without_yes_it_refuses_with_exit_2() {
     let before = env.snapshot();
     env.zot(["ext", "remove", "keep"])
         .fails(2)
-        .stderr_has("stdin is not a terminal")
-        .stderr_has("--yes");
+        .stdout_is("")
+        .stderr_is(&format!(
+            "error: not removing keep (global) at {}: stdin is not a terminal and gave no y or \
+             yes line within 1s, so no one confirmed; pass --yes to remove it\n",
+            env.global_root().join("keep").display()
+        ));
     assert_eq!(env.snapshot(), before);
 }
 
@@ -32,7 +36,10 @@ fn a_piped_y_or_yes_line_confirms() {
         env.zot(["ext", "remove", name])
             .stdin(answer)
             .ok()
-            .stdout_has(&format!("removed {name} (global)"))
+            .stdout_is(&format!(
+                "removed {name} (global) from {}\n",
+                env.global_root().join(name).display()
+            ))
             .stderr_lacks("[y/N]");
     }
     assert!(env.installed_names().is_empty());
@@ -105,7 +112,11 @@ fn yes_removes_the_folder_and_its_record() {
     env.installed("gone", false);
     env.zot(["ext", "remove", "-y", "gone"])
         .ok()
-        .stdout_has("removed gone (global)");
+        .stdout_is(&format!(
+            "removed gone (global) from {}\n",
+            env.global_root().join("gone").display()
+        ))
+        .stderr_is("");
     assert!(env.installed_names().is_empty());
     assert!(!env.home.join(".ext-store/sources/gone.json").exists());
     assert_eq!(
@@ -123,8 +134,14 @@ fn default_target_is_the_winning_copy_and_scope_flags_pick_one() {
     env.installed("dup", true);
     env.zot(["ext", "remove", "--yes", "dup"])
         .ok()
-        .stdout_has("(project)")
-        .stderr_has("global copy");
+        .stdout_is(&format!(
+            "removed dup (project) from {}\n",
+            env.project_root().join("dup").display()
+        ))
+        .stderr_is(&format!(
+            "note: the global copy in {} is still installed\n",
+            env.global_root().join("dup").display()
+        ));
     assert!(env.global_root().join("dup").exists());
     env.installed("dup", true);
     env.zot(["ext", "remove", "--yes", "--global", "dup"]).ok();
