@@ -13,16 +13,27 @@ const CASED: &str = "{\n  \"Name\": \"cased\",\n  \"EXEC\": \"./run.sh\",\n  \"E
 fn case_variant_keys_install_list_and_toggle_with_a_warning() {
     let env = Env::new();
     let src = env.source_with_manifest("cased", CASED);
+    let dir = env.global_root().join("cased");
     env.install(&src)
-        .stdout_has("installed cased")
-        .stderr_has(
-            "warning: extension.json: key \"Name\" works, but the documented spelling is \"name\"",
-        )
-        .stderr_has("key \"EXEC\"");
-    let list = env.zot(["ext", "list"]).ok();
-    list.stdout_has("cased")
-        .stderr_has("key \"Enabled\" works, but the documented spelling is \"enabled\"");
-    let path = env.global_root().join("cased/extension.json");
+        .stdout_is(&format!(
+            "installed cased (global) in {}\n",
+            dir.display()
+        ))
+        .stderr_is(
+            "warning: extension.json: key \"Name\" works, but the documented spelling is \"name\"\n\
+             warning: extension.json: key \"EXEC\" works, but the documented spelling is \"exec\"\n\
+             warning: extension.json: key \"Enabled\" works, but the documented spelling is \"enabled\"\n",
+        );
+    let path = dir.join("extension.json");
+    env.zot(["ext", "list"])
+        .ok()
+        .stdout_has("cased")
+        .stderr_is(&format!(
+            "warning: {path}: key \"Name\" works, but the documented spelling is \"name\"\n\
+             warning: {path}: key \"EXEC\" works, but the documented spelling is \"exec\"\n\
+             warning: {path}: key \"Enabled\" works, but the documented spelling is \"enabled\"\n",
+            path = path.display()
+        ));
     env.zot(["ext", "disable", "cased"]).ok();
     // The key zot reads is rewritten in its own spelling; nothing else changes.
     assert_eq!(
@@ -66,7 +77,10 @@ fn a_wrong_type_under_any_spelling_is_refused_with_its_position() {
     );
     env.zot(["ext", "install", src.to_str().unwrap()])
         .fails(1)
-        .stderr_has("extension.json:2:9: \"exec\" must be a string, found the number 5");
+        .stderr_is(&format!(
+            "error: {}:2:9: \"exec\" must be a string, found the number 5 (nothing was changed)\n",
+            src.join("extension.json").display()
+        ));
 }
 
 fn lifecycle(name: &str) {
