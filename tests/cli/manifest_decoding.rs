@@ -142,10 +142,9 @@ fn lifecycle(name: &str) {
     let logs = env.home.join("logs");
     fs::create_dir_all(&logs).unwrap();
     fs::write(logs.join(format!("ext-{name}.log")), "hello from the log\n").unwrap();
-    assert_eq!(
-        env.zot(["ext", "logs", name]).ok().stdout,
-        "hello from the log\n"
-    );
+    env.zot(["ext", "logs", name])
+        .ok()
+        .stdout_is("hello from the log\n");
     env.zot(["ext", "remove", "--yes", name]).ok();
     assert!(!env.global_root().join(name).exists());
     assert!(env.installed_names().is_empty());
