@@ -165,7 +165,7 @@ fn no_agent_is_a_usage_error_with_a_hint_but_help_still_answers() {
     let path = env.path_with(&ours);
     let done = run(&env, &link, &["--ext", "./x"], path.clone(), &[]);
     done.failure(2);
-    assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
+    done.stderr_one_line();
     done.stderr_has("the zot agent was not found")
         .stderr_has("ZOT_AGENT")
         .stderr_has("https://github.com/patriceckhart/zot");
@@ -208,7 +208,7 @@ fn a_wrapper_agent_that_calls_zot_back_does_not_loop() {
     let path = std::env::join_paths(dirs).unwrap();
     let done = run(&env, &link, &["--ext", "x"], path, &[]);
     done.failure(2);
-    assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
+    done.stderr_one_line();
     done.stderr_has("seems to call `zot` back")
         .stderr_has("(ZOT_EXT_PASSTHROUGH=4)");
 }

@@ -248,7 +248,7 @@ fn a_name_that_is_not_one_file_name_is_refused() {
             }
             let done = env.zot(&args).fails(2);
             done.stdout_is("").stderr_lacks("outside");
-            assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+            done.stderr_one_line();
         }
     }
 }

@@ -22,7 +22,7 @@ fn refused(w: &World, prepared: Prepared, says: &[&str]) -> Done {
     let done = w.run(prepared);
     let after = w.snapshot();
     done.failure(1);
-    assert_eq!(done.stderr.lines().count(), 1, "not one line: {done:#?}");
+    done.stderr_one_line();
     assert!(done.stderr.starts_with("error: "), "{done:#?}");
     for word in says {
         // `update` reports each extension's failure on stdout and sums up on stderr.

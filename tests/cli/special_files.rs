@@ -61,12 +61,10 @@ fn zot(env: &Env, args: &[&str]) -> Done {
 
 /// Asserts exit 1 and one line of error that contains every piece of `says`.
 fn fails_saying(done: &Done, says: &[&str]) {
-    done.failure(1);
-    let lines: Vec<&str> = done.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line:\n{}", done.stderr);
-    assert!(lines[0].starts_with("error: "), "{}", done.stderr);
+    done.failure(1).stderr_one_line();
+    assert!(done.stderr.starts_with("error: "), "{done:?}");
     for piece in says {
-        assert!(lines[0].contains(piece), "no {piece:?} in: {}", done.stderr);
+        done.stderr_has(piece);
     }
 }
 

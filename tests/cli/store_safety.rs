@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Env, manifest, write_executable};
+use crate::support::{Done, Env, manifest, write_executable};
 
 /// A folder outside every root with one file in it, which no command may touch.
 fn make_victim(env: &Env) -> PathBuf {
@@ -42,11 +42,11 @@ fn plant_link(state: &Path, sub: &str, to: &Path) {
     symlink(to, &path).unwrap();
 }
 
-fn one_line_naming(stderr: &str, what: &str) {
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one line expected:\n{stderr}");
-    assert!(stderr.contains(what), "{what} not named:\n{stderr}");
-    assert!(stderr.contains("remove it"), "no fix given:\n{stderr}");
+/// One line of error naming `what` and saying how to fix it.
+fn one_line_naming(done: &Done, what: &str) {
+    done.stderr_one_line()
+        .stderr_has(what)
+        .stderr_has("remove it");
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn linked_trash_or_staging_in_zot_home_is_refused_by_every_command() {
                 .map(|a| a.replace("SRC", src.to_str().unwrap()))
                 .collect();
             let done = env.zot(&args).fails(1);
-            one_line_naming(&done.stderr, &format!(".ext-store/{sub}"));
+            one_line_naming(&done, &format!(".ext-store/{sub}"));
             assert_victim_intact(&victim);
             assert!(
                 env.global_root().join("x/extension.json").exists(),
@@ -92,7 +92,7 @@ fn a_cloned_project_with_a_linked_trash_cannot_empty_a_folder_outside() {
     symlink("../../../victim", state.join("trash")).unwrap();
     assert!(state.join("trash/precious.txt").exists());
     let done = env.zot(["ext", "list"]).fails(1);
-    one_line_naming(&done.stderr, ".ext-store/trash");
+    one_line_naming(&done, ".ext-store/trash");
     assert_victim_intact(&victim);
 }
 
@@ -107,7 +107,7 @@ fn a_project_with_a_linked_staging_cannot_empty_a_folder_outside_on_install() {
     let done = env
         .zot(["ext", "install", "--project", src.to_str().unwrap()])
         .fails(1);
-    one_line_naming(&done.stderr, ".ext-store/staging");
+    one_line_naming(&done, ".ext-store/staging");
     assert_victim_intact(&victim);
     assert!(!env.project_root().join("p").exists());
 }
@@ -120,7 +120,7 @@ fn a_state_folder_or_lock_that_is_not_what_it_must_be_is_refused() {
     symlink(&victim, env.home.join(".ext-store")).unwrap();
     let src = env.source("a", "a");
     let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-    one_line_naming(&done.stderr, ".ext-store");
+    one_line_naming(&done, ".ext-store");
     assert_victim_intact(&victim);
     assert!(!victim.join("staging").exists() && !victim.join("lock").exists());
 
@@ -146,7 +146,7 @@ fn a_state_folder_or_lock_that_is_not_what_it_must_be_is_refused() {
         let started = Instant::now();
         let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
         assert!(started.elapsed() < Duration::from_secs(5), "{kind}: slow");
-        one_line_naming(&done.stderr, ".ext-store/lock");
+        one_line_naming(&done, ".ext-store/lock");
         assert_victim_intact(&victim);
         assert!(!env.global_root().join("a").exists(), "{kind}");
     }
@@ -171,7 +171,7 @@ fn a_symlinked_manifest_is_never_written_through() {
         let before = fs::read(&outside).unwrap();
         let inode = fs::metadata(&outside).unwrap().ino();
         let done = env.zot(["ext", command, "x"]).fails(1);
-        assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+        done.stderr_one_line();
         done.stderr_has("extension.json")
             .stderr_has("symbolic link");
         assert_eq!(fs::read(&outside).unwrap(), before, "{command}");

@@ -184,7 +184,7 @@ fn a_failure_and_its_reason_go_to_stderr_even_when_quiet() {
     done.stdout_is("")
         .stderr_has("failed to update gone (global)")
         .stderr_has("does not exist");
-    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+    done.stderr_one_line();
     env.zot(["ext", "update", "--all", "-q"])
         .fails(1)
         .stdout_is("")

@@ -287,6 +287,16 @@ impl Done {
         self
     }
 
+    /// Asserts stderr is one line (the rule for errors).
+    #[track_caller]
+    pub fn stderr_one_line(&self) -> &Done {
+        assert!(
+            self.stderr.lines().count() == 1,
+            "stderr is not one line:\n{self:?}"
+        );
+        self
+    }
+
     /// Asserts stdout is exactly `text`.
     #[track_caller]
     pub fn stdout_is(&self, text: &str) -> &Done {
