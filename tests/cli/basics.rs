@@ -100,6 +100,7 @@ fn invoked_as_zot_ext_behaves_as_zot_ext() {
 fn no_color_means_plain_output_and_always_forces_colour() {
     let env = Env::new();
     env.installed("c", false);
+    // --color always wins over NO_COLOR.
     env.zot(["ext", "list", "--color", "always"])
         .env("NO_COLOR", "1")
         .ok()
