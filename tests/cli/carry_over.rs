@@ -170,7 +170,7 @@ fn state_survives_a_git_update() {
         ],
     );
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url("gs"));
+    env.install(daemon.url("gs"));
     let dir = env.global_root().join("gs");
     write_state(&dir);
     let before = state_of(&dir);
@@ -274,7 +274,7 @@ fn disabled_stays_disabled_across_updates_and_enable_turns_it_on() {
         ],
     );
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url("goff"));
+    env.install(daemon.url("goff"));
     env.zot(["ext", "disable", "goff"]).ok();
     repo.commit(&[("rev.txt", "two\n")]);
     env.zot(["ext", "update", "goff"]).ok();

@@ -145,10 +145,10 @@ fn prints_the_whole_log() {
     env.installed("x", false);
     let content = "first\r\nsecond\n\nlast without newline";
     write_log(&env, "x", content);
-    env.zot(["ext", "logs", "x"]).ok().stdout_is(&content);
+    env.zot(["ext", "logs", "x"]).ok().stdout_is(content);
     env.zot(["--json", "ext", "logs", "x"])
         .ok()
-        .stdout_is(&content);
+        .stdout_is(content);
 }
 
 #[test]

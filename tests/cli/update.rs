@@ -90,7 +90,7 @@ fn tracking_install_moves_to_the_new_tip_then_is_up_to_date() {
     let (_tmp, root) = served();
     let repo = repo(&root, "trk");
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url("trk"));
+    env.install(daemon.url("trk"));
     let first = repo.head_commit();
     let second = repo.commit(&[
         ("rev.txt", "two\n"),
@@ -115,7 +115,7 @@ fn updates_fetch_shallowly_over_http() {
     let (_tmp, root) = served();
     let repo = repo(&root, "shal");
     let http = HttpGit::start(&root);
-    env.install(&http.url("shal"));
+    env.install(http.url("shal"));
     repo.commit(&[("rev.txt", "two\n")]);
     let before = http.requests().len();
     env.zot(["ext", "update", "shal"]).ok();
@@ -139,7 +139,7 @@ fn dry_run_reports_without_touching_the_store() {
     let (_tmp, root) = served();
     let repo = repo(&root, "dry");
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url("dry"));
+    env.install(daemon.url("dry"));
     let old = repo.head_commit();
     let new = repo.commit(&[("extension.json", &versioned("dry", "1.1.0"))]);
     let before = env.snapshot();
@@ -165,7 +165,7 @@ fn pinned_installs_are_skipped_until_re_pinned() {
     let repo = repo(&root, "pin");
     repo.tag("v1");
     let daemon = GitDaemon::start(&root);
-    env.install_with(&daemon.url("pin"), &["--ref", "v1"]);
+    env.install_with(daemon.url("pin"), &["--ref", "v1"]);
     assert_eq!(record(&env, "pin")["ref_kind"], "tag");
     let v2 = repo.commit(&[("rev.txt", "two\n")]);
     repo.annotated_tag("v2", "two");
@@ -193,7 +193,7 @@ fn commit_pins_are_pinned_and_a_branch_ref_keeps_tracking() {
     let first = repo.head_commit();
     repo.branch("stable");
     let daemon = GitDaemon::start(&root);
-    env.install_with(&daemon.url("br"), &["--ref", &first]);
+    env.install_with(daemon.url("br"), &["--ref", &first]);
     assert_eq!(record(&env, "br")["ref_kind"], "commit");
     let out = env.zot(["ext", "update", "br", "--json"]).ok().json();
     assert_eq!(out[0]["status"], "skipped");
@@ -215,7 +215,7 @@ fn failed_update_keeps_the_old_version(name: &str, change: impl FnOnce(&Repo), e
     let (_tmp, root) = served();
     let repo = repo(&root, name);
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url(name));
+    env.install(daemon.url(name));
     let before = env.snapshot();
     change(&repo);
     let done = env.zot(["ext", "update", name]).fails(1);
@@ -272,7 +272,7 @@ fn unreachable_upstream_fails_and_keeps_the_old_version() {
     let (_tmp, root) = served();
     repo(&root, "net");
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url("net"));
+    env.install(daemon.url("net"));
     drop(daemon);
     let done = env.zot(["ext", "update", "net", "--json"]).fails(1);
     let out = done.json();
@@ -412,7 +412,7 @@ fn subfolder_installs_take_only_that_folder_and_updates_follow_it() {
     assert!(!dest.join("README.md").exists());
     let flag = env
         .install_with(
-            &daemon.url("mono"),
+            daemon.url("mono"),
             &["--subdir", "extensions/other", "--json"],
         )
         .json();
@@ -501,7 +501,7 @@ fn private_http_updates_use_the_credential_helper() {
         ),
     )
     .unwrap();
-    env.install(&http.url("priv"));
+    env.install(http.url("priv"));
     repo.commit(&[("rev.txt", "two\n")]);
     env.zot(["ext", "update", "priv"]).ok();
     assert_eq!(rev(&env, "priv"), "two\n");
@@ -520,7 +520,7 @@ fn updates_follow_the_recorded_branch_when_the_remote_default_changes() {
     let (_tmp, root) = served();
     let repo = repo(&root, "head");
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url("head"));
+    env.install(daemon.url("head"));
     repo.branch("other");
     repo.commit(&[("extension.json", &manifest("someone-else"))]);
     crate::support::git_servers::git(&repo.bare, &["symbolic-ref", "HEAD", "refs/heads/other"]);

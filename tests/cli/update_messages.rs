@@ -100,7 +100,7 @@ fn re_pinning_to_a_tag_at_the_installed_commit_changes_only_the_record() {
     let (_tmp, root) = served();
     let repo = repo(&root, "pin");
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url("pin"));
+    env.install(daemon.url("pin"));
     let commit = repo.head_commit();
     repo.tag("v1");
     let dest = env.global_root().join("pin");
@@ -153,7 +153,7 @@ fn a_new_commit_that_changes_no_file_is_up_to_date() {
     let (_tmp, root) = served();
     let repo = repo(&root, "trk");
     let daemon = GitDaemon::start(&root);
-    env.install(&daemon.url("trk"));
+    env.install(daemon.url("trk"));
     let dest = env.global_root().join("trk");
     let dir = inode(&dest);
     let empty = repo.commit_with("nothing", |_| {});
