@@ -168,7 +168,10 @@ fn notes_precedence_between_scopes() {
     let env = Env::new();
     env.installed("both", true);
     let src = env.source("both-g", "both");
-    env.install(&src).stderr_has("project copy");
+    env.install(&src).stderr_is(&format!(
+        "note: the project copy in {} takes precedence here\n",
+        env.project_root().join("both").display()
+    ));
 }
 
 #[test]
