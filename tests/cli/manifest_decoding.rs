@@ -96,7 +96,7 @@ fn lifecycle(name: &str) {
     );
     let json = env.zot(["--json", "ext", "list"]).ok().json();
     assert_eq!(json[0]["name"], name, "{json}");
-    assert!(env.zot(["ext", "list"]).ok().stdout.contains(name));
+    env.zot(["ext", "list"]).ok().stdout_has(name);
     env.zot(["ext", "disable", name]).ok();
     assert_eq!(
         env.zot(["--json", "ext", "list"]).ok().json()[0]["enabled"],
