@@ -740,7 +740,9 @@ mod tests {
         // `/settings` reaches the extension only when typed in full.
         let warnings: Vec<&str> = r.warnings.iter().map(|p| p.message.as_str()).collect();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings[0].starts_with("/settings picked from zot's suggestion list runs zot 0.1.62's own /settings"));
+        assert!(warnings[0].starts_with(
+            "/settings picked from zot's suggestion list runs zot 0.1.62's own /settings"
+        ));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Done, Env};
+use crate::support::{Done, Env, command_line};
 
 const FAKE_AGENT: &str = "#!/bin/sh\n\
 printf 'agent argv:'\n\
@@ -83,6 +83,7 @@ fn run(env: &Env, program: &Path, args: &[&str], path: OsString, vars: &[(&str, 
         std::thread::sleep(Duration::from_millis(20));
     };
     Done {
+        command: command_line(&cmd),
         code: status.code().unwrap_or(-1),
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
@@ -99,23 +100,15 @@ fn agent_command_lines_reach_the_agent_with_args_stdin_and_status() {
     let bin = env.work.join("agent-bin");
     script(&bin, "zot", FAKE_AGENT);
     let path = env.path_with(&bin);
-    let done = run(&env, &us(), &["--ext", "./x", "foo bar"], path.clone(), &[]);
-    assert_eq!(done.code, 7, "{done:#?}");
-    assert!(
-        done.stdout
-            .contains("agent argv: [--ext] [./x] [foo bar]\n"),
-        "{done:#?}"
-    );
-    assert!(
-        done.stdout.contains("agent stdin: from stdin\n"),
-        "{done:#?}"
-    );
-    assert!(done.stdout.contains("agent depth: 1\n"), "{done:#?}");
-    assert_eq!(done.stderr, "");
+    run(&env, &us(), &["--ext", "./x", "foo bar"], path.clone(), &[])
+        .failure(7)
+        .stdout_has("agent argv: [--ext] [./x] [foo bar]\n")
+        .stdout_has("agent stdin: from stdin\n")
+        .stdout_has("agent depth: 1\n")
+        .stderr_is("");
     // With an agent, the bare `zot`, help and version are the agent's.
     for args in [&[][..], &["--help"], &["-V"]] {
-        let done = run(&env, &us(), args, path.clone(), &[]);
-        assert_eq!(done.code, 7, "{args:?}: {done:#?}");
+        run(&env, &us(), args, path.clone(), &[]).failure(7);
     }
 }
 
@@ -131,9 +124,9 @@ fn our_commands_never_pass_through() {
         &["-q", "ext", "list"],
         &["help", "ext"],
     ] {
-        let done = run(&env, &us(), args, path.clone(), &[]);
-        assert_eq!(done.code, 0, "{args:?}: {done:#?}");
-        assert!(!done.stdout.contains("agent argv"), "{args:?}: {done:#?}");
+        run(&env, &us(), args, path.clone(), &[])
+            .success()
+            .stdout_lacks("agent argv");
     }
 }
 
@@ -144,9 +137,9 @@ fn zot_agent_wins_over_path() {
     script(&bin, "zot", "#!/bin/sh\necho wrong agent\nexit 3\n");
     let named = script(&env.work.join("elsewhere"), "my-agent", FAKE_AGENT);
     let path = env.path_with(&bin);
-    let done = run(&env, &us(), &["--ext", "x"], path, &[("ZOT_AGENT", &named)]);
-    assert_eq!(done.code, 7, "{done:#?}");
-    assert!(done.stdout.contains("agent argv: [--ext] [x]"), "{done:#?}");
+    run(&env, &us(), &["--ext", "x"], path, &[("ZOT_AGENT", &named)])
+        .failure(7)
+        .stdout_has("agent argv: [--ext] [x]");
 }
 
 #[test]
@@ -159,12 +152,9 @@ fn a_link_to_ourselves_first_on_path_is_skipped() {
     let mut dirs = vec![ours, agent_dir];
     dirs.extend(std::env::split_paths(&env.path_with(&env.work)));
     let path = std::env::join_paths(dirs).unwrap();
-    let done = run(&env, &link, &["--ext", "./x", "foo"], path, &[]);
-    assert_eq!(done.code, 7, "{done:#?}");
-    assert!(
-        done.stdout.contains("agent argv: [--ext] [./x] [foo]"),
-        "{done:#?}"
-    );
+    run(&env, &link, &["--ext", "./x", "foo"], path, &[])
+        .failure(7)
+        .stdout_has("agent argv: [--ext] [./x] [foo]");
 }
 
 #[test]
@@ -174,30 +164,24 @@ fn no_agent_is_a_usage_error_with_a_hint_but_help_still_answers() {
     let link = link_to_us(&ours, "zot");
     let path = env.path_with(&ours);
     let done = run(&env, &link, &["--ext", "./x"], path.clone(), &[]);
-    assert_eq!(done.code, 2, "{done:#?}");
-    assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
-    assert!(
-        done.stderr.contains("the zot agent was not found")
-            && done.stderr.contains("ZOT_AGENT")
-            && done.stderr.contains("https://github.com/patriceckhart/zot"),
-        "{done:#?}"
-    );
+    done.failure(2);
+    done.stderr_one_line();
+    done.stderr_has("the zot agent was not found")
+        .stderr_has("ZOT_AGENT")
+        .stderr_has("https://github.com/patriceckhart/zot");
     let done = run(&env, &link, &["--version"], path.clone(), &[]);
-    assert_eq!(done.code, 0, "{done:#?}");
+    done.success();
     assert!(done.stdout.starts_with("zot "), "{done:#?}");
     let missing = env.work.join("missing");
-    let done = run(
+    run(
         &env,
         &link,
         &["--ext", "x"],
         path,
         &[("ZOT_AGENT", &missing)],
-    );
-    assert_eq!(done.code, 2, "{done:#?}");
-    assert!(
-        done.stderr.contains("is not an executable file"),
-        "{done:#?}"
-    );
+    )
+    .failure(2)
+    .stderr_has("is not an executable file");
 }
 
 #[test]
@@ -206,10 +190,10 @@ fn invoked_as_zot_ext_it_is_always_the_manager() {
     let bin = env.work.join("agent-bin");
     script(&bin, "zot", FAKE_AGENT);
     let alias = link_to_us(&env.work.join("alias"), "zot-ext");
-    let done = run(&env, &alias, &["--ext", "x"], env.path_with(&bin), &[]);
-    assert_eq!(done.code, 2, "{done:#?}");
-    assert!(!done.stdout.contains("agent argv"), "{done:#?}");
-    assert!(done.stderr.contains("--ext"), "{done:#?}");
+    run(&env, &alias, &["--ext", "x"], env.path_with(&bin), &[])
+        .failure(2)
+        .stdout_lacks("agent argv")
+        .stderr_has("--ext");
 }
 
 #[test]
@@ -223,13 +207,10 @@ fn a_wrapper_agent_that_calls_zot_back_does_not_loop() {
     dirs.extend(std::env::split_paths(&env.path_with(&env.work)));
     let path = std::env::join_paths(dirs).unwrap();
     let done = run(&env, &link, &["--ext", "x"], path, &[]);
-    assert_eq!(done.code, 2, "{done:#?}");
-    assert_eq!(done.stderr.lines().count(), 1, "{done:#?}");
-    assert!(
-        done.stderr.contains("seems to call `zot` back")
-            && done.stderr.contains("(ZOT_EXT_PASSTHROUGH=4)"),
-        "{done:#?}"
-    );
+    done.failure(2);
+    done.stderr_one_line();
+    done.stderr_has("seems to call `zot` back")
+        .stderr_has("(ZOT_EXT_PASSTHROUGH=4)");
 }
 
 #[test]
@@ -237,15 +218,15 @@ fn completion_requests_stay_ours() {
     let env = Env::new();
     let bin = env.work.join("agent-bin");
     script(&bin, "zot", FAKE_AGENT);
-    let done = run(
+    run(
         &env,
         &us(),
         &["--", "zot", "ext", "li"],
         env.path_with(&bin),
         &[("COMPLETE", Path::new("fish"))],
-    );
-    assert!(!done.stdout.contains("agent argv"), "{done:#?}");
-    assert!(done.stdout.contains("list"), "{done:#?}");
+    )
+    .stdout_lacks("agent argv")
+    .stdout_has("list");
 }
 
 #[test]

@@ -7,11 +7,7 @@ fn bare_zot_prints_help_naming_every_subcommand() {
     let env = Env::new();
     let done = env.zot(Vec::<&str>::new()).fails(2);
     for sub in ["list", "install", "remove", "enable", "disable", "logs"] {
-        assert!(
-            done.stderr.contains(&format!("zot ext {sub}")),
-            "{sub}: {}",
-            done.stderr
-        );
+        done.stderr_has(&format!("zot ext {sub}"));
     }
 }
 
@@ -20,21 +16,16 @@ fn bare_zot_ext_prints_help_naming_every_subcommand() {
     let env = Env::new();
     let done = env.zot(["ext"]).fails(2);
     for sub in ["list", "install", "remove", "enable", "disable", "logs"] {
-        assert!(
-            done.stderr.contains(&format!("\n  {sub} ")),
-            "{sub}: {}",
-            done.stderr
-        );
+        done.stderr_has(&format!("\n  {sub} "));
     }
 }
 
 #[test]
-fn help_and_version_exit_zero() {
+fn help_exits_zero() {
     let env = Env::new();
-    let help = env.zot(["ext", "install", "--help"]).ok();
-    assert!(help.stdout.contains("--force"), "{}", help.stdout);
-    let version = env.zot(["--version"]).ok();
-    assert!(version.stdout.starts_with("zot "), "{}", version.stdout);
+    env.zot(["ext", "install", "--help"])
+        .ok()
+        .stdout_has("--force");
 }
 
 /// A subcommand's help ends with its first examples from `zot_ext::cli::pages::EXAMPLES`,
@@ -75,12 +66,36 @@ Examples:
 }
 
 #[test]
-fn unknown_subcommand_and_flags_are_usage_errors() {
+fn version_exits_zero() {
     let env = Env::new();
-    env.zot(["ext", "frobnicate"]).fails(2);
+    let version = env.zot(["--version"]).ok();
+    assert!(version.stdout.starts_with("zot "), "{version:?}");
+}
+
+#[test]
+fn an_unknown_subcommand_is_a_usage_error() {
+    let env = Env::new();
+    env.zot(["ext", "frobnicate"])
+        .fails(2)
+        .stderr_has("error: unrecognized subcommand 'frobnicate'");
+}
+
+#[test]
+fn an_unknown_scope_is_a_usage_error() {
+    let env = Env::new();
     env.zot(["ext", "list", "--scope", "nowhere"]).fails(2);
+}
+
+#[test]
+fn project_and_global_together_are_a_usage_error() {
+    let env = Env::new();
     env.zot(["ext", "remove", "a", "--project", "--global"])
         .fails(2);
+}
+
+#[test]
+fn install_without_a_source_is_a_usage_error() {
+    let env = Env::new();
     env.zot(["ext", "install"]).fails(2);
 }
 
@@ -88,14 +103,12 @@ fn unknown_subcommand_and_flags_are_usage_errors() {
 fn ref_with_a_local_path_is_a_usage_error() {
     let env = Env::new();
     let src = env.source("a", "a");
-    let done = env
-        .zot(["ext", "install", src.to_str().unwrap(), "--ref", "main"])
-        .fails(2);
-    assert!(
-        done.stderr.contains("--ref applies to git sources only"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "install", src.to_str().unwrap(), "--ref", "main"])
+        .fails(2)
+        .stderr_is(&format!(
+            "error: --ref applies to git sources only; {} is a local folder\n",
+            src.display()
+        ));
     assert!(env.installed_names().is_empty());
 }
 
@@ -124,29 +137,28 @@ fn invoked_as_zot_ext_behaves_as_zot_ext() {
 fn no_color_means_plain_output_and_always_forces_colour() {
     let env = Env::new();
     env.installed("c", false);
-    let plain = env
-        .zot(["ext", "list", "--color", "always"])
+    // --color always wins over NO_COLOR.
+    env.zot(["ext", "list", "--color", "always"])
         .env("NO_COLOR", "1")
-        .ok();
-    assert!(
-        plain.stdout.contains('\x1b'),
-        "--color always wins over NO_COLOR"
-    );
-    let plain = env.zot(["ext", "list"]).env("NO_COLOR", "1").ok();
-    assert!(!plain.stdout.contains('\x1b'));
-    let never = env.zot(["ext", "list", "--color", "never"]).ok();
-    assert!(!never.stdout.contains('\x1b'));
+        .ok()
+        .stdout_has("\x1b");
+    env.zot(["ext", "list"])
+        .env("NO_COLOR", "1")
+        .ok()
+        .stdout_lacks("\x1b");
+    env.zot(["ext", "list", "--color", "never"])
+        .ok()
+        .stdout_lacks("\x1b");
 }
 
 #[test]
 fn quiet_silences_messages_but_not_data() {
     let env = Env::new();
     let src = env.source("q", "q");
-    let done = env
-        .zot(["-q", "ext", "install", src.to_str().unwrap()])
-        .ok();
-    assert_eq!(done.stdout, "");
-    assert_eq!(done.stderr, "");
+    env.zot(["-q", "ext", "install", src.to_str().unwrap()])
+        .ok()
+        .stdout_is("")
+        .stderr_is("");
     let listed = env.zot(["ext", "list", "--json", "--quiet"]).ok();
     assert_eq!(listed.json()[0]["name"], "q");
 }

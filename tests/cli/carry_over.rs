@@ -32,7 +32,7 @@ fn folder_source(env: &Env, dir: &str, name: &str, version: &str) -> PathBuf {
 /// Installs `name` from a folder source at 1.0.0; returns the source and the installed copy.
 fn installed_from_folder(env: &Env, name: &str) -> (PathBuf, PathBuf) {
     let src = folder_source(env, &format!("src-{name}"), name, "1.0.0");
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     (src, env.global_root().join(name))
 }
 
@@ -119,13 +119,9 @@ fn state_survives_update_and_force_byte_for_byte() {
     write_state(&dir);
     let before = state_of(&dir);
     fs::write(src.join("lib/code.txt"), "code 2\n").unwrap();
-    let done = env.zot(["ext", "update", "st"]).ok();
-    assert!(
-        done.stdout
-            .contains("carried over: cache/, outside-link, state.json"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "update", "st"])
+        .ok()
+        .stdout_has("carried over: cache/, outside-link, state.json");
     assert_eq!(
         fs::read_to_string(dir.join("lib/code.txt")).unwrap(),
         "code 2\n"
@@ -134,19 +130,14 @@ fn state_survives_update_and_force_byte_for_byte() {
     matches_its_file_list(&env, "st", &["cache", "outside-link", "state.json"]);
     assert!(backups(&env, "st").is_empty(), "nothing was overwritten");
     fs::write(src.join("lib/code.txt"), "code 3\n").unwrap();
-    let done = env
-        .zot(["ext", "install", src.to_str().unwrap(), "--force"])
-        .ok();
-    assert!(done.stdout.contains("carried over:"), "{}", done.stdout);
+    env.install_with(&src, &["--force"])
+        .stdout_has("carried over:");
     assert_eq!(
         fs::read_to_string(dir.join("lib/code.txt")).unwrap(),
         "code 3\n"
     );
     assert_eq!(state_of(&dir), before);
-    let json = env
-        .zot(["ext", "install", src.to_str().unwrap(), "--force", "--json"])
-        .ok()
-        .json();
+    let json = env.install_with(&src, &["--force", "--json"]).json();
     let carried: Vec<_> = json["carry_over"]["items"]
         .as_array()
         .unwrap()
@@ -179,7 +170,7 @@ fn state_survives_a_git_update() {
         ],
     );
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("gs")]).ok();
+    env.install(daemon.url("gs"));
     let dir = env.global_root().join("gs");
     write_state(&dir);
     let before = state_of(&dir);
@@ -199,18 +190,8 @@ fn a_file_the_new_version_also_ships_is_saved_and_reported() {
     let done = env.zot(["ext", "update", "clash"]).ok();
     let saved = backups(&env, "clash");
     assert_eq!(saved.len(), 1);
-    assert!(
-        done.stdout
-            .contains("replaced and saved (the new version ships them): notes.txt"),
-        "{}",
-        done.stdout
-    );
-    assert!(
-        done.stdout
-            .contains(&format!("saved to {}", saved[0].display())),
-        "{}",
-        done.stdout
-    );
+    done.stdout_has("replaced and saved (the new version ships them): notes.txt")
+        .stdout_has(&format!("saved to {}", saved[0].display()));
     assert_eq!(
         fs::read_to_string(dir.join("notes.txt")).unwrap(),
         "theirs\n"
@@ -229,25 +210,18 @@ fn an_edited_file_is_saved_or_kept_with_keep_local() {
     let (src, dir) = installed_from_folder(&env, "ed");
     fs::write(dir.join("lib/code.txt"), "my fix\n").unwrap();
     fs::write(src.join("lib/code.txt"), "code 2\n").unwrap();
-    let done = env.zot(["ext", "update", "ed", "--keep-local"]).ok();
-    assert!(
-        done.stdout.contains("kept local edits: lib/code.txt"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "update", "ed", "--keep-local"])
+        .ok()
+        .stdout_has("kept local edits: lib/code.txt");
     assert_eq!(
         fs::read_to_string(dir.join("lib/code.txt")).unwrap(),
         "my fix\n"
     );
     assert!(backups(&env, "ed").is_empty());
     fs::write(src.join("lib/code.txt"), "code 3\n").unwrap();
-    let done = env.zot(["ext", "update", "ed"]).ok();
-    assert!(
-        done.stdout
-            .contains("overwritten and saved (edited since install): lib/code.txt"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "update", "ed"])
+        .ok()
+        .stdout_has("overwritten and saved (edited since install): lib/code.txt");
     assert_eq!(
         fs::read_to_string(dir.join("lib/code.txt")).unwrap(),
         "code 3\n"
@@ -280,19 +254,11 @@ fn disabled_stays_disabled_across_updates_and_enable_turns_it_on() {
         fs::read_to_string(dir.join("extension.json")).unwrap(),
         want
     );
-    env.zot(["ext", "install", src.to_str().unwrap(), "--force"])
-        .ok();
+    env.install_with(&src, &["--force"]);
     assert!(!enabled(&dir));
     env.zot(["ext", "update", "off", "--enable"]).ok();
     assert!(enabled(&dir));
-    env.zot([
-        "ext",
-        "install",
-        src.to_str().unwrap(),
-        "--force",
-        "--disable",
-    ])
-    .ok();
+    env.install_with(&src, &["--force", "--disable"]);
     assert!(!enabled(&dir));
     matches_its_file_list(&env, "off", &[]);
 
@@ -308,7 +274,7 @@ fn disabled_stays_disabled_across_updates_and_enable_turns_it_on() {
         ],
     );
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("goff")]).ok();
+    env.install(daemon.url("goff"));
     env.zot(["ext", "disable", "goff"]).ok();
     repo.commit(&[("rev.txt", "two\n")]);
     env.zot(["ext", "update", "goff"]).ok();
@@ -331,16 +297,8 @@ fn an_install_without_a_file_list_is_saved_whole() {
     let done = env.zot(["ext", "update", "old"]).ok();
     let saved = backups(&env, "old");
     assert_eq!(saved.len(), 1);
-    assert!(
-        done.stdout.contains("the whole old copy was saved"),
-        "{}",
-        done.stdout
-    );
-    assert!(
-        done.stdout.contains(&saved[0].display().to_string()),
-        "{}",
-        done.stdout
-    );
+    done.stdout_has("the whole old copy was saved")
+        .stdout_has(&saved[0].display().to_string());
     assert_eq!(
         fs::read_to_string(saved[0].join("lib/code.txt")).unwrap(),
         "edited\n"
@@ -377,12 +335,12 @@ fn backups_rotate_at_three_and_info_lists_them() {
         .map(|b| fs::read_to_string(b.join("lib/code.txt")).unwrap())
         .collect();
     assert_eq!(kept, ["edit 2\n", "edit 3\n", "edit 4\n"]);
-    let text = env.zot(["ext", "info", "rot"]).ok().stdout;
+    let info = env.zot(["ext", "info", "rot"]).ok();
     for b in &saved {
-        assert!(text.contains(&b.display().to_string()), "{text}");
+        info.stdout_has(&b.display().to_string());
     }
-    assert!(text.contains("backups:"), "{text}");
-    assert!(text.contains("tree hash:   sha256:"), "{text}");
+    info.stdout_has("backups:")
+        .stdout_has("tree hash:   sha256:");
     let json = env.zot(["ext", "info", "rot", "--json"]).ok().json();
     let listed: Vec<_> = json["copies"][0]["backups"]
         .as_array()
@@ -410,14 +368,14 @@ fn dry_run_changes_nothing_and_lists_the_plan() {
     fs::write(src.join("lib/code.txt"), "code 2\n").unwrap();
     env.zot(["ext", "disable", "dry"]).ok();
     let before = env.snapshot();
-    let text = env.zot(["ext", "update", "dry", "--dry-run"]).ok().stdout;
+    let plan = env.zot(["ext", "update", "dry", "--dry-run"]).ok();
     for want in [
         "would carry over: cache/, outside-link, state.json",
         "would replace and save (the new version ships them): notes.txt",
         "would overwrite and save (edited since install): lib/code.txt",
         "would keep disabled",
     ] {
-        assert!(text.contains(want), "{want}: {text}");
+        plan.stdout_has(want);
     }
     let json = env
         .zot(["ext", "update", "dry", "--dry-run", "--json"])
@@ -506,7 +464,7 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
     big_source(&v2, "2.0.0");
     copy_dir(&v1, &src);
     let dir = env.global_root().join("kill");
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     write_state(&dir);
     let record = RecordId {
         source: src.display().to_string(),
@@ -547,14 +505,7 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
         let round = round - 1;
         // Back to the old version with its state.
         copy_dir(&v1, &src);
-        env.zot([
-            "ext",
-            "install",
-            src.to_str().unwrap(),
-            "--force",
-            "--enable",
-        ])
-        .ok();
+        env.install_with(&src, &["--force", "--enable"]);
         assert_eq!(capture(&dir), old.tree, "round {round}: the reset");
         copy_dir(&v2, &src);
         let mut cmd = env.zot(["ext", "update", "kill"]).cmd;
@@ -637,7 +588,7 @@ fn hello_py_keeps_its_count_across_update_and_force() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/extensions/hello-py");
     let src = env.work.join("hello-py");
     copy_dir(&examples, &src);
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     let call = || {
         env.zot(["ext", "call", "hello-py", "/hellocount"])
             .ok()
@@ -650,14 +601,10 @@ fn hello_py_keeps_its_count_across_update_and_force() {
         .unwrap()
         .replace("1.0.0", "1.0.1");
     fs::write(&manifest, text).unwrap();
-    let done = env.zot(["ext", "update", "hello-py"]).ok();
-    assert!(
-        done.stdout.contains("carried over: state.json"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "update", "hello-py"])
+        .ok()
+        .stdout_has("carried over: state.json");
     assert_eq!(call(), "display: greetings so far: 2\n");
-    env.zot(["ext", "install", src.to_str().unwrap(), "--force"])
-        .ok();
+    env.install_with(&src, &["--force"]);
     assert_eq!(call(), "display: greetings so far: 3\n");
 }

@@ -39,10 +39,7 @@ fn candidates(env: &Env, words: &[&str]) -> Vec<(String, Option<String>)> {
     let mut args = vec!["--", "zot"];
     args.extend_from_slice(words);
     let done = env.zot(&args).env("COMPLETE", "fish").ok();
-    assert_eq!(
-        done.stderr, "",
-        "completion printed to stderr for {words:?}"
-    );
+    done.stderr_is("");
     done.stdout
         .lines()
         .map(|line| match line.split_once('\t') {
@@ -127,13 +124,12 @@ fn the_zot_ext_alias_completes_like_zot_ext() {
     assert_eq!(done.stdout.lines().count(), 2, "{}", done.stdout);
     assert!(done.stdout.starts_with("alpha\t"), "{}", done.stdout);
     // bash passes the cursor position separately; it moves with the inserted `ext`.
-    let done = env
-        .zot(["--", "zot-ext", "enable", ""])
+    env.zot(["--", "zot-ext", "enable", ""])
         .env("COMPLETE", "bash")
         .env("_CLAP_COMPLETE_INDEX", "2")
         .env("_CLAP_IFS", "\n")
-        .ok();
-    assert_eq!(done.stdout, "beta\ndelta\nshared");
+        .ok()
+        .stdout_is("beta\ndelta\nshared");
 }
 
 #[test]
@@ -240,7 +236,7 @@ fn nothing_installed_and_unusable_homes_stay_silent() {
         .env("COMPLETE", "fish")
         .env("ZOT_HOME", &file)
         .ok();
-    assert_eq!(done.stderr, "");
+    done.stderr_is("");
     assert!(
         done.stdout.lines().all(|l| l.starts_with('-')),
         "{}",
@@ -257,7 +253,7 @@ fn a_broken_request_fails_quietly() {
         .env("COMPLETE", "bash")
         .env("_CLAP_COMPLETE_INDEX", "9")
         .output();
-    assert_eq!(done.stderr, "");
+    done.stderr_is("");
     assert_ne!(done.code, 0);
 }
 

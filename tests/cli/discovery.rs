@@ -56,11 +56,9 @@ fn a_project_folder_hides_the_global_folder_of_the_same_folder_name() {
     let info = env.zot(["ext", "info", "beta", "--json"]).ok().json();
     assert_eq!(info["copies"][0]["shadowed"], true);
     assert_eq!(info["copies"][0]["wins"], false);
-    let text = env.zot(["ext", "info", "beta"]).ok().stdout;
-    assert!(
-        text.contains("shadowed by the project folder of the same folder name"),
-        "{text}"
-    );
+    env.zot(["ext", "info", "beta"])
+        .ok()
+        .stdout_has("shadowed by the project folder of the same folder name");
 
     let done = env.zot(["ext", "doctor", "--json"]).output();
     let json = done.json();
@@ -73,15 +71,12 @@ fn a_project_folder_hides_the_global_folder_of_the_same_folder_name() {
     assert_eq!(hidden["loaded"], false, "{json:#}");
     assert_eq!(json["extensions"][0]["name"], "alpha");
     assert_eq!(json["extensions"][0]["loaded"], true);
-    let text = env.zot(["ext", "doctor"]).output().stdout;
-    assert!(
-        text.contains(
-            "beta (global, shadowed: zot skips it for the project folder of the same folder name)"
-        ),
-        "{text}"
+    let doctor = env.zot(["ext", "doctor"]).output();
+    doctor.stdout_has(
+        "beta (global, shadowed: zot skips it for the project folder of the same folder name)",
     );
     // No twin warning: the hidden folder never runs.
-    assert!(!text.contains("says hello last"), "{text}");
+    doctor.stdout_lacks("says hello last");
 }
 
 #[test]
@@ -97,8 +92,7 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
         assert_eq!(entry["name"], "twin");
         assert_eq!(entry["shadowed"], false, "{list:#}");
     }
-    let text = env.zot(["ext", "list"]).ok().stdout;
-    assert!(!text.contains("shadowed"), "{text}");
+    env.zot(["ext", "list"]).ok().stdout_lacks("shadowed");
 
     let info = env.zot(["ext", "info", "twin", "--json"]).ok().json();
     let copies = info["copies"].as_array().unwrap();
@@ -115,14 +109,12 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
             .ends_with("extensions/twin"),
         "{info:#}"
     );
-    let text = env.zot(["ext", "info", "twin"]).ok().stdout;
-    assert!(
-        text.contains("zot starts both and keeps whichever says hello last"),
-        "{text}"
-    );
+    env.zot(["ext", "info", "twin"])
+        .ok()
+        .stdout_has("zot starts both and keeps whichever says hello last");
 
     let done = env.zot(["ext", "doctor", "--json"]).output();
-    assert_eq!(done.code, 0, "{}", done.stderr);
+    done.success();
     let json = done.json();
     for (mine, other) in [("/other", "/twin"), ("/twin", "/other")] {
         let r = report(&json, mine);
@@ -139,17 +131,10 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
     }
 
     // Acting by name takes the first copy in load order (the project one) and says so.
-    let done = env.zot(["ext", "disable", "twin"]).ok();
-    assert!(
-        done.stderr.contains("also has the name \"twin\""),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        done.stderr.contains("--project/--global"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "disable", "twin"])
+        .ok()
+        .stderr_has("also has the name \"twin\"")
+        .stderr_has("--project/--global");
     let list = env.zot(["ext", "list", "--json"]).ok().json();
     assert_eq!(list[0]["scope"], "project");
     assert_eq!(list[0]["enabled"], false);
@@ -173,14 +158,7 @@ fn installing_beside_a_differently_named_folder_of_the_same_name_warns_of_the_ra
         &good_script("twin", &[]),
     );
     let src = env.source("src-twin", "twin");
-    let done = env
-        .zot(["ext", "install", src.to_str().unwrap(), "--project"])
-        .ok();
-    assert!(
-        done.stderr
-            .contains("zot starts both and keeps whichever says hello last"),
-        "{}",
-        done.stderr
-    );
-    assert!(!done.stderr.contains("takes precedence"), "{}", done.stderr);
+    env.install_project(&src)
+        .stderr_has("zot starts both and keeps whichever says hello last")
+        .stderr_lacks("takes precedence");
 }

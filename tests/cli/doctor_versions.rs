@@ -381,3 +381,41 @@ fn the_option_wins_and_says_how_it_was_read() {
         "judged by zot >0.1.62 facts, the newest known: --zot-version latest is not a version"
     );
 }
+
+#[test]
+fn a_project_link_hides_the_global_folder_only_for_zot_following_links() {
+    let env = Env::new();
+    let spec = Spec {
+        commands: &["deploy"],
+        ..Spec::default()
+    };
+    py_extension(&env.global_root(), "dup", &spec);
+    let wc = py_extension(&env.work, "dup", &spec);
+    fs::create_dir_all(env.project_root()).unwrap();
+    std::os::unix::fs::symlink(&wc, env.project_root().join("dup")).unwrap();
+
+    // zot 0.1.62 skips the link before noting its folder name: the global copy starts,
+    // alone, and nothing else takes its command.
+    let (done, json) = doctor_json(&env, &["--zot-version", "0.1.62"], None);
+    assert_eq!(done.code, 1, "{done:#?}");
+    let [link, global] = [&json["extensions"][0], &json["extensions"][1]];
+    assert_eq!(
+        (&link["scope"], &link["loaded"]),
+        (&json!("project"), &json!(false))
+    );
+    assert_eq!(
+        (&global["scope"], &global["loaded"]),
+        (&json!("global"), &json!(true))
+    );
+    assert_eq!(global["status"], "ok", "{global:#}");
+    done.stdout_lacks("shadowed");
+    env.zot(["ext", "doctor", "--zot-version", "0.1.62"])
+        .fails(1)
+        .stdout_has("dup (project, linked: the zot judged by skips linked folders)");
+
+    // Newer zot follows the link, which hides the global folder of the same name.
+    let (done, json) = doctor_json(&env, &["--zot-version", "0.1.63"], None);
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert_eq!(json["extensions"][0]["loaded"], true);
+    assert_eq!(json["extensions"][1]["loaded"], false);
+}

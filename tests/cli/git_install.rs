@@ -13,7 +13,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::support::git_servers::{self, GitDaemon, HttpGit, Repo};
-use crate::support::{Done, Env, Run, manifest};
+use crate::support::{Done, Env, Run, command_line, manifest};
 
 /// No install may take longer than this; a hang fails the test instead of blocking the run.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
@@ -48,6 +48,7 @@ pub(crate) fn bounded(mut run: Run, args: &[&str]) -> Done {
         thread::sleep(Duration::from_millis(10));
     };
     Done {
+        command: command_line(&run.cmd),
         code: status.code().unwrap_or(-1),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
@@ -69,13 +70,25 @@ fn drain(child: &mut Child, stdout: bool) -> thread::JoinHandle<String> {
 
 pub(crate) fn zot_ok(env: &Env, args: &[&str]) -> Done {
     let done = zot(env, args);
-    assert_eq!(done.code, 0, "expected success of {args:?}:\n{done:#?}");
+    done.success();
     done
+}
+
+/// Runs `zot ext install <source>` like [`zot`] and asserts it succeeded.
+pub(crate) fn install_git(env: &Env, source: &str) -> Done {
+    install_git_with(env, source, &[])
+}
+
+/// Runs `zot ext install <source> <flags>` like [`zot`] and asserts it succeeded.
+pub(crate) fn install_git_with(env: &Env, source: &str, flags: &[&str]) -> Done {
+    let mut args = vec!["ext", "install", source];
+    args.extend_from_slice(flags);
+    zot_ok(env, &args)
 }
 
 pub(crate) fn zot_fails(env: &Env, args: &[&str]) -> Done {
     let done = zot(env, args);
-    assert_eq!(done.code, 1, "expected exit 1 of {args:?}:\n{done:#?}");
+    done.failure(1);
     done
 }
 
@@ -226,13 +239,9 @@ pub(crate) fn install_fails(env: &Env, args: &[&str], expected: &[&str]) -> Done
     let before = env.snapshot();
     let done = zot_fails(env, args);
     for text in expected {
-        assert!(
-            done.stderr.contains(text),
-            "stderr lacks {text:?}:\n{}",
-            done.stderr
-        );
+        done.stderr_has(text);
     }
-    assert!(done.stdout.is_empty(), "stdout: {}", done.stdout);
+    done.stdout_is("");
     assert_nothing_installed(env, &before);
     done
 }
@@ -254,23 +263,19 @@ fn installs_the_default_branch_from_git_daemon() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("hello");
 
-    let done = zot_ok(&env, &["ext", "install", &url]);
+    let done = install_git(&env, &url);
 
     let dir = installed_dir(&env, "hello");
-    assert!(
-        done.stdout.contains(&format!(
-            "installed hello 1.0.0 (global) in {}",
-            dir.display()
-        )),
-        "{done:#?}"
-    );
+    done.stdout_has(&format!(
+        "installed hello 1.0.0 (global) in {}",
+        dir.display()
+    ));
     assert_installed_tree(&env, "hello");
     assert_eq!(rev_txt(&env, "hello"), "two\n");
     assert_git_record(&env, "hello", &url, None, &head);
     // The install record lives in the store's state folder, not in the extensions root.
     assert_eq!(env.installed_names(), ["hello"]);
-    let list = zot_ok(&env, &["ext", "list", "--json"]);
-    assert!(list.stdout.contains("hello"), "{}", list.stdout);
+    zot_ok(&env, &["ext", "list", "--json"]).stdout_has("hello");
 }
 
 #[test]
@@ -288,7 +293,7 @@ fn the_default_branch_is_the_remote_head_even_when_not_main() {
 
     for url in [daemon.url("trunky"), http.url("trunky")] {
         let env = Env::new();
-        zot_ok(&env, &["ext", "install", &url]);
+        install_git(&env, &url);
         assert_eq!(rev_txt(&env, "trunky"), "trunk\n", "{url}");
         assert_git_record(&env, "trunky", &url, None, &trunk);
     }
@@ -304,7 +309,7 @@ fn installs_over_smart_http_with_a_shallow_fetch() {
     let http = HttpGit::start(&root);
     let url = http.url("webby");
 
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
 
     assert_installed_tree(&env, "webby");
     assert_eq!(rev_txt(&env, "webby"), "three\n");
@@ -341,7 +346,7 @@ fn a_commit_id_at_a_branch_or_tag_tip_is_fetched_shallowly() {
     for commit in [&revs.c3, &revs.c2] {
         let env = Env::new();
         let before = http.requests().len();
-        zot_ok(&env, &["ext", "install", &url, "--ref", commit]);
+        install_git_with(&env, &url, &["--ref", commit]);
         assert_git_record(&env, "tips", &url, Some(commit), commit);
         let bodies: Vec<String> = http.requests()[before..]
             .iter()
@@ -366,7 +371,7 @@ fn installs_from_a_file_url_and_a_local_bare_path() {
 
     for source in [file_url.as_str(), path.as_str()] {
         let env = Env::new();
-        zot_ok(&env, &["ext", "install", source]);
+        install_git(&env, source);
         assert_installed_tree(&env, "local");
         assert_eq!(rev_txt(&env, "local"), "two\n", "{source}");
         assert_git_record(&env, "local", source, None, &head);
@@ -374,13 +379,9 @@ fn installs_from_a_file_url_and_a_local_bare_path() {
 
     // A relative `*.git` path resolves against the working directory.
     let env = Env::new();
-    let done = zot(&env, &["ext", "install", "../relative.git"]);
-    assert_eq!(done.code, 1, "{done:#?}");
-    assert!(
-        done.stderr.contains("../relative.git does not exist"),
-        "{}",
-        done.stderr
-    );
+    zot(&env, &["ext", "install", "../relative.git"])
+        .failure(1)
+        .stderr_has("../relative.git does not exist");
     let copy = env.project.parent().unwrap().join("relative.git");
     git_servers::git(
         &root,
@@ -392,7 +393,7 @@ fn installs_from_a_file_url_and_a_local_bare_path() {
             copy.to_str().unwrap(),
         ],
     );
-    zot_ok(&env, &["ext", "install", "../relative.git"]);
+    install_git(&env, "../relative.git");
     assert_eq!(rev_txt(&env, "local"), "two\n");
     assert_eq!(record(&env, "local")["commit"], head);
 }
@@ -416,8 +417,7 @@ fn check_refs(url_of: &dyn Fn(&str) -> String, root: &Path) {
     ];
     for (git_ref, text, commit) in cases {
         let env = Env::new();
-        let done = zot(&env, &["ext", "install", &url, "--ref", git_ref]);
-        assert_eq!(done.code, 0, "--ref {git_ref} from {url}:\n{done:#?}");
+        install_git_with(&env, &url, &["--ref", git_ref]);
         assert_eq!(rev_txt(&env, "revs"), text, "--ref {git_ref} from {url}");
         assert_git_record(&env, "revs", &url, Some(git_ref), commit);
         assert_installed_tree(&env, "revs");
@@ -458,7 +458,7 @@ fn json_output_of_a_git_install() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("jsony");
 
-    let out = zot_ok(&env, &["ext", "install", &url, "--ref", "v2", "--json"]).json();
+    let out = install_git_with(&env, &url, &["--ref", "v2", "--json"]).json();
 
     let keys: Vec<&str> = out
         .as_object()
@@ -523,7 +523,7 @@ fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
     let first = repo.head_commit();
     let http = HttpGit::start(&root);
     let url = http.url("again");
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
     assert_git_record(&env, "again", &url, None, &first);
 
     let second = repo.commit_with("newer", |work| {
@@ -533,16 +533,16 @@ fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
     });
 
     let before = env.snapshot();
-    let done = zot_fails(&env, &["ext", "install", &url]);
-    assert!(done.stderr.contains("already installed"), "{}", done.stderr);
-    assert!(done.stderr.contains("--force"), "{}", done.stderr);
+    zot_fails(&env, &["ext", "install", &url])
+        .stderr_has("already installed")
+        .stderr_has("--force");
     assert_eq!(
         env.snapshot(),
         before,
         "a refused reinstall changed the store"
     );
 
-    let out = zot_ok(&env, &["ext", "install", &url, "--force", "--json"]).json();
+    let out = install_git_with(&env, &url, &["--force", "--json"]).json();
     assert_eq!(out["replaced"], true);
     assert_eq!(out["commit"], second);
     let dir = installed_dir(&env, "again");
@@ -557,11 +557,7 @@ fn force_reinstall_from_a_newer_commit_replaces_the_old_copy() {
     let staging = env.home.join(".ext-store/staging");
     assert_eq!(fs::read_dir(staging).unwrap().count(), 0);
 
-    let done = zot_ok(&env, &["ext", "install", &url, "--force"]);
-    assert!(
-        done.stdout.contains("replaced again 1.0.0 (global)"),
-        "{done:#?}"
-    );
+    install_git_with(&env, &url, &["--force"]).stdout_has("replaced again 1.0.0 (global)");
 }
 
 #[test]
@@ -572,7 +568,7 @@ fn project_scope_git_install() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("proj");
 
-    zot_ok(&env, &["ext", "install", &url, "--project"]);
+    install_git_with(&env, &url, &["--project"]);
 
     let dir = env.project_root().join("proj");
     assert!(dir.join("extension.json").is_file());
@@ -705,24 +701,16 @@ fn repository_without_a_manifest_is_refused() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("bare-bones");
     let short = &repo.head_commit()[..12];
-    let done = install_fails(
+    install_fails(
         &env,
         &["ext", "install", &url],
         &[
             &format!("{url} ({short}): extension.json: not found"),
             "nothing was changed",
         ],
-    );
-    assert!(
-        !done.stderr.contains("install that folder"),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        !done.stderr.contains(".ext-store"),
-        "staging path leaked: {}",
-        done.stderr
-    );
+    )
+    .stderr_lacks("install that folder")
+    .stderr_lacks(".ext-store");
 }
 
 #[test]
@@ -807,14 +795,7 @@ fn repository_links_pointing_outside_are_kept_and_listed() {
     std::os::unix::fs::symlink("run.sh", src.join("start")).unwrap();
     Repo::from_dir(&root, "linky", &src);
     let http = HttpGit::start(&root);
-    let done = zot_ok(&env, &["ext", "install", &http.url("linky")]);
-    assert!(
-        done.stderr.contains(
-            "note: kept 2 links that point outside the extension: passwd -> /etc/passwd, up -> ../../../../../../../../etc/passwd"
-        ),
-        "{}",
-        done.stderr
-    );
+    install_git(&env, &http.url("linky")).stderr_has("note: kept 2 links that point outside the extension: passwd -> /etc/passwd, up -> ../../../../../../../../etc/passwd");
     let dir = installed_dir(&env, "linky");
     assert_eq!(
         fs::read_link(dir.join("passwd")).unwrap(),
@@ -841,13 +822,10 @@ fn basic_auth_with_credentials_in_the_url() {
     let url = http.url_with_credentials("private", USER, PASSWORD);
     let shown = format!("http://***@127.0.0.1:{}/private.git", http.port());
 
-    let done = zot_ok(&env, &["ext", "install", &url]);
+    let done = install_git(&env, &url);
     assert_installed_tree(&env, "private");
     assert_git_record(&env, "private", &shown, None, &repo.head_commit());
-    assert!(
-        !done.stdout.contains(PASSWORD) && !done.stderr.contains(PASSWORD),
-        "{done:#?}"
-    );
+    done.stdout_lacks(PASSWORD).stderr_lacks(PASSWORD);
     for (path, content) in env.snapshot() {
         assert!(!content.contains(PASSWORD), "{path} holds the password");
         assert!(!content.contains(USER), "{path} holds the user name");
@@ -861,8 +839,8 @@ fn basic_auth_with_credentials_in_the_url() {
     );
 
     // --json shows the redacted source too.
-    let out = zot_ok(&env, &["ext", "install", &url, "--force", "--json"]);
-    assert!(!out.stdout.contains(PASSWORD), "{}", out.stdout);
+    let out = install_git_with(&env, &url, &["--force", "--json"]);
+    out.stdout_lacks(PASSWORD);
     assert_eq!(out.json()["source"], shown);
 }
 
@@ -875,12 +853,12 @@ fn basic_auth_without_or_with_wrong_credentials_fails_without_hanging() {
 
     let url = http.url("private");
     let started = Instant::now();
-    let done = install_fails(
+    install_fails(
         &env,
         &["ext", "install", &url],
         &[&format!("cannot authenticate to {url}")],
-    );
-    assert!(done.stderr.contains("credential helper"), "{}", done.stderr);
+    )
+    .stderr_has("credential helper");
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "took {:?}",
@@ -889,15 +867,15 @@ fn basic_auth_without_or_with_wrong_credentials_fails_without_hanging() {
 
     let wrong = http.url_with_credentials("private", USER, "not-the-password");
     let shown = format!("http://***@127.0.0.1:{}/private.git", http.port());
-    let done = install_fails(
+    install_fails(
         &env,
         &["ext", "install", &wrong],
         &[
             &format!("cannot authenticate to {shown}"),
             "tried: the credentials in the URL",
         ],
-    );
-    assert!(!done.stderr.contains("not-the-password"), "{}", done.stderr);
+    )
+    .stderr_lacks("not-the-password");
     // The server never answered anything but 401.
     assert!(
         http.requests().iter().all(|r| r.status == 401),
@@ -958,12 +936,9 @@ fn basic_auth_with_credentials_from_a_git_credential_helper() {
     .unwrap();
     let url = http.url("helped");
 
-    let done = zot_ok(&env, &["ext", "install", &url]);
+    let done = install_git(&env, &url);
 
-    assert!(
-        !done.stdout.contains(PASSWORD) && !done.stderr.contains(PASSWORD),
-        "{done:#?}"
-    );
+    done.stdout_lacks(PASSWORD).stderr_lacks(PASSWORD);
     assert_installed_tree(&env, "helped");
     assert_git_record(&env, "helped", &url, None, &repo.head_commit());
     // The listing and the fetch are separate connections: both were given the credentials.

@@ -45,13 +45,13 @@ fn shows_both_copies_winner_first_with_provenance_and_log() {
 fn exec_on_path_and_missing_exec() {
     let env = Env::new();
     let bare = env.source_with_manifest("bare", "{\"name\": \"bare\", \"exec\": \"sh\"}");
-    env.zot(["ext", "install", bare.to_str().unwrap()]).ok();
+    env.install(&bare);
     let info = env.zot(["ext", "info", "bare", "--json"]).ok().json();
     let resolved = info["copies"][0]["exec"]["resolved"].as_str().unwrap();
     assert!(resolved.ends_with("/sh"), "{resolved}");
     let missing =
         env.source_with_manifest("missing", "{\"name\": \"missing\", \"exec\": \"./nope\"}");
-    env.zot(["ext", "install", missing.to_str().unwrap()]).ok();
+    env.install(&missing);
     let info = env.zot(["ext", "info", "missing", "--json"]).ok().json();
     assert_eq!(info["copies"][0]["exec"]["resolved"], Value::Null);
     assert!(
@@ -60,8 +60,9 @@ fn exec_on_path_and_missing_exec() {
             .unwrap()
             .contains("does not exist")
     );
-    let text = env.zot(["ext", "info", "missing"]).ok().stdout;
-    assert!(text.contains("./nope -> not found"), "{text}");
+    env.zot(["ext", "info", "missing"])
+        .ok()
+        .stdout_has("./nope -> not found");
 }
 
 #[test]
@@ -77,19 +78,17 @@ fn hand_copied_extensions_have_no_source() {
     let info = env.zot(["ext", "info", "manual", "--json"]).ok().json();
     assert_eq!(info["copies"][0]["source"], Value::Null);
     assert_eq!(info["copies"][0]["log"]["bytes"], Value::Null);
-    let text = env.zot(["ext", "info", "manual"]).ok().stdout;
-    assert!(text.contains("source:      unknown"), "{text}");
+    env.zot(["ext", "info", "manual"])
+        .ok()
+        .stdout_has("source:      unknown");
 }
 
 #[test]
 fn unknown_name_fails() {
     let env = Env::new();
-    let done = env.zot(["ext", "info", "ghost"]).fails(1);
-    assert!(
-        done.stderr.contains("no extension named \"ghost\""),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "info", "ghost"])
+        .fails(1)
+        .stderr_is(&env.not_installed_error("ghost"));
 }
 
 /// An install record that is there but cannot be used (a named pipe, a folder, a link, text

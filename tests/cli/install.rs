@@ -8,22 +8,15 @@ use std::time::Duration;
 
 use crate::support::{Env, manifest, write_executable};
 
-fn install(env: &Env, src: &Path) -> crate::support::Done {
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok()
-}
-
 #[test]
 fn copies_into_the_global_root_named_after_the_manifest() {
     let env = Env::new();
     let src = env.source("folder-name", "manifest-name");
-    let done = install(&env, &src);
-    assert!(
-        done.stdout
-            .contains("installed manifest-name 1.0.0 (global)"),
-        "{}",
-        done.stdout
-    );
     let dest = env.global_root().join("manifest-name");
+    env.install(&src).stdout_is(&format!(
+        "installed manifest-name 1.0.0 (global) in {}\n",
+        dest.display()
+    ));
     assert_eq!(
         fs::read_to_string(dest.join("extension.json")).unwrap(),
         manifest("manifest-name")
@@ -45,7 +38,7 @@ fn keeps_modes_and_relative_links_and_skips_git() {
     fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o750)).unwrap();
     fs::create_dir_all(src.join(".git/objects")).unwrap();
     fs::write(src.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-    install(&env, &src);
+    env.install(&src);
     let dest = env.global_root().join("modes");
     let mode = fs::metadata(dest.join("run.sh"))
         .unwrap()
@@ -70,7 +63,7 @@ fn absolute_links_inside_the_tree_are_made_relative() {
     let env = Env::new();
     let src = env.source("abs", "abs");
     symlink(src.join("run.sh"), src.join("start")).unwrap();
-    install(&env, &src);
+    env.install(&src);
     let link = env.global_root().join("abs/start");
     assert_eq!(fs::read_link(&link).unwrap(), Path::new("run.sh"));
 }
@@ -79,10 +72,10 @@ fn absolute_links_inside_the_tree_are_made_relative() {
 fn project_flag_installs_into_dot_zot() {
     let env = Env::new();
     let src = env.source("p", "p");
-    let done = env
-        .zot(["ext", "install", "--project", src.to_str().unwrap()])
-        .ok();
-    assert!(done.stdout.contains("(project)"), "{}", done.stdout);
+    env.install_project(&src).stdout_is(&format!(
+        "installed p 1.0.0 (project) in {}\n",
+        env.project_root().join("p").display()
+    ));
     assert!(env.project_root().join("p/extension.json").is_file());
     assert!(!env.global_root().join("p").exists());
 }
@@ -91,7 +84,7 @@ fn project_flag_installs_into_dot_zot() {
 fn relative_source_paths_resolve_from_the_current_directory() {
     let env = Env::new();
     env.source("rel", "rel");
-    env.zot(["ext", "install", "../work/rel"]).ok();
+    env.install("../work/rel");
     assert!(env.global_root().join("rel/run.sh").is_file());
 }
 
@@ -99,11 +92,15 @@ fn relative_source_paths_resolve_from_the_current_directory() {
 fn existing_name_is_refused_naming_the_flag() {
     let env = Env::new();
     let src = env.source("e", "e");
-    install(&env, &src);
+    env.install(&src);
     let before = env.snapshot();
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-    assert!(done.stderr.contains("already installed"), "{}", done.stderr);
-    assert!(done.stderr.contains("--force"), "{}", done.stderr);
+    env.zot(["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_is(&format!(
+            "error: extension \"e\" is already installed at {}; \
+             pass --force to replace it (nothing was changed)\n",
+            env.global_root().join("e").display()
+        ));
     assert_eq!(env.snapshot(), before);
 }
 
@@ -112,14 +109,14 @@ fn force_replaces_the_old_copy_entirely() {
     let env = Env::new();
     let src = env.source("f", "f");
     fs::write(src.join("old-only"), "x").unwrap();
-    install(&env, &src);
+    env.install(&src);
     fs::remove_file(src.join("old-only")).unwrap();
     fs::write(src.join("new-only"), "y").unwrap();
-    let done = env
-        .zot(["ext", "install", "--force", src.to_str().unwrap()])
-        .ok();
-    assert!(done.stdout.contains("replaced f"), "{}", done.stdout);
     let dest = env.global_root().join("f");
+    env.install_with(&src, &["--force"]).stdout_is(&format!(
+        "replaced f 1.0.0 (global) in {}\n",
+        dest.display()
+    ));
     assert!(dest.join("new-only").exists());
     assert!(!dest.join("old-only").exists());
     let leftovers = fs::read_dir(env.home.join(".ext-store/staging"))
@@ -132,7 +129,7 @@ fn force_replaces_the_old_copy_entirely() {
 fn records_where_the_install_came_from() {
     let env = Env::new();
     let src = env.source("rec", "rec");
-    install(&env, &src);
+    env.install(&src);
     let record: serde_json::Value = serde_json::from_str(
         &fs::read_to_string(env.home.join(".ext-store/sources/rec.json")).unwrap(),
     )
@@ -154,10 +151,7 @@ fn records_where_the_install_came_from() {
 fn json_output_describes_the_install() {
     let env = Env::new();
     let src = env.source("j", "j");
-    let out = env
-        .zot(["ext", "install", "--json", src.to_str().unwrap()])
-        .ok()
-        .json();
+    let out = env.install_with(&src, &["--json"]).json();
     assert_eq!(out["name"], "j");
     assert_eq!(out["version"], "1.0.0");
     assert_eq!(out["scope"], "global");
@@ -174,8 +168,10 @@ fn notes_precedence_between_scopes() {
     let env = Env::new();
     env.installed("both", true);
     let src = env.source("both-g", "both");
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).ok();
-    assert!(done.stderr.contains("project copy"), "{}", done.stderr);
+    env.install(&src).stderr_is(&format!(
+        "note: the project copy in {} takes precedence here\n",
+        env.project_root().join("both").display()
+    ));
 }
 
 #[test]
@@ -185,7 +181,7 @@ fn staging_left_by_a_killed_run_is_cleaned_by_the_next() {
     fs::create_dir_all(&stale).unwrap();
     fs::write(stale.join("half"), "x").unwrap();
     let src = env.source("next", "next");
-    install(&env, &src);
+    env.install(&src);
     let left: Vec<_> = fs::read_dir(env.home.join(".ext-store/staging"))
         .unwrap()
         .collect();
@@ -238,7 +234,7 @@ fn kill_at_any_moment_leaves_nothing_or_a_complete_copy() {
         let names = env.installed_names();
         assert!(names.is_empty() || names == ["big"], "{names:?}");
     }
-    install_force(&env, &src);
+    env.install_with(&src, &["--force"]);
     assert_eq!(count_files(&dest), total);
     assert_eq!(
         fs::read_dir(env.home.join(".ext-store/staging"))
@@ -246,11 +242,6 @@ fn kill_at_any_moment_leaves_nothing_or_a_complete_copy() {
             .count(),
         0
     );
-}
-
-fn install_force(env: &Env, src: &Path) {
-    env.zot(["ext", "install", "--force", src.to_str().unwrap()])
-        .ok();
 }
 
 #[test]
@@ -288,12 +279,9 @@ fn a_held_lock_makes_a_second_run_fail_clearly() {
     lock.lock().unwrap();
     let src = env.source("locked", "locked");
     let started = std::time::Instant::now();
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-    assert!(
-        done.stderr.contains("another zot ext command is changing"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_has("another zot ext command is changing");
     assert!(
         started.elapsed() >= Duration::from_secs(5),
         "it waits before giving up"
@@ -305,50 +293,52 @@ fn a_held_lock_makes_a_second_run_fail_clearly() {
 fn progress_is_shown_only_when_stderr_is_a_terminal() {
     let env = Env::new();
     let src = big_source(&env, "prog", 300);
-    let quiet = env.zot(["ext", "install", src.to_str().unwrap()]).ok();
-    assert_eq!(quiet.stderr, "", "no terminal, no progress");
+    // No terminal, no progress.
+    env.install(&src).stderr_is("");
     env.zot(["ext", "remove", "-y", "prog"]).ok();
-    let shown = env.zot_in_terminal(&["ext", "install", src.to_str().unwrap()], "");
-    assert_eq!(shown.code, 0, "{shown:#?}");
-    assert!(shown.stdout.contains("copying: "), "{shown:#?}");
-    assert!(shown.stdout.contains("installed prog 1.0.0"), "{shown:#?}");
+    env.zot_in_terminal(&["ext", "install", src.to_str().unwrap()], "")
+        .success()
+        .stdout_has("copying: ")
+        .stdout_has("installed prog 1.0.0");
 }
 
 #[test]
 fn an_empty_source_is_a_usage_error() {
     let env = Env::new();
-    let done = env.zot(["ext", "install", ""]).fails(2);
-    assert!(
-        done.stderr.contains("the source is empty"),
-        "{}",
-        done.stderr
+    env.zot(["ext", "install", ""]).fails(2).stderr_is(
+        "error: the source is empty; give a folder that holds extension.json or a git URL\n",
     );
 }
 
 #[test]
-fn local_paths_ending_in_dot_git() {
+fn a_missing_local_path_ending_in_dot_git_is_refused() {
     let env = Env::new();
-    let done = env.zot(["ext", "install", "../work/missing.git"]).fails(1);
-    assert!(
-        done.stderr.contains("missing.git does not exist"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "install", "../work/missing.git"])
+        .fails(1)
+        .stderr_is(
+            "error: ../work/missing.git does not exist; \
+             give a git repository or a folder that holds extension.json\n",
+        );
+}
+
+#[test]
+fn an_empty_folder_ending_in_dot_git_is_refused() {
+    let env = Env::new();
     let plain = env.work.join("plain.git");
     fs::create_dir_all(&plain).unwrap();
-    let done = env
-        .zot(["ext", "install", plain.to_str().unwrap()])
-        .fails(1);
-    assert!(
-        done.stderr.contains("is not a git repository"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "install", plain.to_str().unwrap()])
+        .fails(1)
+        .stderr_is(&format!(
+            "error: {} is not a git repository, nor a folder with extension.json to copy\n",
+            plain.display()
+        ));
+}
+
+#[test]
+fn an_extension_folder_ending_in_dot_git_is_copied() {
+    let env = Env::new();
     let folder = env.source("folder.git", "dotgit");
-    let out = env
-        .zot(["ext", "install", "--json", folder.to_str().unwrap()])
-        .ok()
-        .json();
+    let out = env.install_with(&folder, &["--json"]).json();
     assert_eq!(
         (out["name"].as_str(), out["kind"].as_str()),
         (Some("dotgit"), Some("path"))
@@ -382,7 +372,8 @@ fn a_clash_with_a_local_source_is_refused_before_copying() {
         .status()
         .unwrap();
     assert!(ok.success());
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-    assert!(done.stderr.contains("already installed"), "{}", done.stderr);
-    assert!(!done.stderr.contains("special file"), "{}", done.stderr);
+    env.zot(["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_has("already installed")
+        .stderr_lacks("special file");
 }

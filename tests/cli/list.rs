@@ -7,15 +7,13 @@ use crate::support::Env;
 #[test]
 fn empty_store_hints_on_stderr_and_exits_zero() {
     let env = Env::new();
-    let done = env.zot(["ext", "list"]).ok();
-    assert_eq!(done.stdout, "");
-    assert!(
-        done.stderr.contains("no extensions installed"),
-        "{}",
-        done.stderr
-    );
-    let json = env.zot(["ext", "list", "--json"]).ok();
-    assert_eq!(json.json(), serde_json::json!([]));
+    env.zot(["ext", "list"])
+        .ok()
+        .stdout_is("")
+        .stderr_has("no extensions installed");
+    env.zot(["ext", "list", "--json"])
+        .ok()
+        .json_is(serde_json::json!([]));
 }
 
 #[test]
@@ -72,17 +70,22 @@ fn json_shape_is_stable() {
             "error"
         ]
     );
-    assert_eq!(entry["scope"], "global");
-    assert_eq!(entry["version"], "1.0.0");
-    assert_eq!(entry["enabled"], true);
-    assert_eq!(entry["language"], "shell");
-    assert_eq!(entry["exec"], "./run.sh");
     assert_eq!(
-        entry["dir"],
-        env.global_root().join("shape").display().to_string()
+        entry,
+        &serde_json::json!({
+            "scope": "global",
+            "name": "shape",
+            "version": "1.0.0",
+            "enabled": true,
+            "language": "shell",
+            "description": "test extension shape",
+            "exec": "./run.sh",
+            "dir": env.global_root().join("shape"),
+            "linked": null,
+            "shadowed": false,
+            "error": null
+        })
     );
-    assert_eq!(entry["shadowed"], false);
-    assert_eq!(entry["error"], serde_json::Value::Null);
 }
 
 #[test]
@@ -95,8 +98,13 @@ fn global_copy_hidden_by_project_copy_is_marked_shadowed() {
     assert_eq!(list[0]["shadowed"], false);
     assert_eq!(list[1]["scope"], "global");
     assert_eq!(list[1]["shadowed"], true);
-    let text = env.zot(["ext", "list"]).ok().stdout;
-    assert!(text.contains("global (shadowed)"), "{text}");
+    env.zot(["ext", "list"]).ok().stdout_is(&format!(
+        "SCOPE              NAME  VERSION  ENABLED  LANGUAGE  DESCRIPTION         DIR\n\
+         project            dup   1.0.0    yes      shell     test extension dup  {}\n\
+         global (shadowed)  dup   1.0.0    yes      shell     test extension dup  {}\n",
+        env.project_root().join("dup").display(),
+        env.global_root().join("dup").display()
+    ));
 }
 
 #[test]
@@ -105,8 +113,9 @@ fn precedence_is_the_same_on_every_run() {
     env.installed("same", false);
     env.installed("same", true);
     for _ in 0..5 {
-        let done = env.zot(["ext", "disable", "same"]).ok();
-        assert!(done.stdout.contains("(project)"), "{}", done.stdout);
+        env.zot(["ext", "disable", "same"])
+            .ok()
+            .stdout_has("(project)");
     }
 }
 
@@ -138,8 +147,7 @@ fn broken_manifests_are_listed_with_the_reason() {
     );
     assert!(list[1]["error"].as_str().unwrap().contains("not found"));
     assert_eq!(list[2]["error"], serde_json::Value::Null);
-    let text = env.zot(["ext", "list"]).ok().stdout;
-    assert!(text.contains("broken"), "{text}");
+    env.zot(["ext", "list"]).ok().stdout_has("broken");
 }
 
 #[test]
@@ -226,13 +234,10 @@ fn a_scope_filter_still_marks_shadowed_copies() {
     let _ = empty;
     let only_global = Env::new();
     only_global.installed("g", false);
-    let done = only_global.zot(["ext", "list", "--scope", "project"]).ok();
-    assert!(
-        done.stderr
-            .contains("no extensions installed in the project scope"),
-        "{}",
-        done.stderr
-    );
+    only_global
+        .zot(["ext", "list", "--scope", "project"])
+        .ok()
+        .stderr_has("no extensions installed in the project scope");
 }
 
 #[test]
@@ -244,7 +249,7 @@ fn control_characters_in_manifests_are_escaped() {
     })
     .to_string();
     let src = env.source_with_manifest("esc", &text);
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     for args in [vec!["ext", "list"], vec!["ext", "info", "esc"]] {
         let out = env.zot(&args).ok().stdout;
         assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
@@ -263,12 +268,9 @@ fn commands_act_on_the_copy_that_wins_by_manifest_name() {
         crate::support::manifest("hello"),
     )
     .unwrap();
-    let done = env.zot(["ext", "disable", "hello"]).ok();
-    assert!(
-        done.stdout.contains("disabled hello (project)"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "disable", "hello"])
+        .ok()
+        .stdout_has("disabled hello (project)");
 }
 
 #[cfg(target_os = "linux")]

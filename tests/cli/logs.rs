@@ -145,8 +145,10 @@ fn prints_the_whole_log() {
     env.installed("x", false);
     let content = "first\r\nsecond\n\nlast without newline";
     write_log(&env, "x", content);
-    assert_eq!(env.zot(["ext", "logs", "x"]).ok().stdout, content);
-    assert_eq!(env.zot(["--json", "ext", "logs", "x"]).ok().stdout, content);
+    env.zot(["ext", "logs", "x"]).ok().stdout_is(content);
+    env.zot(["--json", "ext", "logs", "x"])
+        .ok()
+        .stdout_is(content);
 }
 
 #[test]
@@ -154,10 +156,9 @@ fn project_extensions_log_under_zot_home_too() {
     let env = Env::new();
     env.installed("p", true);
     write_log(&env, "p", "from the project copy\n");
-    assert_eq!(
-        env.zot(["ext", "logs", "p"]).ok().stdout,
-        "from the project copy\n"
-    );
+    env.zot(["ext", "logs", "p"])
+        .ok()
+        .stdout_is("from the project copy\n");
 }
 
 #[test]
@@ -165,36 +166,33 @@ fn prints_the_last_lines() {
     let env = Env::new();
     env.installed("x", false);
     write_log(&env, "x", &numbered(1, 100));
-    assert_eq!(
-        env.zot(["ext", "logs", "x", "-n", "3"]).ok().stdout,
-        numbered(98, 100)
-    );
-    assert_eq!(
-        env.zot(["ext", "logs", "x", "--lines", "1"]).ok().stdout,
-        "line 100\n"
-    );
-    assert_eq!(env.zot(["ext", "logs", "x", "-n", "0"]).ok().stdout, "");
-    assert_eq!(
-        env.zot(["ext", "logs", "x", "-n", "500"]).ok().stdout,
-        numbered(1, 100)
-    );
+    env.zot(["ext", "logs", "x", "-n", "3"])
+        .ok()
+        .stdout_is(&numbered(98, 100));
+    env.zot(["ext", "logs", "x", "--lines", "1"])
+        .ok()
+        .stdout_is("line 100\n");
+    env.zot(["ext", "logs", "x", "-n", "0"]).ok().stdout_is("");
+    env.zot(["ext", "logs", "x", "-n", "500"])
+        .ok()
+        .stdout_is(&numbered(1, 100));
     write_log(&env, "x", "a\nb\nno newline");
-    assert_eq!(
-        env.zot(["ext", "logs", "x", "-n", "2"]).ok().stdout,
-        "b\nno newline"
-    );
+    env.zot(["ext", "logs", "x", "-n", "2"])
+        .ok()
+        .stdout_is("b\nno newline");
 }
 
 #[test]
 fn unknown_extension_fails() {
     let env = Env::new();
-    let done = env.zot(["ext", "logs", "nope"]).fails(1);
-    assert!(
-        done.stderr.contains("no extension named \"nope\""),
-        "{}",
-        done.stderr
-    );
-    assert!(done.stdout.is_empty());
+    env.zot(["ext", "logs", "nope"])
+        .fails(1)
+        .stdout_is("")
+        .stderr_is(&format!(
+            "error: no extension named \"nope\" is installed and it has no log: \
+             {} does not exist; `zot ext list` shows what is installed\n",
+            log_path(&env, "nope").display()
+        ));
 }
 
 #[test]
@@ -202,14 +200,12 @@ fn a_log_without_an_installed_extension_is_printed() {
     // An extension loaded with `zot --ext ./dir` is not installed, but zot writes its log.
     let env = Env::new();
     let path = write_log(&env, "loose one", &numbered(1, 30));
-    assert_eq!(
-        env.zot(["ext", "logs", "loose one"]).ok().stdout,
-        numbered(1, 30)
-    );
-    assert_eq!(
-        env.zot(["ext", "logs", "loose one", "-n", "2"]).ok().stdout,
-        numbered(29, 30)
-    );
+    env.zot(["ext", "logs", "loose one"])
+        .ok()
+        .stdout_is(&numbered(1, 30));
+    env.zot(["ext", "logs", "loose one", "-n", "2"])
+        .ok()
+        .stdout_is(&numbered(29, 30));
     let mut run = Running::spawn(&env, &["ext", "logs", "loose one", "-f", "-n", "1"]);
     run.expect_stdout("line 30\n");
     append(&path, "line 31\n");
@@ -226,16 +222,11 @@ fn an_unknown_name_without_a_log_fails_naming_the_path() {
         &["ext", "logs", "nope", "-n", "3"],
         &["ext", "logs", "nope", "-f"],
     ] {
-        let done = env.zot(args).fails(1);
-        assert!(
-            done.stderr.contains(&path.display().to_string())
-                && done
-                    .stderr
-                    .contains("no extension named \"nope\" is installed"),
-            "{}",
-            done.stderr
-        );
-        assert!(done.stdout.is_empty());
+        env.zot(args)
+            .fails(1)
+            .stdout_is("")
+            .stderr_has(&path.display().to_string())
+            .stderr_has("no extension named \"nope\" is installed");
     }
 }
 
@@ -256,9 +247,8 @@ fn a_name_that_is_not_one_file_name_is_refused() {
                 args.push("-f");
             }
             let done = env.zot(&args).fails(2);
-            assert!(done.stdout.is_empty(), "{name:?}: {}", done.stdout);
-            assert!(!done.stderr.contains("outside"), "{}", done.stderr);
-            assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+            done.stdout_is("").stderr_lacks("outside");
+            done.stderr_one_line();
         }
     }
 }
@@ -269,16 +259,8 @@ fn missing_log_fails_naming_the_path() {
     env.installed("x", false);
     let done = env.zot(["ext", "logs", "x"]).fails(1);
     let path = log_path(&env, "x");
-    assert!(
-        done.stderr.contains(&path.display().to_string()),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        done.stderr.contains("no log yet for \"x\""),
-        "{}",
-        done.stderr
-    );
+    done.stderr_has(&path.display().to_string())
+        .stderr_has("no log yet for \"x\"");
     env.zot(["ext", "logs", "x", "-n", "5"]).fails(1);
 }
 

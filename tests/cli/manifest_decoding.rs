@@ -13,25 +13,27 @@ const CASED: &str = "{\n  \"Name\": \"cased\",\n  \"EXEC\": \"./run.sh\",\n  \"E
 fn case_variant_keys_install_list_and_toggle_with_a_warning() {
     let env = Env::new();
     let src = env.source_with_manifest("cased", CASED);
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).ok();
-    assert!(done.stdout.contains("installed cased"), "{}", done.stdout);
-    assert!(
-        done.stderr.contains(
-            "warning: extension.json: key \"Name\" works, but the documented spelling is \"name\""
-        ),
-        "{}",
-        done.stderr
-    );
-    assert!(done.stderr.contains("key \"EXEC\""), "{}", done.stderr);
-    let list = env.zot(["ext", "list"]).ok();
-    assert!(list.stdout.contains("cased"), "{}", list.stdout);
-    assert!(
-        list.stderr
-            .contains("key \"Enabled\" works, but the documented spelling is \"enabled\""),
-        "{}",
-        list.stderr
-    );
-    let path = env.global_root().join("cased/extension.json");
+    let dir = env.global_root().join("cased");
+    env.install(&src)
+        .stdout_is(&format!(
+            "installed cased (global) in {}\n",
+            dir.display()
+        ))
+        .stderr_is(
+            "warning: extension.json: key \"Name\" works, but the documented spelling is \"name\"\n\
+             warning: extension.json: key \"EXEC\" works, but the documented spelling is \"exec\"\n\
+             warning: extension.json: key \"Enabled\" works, but the documented spelling is \"enabled\"\n",
+        );
+    let path = dir.join("extension.json");
+    env.zot(["ext", "list"])
+        .ok()
+        .stdout_has("cased")
+        .stderr_is(&format!(
+            "warning: {path}: key \"Name\" works, but the documented spelling is \"name\"\n\
+             warning: {path}: key \"EXEC\" works, but the documented spelling is \"exec\"\n\
+             warning: {path}: key \"Enabled\" works, but the documented spelling is \"enabled\"\n",
+            path = path.display()
+        ));
     env.zot(["ext", "disable", "cased"]).ok();
     // The key zot reads is rewritten in its own spelling; nothing else changes.
     assert_eq!(
@@ -48,7 +50,7 @@ fn case_variant_keys_install_list_and_toggle_with_a_warning() {
 fn doctor_notes_the_documented_spelling() {
     let env = Env::new();
     let src = env.source_with_manifest("cased", CASED);
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     let done = env.zot(["ext", "doctor", "--json", "cased"]).output();
     let json = done.json();
     let notes: Vec<String> = json["extensions"][0]["notes"]
@@ -73,25 +75,19 @@ fn a_wrong_type_under_any_spelling_is_refused_with_its_position() {
         "bad",
         "{\"name\":\"bad\",\n\"Exec\": 5,\"exec\":\"./run.sh\"}",
     );
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-    assert!(
-        done.stderr
-            .contains("extension.json:2:9: \"exec\" must be a string, found the number 5"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_is(&format!(
+            "error: {}:2:9: \"exec\" must be a string, found the number 5 (nothing was changed)\n",
+            src.join("extension.json").display()
+        ));
 }
 
 fn lifecycle(name: &str) {
     let env = Env::new();
     let text = serde_json::json!({"name": name, "exec": "./run.sh"}).to_string();
     let src = env.source_with_manifest("src", &text);
-    let done = env.zot(["ext", "install", src.to_str().unwrap()]).ok();
-    assert!(
-        done.stdout.contains(&format!("installed {name}")),
-        "{}",
-        done.stdout
-    );
+    env.install(&src).stdout_has(&format!("installed {name}"));
     assert!(
         env.global_root()
             .join(name)
@@ -100,7 +96,7 @@ fn lifecycle(name: &str) {
     );
     let json = env.zot(["--json", "ext", "list"]).ok().json();
     assert_eq!(json[0]["name"], name, "{json}");
-    assert!(env.zot(["ext", "list"]).ok().stdout.contains(name));
+    env.zot(["ext", "list"]).ok().stdout_has(name);
     env.zot(["ext", "disable", name]).ok();
     assert_eq!(
         env.zot(["--json", "ext", "list"]).ok().json()[0]["enabled"],
@@ -146,10 +142,9 @@ fn lifecycle(name: &str) {
     let logs = env.home.join("logs");
     fs::create_dir_all(&logs).unwrap();
     fs::write(logs.join(format!("ext-{name}.log")), "hello from the log\n").unwrap();
-    assert_eq!(
-        env.zot(["ext", "logs", name]).ok().stdout,
-        "hello from the log\n"
-    );
+    env.zot(["ext", "logs", name])
+        .ok()
+        .stdout_is("hello from the log\n");
     env.zot(["ext", "remove", "--yes", name]).ok();
     assert!(!env.global_root().join(name).exists());
     assert!(env.installed_names().is_empty());
@@ -174,12 +169,9 @@ fn unsafe_names_are_still_refused() {
     {
         let text = serde_json::json!({"name": name, "exec": "./run.sh"}).to_string();
         let src = env.source_with_manifest(&format!("src{i}"), &text);
-        let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-        assert!(
-            done.stderr.contains("\"name\""),
-            "{name:?}: {}",
-            done.stderr
-        );
+        env.zot(["ext", "install", src.to_str().unwrap()])
+            .fails(1)
+            .stderr_has("\"name\"");
     }
     assert!(env.installed_names().is_empty());
 }

@@ -13,7 +13,7 @@ fn passes_doctor_and_call(env: &Env, target: &str, name: &str) {
     let doctor = env
         .zot(["ext", "doctor", target, "--json", "--strict"])
         .output();
-    assert_eq!(doctor.code, 0, "{doctor:#?}");
+    doctor.success();
     let report = &doctor.json()["extensions"][0];
     assert_eq!(report["status"], "ok", "{report:#}");
     assert_gone(report["pid"].as_i64().unwrap() as i32);
@@ -32,7 +32,7 @@ fn passes_doctor_and_call(env: &Env, target: &str, name: &str) {
             r#"{"text":"echo me"}"#,
         ])
         .output();
-    assert_eq!(tooled.code, 0, "{tooled:#?}");
+    tooled.success();
     assert!(
         called
             .stdout
@@ -64,21 +64,12 @@ fn python_template() {
     assert!(dir.join("main.py").is_file() && dir.join("README.md").is_file());
     passes_doctor_and_call(&env, "py-demo", "py-demo");
     // Arguments reach the program; a missing tool argument is reported as a tool error.
-    let called = env
-        .zot(["ext", "call", "py-demo", "/py-demo", "hi", "there"])
-        .ok();
-    assert_eq!(
-        called.stdout,
-        "display: hello from py-demo, you said: hi there\n"
-    );
-    let bad = env
-        .zot(["ext", "call", "py-demo", "--tool", "py_demo"])
-        .fails(1);
-    assert!(
-        bad.stdout.contains("\"text\" must be a string"),
-        "{}",
-        bad.stdout
-    );
+    env.zot(["ext", "call", "py-demo", "/py-demo", "hi", "there"])
+        .ok()
+        .stdout_is("display: hello from py-demo, you said: hi there\n");
+    env.zot(["ext", "call", "py-demo", "--tool", "py_demo"])
+        .fails(1)
+        .stdout_has("\"text\" must be a string");
 }
 
 #[test]
@@ -90,17 +81,16 @@ fn node_template() {
     let env = Env::new();
     create(&env, "node-demo", "node");
     passes_doctor_and_call(&env, "node-demo", "node-demo");
-    let tooled = env
-        .zot([
-            "ext",
-            "call",
-            "node-demo",
-            "--tool",
-            "node_demo",
-            r#"{"text":"echo me"}"#,
-        ])
-        .ok();
-    assert_eq!(tooled.stdout, "echo me\n");
+    env.zot([
+        "ext",
+        "call",
+        "node-demo",
+        "--tool",
+        "node_demo",
+        r#"{"text":"echo me"}"#,
+    ])
+    .ok()
+    .stdout_is("echo me\n");
 }
 
 #[test]
@@ -121,13 +111,10 @@ fn go_template() {
     let dir = create(&env, "go-demo", "go");
     assert!(dir.join("main.go").is_file() && dir.join("go.mod").is_file());
     // Not built yet: doctor says how to build it.
-    let done = env.zot(["ext", "doctor", "go-demo"]).fails(1);
     let hint = format!("build it: cd {} && go build -o ./go-demo .", dir.display());
-    assert!(
-        done.stdout.contains(&format!("fix: {hint}\n")),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "doctor", "go-demo"])
+        .fails(1)
+        .stdout_has(&format!("fix: {hint}\n"));
     if !on_path("go") {
         eprintln!(
             "skipping the live test of the go template: go is not on PATH (the files were written and checked, not built or run)"
@@ -218,33 +205,35 @@ fn project_and_folder_locations() {
 }
 
 #[test]
-fn never_overwrites() {
+fn never_overwrites_an_installed_extension() {
     let env = Env::new();
     create(&env, "taken", "python");
     let before = env.snapshot();
-    let done = env.zot(["ext", "new", "taken", "--lang", "node"]).fails(1);
-    assert!(
-        done.stderr
-            .contains("an extension named \"taken\" already exists"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "new", "taken", "--lang", "node"])
+        .fails(1)
+        .stderr_is(&format!(
+            "error: an extension named \"taken\" already exists at {}; \
+             pick another name (nothing was written)\n",
+            env.global_root().join("taken").display()
+        ));
     assert_eq!(env.snapshot(), before);
     // The staging folder is empty again.
     let staging = env.home.join(".ext-store/staging");
     assert_eq!(fs::read_dir(staging).unwrap().count(), 0);
+}
 
+#[test]
+fn never_writes_into_a_folder_that_is_not_empty() {
+    let env = Env::new();
     let full = env.work.join("full");
     fs::create_dir(&full).unwrap();
     fs::write(full.join("keep.txt"), "mine").unwrap();
-    let done = env
-        .zot(["ext", "new", "full", "--dir", full.to_str().unwrap()])
-        .fails(1);
-    assert!(
-        done.stderr.contains("already exists and is not empty"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "new", "full", "--dir", full.to_str().unwrap()])
+        .fails(1)
+        .stderr_is(&format!(
+            "error: {} already exists and is not empty; nothing was written\n",
+            full.display()
+        ));
     assert_eq!(fs::read_dir(&full).unwrap().count(), 1);
     assert_eq!(fs::read_to_string(full.join("keep.txt")).unwrap(), "mine");
 }
@@ -252,17 +241,16 @@ fn never_overwrites() {
 #[test]
 fn names_are_checked_and_builtins_avoided() {
     let env = Env::new();
-    let done = env.zot(["ext", "new", "no/slash"]).fails(2);
-    assert!(
-        done.stderr.contains("the name \"no/slash\""),
-        "{}",
-        done.stderr
+    env.zot(["ext", "new", "no/slash"]).fails(2).stderr_is(
+        "error: the name \"no/slash\" contains '/'; \
+             a name must be one folder name: no '/', '\\' or control characters\n",
     );
     env.zot(["ext", "new", "ok", "--lang", "cobol"]).fails(2);
     let json = env.zot(["ext", "new", "help", "--json"]).ok().json();
     assert_eq!(json["command"], "help-ext");
-    let doctor = env.zot(["ext", "doctor", "help", "--strict"]).output();
-    assert_eq!(doctor.code, 0, "{doctor:#?}");
+    env.zot(["ext", "doctor", "help", "--strict"])
+        .output()
+        .success();
     assert!(
         Path::new(json["dir"].as_str().unwrap())
             .join("main.py")
@@ -284,12 +272,9 @@ fn new_writes_an_install_record_and_info_shows_where_it_came_from() {
     assert_eq!(record["language"], "javascript");
     // With its file list, like any install.
     assert!(state.join("files/made.json").is_file());
-    let info = env.zot(["ext", "info", "made"]).ok().stdout;
-    assert!(
-        info.contains("made by zot ext new from the node template"),
-        "{info}"
-    );
-    assert!(!info.contains("copied in by hand"), "{info}");
+    let info = env.zot(["ext", "info", "made"]).ok();
+    info.stdout_has("made by zot ext new from the node template")
+        .stdout_lacks("copied in by hand");
     let json = env.zot(["ext", "info", "made", "--json"]).ok().json();
     assert_eq!(json["copies"][0]["source"]["kind"], "new");
     // A folder made with --dir is not installed: no record anywhere.

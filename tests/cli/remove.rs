@@ -10,13 +10,14 @@ fn without_a_terminal_and_without_yes_it_refuses_with_exit_2() {
     let env = Env::new();
     env.installed("keep", false);
     let before = env.snapshot();
-    let done = env.zot(["ext", "remove", "keep"]).fails(2);
-    assert!(
-        done.stderr.contains("stdin is not a terminal"),
-        "{}",
-        done.stderr
-    );
-    assert!(done.stderr.contains("--yes"), "{}", done.stderr);
+    env.zot(["ext", "remove", "keep"])
+        .fails(2)
+        .stdout_is("")
+        .stderr_is(&format!(
+            "error: not removing keep (global) at {}: stdin is not a terminal and gave no y or \
+             yes line within 1s, so no one confirmed; pass --yes to remove it\n",
+            env.global_root().join("keep").display()
+        ));
     assert_eq!(env.snapshot(), before);
 }
 
@@ -32,12 +33,14 @@ fn a_piped_y_or_yes_line_confirms() {
         ("y\nand more\n", "e"),
     ] {
         env.installed(name, false);
-        let done = env.zot(["ext", "remove", name]).stdin(answer).ok();
-        assert!(
-            done.stdout.contains(&format!("removed {name} (global)")),
-            "{answer:?}: {done:#?}"
-        );
-        assert!(!done.stderr.contains("[y/N]"), "{done:#?}");
+        env.zot(["ext", "remove", name])
+            .stdin(answer)
+            .ok()
+            .stdout_is(&format!(
+                "removed {name} (global) from {}\n",
+                env.global_root().join(name).display()
+            ))
+            .stderr_lacks("[y/N]");
     }
     assert!(env.installed_names().is_empty());
 }
@@ -58,12 +61,11 @@ fn a_piped_answer_other_than_yes_removes_nothing() {
         "ja\n",
         long.as_str(),
     ] {
-        let done = env.zot(["ext", "remove", "keep"]).stdin(answer).fails(2);
-        assert!(
-            done.stderr.contains("stdin is not a terminal") && done.stderr.contains("--yes"),
-            "{answer:?}: {}",
-            done.stderr
-        );
+        env.zot(["ext", "remove", "keep"])
+            .stdin(answer)
+            .fails(2)
+            .stderr_has("stdin is not a terminal")
+            .stderr_has("--yes");
         assert_eq!(env.snapshot(), before, "{answer:?}");
     }
 }
@@ -108,12 +110,13 @@ fn a_pipe_that_stays_silent_is_no_answer_and_no_hang() {
 fn yes_removes_the_folder_and_its_record() {
     let env = Env::new();
     env.installed("gone", false);
-    let done = env.zot(["ext", "remove", "-y", "gone"]).ok();
-    assert!(
-        done.stdout.contains("removed gone (global)"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "remove", "-y", "gone"])
+        .ok()
+        .stdout_is(&format!(
+            "removed gone (global) from {}\n",
+            env.global_root().join("gone").display()
+        ))
+        .stderr_is("");
     assert!(env.installed_names().is_empty());
     assert!(!env.home.join(".ext-store/sources/gone.json").exists());
     assert_eq!(
@@ -129,9 +132,16 @@ fn default_target_is_the_winning_copy_and_scope_flags_pick_one() {
     let env = Env::new();
     env.installed("dup", false);
     env.installed("dup", true);
-    let done = env.zot(["ext", "remove", "--yes", "dup"]).ok();
-    assert!(done.stdout.contains("(project)"), "{}", done.stdout);
-    assert!(done.stderr.contains("global copy"), "{}", done.stderr);
+    env.zot(["ext", "remove", "--yes", "dup"])
+        .ok()
+        .stdout_is(&format!(
+            "removed dup (project) from {}\n",
+            env.project_root().join("dup").display()
+        ))
+        .stderr_is(&format!(
+            "note: the global copy in {} is still installed\n",
+            env.global_root().join("dup").display()
+        ));
     assert!(env.global_root().join("dup").exists());
     env.installed("dup", true);
     env.zot(["ext", "remove", "--yes", "--global", "dup"]).ok();
@@ -142,18 +152,9 @@ fn default_target_is_the_winning_copy_and_scope_flags_pick_one() {
 #[test]
 fn unknown_name_exits_1_naming_where_it_looked() {
     let env = Env::new();
-    let done = env.zot(["ext", "remove", "-y", "nope"]).fails(1);
-    assert!(
-        done.stderr.contains("no extension named \"nope\""),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        done.stderr
-            .contains(&env.global_root().display().to_string()),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "remove", "-y", "nope"])
+        .fails(1)
+        .stderr_is(&env.not_installed_error("nope"));
 }
 
 #[test]
@@ -162,8 +163,9 @@ fn a_symlinked_extension_loses_only_its_link() {
     let src = env.source("working-copy", "linked");
     fs::create_dir_all(env.global_root()).unwrap();
     symlink(&src, env.global_root().join("linked")).unwrap();
-    let done = env.zot(["ext", "remove", "-y", "linked"]).ok();
-    assert!(done.stdout.contains("unlinked"), "{}", done.stdout);
+    env.zot(["ext", "remove", "-y", "linked"])
+        .ok()
+        .stdout_has("unlinked");
     assert!(
         src.join("extension.json").is_file(),
         "the working copy is untouched"
@@ -224,24 +226,15 @@ fn read_only_folders_are_removed_too() {
 fn at_a_terminal_it_asks_and_only_yes_removes() {
     let env = Env::new();
     env.installed("asked", false);
-    let declined = env.zot_in_terminal(&["ext", "remove", "asked"], "n\n");
-    assert!(
-        declined.stdout.contains("remove asked (global) at"),
-        "{declined:#?}"
-    );
-    assert!(declined.stdout.contains("[y/N]"), "{declined:#?}");
-    assert!(
-        declined.stdout.contains("nothing was removed"),
-        "{declined:#?}"
-    );
-    assert_eq!(declined.code, 1);
+    env.zot_in_terminal(&["ext", "remove", "asked"], "n\n")
+        .stdout_has("remove asked (global) at")
+        .stdout_has("[y/N]")
+        .stdout_has("nothing was removed")
+        .failure(1);
     assert_eq!(env.installed_names(), ["asked"]);
-    let accepted = env.zot_in_terminal(&["ext", "remove", "asked"], "yes\n");
-    assert_eq!(accepted.code, 0, "{accepted:#?}");
-    assert!(
-        accepted.stdout.contains("removed asked (global)"),
-        "{accepted:#?}"
-    );
+    env.zot_in_terminal(&["ext", "remove", "asked"], "yes\n")
+        .success()
+        .stdout_has("removed asked (global)");
     assert!(env.installed_names().is_empty());
 }
 
@@ -268,20 +261,16 @@ fn backups(env: &Env, name: &str) -> Vec<std::path::PathBuf> {
 fn remove_names_the_files_the_install_did_not_place() {
     let env = Env::new();
     with_data(&env, "loop");
-    let done = env.zot(["ext", "remove", "-y", "loop"]).ok();
-    assert!(
-        done.stderr.contains(
-            "removes 2 files created by the extension (cache/, state.json); --keep-data keeps them in .ext-store/backup"
-        ),
-        "{}",
-        done.stderr
+    env.zot(["ext", "remove", "-y", "loop"]).ok().stderr_has(
+        "removes 2 files created by the extension (cache/, state.json); \
+         --keep-data keeps them in .ext-store/backup",
     );
     assert!(env.installed_names().is_empty());
     assert!(backups(&env, "loop").is_empty());
     // Nothing of its own: no note.
     env.installed("plain", false);
     let done = env.zot(["ext", "remove", "-y", "plain", "--json"]).ok();
-    assert_eq!(done.stderr, "");
+    done.stderr_is("");
     assert_eq!(done.json()["data"], serde_json::json!([]));
 }
 
@@ -321,13 +310,9 @@ fn keep_data_keeps_the_last_three_backups() {
     for round in 0..4 {
         let dir = with_data(&env, "loop");
         fs::write(dir.join("round"), round.to_string()).unwrap();
-        let done = env.zot(["ext", "remove", "-y", "loop", "--keep-data"]).ok();
-        assert!(
-            done.stdout
-                .contains("kept 3 files created by the extension"),
-            "{}",
-            done.stdout
-        );
+        env.zot(["ext", "remove", "-y", "loop", "--keep-data"])
+            .ok()
+            .stdout_has("kept 3 files created by the extension");
         // A different second for each backup folder.
         std::thread::sleep(std::time::Duration::from_millis(1100));
     }
@@ -348,20 +333,10 @@ fn without_a_file_list_remove_says_so_and_keep_data_saves_the_whole_folder() {
     )
     .unwrap();
     fs::write(dir.join("state.json"), "{}").unwrap();
-    let done = env
-        .zot(["ext", "remove", "-y", "manual", "--keep-data"])
-        .ok();
-    assert!(
-        done.stderr
-            .contains("zot cannot tell manual's data from its files"),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        done.stdout.contains("kept the whole folder in"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "remove", "-y", "manual", "--keep-data"])
+        .ok()
+        .stderr_has("zot cannot tell manual's data from its files")
+        .stdout_has("kept the whole folder in");
     let saved = backups(&env, "manual");
     assert_eq!(saved.len(), 1);
     assert!(saved[0].join("extension.json").is_file());
@@ -378,8 +353,9 @@ fn keep_data_of_a_link_saves_nothing_and_keeps_the_working_copy() {
     let wc = env.source("wc", "dev");
     fs::write(wc.join("state.json"), "{}").unwrap();
     env.zot(["ext", "link", wc.to_str().unwrap()]).ok();
-    let done = env.zot(["ext", "remove", "-y", "dev", "--keep-data"]).ok();
-    assert_eq!(done.stderr, "");
+    env.zot(["ext", "remove", "-y", "dev", "--keep-data"])
+        .ok()
+        .stderr_is("");
     assert!(backups(&env, "dev").is_empty());
     assert!(wc.join("state.json").is_file());
 }
@@ -394,14 +370,10 @@ fn a_folder_in_place_of_the_record_is_refused_before_anything_moves() {
     fs::remove_file(&record).unwrap();
     fs::create_dir(&record).unwrap();
     let before = env.snapshot();
-    let done = env.zot(["ext", "remove", "-y", "kept"]).fails(1);
-    assert!(
-        done.stderr
-            .contains("sources/kept.json is a folder, not an install record")
-            && done.stderr.contains("nothing was changed"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "remove", "-y", "kept"])
+        .fails(1)
+        .stderr_has("sources/kept.json is a folder, not an install record")
+        .stderr_has("nothing was changed");
     assert_eq!(env.snapshot(), before);
     assert_eq!(env.installed_names(), ["kept"]);
 }

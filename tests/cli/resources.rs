@@ -21,8 +21,8 @@ fn refused(w: &World, prepared: Prepared, says: &[&str]) -> Done {
     let before = w.snapshot();
     let done = w.run(prepared);
     let after = w.snapshot();
-    assert_eq!(done.code, 1, "{done:#?}");
-    assert_eq!(done.stderr.lines().count(), 1, "not one line: {done:#?}");
+    done.failure(1);
+    done.stderr_one_line();
     assert!(done.stderr.starts_with("error: "), "{done:#?}");
     for word in says {
         // `update` reports each extension's failure on stdout and sums up on stderr.
@@ -126,8 +126,7 @@ fn update_when_full() {
         ],
     );
     let url = format!("file://{}/grow.git", repos.display());
-    let done = w.zot(&["install", &url]);
-    assert_eq!(done.code, 0, "{done:#?}");
+    w.zot(&["install", &url]).success();
     let big = incompressible(disk.free() as usize + (1 << 20));
     repo.commit_with("grow", |dir| fs::write(dir.join("big.bin"), &big).unwrap());
     let done = refused(&w, ext(["update", "grow"]), &["grow"]);
@@ -183,8 +182,7 @@ fn an_extensions_folder_on_another_filesystem_is_explained() {
     let src = w.env.source("src-x", "x");
     // The first run makes the state folder; the store is unchanged from then on.
     assert_eq!(w.zot(&["install", src.to_str().unwrap()]).code, 1);
-    let done = refused(&w, install(&src), &["another filesystem", "extensions"]);
-    assert!(!done.stderr.contains("os error 18"), "{done:#?}");
+    refused(&w, install(&src), &["another filesystem", "extensions"]).stderr_lacks("os error 18");
     // Something placed there by hand can be neither replaced nor removed.
     fs::create_dir_all(elsewhere.join("x")).unwrap();
     fs::write(elsewhere.join("x/extension.json"), manifest("x")).unwrap();
@@ -325,12 +323,12 @@ fn logs_with_an_unreadable_log() {
     fs::write(w.log("existing"), "secret line\n").unwrap();
     w.env.open_to_everyone();
     chmod(&w.log("existing"), 0o000);
-    let done = refused(
+    refused(
         &w,
         ext(["logs", "existing"]).unprivileged(),
         &["ext-existing.log", "ermission denied"],
-    );
-    assert_eq!(done.stdout, "");
+    )
+    .stdout_is("");
 }
 
 #[test]
@@ -340,12 +338,12 @@ fn logs_with_an_unreadable_logs_folder() {
     fs::write(w.log("existing"), "secret line\n").unwrap();
     w.env.open_to_everyone();
     chmod(&w.env.home.join("logs"), 0o000);
-    let done = refused(
+    refused(
         &w,
         ext(["logs", "existing", "-n", "1"]).unprivileged(),
         &["ext-existing.log", "ermission denied"],
-    );
-    assert_eq!(done.stdout, "");
+    )
+    .stdout_is("");
 }
 
 /// The snapshot itself must see modes (a chmod is a change).
@@ -378,8 +376,7 @@ fn remove_on_a_full_disk() {
         return;
     };
     fill(&disk, &w.env.home.join("filler"));
-    let done = w.run(ext(["remove", "existing", "--yes"]));
-    assert_eq!(done.code, 0, "{done:#?}");
+    w.run(ext(["remove", "existing", "--yes"])).success();
     assert!(!w.env.global_root().join("existing").exists());
     assert_emptied(&w);
 }
@@ -391,9 +388,7 @@ fn list_on_a_full_disk() {
     };
     fill(&disk, &w.env.home.join("filler"));
     let before = w.snapshot();
-    let done = w.run(ext(["list"]));
-    assert_eq!(done.code, 0, "{done:#?}");
-    assert!(done.stdout.contains("existing"), "{done:#?}");
+    w.run(ext(["list"])).success().stdout_has("existing");
     assert_eq!(before.diff(&w.snapshot()), Vec::<String>::new());
 }
 
@@ -433,10 +428,10 @@ fn follow_an_unreadable_log() {
     fs::write(w.log("existing"), "secret line\n").unwrap();
     w.env.open_to_everyone();
     chmod(&w.log("existing"), 0o000);
-    let done = refused(
+    refused(
         &w,
         ext(["logs", "existing", "-f"]).unprivileged(),
         &["ext-existing.log", "ermission denied"],
-    );
-    assert_eq!(done.stdout, "");
+    )
+    .stdout_is("");
 }

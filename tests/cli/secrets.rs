@@ -6,21 +6,13 @@ use std::fs;
 
 use serde_json::Value;
 
-use crate::git_install::{extension_repo, served, zot};
+use crate::git_install::{extension_repo, install_git, install_git_with, served, zot};
 use crate::support::extensions::sh_extension;
 use crate::support::git_servers::{HttpGit, Repo, free_port};
 use crate::support::{Done, Env, manifest};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-/// `secret` is nowhere in what `done` printed.
-fn assert_not_printed(done: &Done, secret: &str, what: &str) {
-    assert!(
-        !done.stdout.contains(secret) && !done.stderr.contains(secret),
-        "{what} printed {secret:?}:\n{done:#?}"
-    );
-}
 
 /// `secret` is in no file under ZOT_HOME or the project's `.zot` (byte comparison, so
 /// binary files count too).
@@ -126,14 +118,9 @@ fn install_errors_never_show_a_credential() {
                 args.push("--json");
             }
             let done = zot(&env, &args);
-            assert_eq!(done.code, 1, "{url}: {done:#?}");
-            assert_not_printed(&done, secret, url);
+            done.failure(1).stdout_lacks(secret).stderr_lacks(secret);
             assert_one_line(&done);
-            assert!(
-                done.stderr.contains(shown.as_str()),
-                "{url}: {}",
-                done.stderr
-            );
+            done.stderr_has(shown.as_str());
         }
     }
     assert_not_stored(&env, "5ecret");
@@ -149,15 +136,12 @@ fn an_scp_like_password_is_refused_without_showing_it() {
         &env,
         &["ext", "install", "git:scp-5ecret@127.0.0.1:owner/x.git"],
     );
-    assert_eq!(done.code, 2, "{done:#?}");
-    assert_not_printed(&done, "scp-5ecret", "install");
+    done.failure(2)
+        .stdout_lacks("scp-5ecret")
+        .stderr_lacks("scp-5ecret");
     assert_one_line(&done);
-    assert!(
-        done.stderr.contains(
-            "git:***@127.0.0.1:owner/x.git: the user@host:path form cannot carry a password"
-        ),
-        "{}",
-        done.stderr
+    done.stderr_has(
+        "git:***@127.0.0.1:owner/x.git: the user@host:path form cannot carry a password",
     );
     assert_not_stored(&env, "scp-5ecret");
 }
@@ -181,12 +165,10 @@ fn a_password_with_odd_characters_is_used_but_never_shown_or_stored() {
     );
     let shown = format!("http://***@127.0.0.1:{}/private.git", http.port());
 
-    let done = zot(&env, &["ext", "install", &url]);
-    assert_eq!(done.code, 0, "{done:#?}");
+    let done = install_git(&env, &url);
     assert!(done.stdout.starts_with("installed private"), "{done:#?}");
     assert_eq!(record_source(&env, "private"), shown.as_str());
-    let done_json = zot(&env, &["ext", "install", &url, "--force", "--json"]);
-    assert_eq!(done_json.code, 0, "{done_json:#?}");
+    let done_json = install_git_with(&env, &url, &["--force", "--json"]);
     assert_eq!(done_json.json()["source"], shown.as_str());
 
     // `#` starts the subfolder only after the host.
@@ -202,8 +184,7 @@ fn a_password_with_odd_characters_is_used_but_never_shown_or_stored() {
         "http://alice:{PASSWORD_IN_URL}@127.0.0.1:{}/mono.git#ext/inner",
         http.port()
     );
-    let done_subdir = zot(&env, &["ext", "install", &mono]);
-    assert_eq!(done_subdir.code, 0, "{done_subdir:#?}");
+    let done_subdir = install_git(&env, &mono);
     assert_eq!(
         record_source(&env, "inner"),
         format!("http://***@127.0.0.1:{}/mono.git", http.port()).as_str()
@@ -218,7 +199,7 @@ fn a_password_with_odd_characters_is_used_but_never_shown_or_stored() {
         &["ext", "info", "private", "--json"],
     ] {
         let done = zot(&env, args);
-        assert_eq!(done.code, 0, "{args:?}: {done:#?}");
+        done.success();
         runs.push(done);
     }
     let info = zot(&env, &["ext", "info", "private", "--json"]).json();
@@ -230,12 +211,12 @@ fn a_password_with_odd_characters_is_used_but_never_shown_or_stored() {
         &["ext", "update", "private", "--json"],
     ] {
         let done = zot(&env, args);
-        assert_eq!(done.code, 1, "{args:?}: {done:#?}");
+        done.failure(1);
         runs.push(done);
     }
     for done in &runs {
         for secret in ["5ecret", "p#ss", "alice"] {
-            assert_not_printed(done, secret, "a command");
+            done.stdout_lacks(secret).stderr_lacks(secret);
         }
     }
     for secret in ["5ecret", "p#ss", "alice"] {
@@ -253,8 +234,7 @@ fn a_query_token_is_never_shown_or_stored() {
     let shown = format!("{}?private_token=***&ref=main", http.url("tokened"));
 
     let mut runs = Vec::new();
-    let done = zot(&env, &["ext", "install", &url, "--json"]);
-    assert_eq!(done.code, 0, "{done:#?}");
+    let done = install_git_with(&env, &url, &["--json"]);
     assert_eq!(done.json()["source"], shown.as_str());
     assert_eq!(record_source(&env, "tokened"), shown.as_str());
     runs.push(done);
@@ -267,12 +247,12 @@ fn a_query_token_is_never_shown_or_stored() {
         &["ext", "list", "--json"],
     ] {
         let done = zot(&env, args);
-        assert_eq!(done.code, 0, "{args:?}: {done:#?}");
+        done.success();
         runs.push(done);
     }
     assert_eq!(record_source(&env, "tokened"), shown.as_str());
     for done in &runs {
-        assert_not_printed(done, "tok-5ecret", "a command");
+        done.stdout_lacks("tok-5ecret").stderr_lacks("tok-5ecret");
     }
     assert_not_stored(&env, "tok-5ecret");
 }
@@ -297,21 +277,21 @@ fn credentials_in_an_old_record_are_never_shown() {
     let shown = format!("http://***@127.0.0.1:{port}/x.git?access_token=***&ref=main");
 
     let info = zot(&env, &["ext", "info", "legacy"]);
-    assert_eq!(info.code, 0, "{info:#?}");
-    assert!(info.stdout.contains(&shown), "{}", info.stdout);
+    info.success().stdout_has(&shown);
     let info_json = zot(&env, &["ext", "info", "legacy", "--json"]);
     assert_eq!(
         info_json.json()["copies"][0]["source"]["source"],
         shown.as_str()
     );
     let update = zot(&env, &["ext", "update", "legacy"]);
-    assert_eq!(update.code, 1, "{update:#?}");
-    assert!(update.stderr.contains(&shown), "{update:#?}");
+    update.failure(1).stderr_has(&shown);
     let update_json = zot(&env, &["ext", "update", "legacy", "--json"]);
-    assert_eq!(update_json.code, 1, "{update_json:#?}");
+    update_json.failure(1);
     for done in [&info, &info_json, &update, &update_json] {
-        assert_not_printed(done, "5ecret", "a command");
-        assert_not_printed(done, "alice", "a command");
+        done.stdout_lacks("5ecret")
+            .stderr_lacks("5ecret")
+            .stdout_lacks("alice")
+            .stderr_lacks("alice");
     }
 }
 
@@ -328,12 +308,7 @@ fn a_hostile_source_folder_name_is_one_escaped_line() {
     fs::create_dir_all(&src).unwrap();
     let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
     assert_one_line(&done);
-    assert!(
-        done.stderr
-            .contains(&format!("{FORGED_SHOWN}/extension.json: not found")),
-        "{}",
-        done.stderr
-    );
+    done.stderr_has(&format!("{FORGED_SHOWN}/extension.json: not found"));
 }
 
 #[test]
@@ -351,13 +326,8 @@ fn a_hostile_file_name_inside_a_source_is_one_escaped_line() {
     .unwrap();
     let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
     assert_one_line(&done);
-    assert!(
-        done.stderr
-            .contains(&format!("{FORGED_SHOWN}\\u{{1b}}[31m")),
-        "{}",
-        done.stderr
-    );
-    assert!(!done.stderr.contains('\u{1b}'), "{:?}", done.stderr);
+    done.stderr_has(&format!("{FORGED_SHOWN}\\u{{1b}}[31m"))
+        .stderr_lacks("\u{1b}");
     assert!(env.installed_names().is_empty());
 }
 
@@ -374,14 +344,14 @@ fn a_hostile_store_folder_name_is_escaped_everywhere() {
     let done = env.zot(["ext", "enable", &name]).output();
     assert_ne!(done.code, 0, "{done:#?}");
     assert_one_line(&done);
-    assert!(done.stderr.contains("ev\\u{1b}[31mil"), "{}", done.stderr);
+    done.stderr_has("ev\\u{1b}[31mil");
 
     let list = env.zot(["ext", "list"]).ok();
     assert_eq!(list.stdout.lines().count(), 2, "{}", list.stdout);
-    assert!(!list.stdout.contains('\u{1b}'), "{:?}", list.stdout);
+    list.stdout_lacks("\u{1b}");
 
     let info = env.zot(["ext", "info", &name]).ok();
-    assert!(!info.stdout.contains('\u{1b}'), "{:?}", info.stdout);
+    info.stdout_lacks("\u{1b}");
     assert!(
         info.stdout
             .lines()
@@ -397,19 +367,15 @@ fn manifest_text_in_info_stays_on_its_line() {
     let env = Env::new();
     let text = manifest("shady").replace("\"1.0.0\"", "\"1.0.0\\nerror: forged\\u001b[2J\"");
     let src = env.source_with_manifest("shady-src", &text);
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     let info = env.zot(["ext", "info", "shady"]).ok();
-    assert!(!info.stdout.contains('\u{1b}'), "{:?}", info.stdout);
+    info.stdout_lacks("\u{1b}");
     assert!(
         info.stdout.lines().all(|l| !l.starts_with("error: forged")),
         "{}",
         info.stdout
     );
-    assert!(
-        info.stdout.contains("shady 1.0.0\\nerror: forged"),
-        "{}",
-        info.stdout
-    );
+    info.stdout_has("shady 1.0.0\\nerror: forged");
 }
 
 /// What an extension writes (its stderr, a command name in its hello) is remote data:
@@ -423,22 +389,17 @@ fn extension_output_in_doctor_and_call_is_escaped() {
                   echo '{\"type\":\"register_command\",\"name\":\"x\\u001b[2Jy\",\"description\":\"d\"}'\n\
                   exit 3\n";
     sh_extension(&env.global_root(), "loud", "loud", script);
-    let doctor = env
-        .zot(["ext", "doctor", "loud", "--color", "never"])
-        .output();
-    assert!(
-        !doctor.stdout.contains('\u{1b}') && !doctor.stderr.contains('\u{1b}'),
-        "{doctor:#?}"
-    );
-    assert!(doctor.stdout.contains("red \\u{1b}[31mtext"), "{doctor:#?}");
+    env.zot(["ext", "doctor", "loud", "--color", "never"])
+        .output()
+        .stdout_lacks("\u{1b}")
+        .stderr_lacks("\u{1b}")
+        .stdout_has("red \\u{1b}[31mtext");
     let call = env
         .zot(["ext", "call", "loud", "/x", "--color", "never"])
         .fails(1);
-    assert!(
-        !call.stdout.contains('\u{1b}') && !call.stderr.contains('\u{1b}'),
-        "{call:#?}"
-    );
-    assert!(call.stderr.contains("| red \\u{1b}[31mtext"), "{call:#?}");
+    call.stdout_lacks("\u{1b}")
+        .stderr_lacks("\u{1b}")
+        .stderr_has("| red \\u{1b}[31mtext");
     // The error itself is the last line, and one line.
     let last = call.stderr.lines().last().unwrap();
     assert!(

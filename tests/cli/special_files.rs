@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Done, Env, Run, manifest};
+use crate::support::{Done, Env, Run, command_line, manifest};
 
 /// The longest any command here may take; each answers in milliseconds when it works.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -47,6 +47,7 @@ fn within_limit(run: Run) -> Done {
         thread::sleep(Duration::from_millis(10));
     };
     Done {
+        command: command_line(&cmd),
         code: status.code().unwrap_or(-1),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
@@ -59,12 +60,10 @@ fn zot(env: &Env, args: &[&str]) -> Done {
 
 /// Asserts exit 1 and one line of error that contains every piece of `says`.
 fn fails_saying(done: &Done, says: &[&str]) {
-    assert_eq!(done.code, 1, "expected exit 1:\n{done:#?}");
-    let lines: Vec<&str> = done.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line:\n{}", done.stderr);
-    assert!(lines[0].starts_with("error: "), "{}", done.stderr);
+    done.failure(1).stderr_one_line();
+    assert!(done.stderr.starts_with("error: "), "{done:?}");
     for piece in says {
-        assert!(lines[0].contains(piece), "no {piece:?} in: {}", done.stderr);
+        done.stderr_has(piece);
     }
 }
 
@@ -133,7 +132,7 @@ fn list_shows_a_special_manifest_as_broken_and_lists_the_rest() {
         let (env, _listener) = store_with(special);
         let before = env.snapshot();
         let done = zot(&env, &["ext", "list", "--json"]);
-        assert_eq!(done.code, 0, "{special:?}: {done:#?}");
+        done.success();
         let list = done.json();
         assert_eq!(list[0]["name"], "bad", "{special:?}");
         let error = list[0]["error"].as_str().unwrap();
@@ -141,9 +140,7 @@ fn list_shows_a_special_manifest_as_broken_and_lists_the_rest() {
         assert!(error.ends_with(&problem), "{special:?}: {error}");
         assert_eq!(list[1]["name"], "good");
         assert_eq!(list[1]["error"], serde_json::Value::Null);
-        let table = zot(&env, &["ext", "list"]);
-        assert_eq!(table.code, 0, "{table:#?}");
-        assert!(table.stdout.contains("broken"), "{}", table.stdout);
+        zot(&env, &["ext", "list"]).success().stdout_has("broken");
         assert_eq!(env.snapshot(), before, "{special:?}");
     }
 }
@@ -163,12 +160,12 @@ fn commands_on_an_extension_with_a_special_manifest_fail_at_once() {
             fails_saying(&done, &[&problem]);
             assert_eq!(env.snapshot(), before, "{special:?} {args:?}");
         }
-        let info = zot(&env, &["ext", "info", "bad"]);
-        assert_eq!(info.code, 0, "{info:#?}");
-        assert!(info.stdout.contains(&problem), "{}", info.stdout);
+        zot(&env, &["ext", "info", "bad"])
+            .success()
+            .stdout_has(&problem);
         let doctor = zot(&env, &["ext", "doctor", "bad"]);
         fails_saying(&doctor, &["failed the checks"]);
-        assert!(doctor.stdout.contains(&problem), "{}", doctor.stdout);
+        doctor.stdout_has(&problem);
         assert_eq!(env.snapshot(), before, "{special:?}");
     }
 }
@@ -177,8 +174,7 @@ fn commands_on_an_extension_with_a_special_manifest_fail_at_once() {
 fn remove_answers_at_once_for_a_special_manifest() {
     for special in Special::ALL {
         let (env, _listener) = store_with(special);
-        let done = zot(&env, &["ext", "remove", "-y", "bad"]);
-        assert_eq!(done.code, 0, "{special:?}: {done:#?}");
+        zot(&env, &["ext", "remove", "-y", "bad"]).success();
         assert_eq!(env.installed_names(), ["good"], "{special:?}");
     }
 }
@@ -192,20 +188,14 @@ fn completion_skips_a_special_manifest_at_once() {
             env.zot(["--", "zot", "ext", "disable", ""])
                 .env("COMPLETE", "fish"),
         );
-        assert_eq!(done.code, 0, "{done:#?}");
-        assert_eq!(done.stderr, "");
+        done.success().stderr_is("");
         let offered: Vec<&str> = done.stdout.lines().collect();
         assert_eq!(offered, ["good\ttest extension good"], "{special:?}");
-        let done = within_limit(
+        within_limit(
             env.zot(["--", "zot", "ext", "info", ""])
                 .env("COMPLETE", "fish"),
-        );
-        assert!(
-            done.stdout
-                .contains("bad\tbroken: extension.json cannot be used"),
-            "{special:?}: {}",
-            done.stdout
-        );
+        )
+        .stdout_has("bad\tbroken: extension.json cannot be used");
         assert_eq!(env.snapshot(), before, "{special:?}");
     }
 }
@@ -223,7 +213,7 @@ fn a_folder_given_by_path_with_a_special_manifest_fails_at_once() {
         fails_saying(&call, &[&problem]);
         let doctor = zot(&env, &["ext", "doctor", &shown]);
         fails_saying(&doctor, &["failed the checks"]);
-        assert!(doctor.stdout.contains(&problem), "{}", doctor.stdout);
+        doctor.stdout_has(&problem);
     }
 }
 
@@ -292,7 +282,7 @@ fn logs_of_a_named_pipe_or_device_fail_at_once_in_every_form() {
         ] {
             let done = zot(&env, args);
             fails_saying(&done, &[&log.display().to_string(), called]);
-            assert_eq!(done.stdout, "", "{args:?}");
+            done.stdout_is("");
         }
     }
 }
@@ -356,7 +346,7 @@ fn logs_still_tail_a_large_log_quickly() {
     file.seek(SeekFrom::End(0)).unwrap();
     file.write_all(line.repeat(3).as_bytes()).unwrap();
     let done = zot(&env, &["ext", "logs", "-n", "2", "x"]);
-    assert_eq!(done.code, 0, "{done:#?}");
+    done.success();
     assert_eq!(done.stdout, line.repeat(2));
 }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::git_install::{
     assert_git_record, assert_installed_tree, assert_nothing_installed, bounded, extension_repo,
-    install_fails, served, zot_ok,
+    install_fails, install_git, served,
 };
 use crate::support::Env;
 use crate::support::git_servers::{SSHD, SshAgent, Sshd, ssh_key};
@@ -55,7 +55,7 @@ fn installs_with_a_key_file_and_a_known_host() {
     let (_tmp, root) = served();
     let repo = extension_repo(&env, &root, "sshy");
     let url = sshd.url(&repo.bare);
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
     assert_installed_tree(&env, "sshy");
     assert_git_record(&env, "sshy", &url, None, &repo.head_commit());
 }
@@ -88,7 +88,7 @@ fn installs_with_a_hashed_known_hosts_entry() {
     let (_tmp, root) = served();
     let repo = extension_repo(&env, &root, "hashy");
     let url = sshd.url(&repo.bare);
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
     assert_git_record(&env, "hashy", &url, None, &repo.head_commit());
 }
 
@@ -107,8 +107,7 @@ fn installs_with_a_key_only_in_the_ssh_agent() {
     let repo = extension_repo(&env, &root, "agenty");
     let url = sshd.url(&repo.bare);
     let args = ["ext", "install", url.as_str()];
-    let done = bounded(env.zot(args).env("SSH_AUTH_SOCK", &agent.socket), &args);
-    assert_eq!(done.code, 0, "{done:#?}\nsshd: {}", sshd.log());
+    bounded(env.zot(args).env("SSH_AUTH_SOCK", &agent.socket), &args).success();
     assert_installed_tree(&env, "agenty");
     assert_git_record(&env, "agenty", &url, None, &repo.head_commit());
 }
@@ -130,21 +129,16 @@ fn a_key_the_server_rejects_fails_with_what_was_tried() {
     let args = ["ext", "install", url.as_str()];
     let before = env.snapshot();
     let done = bounded(env.zot(args).env("SSH_AUTH_SOCK", &agent.socket), &args);
-    assert_eq!(done.code, 1, "{done:#?}");
+    done.failure(1);
     for text in [
         format!("error: cannot authenticate to {url}"),
         format!("tried: the ssh agent, {}", rejected.display()),
         "Fix: register your public key (such as ~/.ssh/id_ed25519.pub) with the server".to_string(),
         "ssh-add".to_string(),
     ] {
-        assert!(
-            done.stderr.contains(&text),
-            "lacks {text:?}:\n{}",
-            done.stderr
-        );
+        done.stderr_has(&text);
     }
-    assert!(!done.stderr.contains("host key"), "{}", done.stderr);
-    assert!(done.stdout.is_empty(), "{done:#?}");
+    done.stderr_lacks("host key").stdout_is("");
     assert_nothing_installed(&env, &before);
 }
 
@@ -167,8 +161,7 @@ fn an_unknown_host_key_is_refused_with_the_command_to_add_it() {
     ];
     let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
     // No known_hosts at all, then one that knows only other servers.
-    let done = install_fails(&env, &["ext", "install", &url], &expected);
-    assert!(!done.stderr.contains("authenticate"), "{}", done.stderr);
+    install_fails(&env, &["ext", "install", &url], &expected).stderr_lacks("authenticate");
     let other = ssh_key(&env.work.join("keys"), "other_host");
     let other = fs::read_to_string(other.with_extension("pub")).unwrap();
     let other: Vec<&str> = other.split_whitespace().take(2).collect();
@@ -184,7 +177,7 @@ fn an_unknown_host_key_is_refused_with_the_command_to_add_it() {
     install_fails(&env, &["ext", "install", &url], &expected);
     // The right key makes it work.
     write_known_hosts(&env, &format!("{}\n", sshd.known_hosts_line()));
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
 }
 
 #[test]
@@ -215,7 +208,6 @@ fn a_changed_host_key_is_refused() {
         if hashed {
             hash_known_hosts(&env);
         }
-        let done = install_fails(&env, &["ext", "install", &url], &expected);
-        assert!(!done.stderr.contains("authenticate"), "{}", done.stderr);
+        install_fails(&env, &["ext", "install", &url], &expected).stderr_lacks("authenticate");
     }
 }

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Env, manifest, write_executable};
+use crate::support::{Done, Env, manifest, write_executable};
 
 /// A folder outside every root with one file in it, which no command may touch.
 fn make_victim(env: &Env) -> PathBuf {
@@ -42,11 +42,11 @@ fn plant_link(state: &Path, sub: &str, to: &Path) {
     symlink(to, &path).unwrap();
 }
 
-fn one_line_naming(stderr: &str, what: &str) {
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one line expected:\n{stderr}");
-    assert!(stderr.contains(what), "{what} not named:\n{stderr}");
-    assert!(stderr.contains("remove it"), "no fix given:\n{stderr}");
+/// One line of error naming `what` and saying how to fix it.
+fn one_line_naming(done: &Done, what: &str) {
+    done.stderr_one_line()
+        .stderr_has(what)
+        .stderr_has("remove it");
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn linked_trash_or_staging_in_zot_home_is_refused_by_every_command() {
                 .map(|a| a.replace("SRC", src.to_str().unwrap()))
                 .collect();
             let done = env.zot(&args).fails(1);
-            one_line_naming(&done.stderr, &format!(".ext-store/{sub}"));
+            one_line_naming(&done, &format!(".ext-store/{sub}"));
             assert_victim_intact(&victim);
             assert!(
                 env.global_root().join("x/extension.json").exists(),
@@ -92,7 +92,7 @@ fn a_cloned_project_with_a_linked_trash_cannot_empty_a_folder_outside() {
     symlink("../../../victim", state.join("trash")).unwrap();
     assert!(state.join("trash/precious.txt").exists());
     let done = env.zot(["ext", "list"]).fails(1);
-    one_line_naming(&done.stderr, ".ext-store/trash");
+    one_line_naming(&done, ".ext-store/trash");
     assert_victim_intact(&victim);
 }
 
@@ -107,7 +107,7 @@ fn a_project_with_a_linked_staging_cannot_empty_a_folder_outside_on_install() {
     let done = env
         .zot(["ext", "install", "--project", src.to_str().unwrap()])
         .fails(1);
-    one_line_naming(&done.stderr, ".ext-store/staging");
+    one_line_naming(&done, ".ext-store/staging");
     assert_victim_intact(&victim);
     assert!(!env.project_root().join("p").exists());
 }
@@ -120,7 +120,7 @@ fn a_state_folder_or_lock_that_is_not_what_it_must_be_is_refused() {
     symlink(&victim, env.home.join(".ext-store")).unwrap();
     let src = env.source("a", "a");
     let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
-    one_line_naming(&done.stderr, ".ext-store");
+    one_line_naming(&done, ".ext-store");
     assert_victim_intact(&victim);
     assert!(!victim.join("staging").exists() && !victim.join("lock").exists());
 
@@ -146,7 +146,7 @@ fn a_state_folder_or_lock_that_is_not_what_it_must_be_is_refused() {
         let started = Instant::now();
         let done = env.zot(["ext", "install", src.to_str().unwrap()]).fails(1);
         assert!(started.elapsed() < Duration::from_secs(5), "{kind}: slow");
-        one_line_naming(&done.stderr, ".ext-store/lock");
+        one_line_naming(&done, ".ext-store/lock");
         assert_victim_intact(&victim);
         assert!(!env.global_root().join("a").exists(), "{kind}");
     }
@@ -171,12 +171,9 @@ fn a_symlinked_manifest_is_never_written_through() {
         let before = fs::read(&outside).unwrap();
         let inode = fs::metadata(&outside).unwrap().ino();
         let done = env.zot(["ext", command, "x"]).fails(1);
-        assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
-        assert!(
-            done.stderr.contains("extension.json") && done.stderr.contains("symbolic link"),
-            "{}",
-            done.stderr
-        );
+        done.stderr_one_line();
+        done.stderr_has("extension.json")
+            .stderr_has("symbolic link");
         assert_eq!(fs::read(&outside).unwrap(), before, "{command}");
         assert_eq!(fs::metadata(&outside).unwrap().ino(), inode, "{command}");
         assert!(
@@ -280,12 +277,7 @@ fn check_invariants(env: &Env, allowed: &[(Option<&str>, Option<&Path>)], contex
         );
     }
     if version.is_some() {
-        let info = env.zot(["ext", "info", "x"]).ok();
-        assert!(
-            !info.stdout.contains("by hand"),
-            "{context}:\n{}",
-            info.stdout
-        );
+        env.zot(["ext", "info", "x"]).ok().stdout_lacks("by hand");
     }
 }
 
@@ -299,8 +291,7 @@ fn a_kill_during_a_first_install_leaves_nothing_or_the_whole_install() {
         killed_at(&env, point, &["ext", "install", v1.to_str().unwrap()]);
         check_invariants(&env, &[(None, None), (Some("1.0.0"), Some(&v1))], point);
         // The next install (or a repeat with --force) succeeds.
-        env.zot(["ext", "install", "--force", v1.to_str().unwrap()])
-            .ok();
+        env.install_with(&v1, &["--force"]);
         check_invariants(&env, &[(Some("1.0.0"), Some(&v1))], point);
     }
 }
@@ -311,7 +302,7 @@ fn a_kill_during_install_force_or_update_leaves_the_old_or_the_new_version() {
         for how in ["install --force", "update"] {
             let env = Env::new();
             let v1 = versioned_source(&env, "v1", "1.0.0");
-            env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+            env.install(&v1);
             let context = format!("{how} at {point}");
             let new_source = if how == "update" {
                 // update re-reads the recorded folder, which now holds version 2.
@@ -344,10 +335,10 @@ fn a_kill_during_remove_leaves_the_extension_or_nothing() {
     for point in ["remove.moved", "remove.unrecorded"] {
         let env = Env::new();
         let v1 = versioned_source(&env, "v1", "1.0.0");
-        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+        env.install(&v1);
         killed_at(&env, point, &["ext", "remove", "x", "--yes"]);
         check_invariants(&env, &[(None, None)], point);
-        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+        env.install(&v1);
     }
 }
 
@@ -356,7 +347,7 @@ fn a_kill_during_disable_leaves_no_temporary_file_in_the_extension() {
     for point in ["toggle.temp", "toggle.after"] {
         let env = Env::new();
         let v1 = versioned_source(&env, "v1", "1.0.0");
-        env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+        env.install(&v1);
         killed_at(&env, point, &["ext", "disable", "x"]);
         check_invariants(&env, &[(Some("1.0.0"), Some(&v1))], point);
         let text = fs::read_to_string(env.global_root().join("x/extension.json")).unwrap();
@@ -503,7 +494,7 @@ fn an_install_that_waited_while_the_name_was_taken_says_it_is_installed() {
 fn an_update_right_after_a_kill_reads_the_record_the_journal_finished() {
     let env = Env::new();
     let v1 = versioned_source(&env, "v1", "1.0.0");
-    env.zot(["ext", "install", v1.to_str().unwrap()]).ok();
+    env.install(&v1);
     let v2 = versioned_source(&env, "v2", "2.0.0");
     killed_at(
         &env,
@@ -511,10 +502,8 @@ fn an_update_right_after_a_kill_reads_the_record_the_journal_finished() {
         &["ext", "install", "--force", v2.to_str().unwrap()],
     );
     // No read-only command in between: update itself must finish the journal first.
-    let done = env.zot(["ext", "update", "x"]).ok();
-    assert!(
-        done.stdout.contains("x (global) is up to date"),
-        "{done:#?}"
-    );
+    env.zot(["ext", "update", "x"])
+        .ok()
+        .stdout_has("x (global) is up to date");
     check_invariants(&env, &[(Some("2.0.0"), Some(&v2))], "update after a kill");
 }

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::git_install::{
-    assert_git_record, assert_installed_tree, extension_repo, install_fails, served, zot_ok,
+    assert_git_record, assert_installed_tree, extension_repo, install_fails, install_git,
+    install_git_with, served, zot_ok,
 };
 use crate::support::git_servers::{self, GitDaemon, HttpGit, Repo};
 use crate::support::{Env, manifest};
@@ -67,7 +68,7 @@ fn a_submodule_with_a_relative_url_installs_shallow_over_git_daemon_and_http() {
 
     for url in [daemon.url("withsub"), http.url("withsub")] {
         let env = Env::new();
-        zot_ok(&env, &["ext", "install", &url]);
+        install_git(&env, &url);
         let dir = installed(&env, "withsub");
         assert_installed_tree(&env, "withsub");
         assert_eq!(read(&dir, "vendor/lib/lib.txt"), "lib one\n", "{url}");
@@ -116,7 +117,7 @@ fn nested_submodules_are_checked_out_recursively() {
     );
     sup.commit_with("skip it", |_| {});
 
-    zot_ok(&env, &["ext", "install", &daemon.url("nested")]);
+    install_git(&env, &daemon.url("nested"));
 
     let dir = installed(&env, "nested");
     assert_eq!(read(&dir, "vendor/lib/lib.txt"), "lib\n");
@@ -145,7 +146,7 @@ fn local_repositories_take_path_file_and_relative_submodule_urls() {
     let path = sup.bare.display().to_string();
     for source in [file_url.as_str(), path.as_str()] {
         let env = Env::new();
-        zot_ok(&env, &["ext", "install", source]);
+        install_git(&env, source);
         let dir = installed(&env, "local");
         assert_eq!(read(&dir, "vendor/lib/deps/inner/inner.txt"), "inner\n");
         assert_eq!(read(&dir, "vendor/rel/lib.txt"), "rel\n");
@@ -188,19 +189,16 @@ fn subfolders_fetch_only_the_submodules_they_need() {
     let url = daemon.url("mono");
 
     // The subfolder is a submodule.
-    zot_ok(&env, &["ext", "install", &format!("{url}#exts/libext")]);
+    install_git(&env, &format!("{url}#exts/libext"));
     assert_installed_tree(&env, "libext");
     // The subfolder holds a submodule.
-    zot_ok(&env, &["ext", "install", &url, "--subdir", "ext"]);
+    install_git_with(&env, &url, &["--subdir", "ext"]);
     assert_eq!(
         read(&installed(&env, "outer"), "vendor/lib/lib.txt"),
         "lib\n"
     );
     // The subfolder lies inside a submodule.
-    zot_ok(
-        &env,
-        &["ext", "install", &format!("{url}#vendor/deep/tools/ext")],
-    );
+    install_git(&env, &format!("{url}#vendor/deep/tools/ext"));
     assert!(installed(&env, "deepext").join("run.sh").is_file());
     for name in ["libext", "outer", "deepext"] {
         assert_no_git(&installed(&env, name));
@@ -226,14 +224,13 @@ fn update_takes_the_submodule_state_of_the_new_commit() {
     sup.add_submodule("vendor/lib", &lib, "../lib.git");
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("moving");
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
     let dir = installed(&env, "moving");
     assert_eq!(read(&dir, "vendor/lib/lib.txt"), "lib one\n");
 
     // A newer lib commit alone changes nothing installed: the superproject still records the old.
     let newer = lib.commit(&[("lib.txt", "lib two\n"), ("added.txt", "added\n")]);
-    let done = zot_ok(&env, &["ext", "update", "moving"]);
-    assert!(done.stdout.contains("up to date"), "{done:#?}");
+    zot_ok(&env, &["ext", "update", "moving"]).stdout_has("up to date");
     assert_eq!(read(&dir, "vendor/lib/lib.txt"), "lib one\n");
 
     let head = sup.set_gitlink("vendor/lib", &newer);
@@ -281,7 +278,7 @@ fn an_unreachable_submodule_names_its_path_and_url() {
             &format!("http://***@127.0.0.1:{port}/lib.git"),
         ],
     );
-    assert!(!done.stderr.contains("s3cret"), "{}", done.stderr);
+    done.stderr_lacks("s3cret");
     assert_one_line(&done.stderr);
 }
 
@@ -317,7 +314,7 @@ fn a_submodule_behind_auth_says_what_was_tried() {
         format!("http://alice:pw-XyZ-secret@127.0.0.1:{}\n", private.port()),
     )
     .unwrap();
-    zot_ok(&env, &["ext", "install", &daemon.url("authsub")]);
+    install_git(&env, &daemon.url("authsub"));
     assert_eq!(
         read(&installed(&env, "authsub"), "vendor/lib/lib.txt"),
         "lib\n"
@@ -484,7 +481,7 @@ fn a_submodule_over_ssh_uses_the_same_keys_and_known_hosts() {
         format!("{}\n", sshd.known_hosts_line()),
     )
     .unwrap();
-    zot_ok(&env, &["ext", "install", &url]);
+    install_git(&env, &url);
     assert_eq!(
         read(&installed(&env, "sshsub"), "vendor/lib/lib.txt"),
         "over ssh\n"

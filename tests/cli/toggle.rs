@@ -9,7 +9,7 @@ const ODD_MANIFEST: &str = "{\n    \"zz-unknown\": {\"nested\": [1, 2]},\n    \"
 
 fn odd(env: &Env) -> std::path::PathBuf {
     let src = env.source_with_manifest("odd", ODD_MANIFEST);
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     env.global_root().join("odd/extension.json")
 }
 
@@ -17,12 +17,10 @@ fn odd(env: &Env) -> std::path::PathBuf {
 fn disable_changes_only_the_enabled_value() {
     let env = Env::new();
     let path = odd(&env);
-    let done = env.zot(["ext", "disable", "odd"]).ok();
-    assert!(
-        done.stdout.contains("disabled odd (global)"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "disable", "odd"])
+        .ok()
+        .stdout_is("disabled odd (global)\n")
+        .stderr_is("restart zot for the change to take effect\n");
     let expected = ODD_MANIFEST.replace("\"enabled\": true", "\"enabled\": false");
     assert_eq!(fs::read_to_string(&path).unwrap(), expected);
     env.zot(["ext", "enable", "odd"]).ok();
@@ -34,7 +32,7 @@ fn disable_adds_the_field_when_missing() {
     let env = Env::new();
     let text = "{\n\t\"name\": \"tabs\",\n\t\"exec\": \"./run.sh\"\n}";
     let src = env.source_with_manifest("tabs", text);
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     env.zot(["ext", "disable", "tabs"]).ok();
     let after = fs::read_to_string(env.global_root().join("tabs/extension.json")).unwrap();
     assert_eq!(
@@ -48,16 +46,16 @@ fn idempotent_with_a_message_and_exit_0() {
     let env = Env::new();
     let path = odd(&env);
     let before = fs::read_to_string(&path).unwrap();
-    let done = env.zot(["ext", "enable", "odd"]).ok();
-    assert!(done.stdout.contains("already enabled"), "{}", done.stdout);
+    env.zot(["ext", "enable", "odd"])
+        .ok()
+        .stdout_is("odd (global) is already enabled\n")
+        .stderr_is("");
     assert_eq!(fs::read_to_string(&path).unwrap(), before);
     env.zot(["ext", "disable", "odd"]).ok();
-    let again = env.zot(["ext", "disable", "odd"]).ok();
-    assert!(
-        again.stdout.contains("already disabled"),
-        "{}",
-        again.stdout
-    );
+    env.zot(["ext", "disable", "odd"])
+        .ok()
+        .stdout_is("odd (global) is already disabled\n")
+        .stderr_is("");
 }
 
 #[test]
@@ -109,11 +107,25 @@ fn targets_the_winning_copy_unless_a_scope_is_given() {
 fn json_output_says_whether_it_changed() {
     let env = Env::new();
     env.installed("j", false);
-    let first = env.zot(["ext", "disable", "--json", "j"]).ok().json();
-    assert_eq!(first["enabled"], false);
-    assert_eq!(first["changed"], true);
-    let second = env.zot(["ext", "disable", "--json", "j"]).ok().json();
-    assert_eq!(second["changed"], false);
+    let dir = env.global_root().join("j");
+    env.zot(["ext", "disable", "--json", "j"])
+        .ok()
+        .json_is(serde_json::json!({
+            "name": "j",
+            "scope": "global",
+            "dir": dir,
+            "enabled": false,
+            "changed": true
+        }));
+    env.zot(["ext", "disable", "--json", "j"])
+        .ok()
+        .json_is(serde_json::json!({
+            "name": "j",
+            "scope": "global",
+            "dir": dir,
+            "enabled": false,
+            "changed": false
+        }));
 }
 
 #[test]
@@ -126,12 +138,12 @@ fn broken_manifest_is_reported_not_rewritten() {
         "{\"name\": \"broken\", \"exec\": [] }",
     )
     .unwrap();
-    let done = env.zot(["ext", "disable", "broken"]).fails(1);
-    assert!(
-        done.stderr.contains("\"exec\" must be a string"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "disable", "broken"])
+        .fails(1)
+        .stderr_is(&format!(
+            "error: {}:1:28: \"exec\" must be a string, found an array; fix the manifest first\n",
+            dir.join("extension.json").display()
+        ));
     assert_eq!(
         fs::read_to_string(dir.join("extension.json")).unwrap(),
         "{\"name\": \"broken\", \"exec\": [] }"
@@ -141,12 +153,9 @@ fn broken_manifest_is_reported_not_rewritten() {
 #[test]
 fn unknown_extension_exits_1() {
     let env = Env::new();
-    let done = env.zot(["ext", "enable", "ghost"]).fails(1);
-    assert!(
-        done.stderr.contains("no extension named \"ghost\""),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "enable", "ghost"])
+        .fails(1)
+        .stderr_is(&env.not_installed_error("ghost"));
 }
 
 #[test]
@@ -154,14 +163,11 @@ fn duplicate_enabled_keys_are_all_changed() {
     let env = Env::new();
     let text = "{\"name\":\"d\",\"enabled\":true,\"exec\":\"./run.sh\",\"enabled\":true}";
     let src = env.source_with_manifest("d", text);
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     env.zot(["ext", "disable", "d"]).ok();
     let list = env.zot(["ext", "list", "--json"]).ok().json();
     assert_eq!(list[0]["enabled"], false);
-    let again = env.zot(["ext", "disable", "d"]).ok();
-    assert!(
-        again.stdout.contains("already disabled"),
-        "{}",
-        again.stdout
-    );
+    env.zot(["ext", "disable", "d"])
+        .ok()
+        .stdout_is("d (global) is already disabled\n");
 }

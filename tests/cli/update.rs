@@ -58,15 +58,30 @@ fn staging_is_empty(env: &Env) -> bool {
 }
 
 #[test]
-fn names_or_all_are_required() {
+fn update_without_names_or_all_is_a_usage_error() {
     let env = Env::new();
-    let done = env.zot(["ext", "update"]).fails(2);
-    assert!(done.stderr.contains("--all"), "{}", done.stderr);
+    env.zot(["ext", "update"])
+        .fails(2)
+        .stderr_is("error: name the extensions to update, or pass --all\n");
+}
+
+#[test]
+fn ref_with_several_names_is_a_usage_error() {
+    let env = Env::new();
     env.installed("a", false);
     env.installed("b", false);
-    let done = env.zot(["ext", "update", "a", "b", "--ref", "v1"]).fails(2);
-    assert!(done.stderr.contains("name exactly one"), "{}", done.stderr);
-    env.zot(["ext", "update", "a", "--all"]).fails(2);
+    env.zot(["ext", "update", "a", "b", "--ref", "v1"])
+        .fails(2)
+        .stderr_is("error: --ref re-pins one extension: name exactly one\n");
+}
+
+#[test]
+fn names_with_all_is_a_usage_error() {
+    let env = Env::new();
+    env.installed("a", false);
+    env.zot(["ext", "update", "a", "--all"])
+        .fails(2)
+        .stderr_has("cannot be used with '--all'");
 }
 
 #[test]
@@ -75,19 +90,16 @@ fn tracking_install_moves_to_the_new_tip_then_is_up_to_date() {
     let (_tmp, root) = served();
     let repo = repo(&root, "trk");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("trk")]).ok();
+    env.install(daemon.url("trk"));
     let first = repo.head_commit();
     let second = repo.commit(&[
         ("rev.txt", "two\n"),
         ("extension.json", &versioned("trk", "2.0.0")),
     ]);
-    let done = env.zot(["ext", "update", "trk"]).ok();
-    assert!(
-        done.stdout.contains("updated trk (global): 1.0.0"),
-        "{}",
-        done.stdout
-    );
-    assert!(done.stdout.contains("-> 2.0.0"), "{}", done.stdout);
+    env.zot(["ext", "update", "trk"])
+        .ok()
+        .stdout_has("updated trk (global): 1.0.0")
+        .stdout_has("-> 2.0.0");
     assert_eq!(rev(&env, "trk"), "two\n");
     assert_eq!(record(&env, "trk")["commit"], second);
     assert_ne!(first, second);
@@ -103,7 +115,7 @@ fn updates_fetch_shallowly_over_http() {
     let (_tmp, root) = served();
     let repo = repo(&root, "shal");
     let http = HttpGit::start(&root);
-    env.zot(["ext", "install", &http.url("shal")]).ok();
+    env.install(http.url("shal"));
     repo.commit(&[("rev.txt", "two\n")]);
     let before = http.requests().len();
     env.zot(["ext", "update", "shal"]).ok();
@@ -127,7 +139,7 @@ fn dry_run_reports_without_touching_the_store() {
     let (_tmp, root) = served();
     let repo = repo(&root, "dry");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("dry")]).ok();
+    env.install(daemon.url("dry"));
     let old = repo.head_commit();
     let new = repo.commit(&[("extension.json", &versioned("dry", "1.1.0"))]);
     let before = env.snapshot();
@@ -141,8 +153,9 @@ fn dry_run_reports_without_touching_the_store() {
     assert_eq!(out[0]["available"]["version"], "1.1.0");
     assert_eq!(out[0]["available"]["commit"], new);
     assert_eq!(env.snapshot(), before);
-    let text = env.zot(["ext", "update", "dry", "-n"]).ok().stdout;
-    assert!(text.contains("would update dry (global): 1.0.0"), "{text}");
+    env.zot(["ext", "update", "dry", "-n"])
+        .ok()
+        .stdout_has("would update dry (global): 1.0.0");
 }
 
 #[test]
@@ -152,18 +165,14 @@ fn pinned_installs_are_skipped_until_re_pinned() {
     let repo = repo(&root, "pin");
     repo.tag("v1");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("pin"), "--ref", "v1"])
-        .ok();
+    env.install_with(daemon.url("pin"), &["--ref", "v1"]);
     assert_eq!(record(&env, "pin")["ref_kind"], "tag");
     let v2 = repo.commit(&[("rev.txt", "two\n")]);
     repo.annotated_tag("v2", "two");
-    let done = env.zot(["ext", "update", "pin"]).ok();
-    assert!(
-        done.stdout.contains("skipped pin (global): pinned to v1"),
-        "{}",
-        done.stdout
-    );
-    assert!(done.stdout.contains("--ref"), "{}", done.stdout);
+    env.zot(["ext", "update", "pin"])
+        .ok()
+        .stdout_has("skipped pin (global): pinned to v1")
+        .stdout_has("--ref");
     assert_eq!(rev(&env, "pin"), "one\n");
     env.zot(["ext", "update", "pin", "--ref", "v2"]).ok();
     assert_eq!(rev(&env, "pin"), "two\n");
@@ -184,8 +193,7 @@ fn commit_pins_are_pinned_and_a_branch_ref_keeps_tracking() {
     let first = repo.head_commit();
     repo.branch("stable");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("br"), "--ref", &first])
-        .ok();
+    env.install_with(daemon.url("br"), &["--ref", &first]);
     assert_eq!(record(&env, "br")["ref_kind"], "commit");
     let out = env.zot(["ext", "update", "br", "--json"]).ok().json();
     assert_eq!(out[0]["status"], "skipped");
@@ -207,7 +215,7 @@ fn failed_update_keeps_the_old_version(name: &str, change: impl FnOnce(&Repo), e
     let (_tmp, root) = served();
     let repo = repo(&root, name);
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url(name)]).ok();
+    env.install(daemon.url(name));
     let before = env.snapshot();
     change(&repo);
     let done = env.zot(["ext", "update", name]).fails(1);
@@ -215,11 +223,7 @@ fn failed_update_keeps_the_old_version(name: &str, change: impl FnOnce(&Repo), e
         done.stderr.contains(expected) || done.stdout.contains(expected),
         "{done:#?}"
     );
-    assert!(
-        done.stderr.contains("old version is still in place"),
-        "{}",
-        done.stderr
-    );
+    done.stderr_has("old version is still in place");
     assert_eq!(env.snapshot(), before);
     assert_eq!(rev(&env, name), "one\n");
     let list = env.zot(["ext", "list", "--json"]).ok().json();
@@ -268,7 +272,7 @@ fn unreachable_upstream_fails_and_keeps_the_old_version() {
     let (_tmp, root) = served();
     repo(&root, "net");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("net")]).ok();
+    env.install(daemon.url("net"));
     drop(daemon);
     let done = env.zot(["ext", "update", "net", "--json"]).fails(1);
     let out = done.json();
@@ -285,22 +289,20 @@ fn folder_installs_are_copied_again() {
     let env = Env::new();
     let src = env.source("local", "local");
     fs::write(src.join("rev.txt"), "one\n").unwrap();
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     fs::write(src.join("rev.txt"), "two\n").unwrap();
     let out = env.zot(["ext", "update", "local", "--json"]).ok().json();
     assert_eq!(out[0]["status"], "updated");
     assert_eq!(out[0]["kind"], "path");
     assert_eq!(rev(&env, "local"), "two\n");
     fs::remove_dir_all(&src).unwrap();
-    let done = env.zot(["ext", "update", "local"]).fails(1);
-    assert!(done.stderr.contains("does not exist"), "{}", done.stderr);
+    env.zot(["ext", "update", "local"])
+        .fails(1)
+        .stderr_has("does not exist");
     assert_eq!(rev(&env, "local"), "two\n");
-    let done = env.zot(["ext", "update", "local", "--ref", "v1"]).fails(2);
-    assert!(
-        done.stderr.contains("--ref applies to git installs"),
-        "{}",
-        done.stderr
-    );
+    env.zot(["ext", "update", "local", "--ref", "v1"])
+        .fails(2)
+        .stderr_has("--ref applies to git installs");
 }
 
 #[test]
@@ -315,8 +317,9 @@ fn hand_copied_extensions_are_an_unknown_source() {
         .json();
     assert_eq!(out[0]["status"], "unknown-source");
     assert_eq!(out[0]["kind"], Value::Null);
-    let done = env.zot(["ext", "update", "--all"]).ok();
-    assert!(done.stderr.contains("unknown source"), "{}", done.stderr);
+    env.zot(["ext", "update", "--all"])
+        .ok()
+        .stderr_has("unknown source");
 }
 
 #[test]
@@ -328,7 +331,7 @@ fn kill_during_update_leaves_the_old_or_the_new_version() {
         fs::create_dir_all(&dir).unwrap();
         fs::write(dir.join(format!("f{i}")), vec![b'o'; 2048]).unwrap();
     }
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     fs::write(src.join("marker"), "new").unwrap();
     let dest = env.global_root().join("big");
     let files = |dir: &Path| {
@@ -389,7 +392,7 @@ fn subfolder_installs_take_only_that_folder_and_updates_follow_it() {
     let repo = monorepo(&root);
     let daemon = GitDaemon::start(&root);
     let url = format!("{}#extensions/clock", daemon.url("mono"));
-    let out = env.zot(["ext", "install", &url, "--json"]).ok().json();
+    let out = env.install_with(&url, &["--json"]).json();
     assert_eq!(out["name"], "clock");
     assert_eq!(out["subdir"], "extensions/clock");
     assert_eq!(out["source"], daemon.url("mono"));
@@ -408,42 +411,58 @@ fn subfolder_installs_take_only_that_folder_and_updates_follow_it() {
     assert_eq!(rev(&env, "clock"), "two\n");
     assert!(!dest.join("README.md").exists());
     let flag = env
-        .zot([
-            "ext",
-            "install",
-            &daemon.url("mono"),
-            "--subdir",
-            "extensions/other",
-            "--json",
-        ])
-        .ok()
+        .install_with(
+            daemon.url("mono"),
+            &["--subdir", "extensions/other", "--json"],
+        )
         .json();
     assert_eq!(flag["name"], "other");
 }
 
-#[test]
-fn subfolder_errors() {
-    let env = Env::new();
-    let (_tmp, root) = served();
+/// A git daemon serving [`monorepo`] as `mono`; keep the folder while the daemon runs.
+fn served_monorepo() -> (TempDir, GitDaemon) {
+    let (tmp, root) = served();
     monorepo(&root);
-    let daemon = GitDaemon::start(&root);
+    (tmp, GitDaemon::start(&root))
+}
+
+#[test]
+fn a_subfolder_in_both_the_url_and_the_flag_is_a_usage_error() {
+    let env = Env::new();
+    let (_tmp, daemon) = served_monorepo();
     let both = format!("{}#extensions/clock", daemon.url("mono"));
     env.zot(["ext", "install", &both, "--subdir", "extensions/clock"])
         .fails(2);
-    let done = env
-        .zot(["ext", "install", &daemon.url("mono"), "--subdir", "../etc"])
-        .fails(2);
-    assert!(done.stderr.contains("without \"..\""), "{}", done.stderr);
-    let done = env
-        .zot(["ext", "install", &daemon.url("mono"), "--subdir", "nope"])
-        .fails(1);
-    assert!(
-        done.stderr.contains("has no folder nope"),
-        "{}",
-        done.stderr
-    );
-    let done = env.zot(["ext", "install", &daemon.url("mono")]).fails(1);
-    assert!(done.stderr.contains("--subdir"), "{}", done.stderr);
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn a_subfolder_climbing_out_of_the_repository_is_a_usage_error() {
+    let env = Env::new();
+    let (_tmp, daemon) = served_monorepo();
+    env.zot(["ext", "install", &daemon.url("mono"), "--subdir", "../etc"])
+        .fails(2)
+        .stderr_has("without \"..\"");
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn a_missing_subfolder_is_refused() {
+    let env = Env::new();
+    let (_tmp, daemon) = served_monorepo();
+    env.zot(["ext", "install", &daemon.url("mono"), "--subdir", "nope"])
+        .fails(1)
+        .stderr_has("has no folder nope");
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn a_repository_without_a_top_manifest_is_refused_naming_the_subdir_flag() {
+    let env = Env::new();
+    let (_tmp, daemon) = served_monorepo();
+    env.zot(["ext", "install", &daemon.url("mono")])
+        .fails(1)
+        .stderr_has("--subdir");
     assert!(env.installed_names().is_empty());
 }
 
@@ -454,15 +473,7 @@ fn folder_sources_take_a_subdir_too() {
     fs::create_dir_all(top.join("ext/inner")).unwrap();
     fs::write(top.join("ext/inner/extension.json"), manifest("inner")).unwrap();
     let out = env
-        .zot([
-            "ext",
-            "install",
-            top.to_str().unwrap(),
-            "--subdir",
-            "ext/inner",
-            "--json",
-        ])
-        .ok()
+        .install_with(&top, &["--subdir", "ext/inner", "--json"])
         .json();
     assert_eq!(out["subdir"], "ext/inner");
     fs::write(top.join("ext/inner/new.txt"), "x").unwrap();
@@ -490,19 +501,16 @@ fn private_http_updates_use_the_credential_helper() {
         ),
     )
     .unwrap();
-    env.zot(["ext", "install", &http.url("priv")]).ok();
+    env.install(http.url("priv"));
     repo.commit(&[("rev.txt", "two\n")]);
     env.zot(["ext", "update", "priv"]).ok();
     assert_eq!(rev(&env, "priv"), "two\n");
     fs::remove_file(&store).unwrap();
     repo.commit(&[("rev.txt", "three\n")]);
-    let done = env.zot(["ext", "update", "priv"]).fails(1);
-    assert!(
-        done.stderr.contains("cannot authenticate"),
-        "{}",
-        done.stderr
-    );
-    assert!(done.stderr.contains("credential helper"), "{}", done.stderr);
+    env.zot(["ext", "update", "priv"])
+        .fails(1)
+        .stderr_has("cannot authenticate")
+        .stderr_has("credential helper");
     assert_eq!(rev(&env, "priv"), "two\n");
 }
 
@@ -512,7 +520,7 @@ fn updates_follow_the_recorded_branch_when_the_remote_default_changes() {
     let (_tmp, root) = served();
     let repo = repo(&root, "head");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("head")]).ok();
+    env.install(daemon.url("head"));
     repo.branch("other");
     repo.commit(&[("extension.json", &manifest("someone-else"))]);
     crate::support::git_servers::git(&repo.bare, &["symbolic-ref", "HEAD", "refs/heads/other"]);
@@ -547,12 +555,9 @@ fn subfolders_behind_symbolic_links_are_refused_and_nothing_outside_moves() {
     let daemon = GitDaemon::start(&root);
     for sub in ["lnk/docs", "lnk/precious"] {
         let url = format!("{}#{sub}", daemon.url("evil"));
-        let done = env.zot(["ext", "install", &url]).fails(1);
-        assert!(
-            done.stderr.contains("lnk is a symbolic link"),
-            "{}",
-            done.stderr
-        );
+        env.zot(["ext", "install", &url])
+            .fails(1)
+            .stderr_has("lnk is a symbolic link");
     }
     assert_eq!(
         fs::read_to_string(victim.join("docs/thesis.txt")).unwrap(),
@@ -563,19 +568,14 @@ fn subfolders_behind_symbolic_links_are_refused_and_nothing_outside_moves() {
     let local = env.work.join("local-src");
     fs::create_dir_all(&local).unwrap();
     std::os::unix::fs::symlink(&victim, local.join("escape")).unwrap();
-    let done = env
-        .zot([
-            "ext",
-            "install",
-            local.to_str().unwrap(),
-            "--subdir",
-            "escape/precious",
-        ])
-        .fails(1);
-    assert!(
-        done.stderr.contains("escape is a symbolic link"),
-        "{}",
-        done.stderr
-    );
+    env.zot([
+        "ext",
+        "install",
+        local.to_str().unwrap(),
+        "--subdir",
+        "escape/precious",
+    ])
+    .fails(1)
+    .stderr_has("escape is a symbolic link");
     assert!(env.installed_names().is_empty());
 }

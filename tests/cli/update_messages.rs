@@ -47,13 +47,14 @@ fn an_unchanged_folder_install_is_up_to_date_and_left_in_place() {
     let src = env.source("clock-src", "clock");
     fs::create_dir_all(src.join("lib")).unwrap();
     fs::write(src.join("lib/data.txt"), "same\n").unwrap();
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     let dest = env.global_root().join("clock");
     let (dir, file) = (inode(&dest), inode(&dest.join("lib/data.txt")));
     let before = env.snapshot();
-    let done = env.zot(["ext", "update", "clock"]).ok();
-    assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
-    assert!(!done.stdout.contains("updated"), "{}", done.stdout);
+    env.zot(["ext", "update", "clock"])
+        .ok()
+        .stdout_is("clock (global) is up to date (1.0.0)\n")
+        .stdout_lacks("updated");
     assert_eq!(
         (inode(&dest), inode(&dest.join("lib/data.txt"))),
         (dir, file)
@@ -61,8 +62,9 @@ fn an_unchanged_folder_install_is_up_to_date_and_left_in_place() {
     assert_eq!(env.snapshot(), before);
     let out = env.zot(["ext", "update", "clock", "--json"]).ok().json();
     assert_eq!(out[0]["status"], "up-to-date");
-    let dry = env.zot(["ext", "update", "clock", "-n"]).ok();
-    assert!(dry.stdout.contains("is up to date"), "{}", dry.stdout);
+    env.zot(["ext", "update", "clock", "-n"])
+        .ok()
+        .stdout_has("is up to date");
     assert_eq!(inode(&dest), dir);
 }
 
@@ -70,7 +72,7 @@ fn an_unchanged_folder_install_is_up_to_date_and_left_in_place() {
 fn a_changed_folder_install_is_updated() {
     let env = Env::new();
     let src = env.source("clock-src", "clock");
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     let dest = env.global_root().join("clock");
     let dir = inode(&dest);
     fs::write(
@@ -78,8 +80,9 @@ fn a_changed_folder_install_is_updated() {
         manifest("clock").replace("1.0.0", "1.1.0"),
     )
     .unwrap();
-    let done = env.zot(["ext", "update", "clock"]).ok();
-    assert_eq!(done.stdout, "updated clock (global): 1.0.0 -> 1.1.0\n");
+    env.zot(["ext", "update", "clock"])
+        .ok()
+        .stdout_is("updated clock (global): 1.0.0 -> 1.1.0\n");
     assert_ne!(inode(&dest), dir);
     // The executable bit counts as a change too.
     fs::set_permissions(
@@ -97,7 +100,7 @@ fn re_pinning_to_a_tag_at_the_installed_commit_changes_only_the_record() {
     let (_tmp, root) = served();
     let repo = repo(&root, "pin");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("pin")]).ok();
+    env.install(daemon.url("pin"));
     let commit = repo.head_commit();
     repo.tag("v1");
     let dest = env.global_root().join("pin");
@@ -116,7 +119,7 @@ fn re_pinning_to_a_tag_at_the_installed_commit_changes_only_the_record() {
         "{}",
         done.stdout
     );
-    assert!(done.stdout.contains("no file changed"), "{}", done.stdout);
+    done.stdout_has("no file changed");
     assert_eq!(inode(&dest), dir);
     let rec = record(&env, "pin");
     assert_eq!(
@@ -128,12 +131,9 @@ fn re_pinning_to_a_tag_at_the_installed_commit_changes_only_the_record() {
         (Some("v1"), Some("tag"), Some(commit.as_str()))
     );
     // Pinned now: a plain update skips it.
-    let skipped = env.zot(["ext", "update", "pin"]).ok();
-    assert!(
-        skipped.stdout.contains("pinned to v1"),
-        "{}",
-        skipped.stdout
-    );
+    env.zot(["ext", "update", "pin"])
+        .ok()
+        .stdout_has("pinned to v1");
     // A tag on a new commit that changes no file: re-pinned, the tree stays.
     let empty = repo.commit_with("nothing", |_| {});
     repo.tag("v2");
@@ -153,17 +153,14 @@ fn a_new_commit_that_changes_no_file_is_up_to_date() {
     let (_tmp, root) = served();
     let repo = repo(&root, "trk");
     let daemon = GitDaemon::start(&root);
-    env.zot(["ext", "install", &daemon.url("trk")]).ok();
+    env.install(daemon.url("trk"));
     let dest = env.global_root().join("trk");
     let dir = inode(&dest);
     let empty = repo.commit_with("nothing", |_| {});
-    let done = env.zot(["ext", "update", "trk"]).ok();
-    assert!(
-        done.stdout.contains("trk (global) is up to date"),
-        "{}",
-        done.stdout
-    );
-    assert!(done.stdout.contains("changes no file"), "{}", done.stdout);
+    env.zot(["ext", "update", "trk"])
+        .ok()
+        .stdout_has("trk (global) is up to date")
+        .stdout_has("changes no file");
     assert_eq!(inode(&dest), dir);
     assert_eq!(record(&env, "trk")["commit"], empty.as_str());
     let changed = repo.commit(&[("rev.txt", "two\n")]);
@@ -180,36 +177,26 @@ fn a_new_commit_that_changes_no_file_is_up_to_date() {
 fn a_failure_and_its_reason_go_to_stderr_even_when_quiet() {
     let env = Env::new();
     let src = env.source("gone-src", "gone");
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     env.installed("fine", false);
     fs::remove_dir_all(&src).unwrap();
     let done = env.zot(["ext", "update", "gone", "-q"]).fails(1);
-    assert_eq!(done.stdout, "");
-    assert!(
-        done.stderr.contains("failed to update gone (global)"),
-        "{}",
-        done.stderr
-    );
-    assert!(done.stderr.contains("does not exist"), "{}", done.stderr);
-    assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
-    let done = env.zot(["ext", "update", "--all", "-q"]).fails(1);
-    assert_eq!(done.stdout, "");
-    assert!(done.stderr.contains("does not exist"), "{}", done.stderr);
-    assert!(
-        done.stderr.contains("1 of 2 extensions were not updated"),
-        "{}",
-        done.stderr
-    );
-    let done = env.zot(["ext", "update", "--all"]).fails(1);
-    assert_eq!(done.stdout, "fine (global) is up to date (1.0.0)\n");
-    assert!(
-        done.stderr.contains("failed to update gone"),
-        "{}",
-        done.stderr
-    );
+    done.stdout_is("")
+        .stderr_has("failed to update gone (global)")
+        .stderr_has("does not exist");
+    done.stderr_one_line();
+    env.zot(["ext", "update", "--all", "-q"])
+        .fails(1)
+        .stdout_is("")
+        .stderr_has("does not exist")
+        .stderr_has("1 of 2 extensions were not updated");
+    env.zot(["ext", "update", "--all"])
+        .fails(1)
+        .stdout_is("fine (global) is up to date (1.0.0)\n")
+        .stderr_has("failed to update gone");
     let json = env.zot(["ext", "update", "gone", "--json"]).fails(1);
     assert_eq!(json.json()[0]["status"], "failed");
-    assert!(json.stderr.contains("does not exist"), "{}", json.stderr);
+    json.stderr_has("does not exist");
 }
 
 /// A linked extension, one copied in by hand and one made by `zot ext new`.
@@ -231,15 +218,11 @@ fn naming_an_extension_that_cannot_be_updated_fails_with_the_reason() {
         ("manual", "no install record"),
         ("fresh", "made by zot ext new"),
     ] {
-        let done = env.zot(["ext", "update", name, "-q"]).fails(1);
-        assert_eq!(done.stdout, "", "{name}");
-        assert!(
-            done.stderr
-                .contains(&format!("cannot update {name} (global)")),
-            "{}",
-            done.stderr
-        );
-        assert!(done.stderr.contains(reason), "{}", done.stderr);
+        env.zot(["ext", "update", name, "-q"])
+            .fails(1)
+            .stdout_is("")
+            .stderr_has(&format!("cannot update {name} (global)"))
+            .stderr_has(reason);
     }
     let out = env
         .zot(["ext", "update", "fresh", "--json"])
@@ -258,16 +241,11 @@ fn all_skips_what_cannot_be_updated_with_a_note() {
     env.installed("fine", false);
     let before = env.snapshot();
     let done = env.zot(["ext", "update", "--all"]).ok();
-    assert_eq!(done.stdout, "fine (global) is up to date (1.0.0)\n");
+    done.stdout_is("fine (global) is up to date (1.0.0)\n");
     for name in ["dev", "manual", "fresh"] {
-        assert!(
-            done.stderr
-                .contains(&format!("note: skipped {name} (global)")),
-            "{}",
-            done.stderr
-        );
+        done.stderr_has(&format!("note: skipped {name} (global)"));
     }
-    assert!(!done.stderr.contains("error"), "{}", done.stderr);
+    done.stderr_lacks("error");
     let quiet = env.zot(["ext", "update", "--all", "-q"]).ok();
     assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
     assert_eq!(env.snapshot(), before);
@@ -277,12 +255,13 @@ fn all_skips_what_cannot_be_updated_with_a_note() {
 fn data_the_extension_wrote_does_not_make_an_unchanged_install_change() {
     let env = Env::new();
     let src = env.source("clock-src", "clock");
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     let dest = env.global_root().join("clock");
     fs::write(dest.join("state.json"), "{\"tasks\": [1]}").unwrap();
     let (dir, state) = (inode(&dest), inode(&dest.join("state.json")));
-    let done = env.zot(["ext", "update", "clock"]).ok();
-    assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
+    env.zot(["ext", "update", "clock"])
+        .ok()
+        .stdout_is("clock (global) is up to date (1.0.0)\n");
     assert_eq!(
         (inode(&dest), inode(&dest.join("state.json"))),
         (dir, state)
@@ -293,14 +272,15 @@ fn data_the_extension_wrote_does_not_make_an_unchanged_install_change() {
 fn an_install_without_a_file_list_is_compared_whole_and_gets_one() {
     let env = Env::new();
     let src = env.source("clock-src", "clock");
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     let list = env.home.join(".ext-store/files/clock.json");
     let listed = fs::read_to_string(&list).unwrap();
     fs::remove_file(&list).unwrap();
     let dest = env.global_root().join("clock");
     let dir = inode(&dest);
-    let done = env.zot(["ext", "update", "clock"]).ok();
-    assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
+    env.zot(["ext", "update", "clock"])
+        .ok()
+        .stdout_is("clock (global) is up to date (1.0.0)\n");
     assert_eq!(inode(&dest), dir);
     assert_eq!(fs::read_to_string(&list).unwrap(), listed);
     // Without a list, a file the install did not place is a difference.
@@ -320,12 +300,13 @@ fn an_install_without_a_file_list_is_compared_whole_and_gets_one() {
 fn a_disabled_unchanged_install_is_up_to_date_and_enable_turns_it_on() {
     let env = Env::new();
     let src = env.source("clock-src", "clock");
-    env.zot(["ext", "install", src.to_str().unwrap()]).ok();
+    env.install(&src);
     env.zot(["ext", "disable", "clock"]).ok();
     let dest = env.global_root().join("clock");
     let dir = inode(&dest);
-    let done = env.zot(["ext", "update", "clock"]).ok();
-    assert_eq!(done.stdout, "clock (global) is up to date (1.0.0)\n");
+    env.zot(["ext", "update", "clock"])
+        .ok()
+        .stdout_is("clock (global) is up to date (1.0.0)\n");
     assert_eq!(inode(&dest), dir);
     let enabled = || {
         let text = fs::read_to_string(dest.join("extension.json")).unwrap();
@@ -335,11 +316,13 @@ fn a_disabled_unchanged_install_is_up_to_date_and_enable_turns_it_on() {
     let done = env.zot(["ext", "update", "clock", "--enable"]).ok();
     assert!(done.stdout.starts_with("updated clock"), "{}", done.stdout);
     assert!(enabled());
-    let again = env.zot(["ext", "update", "clock", "--enable"]).ok();
-    assert_eq!(again.stdout, "clock (global) is up to date (1.0.0)\n");
+    env.zot(["ext", "update", "clock", "--enable"])
+        .ok()
+        .stdout_is("clock (global) is up to date (1.0.0)\n");
     env.zot(["ext", "update", "clock", "--disable"]).ok();
     assert!(!enabled());
-    let kept = env.zot(["ext", "update", "clock"]).ok();
-    assert_eq!(kept.stdout, "clock (global) is up to date (1.0.0)\n");
+    env.zot(["ext", "update", "clock"])
+        .ok()
+        .stdout_is("clock (global) is up to date (1.0.0)\n");
     assert!(!enabled());
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{Done, Env};
+use super::{Done, Env, command_line};
 
 /// How long one `zot` run may take before it counts as a hang.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(8);
@@ -61,8 +61,7 @@ impl World {
             if project {
                 args.push("--project".into());
             }
-            let done = world.run(Prepared::new(args));
-            assert_eq!(done.code, 0, "setup install of {name}: {done:?}");
+            world.run(Prepared::new(args)).success();
         }
     }
 
@@ -266,6 +265,7 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Done {
         stderr.push_str(&format!("<killed: no exit within {timeout:?}>"));
     }
     Done {
+        command: command_line(&cmd),
         code,
         stdout,
         stderr,

@@ -95,21 +95,34 @@ impl Env {
         self.source_with_manifest(dir, &manifest(name))
     }
 
+    /// Runs `zot ext install <source>` and asserts it succeeded.
+    #[track_caller]
+    pub fn install(&self, source: impl AsRef<OsStr>) -> Done {
+        self.install_with(source, &[])
+    }
+
+    /// Runs `zot ext install <source> --project` and asserts it succeeded.
+    #[track_caller]
+    pub fn install_project(&self, source: impl AsRef<OsStr>) -> Done {
+        self.install_with(source, &["--project"])
+    }
+
+    /// Runs `zot ext install <source> <flags>` and asserts it succeeded.
+    #[track_caller]
+    pub fn install_with(&self, source: impl AsRef<OsStr>, flags: &[&str]) -> Done {
+        let mut args = vec![OsStr::new("ext"), OsStr::new("install"), source.as_ref()];
+        args.extend(flags.iter().map(OsStr::new));
+        self.zot(args).ok()
+    }
+
     /// Installs a valid extension named `name` (global, or project with `project`).
     pub fn installed(&self, name: &str, project: bool) -> PathBuf {
         let src = self.source(&format!("src-{name}-{project}"), name);
-        let mut args = vec![
-            "ext".to_string(),
-            "install".into(),
-            src.display().to_string(),
-        ];
         if project {
-            args.push("--project".into());
-        }
-        self.zot(&args).ok();
-        if project {
+            self.install_project(&src);
             self.project_root()
         } else {
+            self.install(&src);
             self.global_root()
         }
         .join(name)
@@ -144,6 +157,16 @@ impl Env {
             }
         }
         out
+    }
+
+    /// The one-line error for a name that is installed in neither scope.
+    pub fn not_installed_error(&self, name: &str) -> String {
+        format!(
+            "error: no extension named \"{name}\" is installed (looked in {} and {}); \
+             `zot ext list` shows what is\n",
+            self.project_root().display(),
+            self.global_root().display()
+        )
     }
 
     /// The folders in the global and project extensions roots.
@@ -185,19 +208,129 @@ pub struct Run {
     stdin: Option<Vec<u8>>,
 }
 
-/// What a finished run printed.
-#[derive(Debug)]
+/// What a finished run printed, and the command line that printed it.
 pub struct Done {
+    pub command: String,
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
+/// The failure report: command line, exit status, stdout and stderr.
+impl std::fmt::Debug for Done {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "command: {}\nexit status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--------------",
+            self.command, self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Assertions on a finished run; each fails with the whole run in its message and returns
+/// the run for chaining.
 impl Done {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{self:?}"))
     }
+
+    /// Asserts exit status 0.
+    #[track_caller]
+    pub fn success(&self) -> &Done {
+        self.failure(0)
+    }
+
+    /// Asserts the exit status (named for the failing codes it is used with).
+    #[track_caller]
+    pub fn failure(&self, code: i32) -> &Done {
+        assert_eq!(self.code, code, "expected exit status {code}:\n{self:?}");
+        self
+    }
+
+    /// Asserts stdout contains `text`.
+    #[track_caller]
+    pub fn stdout_has(&self, text: &str) -> &Done {
+        assert!(
+            self.stdout.contains(text),
+            "stdout lacks {text:?}:\n{self:?}"
+        );
+        self
+    }
+
+    /// Asserts stderr contains `text`.
+    #[track_caller]
+    pub fn stderr_has(&self, text: &str) -> &Done {
+        assert!(
+            self.stderr.contains(text),
+            "stderr lacks {text:?}:\n{self:?}"
+        );
+        self
+    }
+
+    /// Asserts stdout does not contain `text`.
+    #[track_caller]
+    pub fn stdout_lacks(&self, text: &str) -> &Done {
+        assert!(
+            !self.stdout.contains(text),
+            "stdout has {text:?}:\n{self:?}"
+        );
+        self
+    }
+
+    /// Asserts stderr does not contain `text`.
+    #[track_caller]
+    pub fn stderr_lacks(&self, text: &str) -> &Done {
+        assert!(
+            !self.stderr.contains(text),
+            "stderr has {text:?}:\n{self:?}"
+        );
+        self
+    }
+
+    /// Asserts stderr is one line (the rule for errors).
+    #[track_caller]
+    pub fn stderr_one_line(&self) -> &Done {
+        assert!(
+            self.stderr.lines().count() == 1,
+            "stderr is not one line:\n{self:?}"
+        );
+        self
+    }
+
+    /// Asserts stdout is exactly `text`.
+    #[track_caller]
+    pub fn stdout_is(&self, text: &str) -> &Done {
+        assert!(self.stdout == text, "stdout is not {text:?}:\n{self:?}");
+        self
+    }
+
+    /// Asserts stderr is exactly `text`.
+    #[track_caller]
+    pub fn stderr_is(&self, text: &str) -> &Done {
+        assert!(self.stderr == text, "stderr is not {text:?}:\n{self:?}");
+        self
+    }
+
+    /// Asserts stdout is a JSON document equal to `expected`.
+    #[track_caller]
+    pub fn json_is(&self, expected: Value) -> &Done {
+        assert!(
+            self.json() == expected,
+            "stdout is not the JSON {expected:#}:\n{self:?}"
+        );
+        self
+    }
+}
+
+/// `cmd` as one line, for failure messages.
+pub fn command_line(cmd: &Command) -> String {
+    let mut line = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&shell_quote(&arg.to_string_lossy()));
+    }
+    line
 }
 
 impl Run {
@@ -236,6 +369,7 @@ impl Run {
             stderr,
         } = child.wait_with_output().unwrap();
         Done {
+            command: command_line(&self.cmd),
             code: status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
@@ -243,16 +377,18 @@ impl Run {
     }
 
     /// Runs and asserts exit status 0.
+    #[track_caller]
     pub fn ok(self) -> Done {
         let done = self.output();
-        assert_eq!(done.code, 0, "expected success:\n{done:#?}");
+        done.success();
         done
     }
 
     /// Runs and asserts the exit status.
+    #[track_caller]
     pub fn fails(self, code: i32) -> Done {
         let done = self.output();
-        assert_eq!(done.code, code, "expected exit {code}:\n{done:#?}");
+        done.failure(code);
         done
     }
 }
