@@ -1,6 +1,6 @@
 //! The advice for a compiled extension whose program has not been built yet: the command
 //! that builds it, worked out from the files around its folder so that it runs exactly as
-//! printed in sh (paths quoted). doctor, call and new all print it from [`build_hint`].
+//! printed in sh (paths quoted). doctor, call, info and new all print it from [`build_hint`].
 //!
 //! Go: `go build` needs the module the package belongs to. With a go.mod in the extension
 //! folder the build runs there; with one in a folder above (an example inside a larger
@@ -16,6 +16,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::bounded;
+use crate::host::{self, ExecError};
+use crate::manifest::Manifest;
 
 /// How many folders above the extension are searched for the go.mod it belongs to.
 const MODULE_LEVELS: usize = 8;
@@ -29,6 +31,20 @@ struct Module {
     root: PathBuf,
     /// The module path from its `module` line, when it could be read.
     path: Option<String>,
+}
+
+/// The program zot would start for `manifest` in `dir`, or why it cannot; for a compiled
+/// extension not built yet the fix is the command that builds it. Every command that
+/// resolves an extension's program (doctor, call, info) goes through here.
+pub fn resolve(dir: &Path, manifest: &Manifest) -> Result<PathBuf, ExecError> {
+    let path_var = std::env::var_os("PATH");
+    host::resolve(dir, &manifest.exec, path_var.as_deref()).map_err(|e| {
+        let language = manifest.language.as_deref();
+        match build_hint(dir, language, &manifest.exec, &manifest.name) {
+            Some(fix) if e.missing => ExecError { fix, ..e },
+            _ => e,
+        }
+    })
 }
 
 /// How to build the program `exec` (relative to `dir`) of the extension `name` written in

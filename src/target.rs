@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::bounded;
-use crate::build_hint::build_hint;
+use crate::build_hint;
 use crate::catalog::{self, Installed, Twin};
 use crate::host::{self, Launch};
 use crate::manifest::{self, Manifest, ManifestError};
@@ -142,24 +142,12 @@ impl Target {
     /// The program zot would start, or why it cannot (for a compiled extension not built
     /// yet, the fix is the command that builds it).
     pub fn launch(&self, manifest: &Manifest) -> Result<Launch, host::ExecError> {
-        let path_var = std::env::var_os("PATH");
-        let program = host::resolve(&self.dir, &manifest.exec, path_var.as_deref())
-            .map_err(|e| self.with_build_hint(e, manifest))?;
+        let program = build_hint::resolve(&self.dir, manifest)?;
         Ok(Launch {
             program,
             args: manifest.args.clone(),
             dir: fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone()),
         })
-    }
-
-    /// `e` with the build command as its fix, when the program is missing and the
-    /// extension is compiled.
-    fn with_build_hint(&self, e: host::ExecError, manifest: &Manifest) -> host::ExecError {
-        let language = manifest.language.as_deref();
-        match build_hint(&self.dir, language, &manifest.exec, &manifest.name) {
-            Some(fix) if e.missing => host::ExecError { fix, ..e },
-            _ => e,
-        }
     }
 }
 

@@ -8,10 +8,10 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::build_hint;
 use crate::catalog::{self, Installed};
 use crate::cli::InfoArgs;
 use crate::filelist::FileList;
-use crate::host::exec;
 use crate::manifest::Manifest;
 use crate::output::printable;
 use crate::paths::{Layout, Scope};
@@ -162,8 +162,7 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
 }
 
 fn resolve_exec(dir: &Path, manifest: &Manifest) -> Exec {
-    let path_var = std::env::var_os("PATH");
-    match exec::resolve(dir, &manifest.exec, path_var.as_deref()) {
+    match build_hint::resolve(dir, manifest) {
         Ok(path) => Exec {
             resolved: Some(path.display().to_string()),
             error: None,
