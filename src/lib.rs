@@ -7,34 +7,18 @@ compile_error!(
     "zot-ext builds only on Unix (Linux and macOS): it runs extensions in process groups and opens files with O_NOFOLLOW and O_NONBLOCK"
 );
 
-pub mod agent;
-pub mod bounded;
-pub mod build_hint;
-pub mod carry;
 pub mod catalog;
+pub mod check;
 pub mod cli;
 pub mod cmd;
-pub mod complete;
-pub mod crashpoint;
-pub mod diagnose;
 pub mod error;
-pub mod exchange;
-pub mod fetch;
-pub mod filelist;
-pub mod git;
+pub mod fsx;
 pub mod host;
 pub mod logs;
-pub mod manifest;
-#[cfg(test)]
-mod manifest_properties;
 pub mod output;
-pub mod paths;
 pub mod protocol;
-pub mod record;
-pub mod sources;
+pub mod source;
 pub mod store;
-pub mod target;
-pub mod tree;
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 
-use crate::bounded::{self, ReadError};
+use crate::fsx::bounded::{self, ReadError};
 
 /// How much is read at a time when searching backwards for line starts.
 pub const BLOCK: usize = 64 * 1024;

@@ -9,7 +9,7 @@ use anstyle::{AnsiColor, Style};
 use serde::Serialize;
 
 use crate::cli::{ColorChoice, GlobalArgs};
-use crate::sources::redact_text;
+use crate::source::redact_text;
 
 pub const GOOD: Style = AnsiColor::Green.on_default();
 pub const WARN: Style = AnsiColor::Yellow.on_default();
@@ -165,7 +165,7 @@ impl Output {
 }
 
 /// A message as it may be shown: URL-shaped words redacted
-/// ([`crate::sources::redact_text`]), then control characters escaped ([`printable`]).
+/// ([`crate::source::redact_text`]), then control characters escaped ([`printable`]).
 pub fn clean(message: &str) -> String {
     printable(&redact_text(message))
 }

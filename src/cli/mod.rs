@@ -2,6 +2,9 @@
 //! the command the binary parses with ([`command`]: the definitions plus each subcommand's
 //! examples from [`pages`]).
 
+pub mod agent;
+pub mod candidates;
+pub mod complete;
 pub mod pages;
 
 use std::ffi::OsString;
@@ -11,8 +14,8 @@ use std::time::Duration;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
-use crate::complete::{Offer, names};
-use crate::paths::Scope;
+use crate::catalog::paths::Scope;
+use candidates::{Offer, names};
 
 /// The command line as the binary parses it: [`Cli`]'s definitions with each subcommand's
 /// examples ([`pages::help_examples`]) at the end of its help. The man pages are rendered
@@ -316,8 +319,8 @@ pub struct CarryFlags {
 }
 
 impl CarryFlags {
-    pub fn options(&self) -> crate::carry::Options {
-        crate::carry::Options {
+    pub fn options(&self) -> crate::store::carry::Options {
+        crate::store::carry::Options {
             keep_local: self.keep_local,
             enabled: match (self.enable, self.disable) {
                 (true, _) => Some(true),

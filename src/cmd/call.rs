@@ -1,5 +1,5 @@
 //! `zot ext call`: turn the command line into a request to an extension, make it
-//! ([`crate::exchange`]), and print what comes back.
+//! ([`crate::check::exchange`]), and print what comes back.
 
 use anyhow::{Result, anyhow};
 use base64::Engine as _;
@@ -7,12 +7,13 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 use super::{Context, Run};
+use crate::catalog::target::Target;
+use crate::check;
+use crate::check::exchange::{self, Reply, Request};
 use crate::cli::CallArgs;
 use crate::error::usage;
-use crate::exchange::{self, Reply, Request};
 use crate::output::{Output, clean};
 use crate::protocol::{Action, ContentKind, FromExt, PanelContent};
-use crate::target::Target;
 
 impl Run for CallArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
@@ -22,9 +23,8 @@ impl Run for CallArgs {
             .manifest
             .as_ref()
             .map_err(|e| anyhow!("{e}; fix the manifest first (zot ext doctor shows more)"))?;
-        let launch = target
-            .launch(manifest)
-            .map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
+        let launch =
+            check::launch(&target, manifest).map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
         let timeout = self.timeout.unwrap_or_else(|| request.limit());
         let cwd = std::env::current_dir()?;
         let on_frame = |frame: &FromExt| print_frame(&ctx.out, frame);

@@ -5,7 +5,7 @@ use anyhow::{Context as _, Result};
 
 use super::{Context, Run};
 use crate::cli::CompletionsArgs;
-use crate::complete;
+use crate::cli::complete;
 
 impl Run for CompletionsArgs {
     fn run(&self, ctx: &Context) -> Result<()> {

@@ -10,13 +10,15 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::agent;
+use crate::catalog::target::Target;
+use crate::check::Problem;
+use crate::check::doctor::{self, JudgedBy, Options, Report, Status};
+use crate::check::handshake::HostInfo;
 use crate::cli::DoctorArgs;
-use crate::diagnose::{self, JudgedBy, Options, Report, Status};
-use crate::host::{self, HostInfo, Leftover, Problem};
+use crate::cli::agent;
+use crate::host::{self, Leftover};
 use crate::output::{BAD, DIM, GOOD, Output, WARN, clean};
 use crate::protocol::zot::Discovery;
-use crate::target::Target;
 
 /// Counts of extensions by verdict.
 #[derive(Debug, Default, Serialize)]
@@ -55,7 +57,7 @@ impl Run for DoctorArgs {
         let jobs = self.jobs.map_or_else(default_jobs, |n| n as usize);
         let mut reports = check_all(&targets, &options, jobs);
         adopted_leftovers(ctx, &mut reports, host::end_adopted());
-        diagnose::add_conflicts(&mut reports);
+        doctor::add_conflicts(&mut reports);
         let summary = summarize(&reports);
         if ctx.out.json {
             ctx.out.json(&Doctor {
@@ -130,7 +132,7 @@ fn work(next: &AtomicUsize, targets: &[Target], options: &Options) -> Vec<(usize
         let Some(target) = targets.get(index) else {
             return done;
         };
-        done.push((index, diagnose::check(target, options)));
+        done.push((index, doctor::check(target, options)));
     }
 }
 
@@ -139,7 +141,7 @@ fn work(next: &AtomicUsize, targets: &[Target], options: &Options) -> Vec<(usize
 fn adopted_leftovers(ctx: &Context, reports: &mut [Report], found: Vec<Leftover>) {
     let mut started = reports.iter_mut().filter(|r| r.pid.is_some());
     if let (Some(only), None) = (started.next(), started.next()) {
-        diagnose::add_leftovers(only, &found);
+        doctor::add_leftovers(only, &found);
         return;
     }
     for leftover in found {
@@ -274,7 +276,7 @@ fn timing(r: &Report) -> Option<String> {
 }
 
 /// A tool's name, marked when it is deferred or interactive.
-fn tool_label(tool: &diagnose::Tool) -> String {
+fn tool_label(tool: &doctor::Tool) -> String {
     let marks: Vec<&str> = [
         (tool.deferred, "deferred"),
         (tool.interactive, "interactive"),
@@ -310,8 +312,8 @@ fn problem_lines(label: String, problem: &Problem) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::Subscriptions;
-    use crate::target::Origin;
+    use crate::catalog::target::Origin;
+    use crate::check::doctor::Subscriptions;
 
     fn plain() -> Output {
         Output::new(&crate::cli::GlobalArgs {
@@ -331,7 +333,7 @@ mod tests {
             loaded: true,
             version: None,
             pid: Some(1),
-            commands: vec![diagnose::Named {
+            commands: vec![doctor::Named {
                 name: "clock".into(),
                 description: String::new(),
             }],
@@ -360,7 +362,7 @@ mod tests {
     #[test]
     fn tools_and_notes_are_shown() {
         let mut r = report();
-        let tool = |name: &str, deferred, interactive| diagnose::Tool {
+        let tool = |name: &str, deferred, interactive| doctor::Tool {
             name: name.into(),
             description: String::new(),
             deferred,

@@ -8,17 +8,17 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::build_hint;
+use crate::catalog::manifest::Manifest;
+use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::{self, Installed};
+use crate::check::build_hint;
 use crate::cli::InfoArgs;
-use crate::filelist::FileList;
-use crate::manifest::Manifest;
 use crate::output::printable;
-use crate::paths::{Layout, Scope};
-use crate::record::{Kind, Record, RefKind};
-use crate::sources::redact;
+use crate::source::copy::{self, LooseLink};
+use crate::source::redact;
+use crate::store::filelist::FileList;
+use crate::store::record::{Kind, Record, RefKind};
 use crate::store::{self, Store};
-use crate::tree::{self, LooseLink};
 
 /// `info` looks at no more than this many entries of an extension folder for links.
 const LINK_SCAN_LIMIT: usize = 100_000;
@@ -126,7 +126,7 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
     let links = e
         .link_target
         .is_none()
-        .then(|| tree::loose_links(&e.dir, LINK_SCAN_LIMIT));
+        .then(|| copy::loose_links(&e.dir, LINK_SCAN_LIMIT));
     Copy {
         scope: e.scope,
         dir: e.dir.display().to_string(),
@@ -262,15 +262,15 @@ fn render_links(name: &str, c: &Copy) -> Option<String> {
     if links.is_empty() {
         return (!partial.is_empty()).then(|| format!("none found{partial}"));
     }
-    let all = if links.len() > tree::LISTED {
+    let all = if links.len() > copy::LISTED {
         format!("; zot ext info --json {name} lists them all")
     } else {
         String::new()
     };
     Some(format!(
         "{}: {}{all}{partial}",
-        tree::loose_summary(links),
-        tree::list_links(links)
+        copy::loose_summary(links),
+        copy::list_links(links)
     ))
 }
 

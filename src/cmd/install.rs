@@ -6,17 +6,17 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::carry::{self, Plan};
 use crate::catalog;
+use crate::catalog::manifest;
+use crate::catalog::paths::{Layout, Scope};
 use crate::cli::InstallArgs;
 use crate::error::usage;
-use crate::fetch::{self, Request, Staged};
-use crate::manifest;
-use crate::paths::{Layout, Scope};
-use crate::record::Record;
-use crate::sources::Source;
+use crate::source::Source;
+use crate::source::copy::{self, LooseLink};
+use crate::source::fetch::{self, Request, Staged};
 use crate::store::Store;
-use crate::tree::{self, LooseLink};
+use crate::store::carry::{self, Plan};
+use crate::store::record::Record;
 
 /// `zot ext install --json` output.
 #[derive(Debug, Serialize)]
@@ -171,7 +171,7 @@ fn report(
     for note in &manifest.notes {
         ctx.out.warn(note);
     }
-    if let Some(note) = tree::loose_note(&manifest.name, &staged.outside_links) {
+    if let Some(note) = copy::loose_note(&manifest.name, &staged.outside_links) {
         ctx.out.note(&format!("note: {note}"));
     }
     shadow_note(ctx, &ctx.layout, &manifest.name, scope);

@@ -6,15 +6,15 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::agent::{self, AgentVersion};
+use crate::catalog::manifest;
+use crate::catalog::paths::Scope;
+use crate::catalog::paths::ScopeDirs;
 use crate::cli::LinkArgs;
-use crate::fetch::canonical_or_absolute;
-use crate::manifest;
-use crate::paths::Scope;
-use crate::paths::ScopeDirs;
+use crate::cli::agent::{self, AgentVersion};
 use crate::protocol::zot;
-use crate::record::{Kind, Record};
+use crate::source::fetch::canonical_or_absolute;
 use crate::store::Store;
+use crate::store::record::{Kind, Record};
 
 #[derive(Debug, Serialize)]
 struct Linked<'a> {
@@ -120,7 +120,7 @@ fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
     })?;
     if !target.is_dir() {
         let kind = std::fs::metadata(&target)
-            .map_or("a file", |m| crate::bounded::kind_name(&m.file_type()));
+            .map_or("a file", |m| crate::fsx::bounded::kind_name(&m.file_type()));
         bail!("{} is {kind}, not a folder", path.display());
     }
     let root = canonical_or_absolute(&dirs.extensions());

@@ -4,10 +4,10 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::catalog::paths::Scope;
 use crate::catalog::{self, Installed};
 use crate::cli::ListArgs;
 use crate::output::{BAD, Cell, DIM, GOOD, WARN};
-use crate::paths::Scope;
 use crate::store::Store;
 
 /// One row of `zot ext list --json`.

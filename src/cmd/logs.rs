@@ -7,12 +7,12 @@ use std::path::Path;
 use anyhow::{Context as _, Result, anyhow};
 
 use super::{Context, Run};
-use crate::bounded::{self, ReadError};
 use crate::catalog;
+use crate::catalog::manifest;
 use crate::cli::LogsArgs;
 use crate::error::usage;
+use crate::fsx::bounded::{self, ReadError};
 use crate::logs::{self, Follower, Notice};
-use crate::manifest;
 
 /// Lines `--follow` prints before following when `-n` is not given.
 const FOLLOW_LINES: u64 = 10;

@@ -15,9 +15,9 @@ mod update;
 
 use anyhow::Result;
 
+use crate::catalog::paths::Layout;
 use crate::cli::{Cli, Command, ExtCommand};
 use crate::output::Output;
-use crate::paths::Layout;
 
 /// What every command gets: where things live and how to print.
 pub struct Context {

@@ -9,14 +9,14 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::build_hint::build_hint;
+use crate::catalog::manifest;
+use crate::catalog::paths::Scope;
+use crate::check::build_hint::build_hint;
 use crate::cli::{Lang, NewArgs};
 use crate::error::usage;
-use crate::manifest;
-use crate::paths::Scope;
 use crate::protocol::zot;
-use crate::record::{Kind, Record};
 use crate::store::Store;
+use crate::store::record::{Kind, Record};
 
 /// One file of a scaffold: path inside the extension, contents, whether it is executable.
 struct File {

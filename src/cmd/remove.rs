@@ -11,14 +11,14 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::carry;
+use crate::catalog::paths::Scope;
 use crate::catalog::{self, Installed};
 use crate::cli::RemoveArgs;
 use crate::error::usage;
-use crate::filelist::{self, FileList, Standing};
 use crate::output::Output;
-use crate::paths::Scope;
 use crate::store::Store;
+use crate::store::carry;
+use crate::store::filelist::{self, FileList, Standing};
 
 #[derive(Debug, Serialize)]
 struct Removed<'a> {

@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use super::{Context, Run};
 use crate::catalog;
+use crate::catalog::manifest;
+use crate::catalog::paths::Scope;
 use crate::cli::ScopeSelect;
-use crate::manifest;
-use crate::paths::Scope;
 use crate::store::Store;
 
 /// Enable (`enable: true`) or disable the extension `name`.

@@ -7,19 +7,19 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::carry;
+use crate::catalog::paths::{Scope, ScopeDirs};
 use crate::catalog::{self, Installed};
 use crate::cli::UpdateArgs;
 use crate::error::usage;
-use crate::fetch::{self, Request, short};
-use crate::filelist::FileList;
-use crate::git;
 use crate::output::printable;
-use crate::paths::{Scope, ScopeDirs};
-use crate::record::{Kind, Record};
-use crate::sources::{Source, redact};
+use crate::source::copy::{self, LooseLink};
+use crate::source::fetch::{self, Request, short};
+use crate::source::git;
+use crate::source::{Source, redact};
 use crate::store::Store;
-use crate::tree::{self, LooseLink};
+use crate::store::carry;
+use crate::store::filelist::FileList;
+use crate::store::record::{Kind, Record};
 
 /// What happened to one extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -130,7 +130,7 @@ impl UpdateArgs {
                 ctx.out.say(&format!("  {line}"))?;
             }
             let kept = match outcome.status {
-                Status::Updated => tree::loose_note(&outcome.name, &outcome.outside_links),
+                Status::Updated => copy::loose_note(&outcome.name, &outcome.outside_links),
                 _ => None,
             };
             if let Some(note) = kept {
@@ -451,7 +451,7 @@ impl UpdateArgs {
         let Some(want) = self.carry.options().enabled else {
             return true;
         };
-        crate::manifest::read(dir).is_ok_and(|m| m.enabled == want)
+        crate::catalog::manifest::read(dir).is_ok_and(|m| m.enabled == want)
     }
 
     /// The new version is what is installed: the tree stays (same inode, nothing written);

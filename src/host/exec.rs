@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::bounded;
+use crate::fsx::bounded;
 
 /// Why `exec` cannot be started, and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,6 @@
 
 pub mod exec;
 mod group;
-mod handshake;
 mod interrupt;
 pub mod orphans;
 
@@ -19,12 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use serde_json::Value;
 
 pub use exec::{ExecError, resolve};
 pub use group::Exit;
-pub use handshake::{Handshake, HostInfo, handshake, handshake_until};
 pub use orphans::{Leftover, become_subreaper};
 
 use crate::protocol::{self, DecodeError, Decoded, FromExt, FromHost, zot};
@@ -49,49 +46,6 @@ const STDERR_KEEP: usize = 64 * 1024;
 
 /// Lines the reader may queue before it stops reading (and the extension blocks writing).
 const QUEUE: usize = 256;
-
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    Error,
-    Warning,
-    /// Worth knowing, but nothing to fix (`--strict` ignores it).
-    Note,
-}
-
-/// A finding about an extension and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    #[serde(skip)]
-    pub level: Level,
-    pub message: String,
-    pub fix: Option<String>,
-}
-
-impl Problem {
-    pub fn error(message: impl Into<String>, fix: impl Into<String>) -> Problem {
-        Problem {
-            level: Level::Error,
-            message: message.into(),
-            fix: Some(fix.into()).filter(|f: &String| !f.is_empty()),
-        }
-    }
-
-    pub fn warning(message: impl Into<String>, fix: impl Into<String>) -> Problem {
-        Problem {
-            level: Level::Warning,
-            ..Problem::error(message, fix)
-        }
-    }
-
-    pub fn note(message: impl Into<String>, fix: impl Into<String>) -> Problem {
-        Problem {
-            level: Level::Note,
-            ..Problem::error(message, fix)
-        }
-    }
-}
 
 /// What to start: the resolved program, its arguments and the extension folder.
 #[derive(Debug, Clone)]

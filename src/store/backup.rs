@@ -1,7 +1,7 @@
 //! Saved copies: what `update` and `install --force` replaced or overwrote, in
 //! `<base>/.ext-store/backup/<name>/<RFC 3339 time>/` (outside the extensions root, so zot
 //! never scans them). Only the last [`KEPT`] per extension are kept. The folders are made
-//! and deleted through no-follow handles ([`super::fsx::Folder`]); a saved copy is built in
+//! and deleted through no-follow handles ([`crate::fsx::Folder`]); a saved copy is built in
 //! the staging folder and renamed into place whole, so a kill never leaves half of one.
 
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, anyhow};
 
 use super::{STATE, Staging, Store, open_state, state_error};
-use crate::paths::ScopeDirs;
+use crate::catalog::paths::ScopeDirs;
 
 /// How many saved copies are kept per extension.
 pub const KEPT: usize = 3;
@@ -31,7 +31,7 @@ impl Store {
             .sub(name, true)
             .map_err(|e| state_error(&backups.path().join(name), e))?
             .ok_or_else(|| anyhow!("{BACKUP}/{name} is missing"))?;
-        let mut when = crate::record::now_rfc3339();
+        let mut when = crate::store::record::now_rfc3339();
         if mine.stat(&when).map_err(fail)?.is_some() {
             when = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
         }
@@ -62,7 +62,7 @@ impl Store {
         self.dirs.state().join(BACKUP)
     }
 
-    fn state_folder(&self) -> Result<super::fsx::Folder> {
+    fn state_folder(&self) -> Result<crate::fsx::Folder> {
         open_state(&self.dirs, true)?.ok_or_else(|| anyhow!("{STATE} is missing"))
     }
 }
@@ -98,7 +98,7 @@ fn sort_by_time(names: &mut [std::ffi::OsString]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::Scope;
+    use crate::catalog::paths::Scope;
     use std::fs;
 
     #[test]

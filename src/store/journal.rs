@@ -15,11 +15,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::fsx::Identity;
 use super::{MAX_STATE_FILE, Store, identity_of};
-use crate::filelist::{FileList, MAX_FILE_LIST};
-use crate::paths::ScopeDirs;
-use crate::record::Record;
+use crate::catalog::paths::ScopeDirs;
+use crate::fsx::Identity;
+use crate::store::filelist::{FileList, MAX_FILE_LIST};
+use crate::store::record::Record;
 
 /// The record of a tree about to be placed as `extensions/<name>`.
 #[derive(Debug, Serialize, Deserialize)]

@@ -444,7 +444,7 @@ impl Checker<'_> {
 /// Every entry of `name`'s file list is in its tree as listed (files the extension or the
 /// user added are not listed; `extension.json` may differ by `enable`/`disable`).
 pub fn file_list_matches(state: &Path, root: &Path, name: &str) -> Result<(), String> {
-    use zot_ext::filelist::{FileList, Standing};
+    use zot_ext::store::filelist::{FileList, Standing};
     let path = state.join("files").join(format!("{name}.json"));
     let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let list = FileList::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -9,8 +9,8 @@ use clap_complete::{Generator, Shell};
 use clap_mangen::Man;
 use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
 
+use zot_ext::cli::complete;
 use zot_ext::cli::pages::{ENVIRONMENT, EXIT_STATUS, FILES, examples, exit_statuses};
-use zot_ext::complete;
 
 /// The date in each page's `.TH` line. Pages must not change from run to run, so this is a
 /// constant rather than today: set it to the release date when the version changes.

@@ -8,6 +8,12 @@
 //! checked after that, concurrently: two enabled folders whose manifests share a name are both
 //! started, and whichever finishes its `hello` last is the one the host keeps (a race).
 
+pub mod manifest;
+#[cfg(test)]
+mod manifest_properties;
+pub mod paths;
+pub mod target;
+
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs;
@@ -15,9 +21,9 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use crate::manifest::{self, Manifest, ManifestError};
-use crate::paths::{Layout, Scope};
 use crate::protocol::zot::{self, Discovery};
+use manifest::{Manifest, ManifestError};
+use paths::{Layout, Scope};
 
 /// One folder (or symlink) in an extensions root.
 #[derive(Debug, Clone)]

@@ -8,8 +8,11 @@
 //! anything there that is not what it must be is an error that names it.
 
 mod backup;
-pub mod fsx;
+pub mod carry;
+pub mod crashpoint;
+pub mod filelist;
 mod journal;
+pub mod record;
 
 pub use backup::{KEPT as BACKUPS_KEPT, backups};
 
@@ -26,12 +29,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::crashpoint;
-use crate::filelist::FileList;
+use crate::catalog::paths::{Scope, ScopeDirs};
+use crate::fsx::{self, Folder, Identity, OpenError, Wrong, unique_name};
 use crate::output::printable;
-use crate::paths::{Scope, ScopeDirs};
-use crate::record::Record;
-use fsx::{Folder, Identity, OpenError, Wrong, unique_name};
+use filelist::FileList;
+use record::Record;
 
 /// How long a second run waits for the store lock before giving up.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -56,7 +58,7 @@ struct Folders {
     trash: Folder,
     sources: Folder,
     pending: Folder,
-    /// File lists (`files/<name>.json`, see [`crate::filelist`]); made on first use, so a
+    /// File lists (`files/<name>.json`, see [`crate::store::filelist`]); made on first use, so a
     /// read-only command works on a store made by an older zot.
     files: Option<Folder>,
 }
@@ -729,7 +731,7 @@ fn exchange(from: &Path, to: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::Scope;
+    use crate::catalog::paths::Scope;
 
     fn store(dir: &Path) -> Store {
         Store::open(&ScopeDirs {
@@ -806,7 +808,7 @@ mod tests {
     }
 
     fn record(name: &str, source: &str) -> Record {
-        Record::new(name, source.into(), crate::record::Kind::Path)
+        Record::new(name, source.into(), crate::store::record::Kind::Path)
     }
 
     fn pending_names(s: &Store) -> Vec<std::ffi::OsString> {

@@ -43,8 +43,8 @@ use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::catalog::paths::ScopeDirs;
 use crate::output::printable;
-use crate::paths::ScopeDirs;
 use crate::store;
 
 /// The version of the file format.
@@ -473,7 +473,7 @@ fn kind_of(meta: &fs::Metadata, root: &Path, path: &[u8]) -> Result<EntryKind> {
         bail!(
             "{} is a special file ({}); extension folders hold only files, folders and links: remove it",
             printable(&join(root, path).display().to_string()),
-            crate::bounded::kind_name(&t)
+            crate::fsx::bounded::kind_name(&t)
         )
     }
 }

@@ -1,7 +1,13 @@
-//! Folder handles that never follow a symbolic link: every name is looked up relative to an
-//! open directory with `O_NOFOLLOW`, so a link planted in the store's state folder cannot
-//! lead a deletion or a write outside it. The one deletion function, [`Folder::remove`],
-//! lives here.
+//! The filesystem, treated as untrusted: anything under a root or a state folder may be a
+//! link, a FIFO, a device, huge or unreadable.
+//!
+//! Here: folder handles that never follow a symbolic link (every name is looked up relative
+//! to an open directory with `O_NOFOLLOW`, so a link planted in the store's state folder
+//! cannot lead a deletion or a write outside it; the one deletion function,
+//! [`Folder::remove`], lives here). In [`bounded`]: reads that never block on a special file
+//! and never take more than a cap.
+
+pub mod bounded;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Incoming, Problem, Session};
+use super::Problem;
+use crate::host::{Incoming, Session};
 use crate::protocol::{
     self, DecodeError, FromExt, FromHost, Hello, HelloAck, Notify, RegisterCommand, RegisterTool,
     Subscribe, zot,
@@ -726,7 +727,7 @@ pub fn schema_problem(tool: &str, schema: Option<&Value>) -> Option<Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::Level;
+    use crate::check::Level;
     use serde_json::json;
 
     #[test]

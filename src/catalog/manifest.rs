@@ -24,9 +24,9 @@ use rustix::fs::FileType;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::bounded::{self, ReadError};
+use crate::fsx::Folder;
+use crate::fsx::bounded::{self, ReadError};
 use crate::output::printable;
-use crate::store::fsx::Folder;
 
 /// The manifest's file name, at the top of every extension folder.
 pub const FILE: &str = "extension.json";
@@ -514,7 +514,7 @@ fn read_for_rewrite(folder: &Folder, path: &Path) -> anyhow::Result<(String, u32
         ),
         _ => anyhow::bail!(
             "{shown} is {}, not a regular file; replace it with a regular file",
-            crate::store::fsx::kind_of(&stat)
+            crate::fsx::kind_of(&stat)
         ),
     }
     let bytes = folder
@@ -630,13 +630,13 @@ fn write_via(
     contents: &[u8],
     mode: u32,
 ) -> std::io::Result<()> {
-    let temp = crate::store::fsx::unique_name(TEMP_PREFIX);
+    let temp = crate::fsx::unique_name(TEMP_PREFIX);
     temp_home.write_new(&temp, contents, mode)?;
-    crate::crashpoint::hit("toggle.temp");
+    crate::store::crashpoint::hit("toggle.temp");
     temp_home.rename_to(&temp, folder, name).inspect_err(|_| {
         let _ = temp_home.unlink(&temp);
     })?;
-    crate::crashpoint::hit("toggle.after");
+    crate::store::crashpoint::hit("toggle.after");
     Ok(())
 }
 

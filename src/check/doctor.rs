@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::agent::{self, AgentVersion, NoAgent};
-use crate::host::{self, Handshake, HostInfo, Leftover, Level, Problem, Session, Stopped};
-use crate::manifest::Manifest;
+use super::handshake::{self, Handshake, HostInfo};
+use super::{Level, Problem};
+use crate::catalog::manifest::Manifest;
+use crate::catalog::target::{Origin, Target};
+use crate::cli::agent::{self, AgentVersion, NoAgent};
+use crate::host::{self, Leftover, Session, Stopped};
 use crate::output::printable;
 use crate::protocol::zot::{self, Chosen, Fit, HostFacts};
-use crate::target::{Origin, Target};
 
 /// Which zot the checks judge by, and why (`zot` in `zot ext doctor --json`).
 #[derive(Debug, Clone, Serialize)]
@@ -267,7 +269,7 @@ pub fn check(target: &Target, options: &Options) -> Report {
     for note in &manifest.notes {
         report.add(Problem::note(note.clone(), ""));
     }
-    match target.launch(manifest) {
+    match super::launch(target, manifest) {
         Ok(launch) => live(&mut report, &launch, manifest, options),
         Err(e) => report.add(Problem::error(e.message, e.fix)),
     }
@@ -369,7 +371,8 @@ fn live(report: &mut Report, launch: &host::Launch, manifest: &Manifest, options
         }
     };
     report.pid = Some(session.pid());
-    let handshake = host::handshake(&mut session, &manifest.name, &options.host, options.timeout);
+    let handshake =
+        handshake::handshake(&mut session, &manifest.name, &options.host, options.timeout);
     absorb(report, &handshake);
     judge_by_host(report, options.facts);
     if !handshake.broken {

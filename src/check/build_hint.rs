@@ -15,9 +15,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bounded;
+use crate::catalog::manifest::Manifest;
+use crate::fsx::bounded;
 use crate::host::{self, ExecError};
-use crate::manifest::Manifest;
 
 /// How many folders above the extension are searched for the go.mod it belongs to.
 const MODULE_LEVELS: usize = 8;

@@ -10,6 +10,10 @@
 //! after `://`, the way libgit2 reads it, so a password may hold `#`, `?`, `@` or `:`.
 //! [`redact_text`] applies the same rules to every URL-shaped word of a free-form message.
 
+pub mod copy;
+pub mod fetch;
+pub mod git;
+
 use std::path::{Path, PathBuf};
 
 /// A parsed install source.

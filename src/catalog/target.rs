@@ -7,12 +7,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::bounded;
-use crate::build_hint;
+use crate::catalog::manifest::{self, Manifest, ManifestError};
+use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::{self, Installed, Twin};
-use crate::host::{self, Launch};
-use crate::manifest::{self, Manifest, ManifestError};
-use crate::paths::{Layout, Scope};
+use crate::fsx::bounded;
 use crate::protocol::zot::{self, Discovery};
 
 /// Where a target was found.
@@ -136,17 +134,6 @@ impl Target {
             skipped: false,
             twins: Vec::new(),
             link_target: None,
-        })
-    }
-
-    /// The program zot would start, or why it cannot (for a compiled extension not built
-    /// yet, the fix is the command that builds it).
-    pub fn launch(&self, manifest: &Manifest) -> Result<Launch, host::ExecError> {
-        let program = build_hint::resolve(&self.dir, manifest)?;
-        Ok(Launch {
-            program,
-            args: manifest.args.clone(),
-            dir: fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone()),
         })
     }
 }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::paths::ScopeDirs;
+use crate::catalog::paths::ScopeDirs;
 use crate::store;
 
 /// How an extension was installed.
@@ -141,7 +141,7 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::Scope;
+    use crate::catalog::paths::Scope;
 
     #[test]
     fn a_record_that_is_a_link_or_huge_is_not_read() {

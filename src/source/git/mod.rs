@@ -16,8 +16,8 @@ use git2::{
     AutotagOption, Cred, CredentialType, Direction, FetchOptions, Oid, RemoteCallbacks, Repository,
 };
 
-use crate::record::RefKind;
-use crate::sources::{GitUrl, is_scp_like, scrub};
+use crate::source::{GitUrl, is_scp_like, scrub};
+use crate::store::record::RefKind;
 
 /// What was checked out.
 #[derive(Debug, Clone)]
@@ -556,7 +556,7 @@ const KNOWN_HOSTS_LIMIT: u64 = 16 << 20;
 fn known_host_has(file: &Path, name: &str) -> bool {
     // Bounded and never blocking: a known_hosts that is a named pipe or huge must not hang
     // or exhaust an install.
-    let Ok(bytes) = crate::bounded::read(file, KNOWN_HOSTS_LIMIT) else {
+    let Ok(bytes) = crate::fsx::bounded::read(file, KNOWN_HOSTS_LIMIT) else {
         return false;
     };
     let text = String::from_utf8_lossy(&bytes);

@@ -12,9 +12,9 @@ use anyhow::{Result, anyhow, bail};
 use git2::{Commit, ObjectType, Oid, Repository, Tree};
 
 use super::{Auth, GitUrl, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote};
-use crate::manifest;
+use crate::catalog::manifest;
 use crate::output::printable;
-use crate::sources::{is_scp_like, redact};
+use crate::source::{is_scp_like, redact};
 
 /// Submodules nested deeper than this are refused (a chain that long is a mistake or a trap).
 const MAX_LEVEL: usize = 8;

@@ -7,16 +7,16 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use crate::bounded;
+use crate::catalog::manifest::{self, Manifest, ManifestError};
+use crate::catalog::paths::ScopeDirs;
 use crate::error::usage;
-use crate::git;
-use crate::manifest::{self, Manifest, ManifestError};
+use crate::fsx::bounded;
 use crate::output::Output;
-use crate::paths::ScopeDirs;
-use crate::record::{Kind, Record};
-use crate::sources::{GitUrl, Source};
+use crate::source::copy::{self, LooseLink};
+use crate::source::git;
+use crate::source::{GitUrl, Source};
+use crate::store::record::{Kind, Record};
 use crate::store::{Staging, Store};
-use crate::tree::{self, LooseLink};
 
 /// What to stage.
 pub struct Request<'a> {
@@ -52,7 +52,7 @@ pub fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
         }
         Source::Git(url) => clone_into(&staging, url, request.git_ref, subdir.as_deref(), out)?,
     };
-    crate::crashpoint::hit("stage.done");
+    crate::store::crashpoint::hit("stage.done");
     Ok(Staged {
         staging,
         manifest,
@@ -92,8 +92,8 @@ fn copy_into(
         Some(sub) => real_subdir(source, sub, &source.display().to_string())?,
         None => source.to_path_buf(),
     };
-    tree::audit(&from, &prefix)?;
-    let copied = tree::copy(&from, &staging.tree(), &mut |stats| {
+    copy::audit(&from, &prefix)?;
+    let copied = copy::copy(&from, &staging.tree(), &mut |stats| {
         if (stats.files + stats.dirs + stats.links) % 64 == 0 {
             out.progress(&format!(
                 "copying: {} files, {:.1} MiB",
@@ -105,7 +105,7 @@ fn copy_into(
     out.progress_done();
     copied?;
     // The copy is what gets installed: its links are the ones to report.
-    let outside_links = tree::audit(&staging.tree(), &prefix)?;
+    let outside_links = copy::audit(&staging.tree(), &prefix)?;
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
     let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
     Ok((manifest, record, outside_links))
@@ -147,7 +147,7 @@ fn clone_into(
         }
         None => String::new(),
     };
-    let outside_links = tree::audit(&staging.tree(), &format!("{label}: {inside}"))?;
+    let outside_links = copy::audit(&staging.tree(), &format!("{label}: {inside}"))?;
     let manifest = validate(
         staging,
         Path::new(&format!("{label}: {inside}{}", manifest::FILE)),

@@ -11,7 +11,9 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::host::{self, Handshake, HostInfo, Incoming, Launch, Session};
+use super::Level;
+use super::handshake::{self, Handshake, HostInfo};
+use crate::host::{self, Incoming, Launch, Session};
 use crate::output::Output;
 use crate::protocol::{
     CommandInvoked, CommandResponse, DecodeError, FromExt, FromHost, ToolCall, ToolCancel,
@@ -61,7 +63,7 @@ pub fn call(
     let mut session = Session::start(launch)
         .with_context(|| format!("cannot start {}", launch.command_line()))?;
     let registered = |hs: &Handshake| request.registered(hs).is_some();
-    let hs = host::handshake_until(&mut session, name, &host, timeout, &registered);
+    let hs = handshake::handshake_until(&mut session, name, &host, timeout, &registered);
     if hs.broken {
         return Err(start_failure(out, name, &hs, &session));
     }
@@ -188,7 +190,7 @@ fn start_failure(out: &Output, name: &str, hs: &Handshake, session: &Session) ->
         }
     }
     let mut text = format!("{name} did not start properly");
-    if let Some(problem) = hs.problems.iter().rfind(|p| p.level == host::Level::Error) {
+    if let Some(problem) = hs.problems.iter().rfind(|p| p.level == Level::Error) {
         text += &format!(": {}", problem.message);
         if let Some(fix) = &problem.fix {
             text += &format!("; fix: {fix}");

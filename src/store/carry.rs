@@ -2,7 +2,7 @@
 //! install's to replace goes into the staged new tree before the swap, and what the new
 //! version overwrites is saved.
 //!
-//! The installed copy is classified against its file list ([`crate::filelist`]):
+//! The installed copy is classified against its file list ([`crate::store::filelist`]):
 //! - entries the install did not place (state, caches, `.env`, a `node_modules` the user
 //!   installed) are carried into the new tree unchanged: files are hard-linked (same
 //!   content, mode and times; copied when a link is not possible), links are recreated as
@@ -31,11 +31,11 @@ use anyhow::{Context, Result, anyhow};
 use rustix::fs::OFlags;
 use serde::Serialize;
 
-use crate::crashpoint;
-use crate::filelist::{self, Classified, EntryKind, FileList, Standing};
-use crate::manifest;
+use crate::catalog::manifest;
+use crate::catalog::paths::ScopeDirs;
 use crate::output::printable;
-use crate::paths::ScopeDirs;
+use crate::store::crashpoint;
+use crate::store::filelist::{self, Classified, EntryKind, FileList, Standing};
 use crate::store::{Staging, Store};
 
 /// What the command line asked for.
@@ -410,8 +410,8 @@ pub fn same_as_placed(placed: &FileList, files: &FileList, new: &Path) -> bool {
     if placed.tree_hash() == files.tree_hash() {
         return true;
     }
-    let is_manifest = |e: &&crate::filelist::Entry| e.path == manifest::FILE.as_bytes();
-    let others = |l: &FileList| -> Vec<crate::filelist::Entry> {
+    let is_manifest = |e: &&crate::store::filelist::Entry| e.path == manifest::FILE.as_bytes();
+    let others = |l: &FileList| -> Vec<crate::store::filelist::Entry> {
         l.entries()
             .iter()
             .filter(|e| !is_manifest(e))

@@ -8,7 +8,9 @@ use std::path::{Component, Path};
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::manifest::{FILE, MAX_NAME_LEN, Manifest, check_name, key_matches, parse, with_enabled};
+use crate::catalog::manifest::{
+    FILE, MAX_NAME_LEN, Manifest, check_name, key_matches, parse, with_enabled,
+};
 
 /// Whitespace JSON allows between tokens.
 fn ws() -> impl Strategy<Value = String> {
@@ -310,7 +312,7 @@ fn documented(name: &str) -> bool {
         && name != ".."
         && !name
             .chars()
-            .any(|c| c == '/' || c == '\\' || crate::manifest::is_control(c))
+            .any(|c| c == '/' || c == '\\' || crate::catalog::manifest::is_control(c))
 }
 
 /// Names near the rule's edges: valid runs, lengths around the limit, dots, and one

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use walkdir::{DirEntry, WalkDir};
 
-use crate::manifest;
+use crate::catalog::manifest;
 use crate::output::printable;
 
 /// Running totals of a copy, reported to the progress callback.

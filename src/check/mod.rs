@@ -1,0 +1,71 @@
+//! Judging an extension the way zot would treat it: the findings ([`Problem`], [`Level`]),
+//! the start of a conversation as zot runs it ([`handshake`]), doctor's checks
+//! ([`doctor`]), one request and its answer for `zot ext call` ([`exchange`]), and the build
+//! command for a compiled extension that is not built yet ([`build_hint`]).
+
+pub mod build_hint;
+pub mod doctor;
+pub mod exchange;
+pub mod handshake;
+
+use std::fs;
+
+use serde::Serialize;
+
+use crate::catalog::manifest::Manifest;
+use crate::catalog::target::Target;
+use crate::host::{ExecError, Launch};
+
+/// The program zot would start for `target`, or why it cannot (for a compiled extension not
+/// built yet, the fix is the command that builds it).
+pub fn launch(target: &Target, manifest: &Manifest) -> Result<Launch, ExecError> {
+    let program = build_hint::resolve(&target.dir, manifest)?;
+    Ok(Launch {
+        program,
+        args: manifest.args.clone(),
+        dir: fs::canonicalize(&target.dir).unwrap_or_else(|_| target.dir.clone()),
+    })
+}
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Error,
+    Warning,
+    /// Worth knowing, but nothing to fix (`--strict` ignores it).
+    Note,
+}
+
+/// A finding about an extension and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    #[serde(skip)]
+    pub level: Level,
+    pub message: String,
+    pub fix: Option<String>,
+}
+
+impl Problem {
+    pub fn error(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+        Problem {
+            level: Level::Error,
+            message: message.into(),
+            fix: Some(fix.into()).filter(|f: &String| !f.is_empty()),
+        }
+    }
+
+    pub fn warning(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+        Problem {
+            level: Level::Warning,
+            ..Problem::error(message, fix)
+        }
+    }
+
+    pub fn note(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+        Problem {
+            level: Level::Note,
+            ..Problem::error(message, fix)
+        }
+    }
+}

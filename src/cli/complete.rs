@@ -1,0 +1,360 @@
+//! Shell completion: answers `COMPLETE=<shell> zot -- <words>` requests with clap_complete's
+//! dynamic engine (the names it offers come from [`super::candidates`]), and writes the
+//! registration scripts committed in `completions/` and printed by `zot completions`.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::Path;
+
+use clap::CommandFactory;
+use clap::ValueEnum;
+use clap_complete::env::{Bash, Elvish, EnvCompleter, Fish, Powershell, Shells, Zsh};
+use clap_complete::{CompleteEnv, Shell};
+
+use crate::catalog::paths::Scope;
+use crate::cli::Cli;
+use crate::output::Output;
+
+/// The environment variable that turns a run of `zot` into a completion request.
+pub const VAR: &str = "COMPLETE";
+
+/// The commands the scripts register: the binary and its `zot-ext` alias (see
+/// [`crate::effective_args`]). Each is also the program the script calls for candidates.
+const REGISTERED: [&str; 2] = ["zot", "zot-ext"];
+
+/// If `COMPLETE` is set, answers the completion request on stdout and exits; otherwise
+/// returns at once. Call it before anything else in `main`.
+///
+/// A request for candidates (`COMPLETE=<shell> zot -- <words>`) never prints to stderr,
+/// whatever goes wrong: its output lands in the user's prompt. A request for the
+/// registration script (`COMPLETE=<shell> zot`) prints the same script as
+/// `zot completions <shell>`.
+pub fn complete_if_requested() {
+    let Some(shell) = std::env::var_os(VAR) else {
+        return;
+    };
+    if shell.is_empty() || shell == "0" {
+        return;
+    }
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let dashes = args.iter().position(|a| a == "--");
+    let Some(dashes) = dashes.filter(|&i| i + 1 < args.len()) else {
+        std::process::exit(print_registration(&shell));
+    };
+    // A completer that fails or panics must not draw over the prompt.
+    std::panic::set_hook(Box::new(|_| {}));
+    let args = expand_alias(args, dashes);
+    super::candidates::set_scope_hint(scope_hint(&args[dashes + 1..]));
+    let current_dir = std::env::current_dir().ok();
+    let adapters = [
+        ValuesFirst(&Bash),
+        ValuesFirst(&Elvish),
+        ValuesFirst(&Fish),
+        ValuesFirst(&Powershell),
+        ValuesFirst(&Zsh),
+    ];
+    let shells: Vec<&dyn EnvCompleter> = adapters.iter().map(|a| a as _).collect();
+    let answered = CompleteEnv::with_factory(Cli::command)
+        .var(VAR)
+        .shells(Shells(&shells))
+        .try_complete(args, current_dir.as_deref());
+    std::process::exit(if matches!(answered, Ok(true)) { 0 } else { 1 });
+}
+
+/// A shell adapter that leaves flags out when the word under the cursor could also be a
+/// subcommand or a value: `zot ext disable <TAB>` offers extension names, and flags come
+/// once a `-` is typed (clap's engine offers both on an empty word).
+struct ValuesFirst<'a>(&'a dyn EnvCompleter);
+
+impl EnvCompleter for ValuesFirst<'_> {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn is(&self, name: &str) -> bool {
+        self.0.is(name)
+    }
+
+    fn write_registration(
+        &self,
+        var: &str,
+        name: &str,
+        bin: &str,
+        completer: &str,
+        buf: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        self.0.write_registration(var, name, bin, completer, buf)
+    }
+
+    fn write_complete(
+        &self,
+        cmd: &mut clap::Command,
+        args: Vec<OsString>,
+        current_dir: Option<&Path>,
+        buf: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let bash = self.0.name() == "bash";
+        let mut args = args;
+        if bash {
+            // bash hands over the word under the cursor as typed (`my\ e`, `'my e`).
+            let index = std::env::var("_CLAP_COMPLETE_INDEX")
+                .ok()
+                .and_then(|i| i.parse::<usize>().ok());
+            if let Some(word) = index.and_then(|i| args.get_mut(i))
+                && let Some(text) = word.to_str()
+            {
+                *word = bash_unquote(text).into();
+            }
+        }
+        let mut answer = Vec::new();
+        self.0.write_complete(cmd, args, current_dir, &mut answer)?;
+        // bash, elvish and zsh separate candidates with `_CLAP_IFS`; fish and PowerShell
+        // end each with a newline. Every candidate starts with its value.
+        let separator = match self.0.name() {
+            "fish" | "powershell" => None,
+            _ => std::env::var("_CLAP_IFS").ok(),
+        };
+        let separator = separator.as_deref().unwrap_or("\n");
+        let answer = String::from_utf8_lossy(&answer);
+        let items: Vec<&str> = answer.split(separator).collect();
+        let is_flag = |item: &&str| item.starts_with('-');
+        let has_values = items.iter().any(|i| !i.is_empty() && !is_flag(i));
+        let kept: Vec<String> = items
+            .into_iter()
+            .filter(|i| !(has_values && is_flag(i)))
+            .map(|i| if bash { bash_escape(i) } else { i.to_owned() })
+            .collect();
+        buf.write_all(kept.join(separator).as_bytes())
+    }
+}
+
+/// `word` as bash inserts it: bash puts a candidate in the line as it is, so a name with a
+/// space or a quote is escaped with backslashes (fish and zsh quote candidates themselves);
+/// `~` is left alone, so that `~/` folders stay expandable.
+fn bash_escape(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    for c in word.chars() {
+        let plain = !c.is_ascii() || c.is_ascii_alphanumeric() || "-_./:=,+@%^~".contains(c);
+        if !plain {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The text of a word bash hands over as typed: backslash escapes and quotes removed (an
+/// unfinished quote runs to the end).
+fn bash_unquote(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    let mut chars = word.chars();
+    let mut quote = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\\') => out.extend(chars.next()),
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => match chars.next() {
+                Some(n @ ('$' | '`' | '"' | '\\')) => out.push(n),
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
+                }
+                None => out.push('\\'),
+            },
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// `COMPLETE=<shell> zot`: the registration script, or a usage error for an unknown shell.
+fn print_registration(shell: &OsStr) -> i32 {
+    // Like clap_complete, accept a path such as `$SHELL` (`/usr/bin/zsh`).
+    let name = Path::new(shell)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let known = Shells::builtins()
+        .completer(&name)
+        .and_then(|c| Shell::from_str(c.name(), true).ok());
+    let out = Output::plain();
+    let Some(shell) = known else {
+        out.fail(&format!(
+            "{VAR}={} names no shell zot can complete for; use bash, elvish, fish, powershell or zsh",
+            shell.to_string_lossy()
+        ));
+        return 2;
+    };
+    match out.bytes(&registration(shell)) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(_) => 1,
+    }
+}
+
+/// Words typed as `zot-ext ...` are completed as `zot ext ...`. The shells that pass the
+/// cursor position in `_CLAP_COMPLETE_INDEX` get it moved past the inserted word.
+fn expand_alias(mut args: Vec<OsString>, dashes: usize) -> Vec<OsString> {
+    let words: Vec<OsString> = args.drain(dashes + 1..).collect();
+    let typed = words.len();
+    let words = crate::effective_args(words);
+    if words.len() > typed {
+        let index = std::env::var("_CLAP_COMPLETE_INDEX")
+            .ok()
+            .and_then(|i| i.parse::<usize>().ok());
+        if let Some(index) = index {
+            // SAFETY: runs at the start of `main`, before any other thread exists.
+            unsafe { std::env::set_var("_CLAP_COMPLETE_INDEX", (index + 1).to_string()) };
+        }
+    }
+    args.extend(words);
+    args
+}
+
+/// The scope picked by `-p/--project` or `-g/--global` among the typed words (not counting
+/// the word under the cursor, the last one).
+fn scope_hint(words: &[OsString]) -> Option<Scope> {
+    let mut scope = None;
+    for word in words.iter().take(words.len().saturating_sub(1)) {
+        let Some(word) = word.to_str() else { continue };
+        match word {
+            "--project" => scope = Some(Scope::Project),
+            "--global" => scope = Some(Scope::Global),
+            _ => {
+                // A cluster of short flags such as `-yp`.
+                let Some(flags) = word.strip_prefix('-') else {
+                    continue;
+                };
+                if flags.is_empty() || !flags.bytes().all(|b| b.is_ascii_alphabetic()) {
+                    continue;
+                }
+                if flags.contains('p') {
+                    scope = Some(Scope::Project);
+                } else if flags.contains('g') {
+                    scope = Some(Scope::Global);
+                }
+            }
+        }
+    }
+    scope
+}
+
+/// The script that hooks `zot` (and `zot-ext`) into `shell`'s completion; it calls
+/// `COMPLETE=<shell> zot -- <words>` for candidates. Deterministic: it is committed.
+pub fn registration(shell: Shell) -> Vec<u8> {
+    let adapter: &dyn EnvCompleter = match shell {
+        Shell::Bash => &Bash,
+        Shell::Elvish => &Elvish,
+        Shell::Fish => &Fish,
+        Shell::PowerShell => &Powershell,
+        Shell::Zsh => &Zsh,
+        // `Shell` is non-exhaustive; every variant clap_complete 4.6.12 has is above.
+        _ => unreachable!("clap_complete {shell} is not supported"),
+    };
+    let mut scripts = Vec::new();
+    for bin in REGISTERED {
+        let mut script = Vec::new();
+        adapter
+            .write_registration(VAR, bin, bin, bin, &mut script)
+            .expect("writing to memory cannot fail");
+        scripts.push(String::from_utf8(script).expect("clap_complete writes UTF-8"));
+    }
+    let mut out = String::new();
+    let header = format!(
+        "# Completion for zot and zot-ext in {shell}; generated by `zot completions {shell}`.\n\
+         # Candidates (installed extensions too) come from running `{VAR}={shell} zot -- <words>`.\n"
+    );
+    if shell == Shell::Zsh {
+        // `#compdef` must stay the first line for compinit to pick the file up from $fpath.
+        let rest: Vec<&str> = scripts
+            .iter()
+            .map(|s| s.split_once('\n').map_or("", |(_, rest)| rest))
+            .collect();
+        out.push_str(&format!("#compdef {}\n", REGISTERED.join(" ")));
+        out.push_str(&header);
+        for body in rest {
+            out.push_str(body.trim_end());
+            out.push_str("\n\n");
+        }
+        out.push_str(ZSH_AUTOLOAD);
+    } else {
+        out.push_str(&header);
+        for script in &scripts {
+            out.push('\n');
+            out.push_str(script.trim());
+            out.push('\n');
+        }
+    }
+    out.into_bytes()
+}
+
+/// Loaded from `$fpath` as `_zot`, the file's body runs on the first TAB: it defines the
+/// functions above and must then complete that first TAB too.
+const ZSH_AUTOLOAD: &str = r#"if [[ ${funcstack[1]-} == _zot ]]; then
+    case $service in
+        zot-ext) _clap_dynamic_completer_zot_ext "$@" ;;
+        *) _clap_dynamic_completer_zot "$@" ;;
+    esac
+fi
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn scope_hint_reads_flags_before_the_cursor() {
+        assert_eq!(scope_hint(&os(&["zot", "ext", "enable", ""])), None);
+        assert_eq!(
+            scope_hint(&os(&["zot", "ext", "enable", "--global", ""])),
+            Some(Scope::Global)
+        );
+        assert_eq!(
+            scope_hint(&os(&["zot", "ext", "rm", "-yp", "a"])),
+            Some(Scope::Project)
+        );
+        assert_eq!(
+            scope_hint(&os(&["zot", "ext", "enable", "--project"])),
+            None
+        );
+        assert_eq!(
+            scope_hint(&os(&["zot", "ext", "logs", "-n", "5", ""])),
+            None
+        );
+    }
+
+    #[test]
+    fn bash_candidates_are_escaped_and_typed_words_unquoted() {
+        assert_eq!(bash_escape("my ext"), "my\\ ext");
+        assert_eq!(bash_escape("wetter-größe"), "wetter-größe");
+        assert_eq!(bash_escape("it's $x"), "it\\'s\\ \\$x");
+        assert_eq!(bash_escape("./dir/"), "./dir/");
+        for (typed, text) in [
+            ("my\\ e", "my e"),
+            ("'my e", "my e"),
+            ("\"my\\\"x\"", "my\"x"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(bash_unquote(typed), text, "{typed}");
+            assert_eq!(bash_unquote(&bash_escape(text)), text, "{text}");
+        }
+    }
+
+    #[test]
+    fn every_registration_names_both_commands() {
+        for shell in Shell::value_variants() {
+            let script = String::from_utf8(registration(*shell)).unwrap();
+            for bin in REGISTERED {
+                assert!(script.contains(bin), "{shell} script lacks {bin}");
+            }
+            assert!(script.contains("COMPLETE"), "{shell}");
+        }
+        let zsh = String::from_utf8(registration(Shell::Zsh)).unwrap();
+        assert!(zsh.starts_with("#compdef zot zot-ext\n"), "{zsh}");
+    }
+}
