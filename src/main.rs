@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if error::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let label = output::Output::new(&cli.global).paint_err(output::BAD, "error:");
+            let label = cli.global.output().paint_err(output::BAD, "error:");
             // Redacted and escaped as a whole: an error built from a raw URL or a hostile
             // file name still prints as one line without a secret.
             let message = output::clean(&format!("{e:#}"));

@@ -632,11 +632,11 @@ fn write_via(
 ) -> std::io::Result<()> {
     let temp = crate::fsx::unique_name(TEMP_PREFIX);
     temp_home.write_new(&temp, contents, mode)?;
-    crate::store::crashpoint::hit("toggle.temp");
+    crate::fsx::crashpoint::hit("toggle.temp");
     temp_home.rename_to(&temp, folder, name).inspect_err(|_| {
         let _ = temp_home.unlink(&temp);
     })?;
-    crate::store::crashpoint::hit("toggle.after");
+    crate::fsx::crashpoint::hit("toggle.after");
     Ok(())
 }
 

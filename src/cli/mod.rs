@@ -15,6 +15,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
 use crate::catalog::paths::Scope;
+use crate::output::{ColorChoice, Output};
 use candidates::{Offer, names};
 
 /// The command line as the binary parses it: [`Cli`]'s definitions with each subcommand's
@@ -112,11 +113,11 @@ pub struct GlobalArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
-    Auto,
-    Always,
-    Never,
+impl GlobalArgs {
+    /// How this run prints.
+    pub fn output(&self) -> Output {
+        Output::new(self.color, self.quiet, self.json)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -316,19 +317,6 @@ pub struct CarryFlags {
     /// Disable the new version (default: keep the installed copy's enabled state)
     #[arg(long)]
     pub disable: bool,
-}
-
-impl CarryFlags {
-    pub fn options(&self) -> crate::store::carry::Options {
-        crate::store::carry::Options {
-            keep_local: self.keep_local,
-            enabled: match (self.enable, self.disable) {
-                (true, _) => Some(true),
-                (_, true) => Some(false),
-                _ => None,
-            },
-        }
-    }
 }
 
 #[derive(Debug, Args)]

@@ -316,11 +316,7 @@ mod tests {
     use crate::check::doctor::Subscriptions;
 
     fn plain() -> Output {
-        Output::new(&crate::cli::GlobalArgs {
-            quiet: false,
-            color: crate::cli::ColorChoice::Never,
-            json: false,
-        })
+        Output::plain()
     }
 
     fn report() -> Report {

@@ -16,7 +16,7 @@ mod update;
 use anyhow::Result;
 
 use crate::catalog::paths::Layout;
-use crate::cli::{Cli, Command, ExtCommand};
+use crate::cli::{CarryFlags, Cli, Command, ExtCommand};
 use crate::output::Output;
 
 /// What every command gets: where things live and how to print.
@@ -34,25 +34,15 @@ pub trait Run {
 pub fn run(cli: &Cli) -> Result<()> {
     let ctx = Context {
         layout: Layout::from_process()?,
-        out: Output::new(&cli.global),
+        out: cli.global.output(),
     };
     match &cli.command {
         Command::Ext(ext) => match &ext.command {
             ExtCommand::List(args) => args.run(&ctx),
             ExtCommand::Install(args) => args.run(&ctx),
             ExtCommand::Remove(args) => args.run(&ctx),
-            ExtCommand::Enable(args) => toggle::Toggle {
-                name: &args.name,
-                scope: args.scope,
-                enable: true,
-            }
-            .run(&ctx),
-            ExtCommand::Disable(args) => toggle::Toggle {
-                name: &args.name,
-                scope: args.scope,
-                enable: false,
-            }
-            .run(&ctx),
+            ExtCommand::Enable(args) => args.run(&ctx),
+            ExtCommand::Disable(args) => args.run(&ctx),
             ExtCommand::Logs(args) => args.run(&ctx),
             ExtCommand::Doctor(args) => args.run(&ctx),
             ExtCommand::Call(args) => args.run(&ctx),
@@ -62,5 +52,19 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::Info(args) => args.run(&ctx),
         },
         Command::Completions(args) => args.run(&ctx),
+    }
+}
+
+impl CarryFlags {
+    /// What to do with the files an update or `--force` carries over.
+    pub fn options(&self) -> crate::store::carry::Options {
+        crate::store::carry::Options {
+            keep_local: self.keep_local,
+            enabled: match (self.enable, self.disable) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+        }
     }
 }

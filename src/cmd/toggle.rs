@@ -8,14 +8,36 @@ use super::{Context, Run};
 use crate::catalog;
 use crate::catalog::manifest;
 use crate::catalog::paths::Scope;
-use crate::cli::ScopeSelect;
+use crate::cli::{DisableArgs, EnableArgs, ScopeSelect};
 use crate::store::Store;
 
 /// Enable (`enable: true`) or disable the extension `name`.
-pub struct Toggle<'a> {
-    pub name: &'a str,
-    pub scope: ScopeSelect,
-    pub enable: bool,
+struct Toggle<'a> {
+    name: &'a str,
+    scope: ScopeSelect,
+    enable: bool,
+}
+
+impl Run for EnableArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let toggle = Toggle {
+            name: &self.name,
+            scope: self.scope,
+            enable: true,
+        };
+        toggle.run(ctx)
+    }
+}
+
+impl Run for DisableArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let toggle = Toggle {
+            name: &self.name,
+            scope: self.scope,
+            enable: false,
+        };
+        toggle.run(ctx)
+    }
 }
 
 #[derive(Debug, Serialize)]

@@ -8,6 +8,7 @@
 //! and never take more than a cap.
 
 pub mod bounded;
+pub mod crashpoint;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;

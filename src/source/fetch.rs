@@ -52,7 +52,7 @@ pub fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
         }
         Source::Git(url) => clone_into(&staging, url, request.git_ref, subdir.as_deref(), out)?,
     };
-    crate::store::crashpoint::hit("stage.done");
+    crate::fsx::crashpoint::hit("stage.done");
     Ok(Staged {
         staging,
         manifest,

@@ -33,8 +33,8 @@ use serde::Serialize;
 
 use crate::catalog::manifest;
 use crate::catalog::paths::ScopeDirs;
+use crate::fsx::crashpoint;
 use crate::output::printable;
-use crate::store::crashpoint;
 use crate::store::filelist::{self, Classified, EntryKind, FileList, Standing};
 use crate::store::{Staging, Store};
 

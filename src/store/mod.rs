@@ -9,7 +9,6 @@
 
 mod backup;
 pub mod carry;
-pub mod crashpoint;
 pub mod filelist;
 mod journal;
 pub mod record;
@@ -30,7 +29,7 @@ use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::catalog::paths::{Scope, ScopeDirs};
-use crate::fsx::{self, Folder, Identity, OpenError, Wrong, unique_name};
+use crate::fsx::{self, Folder, Identity, OpenError, Wrong, crashpoint, unique_name};
 use crate::output::printable;
 use filelist::FileList;
 use record::Record;

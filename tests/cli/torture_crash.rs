@@ -1,6 +1,6 @@
 //! Crash harness of the torture suite: kills `zot` with SIGKILL at random moments (seeded,
 //! spread over the command's measured duration) and at every named crash point of
-//! `src/store/crashpoint.rs`, during `install` (local folder and git), `install --force`, `update`
+//! `src/fsx/crashpoint.rs`, during `install` (local folder and git), `install --force`, `update`
 //! (git, after a new commit was pushed), `remove`, `enable` and `disable`, in both scopes.
 //!
 //! After each kill: the store invariants at any instant (trees are the old or the new version,
@@ -100,13 +100,13 @@ impl Op {
     }
 }
 
-/// The crash points `src/store/crashpoint.rs` declares in `POINTS`, read from its source so this
+/// The crash points `src/fsx/crashpoint.rs` declares in `POINTS`, read from its source so this
 /// suite follows the list as it grows.
 fn declared_points() -> Vec<String> {
-    let source = include_str!("../../src/store/crashpoint.rs");
+    let source = include_str!("../../src/fsx/crashpoint.rs");
     let start = source
         .find("pub const POINTS")
-        .expect("src/store/crashpoint.rs declares POINTS");
+        .expect("src/fsx/crashpoint.rs declares POINTS");
     let list = &source[start..];
     let list = &list[list.find("= &[").expect("POINTS = &[...]")..];
     let list = &list[..list.find("];").expect("POINTS ends with ];")];
@@ -807,13 +807,13 @@ fn every_crash_point_is_exercised() {
     for point in &declared {
         assert!(
             used.contains(&point.as_str()),
-            "crash point {point} is declared in src/store/crashpoint.rs but no operation here kills at it"
+            "crash point {point} is declared in src/fsx/crashpoint.rs but no operation here kills at it"
         );
     }
     for point in used {
         assert!(
             declared.iter().any(|d| d == point),
-            "crash point {point} is killed at here but not declared in src/store/crashpoint.rs"
+            "crash point {point} is killed at here but not declared in src/fsx/crashpoint.rs"
         );
     }
     for op in Op::ALL {

@@ -16,7 +16,8 @@ use git2::{
     AutotagOption, Cred, CredentialType, Direction, FetchOptions, Oid, RemoteCallbacks, Repository,
 };
 
-use crate::source::{GitUrl, is_scp_like, scrub};
+use crate::output::redact::is_scp_like;
+use crate::source::{GitUrl, scrub};
 use crate::store::record::RefKind;
 
 /// What was checked out.

@@ -14,7 +14,7 @@ use git2::{Commit, ObjectType, Oid, Repository, Tree};
 use super::{Auth, GitUrl, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote};
 use crate::catalog::manifest;
 use crate::output::printable;
-use crate::source::{is_scp_like, redact};
+use crate::output::redact::{is_scp_like, redact};
 
 /// Submodules nested deeper than this are refused (a chain that long is a mistake or a trap).
 const MAX_LEVEL: usize = 8;

@@ -8,8 +8,9 @@ use std::io::{self, IsTerminal, Write};
 use anstyle::{AnsiColor, Style};
 use serde::Serialize;
 
-use crate::cli::{ColorChoice, GlobalArgs};
-use crate::source::redact_text;
+pub mod redact;
+
+use redact::redact_text;
 
 pub const GOOD: Style = AnsiColor::Green.on_default();
 pub const WARN: Style = AnsiColor::Yellow.on_default();
@@ -27,6 +28,14 @@ pub struct Output {
     progress: bool,
 }
 
+/// When to colour output (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
 /// Whether to colour a stream, from `--color`, `NO_COLOR` and whether it is a terminal.
 pub fn use_color(choice: ColorChoice, no_color_env: bool, is_terminal: bool) -> bool {
     match choice {
@@ -37,15 +46,15 @@ pub fn use_color(choice: ColorChoice, no_color_env: bool, is_terminal: bool) -> 
 }
 
 impl Output {
-    pub fn new(args: &GlobalArgs) -> Self {
+    pub fn new(color: ColorChoice, quiet: bool, json: bool) -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let stderr_tty = io::stderr().is_terminal();
         Output {
-            quiet: args.quiet,
-            json: args.json,
-            color_stdout: use_color(args.color, no_color, io::stdout().is_terminal()),
-            color_stderr: use_color(args.color, no_color, stderr_tty),
-            progress: stderr_tty && !args.quiet,
+            quiet,
+            json,
+            color_stdout: use_color(color, no_color, io::stdout().is_terminal()),
+            color_stderr: use_color(color, no_color, stderr_tty),
+            progress: stderr_tty && !quiet,
         }
     }
 
@@ -165,7 +174,7 @@ impl Output {
 }
 
 /// A message as it may be shown: URL-shaped words redacted
-/// ([`crate::source::redact_text`]), then control characters escaped ([`printable`]).
+/// ([`redact::redact_text`]), then control characters escaped ([`printable`]).
 pub fn clean(message: &str) -> String {
     printable(&redact_text(message))
 }
