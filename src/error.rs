@@ -21,7 +21,10 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
 
 /// The exit status for an error: 2 for usage errors, 0 for a closed output pipe, else 1.
 pub fn exit_code(error: &anyhow::Error) -> u8 {
-    if error.chain().any(|e| e.is::<UsageError>()) {
+    if error
+        .chain()
+        .any(<dyn std::error::Error + 'static>::is::<UsageError>)
+    {
         return 2;
     }
     if is_broken_pipe(error) {

@@ -7,18 +7,33 @@ compile_error!(
     "zot-ext builds only on Unix (Linux and macOS): it runs extensions in process groups and opens files with O_NOFOLLOW and O_NONBLOCK"
 );
 
-pub mod catalog;
-pub mod check;
+// The binary's entry points: the command line, its commands, errors and output.
 pub mod cli;
 pub mod cmd;
 pub mod error;
-pub mod fsx;
-pub mod host;
-pub mod logs;
 pub mod output;
-pub mod protocol;
-pub mod source;
-pub mod store;
+
+mod catalog;
+mod check;
+mod fsx;
+mod host;
+mod logs;
+mod protocol;
+mod source;
+mod store;
+
+/// What the fuzz targets (`fuzz/`) and the integration tests reach beyond the command line:
+/// the manifest and frame codecs, and file lists. Not an API.
+#[doc(hidden)]
+pub mod testing {
+    pub mod manifest {
+        pub use crate::catalog::manifest::{FILE, Manifest, key_matches, parse, with_enabled};
+    }
+    pub mod protocol {
+        pub use crate::protocol::{Decoded, Frame, FromExt, FromHost, decode, encode};
+    }
+    pub use crate::store::filelist::{FileList, Standing};
+}
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -14,7 +14,7 @@ use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 use crate::fsx::bounded::{self, ReadError};
 
 /// How much is read at a time when searching backwards for line starts.
-pub const BLOCK: usize = 64 * 1024;
+pub(crate) const BLOCK: usize = 64 * 1024;
 
 /// Whether stdout is a pipe whose reader has gone, so an idle follower can stop without
 /// waiting for the next write to fail (as `tail -f` does).
@@ -31,12 +31,12 @@ fn stdout_closed() -> bool {
 }
 
 /// The longest a follower sleeps between two checks, events or not.
-pub const POLL: Duration = Duration::from_millis(250);
+pub(crate) const POLL: Duration = Duration::from_millis(250);
 
 /// The offset where the last `lines` lines of `file` (`len` bytes long) start, found by
 /// reading backwards from the end in blocks of [`BLOCK`] bytes. A final line without a
 /// trailing newline counts as a line; only `\n` ends a line (a `\r` before it is kept).
-pub fn tail_start<R: Read + Seek>(file: &mut R, len: u64, lines: u64) -> io::Result<u64> {
+pub(crate) fn tail_start<R: Read + Seek>(file: &mut R, len: u64, lines: u64) -> io::Result<u64> {
     tail_start_in_blocks(file, len, lines, BLOCK)
 }
 
@@ -81,7 +81,7 @@ fn tail_start_in_blocks<R: Read + Seek>(
 
 /// Copies `file` from `offset` to its current end into `out`, flushing before and after;
 /// returns the number of bytes copied.
-pub fn copy_from<R: Read + Seek, W: Write>(
+pub(crate) fn copy_from<R: Read + Seek, W: Write>(
     file: &mut R,
     offset: u64,
     out: &mut W,
@@ -94,7 +94,7 @@ pub fn copy_from<R: Read + Seek, W: Write>(
 }
 
 /// Prints a log to `out`: all of it, or only its last `lines` lines.
-pub fn print<W: Write>(file: &mut File, lines: Option<u64>, out: &mut W) -> io::Result<()> {
+pub(crate) fn print<W: Write>(file: &mut File, lines: Option<u64>, out: &mut W) -> io::Result<()> {
     let start = match lines {
         Some(n) => {
             let len = file.metadata()?.len();
@@ -107,7 +107,7 @@ pub fn print<W: Write>(file: &mut File, lines: Option<u64>, out: &mut W) -> io::
 
 /// Something a follower noticed about the file, worth a note to the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
+pub(crate) enum Change {
     /// The file does not exist (yet) when following starts.
     Missing,
     /// A file that was missing now exists.
@@ -122,7 +122,7 @@ pub enum Change {
 
 /// A [`Change`] to the file at `path`.
 #[derive(Debug, Clone, Copy)]
-pub struct Notice<'a> {
+pub(crate) struct Notice<'a> {
     pub path: &'a Path,
     pub change: Change,
 }
@@ -174,7 +174,7 @@ fn open_tracked(path: &Path) -> io::Result<Option<Tracked>> {
 
 /// Follows the file at a path like `tail -F`, writing what is appended to `out` and
 /// reporting changes to `note`.
-pub struct Follower<W: Write, N: FnMut(Notice<'_>)> {
+pub(crate) struct Follower<W: Write, N: FnMut(Notice<'_>)> {
     path: PathBuf,
     out: W,
     note: N,
@@ -183,7 +183,7 @@ pub struct Follower<W: Write, N: FnMut(Notice<'_>)> {
 }
 
 impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
-    pub fn new(path: PathBuf, out: W, note: N) -> Self {
+    pub(crate) fn new(path: PathBuf, out: W, note: N) -> Self {
         Follower {
             path,
             out,
@@ -195,7 +195,7 @@ impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
 
     /// Prints the last `lines` lines, then prints whatever is appended, forever; returns
     /// only on an error (such as a closed stdout).
-    pub fn run(mut self, lines: u64) -> io::Result<()> {
+    pub(crate) fn run(mut self, lines: u64) -> io::Result<()> {
         let mut watch = DirWatch::new(&self.path);
         watch.refresh();
         self.start(lines)?;
@@ -209,7 +209,7 @@ impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
     }
 
     /// Prints the last `lines` lines of the file, or notes that it does not exist yet.
-    pub fn start(&mut self, lines: u64) -> io::Result<()> {
+    pub(crate) fn start(&mut self, lines: u64) -> io::Result<()> {
         let Some(mut tracked) = open_tracked(&self.path)? else {
             self.notice(Change::Missing);
             return Ok(());
@@ -222,7 +222,7 @@ impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
     }
 
     /// One round: prints what was appended and reacts to truncation, rotation or creation.
-    pub fn check(&mut self) -> io::Result<()> {
+    pub(crate) fn check(&mut self) -> io::Result<()> {
         match self.current.take() {
             None => self.pick_up(Change::Appeared),
             Some(mut tracked) => {
@@ -534,7 +534,7 @@ mod tests {
         let notes: Notes = Rc::default();
         let sink = notes.clone();
         let f = Follower::new(path.to_path_buf(), out.clone(), move |n: Notice<'_>| {
-            sink.borrow_mut().push(n.change)
+            sink.borrow_mut().push(n.change);
         });
         (f, out, notes)
     }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use jsonc_parser::common::Ranged;
 use libfuzzer_sys::fuzz_target;
-use zot_ext::catalog::manifest;
+use zot_ext::testing::manifest;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

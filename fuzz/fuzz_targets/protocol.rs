@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zot_ext::protocol::{self, Decoded, Frame, FromExt, FromHost};
+use zot_ext::testing::protocol::{self, Decoded, Frame, FromExt, FromHost};
 
 fn round_trip<F: Frame + PartialEq + std::fmt::Debug>(line: &str) {
     let Ok((_, Decoded::Frame(frame))) = protocol::decode::<F>(line) else {

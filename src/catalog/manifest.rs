@@ -33,10 +33,10 @@ pub const FILE: &str = "extension.json";
 
 /// Longest extension name accepted, in bytes: a folder name may have 255, and zot's log
 /// file `ext-<name>.log` adds 8 bytes, which must still fit in 255.
-pub const MAX_NAME_LEN: usize = 255 - "ext-.log".len();
+pub(crate) const MAX_NAME_LEN: usize = 255 - "ext-.log".len();
 
 /// The fields zot's manifest struct has, spelled as documented.
-pub const FIELDS: [&str; 7] = [
+pub(crate) const FIELDS: [&str; 7] = [
     "name",
     "version",
     "exec",
@@ -108,7 +108,7 @@ impl std::error::Error for ManifestError {}
 /// Checks that `name` can be used as one folder name in an extensions root (and in the log
 /// file name `ext-<name>.log`): not empty, not `.` or `..`, no `/`, `\\`, NUL or other
 /// control character (see [`is_control`]), at most [`MAX_NAME_LEN`] bytes. Spaces and any other letters are fine.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".into());
     }
@@ -135,16 +135,16 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// A control character: C0, DEL and C1, and the invisible bidirectional controls that make a
 /// name read differently from what it is (U+061C, U+200E, U+200F, U+202A-U+202E,
 /// U+2066-U+2069).
-pub fn is_control(c: char) -> bool {
+pub(crate) fn is_control(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The largest manifest zot reads; real ones are a few hundred bytes.
-pub const MAX_SIZE: u64 = 1 << 20;
+pub(crate) const MAX_SIZE: u64 = 1 << 20;
 
 /// Reads and validates `<dir>/extension.json`.
-pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
+pub(crate) fn read(dir: &Path) -> Result<Manifest, ManifestError> {
     let path = dir.join(FILE);
     let text = load(&path)?;
     parse(&text, &path)
@@ -153,7 +153,7 @@ pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
 /// The text of the manifest at `path`, the one way zot reads a manifest: a symbolic link is
 /// followed, but a named pipe, socket or device is refused without waiting on it, a file
 /// over [`MAX_SIZE`] is refused without reading it, and the text must be UTF-8 without BOM.
-pub fn load(path: &Path) -> Result<String, ManifestError> {
+pub(crate) fn load(path: &Path) -> Result<String, ManifestError> {
     let fail = |message: String| ManifestError {
         path: path.to_path_buf(),
         position: None,
@@ -474,7 +474,7 @@ const TEMP_PREFIX: &str = ".extension.json.";
 /// Returns whether the file changed. The manifest must be a regular file: a symbolic link
 /// is refused, so nothing is ever written through one. `scratch` is the store's staging
 /// folder, where the temporary file goes when it can (see [`write_atomically`]).
-pub fn set_enabled(dir: &Path, enabled: bool, scratch: &Folder) -> anyhow::Result<bool> {
+pub(crate) fn set_enabled(dir: &Path, enabled: bool, scratch: &Folder) -> anyhow::Result<bool> {
     // A linked extension's manifest is its working copy's.
     let dir = fs::canonicalize(dir).map_err(|e| {
         anyhow::anyhow!("cannot open {}: {e}", printable(&dir.display().to_string()))
@@ -606,7 +606,7 @@ fn append_enabled(text: &str, enabled: bool) -> Option<String> {
 /// written in `scratch` (the store's staging folder, which the next command empties after
 /// a kill) when it is on the same file system; otherwise beside the file, where the next
 /// rewrite deletes it after a kill.
-pub fn write_atomically(
+pub(crate) fn write_atomically(
     folder: &Folder,
     name: &str,
     contents: &[u8],

@@ -17,7 +17,7 @@ fn ws() -> impl Strategy<Value = String> {
     proptest::string::string_regex("[ \t\r\n]{0,3}").unwrap()
 }
 
-/// A JSON string literal for `text`: serde_json's escaping, or every non-ASCII character
+/// A JSON string literal for `text`: `serde_json`'s escaping, or every non-ASCII character
 /// written as `\u` escapes (surrogate pairs above the BMP).
 fn string_literal(text: String) -> impl Strategy<Value = String> {
     let plain = serde_json::to_string(&text).unwrap();
@@ -264,7 +264,7 @@ fn appended(written: &Written, edited: &str, literal: &str) -> bool {
     rest == Some(literal)
 }
 
-/// `cases` cases (few enough for `cargo test` to stay fast), or PROPTEST_CASES when set.
+/// `cases` cases (few enough for `cargo test` to stay fast), or `PROPTEST_CASES` when set.
 fn config(cases: u32) -> ProptestConfig {
     let defaults = ProptestConfig::default();
     let from_env = std::env::var_os("PROPTEST_CASES").is_some();

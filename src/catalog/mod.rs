@@ -8,11 +8,11 @@
 //! checked after that, concurrently: two enabled folders whose manifests share a name are both
 //! started, and whichever finishes its `hello` last is the one the host keeps (a race).
 
-pub mod manifest;
+pub(crate) mod manifest;
 #[cfg(test)]
 mod manifest_properties;
-pub mod paths;
-pub mod target;
+pub(crate) mod paths;
+pub(crate) mod target;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
@@ -27,7 +27,7 @@ use paths::{Layout, Scope};
 
 /// One folder (or symlink) in an extensions root.
 #[derive(Debug, Clone)]
-pub struct Installed {
+pub(crate) struct Installed {
     pub scope: Scope,
     /// The folder name inside the root.
     pub dir_name: String,
@@ -48,7 +48,7 @@ pub struct Installed {
 
 /// Another folder whose manifest has the same name as this one's.
 #[derive(Debug, Clone)]
-pub struct Twin {
+pub(crate) struct Twin {
     pub scope: Scope,
     pub dir: PathBuf,
     pub enabled: bool,
@@ -56,13 +56,13 @@ pub struct Twin {
 
 impl Installed {
     /// The folder's name in its root, exactly (`dir_name` is its lossy UTF-8 form).
-    pub fn folder_name(&self) -> &OsStr {
+    pub(crate) fn folder_name(&self) -> &OsStr {
         self.dir.file_name().unwrap_or_default()
     }
 
     /// A note for commands that act on this copy by name while another folder has the
     /// same manifest name: which one was taken and how to pick the other.
-    pub fn twin_note(&self) -> Option<String> {
+    pub(crate) fn twin_note(&self) -> Option<String> {
         let other = self.twins.first()?;
         Some(format!(
             "note: another folder, {}, also has the name \"{}\" (zot starts both); acting on {} ({}); pick the other by its folder name or with --project/--global",
@@ -74,7 +74,7 @@ impl Installed {
     }
 
     /// The name the host knows it by: the manifest's, or the folder's when it is unreadable.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match &self.manifest {
             Ok(m) => &m.name,
             Err(_) => &self.dir_name,
@@ -86,14 +86,18 @@ impl Installed {
 /// scope. A global folder is shadowed when the project root has a folder of the same folder
 /// name (the host dedups by folder name first); folders left whose readable manifests share
 /// a name are each other's twins. Both are judged over both scopes, whichever are listed.
-pub fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> {
+pub(crate) fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> {
     scan_as(layout, scopes, &zot::newest().discovery)
 }
 
 /// [`scan`] as a host with these discovery rules sees it: one that does not follow links
 /// skips linked folders before it notes their folder names (zot 0.1.62), so such a folder
 /// hides nothing, has no twins, and is marked `skipped`.
-pub fn scan_as(layout: &Layout, scopes: &[Scope], rules: &Discovery) -> Result<Vec<Installed>> {
+pub(crate) fn scan_as(
+    layout: &Layout,
+    scopes: &[Scope],
+    rules: &Discovery,
+) -> Result<Vec<Installed>> {
     let mut found: Vec<Installed> = Vec::new();
     for scope in Scope::ALL {
         found.extend(scan_root(layout, scope)?);
@@ -195,12 +199,12 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
 /// The copy of `name` that commands act on: the one in `scope` if given, else the first in
 /// the host's load order that it does not skip (a hidden copy only when no other matches).
 /// When another folder has the same manifest name, [`Installed::twin_note`] says so.
-pub fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Installed> {
+pub(crate) fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Installed> {
     find_as(layout, name, scope, &zot::newest().discovery)
 }
 
 /// [`find`] as a host with these discovery rules sees it (see [`scan_as`]).
-pub fn find_as(
+pub(crate) fn find_as(
     layout: &Layout,
     name: &str,
     scope: Option<Scope>,

@@ -8,14 +8,14 @@ use anyhow::{Result, bail};
 
 /// The operating-system family, which decides the default `ZOT_HOME`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Os {
+pub(crate) enum Os {
     MacOs,
     /// Linux and the other Unix systems.
     Other,
 }
 
 impl Os {
-    pub fn current() -> Self {
+    pub(crate) fn current() -> Self {
         if cfg!(target_os = "macos") {
             Os::MacOs
         } else {
@@ -26,7 +26,7 @@ impl Os {
 
 /// The environment values that decide `ZOT_HOME`, captured so rules can be tested.
 #[derive(Debug, Clone, Default)]
-pub struct HomeEnv {
+pub(crate) struct HomeEnv {
     pub zot_home: Option<OsString>,
     pub xdg_state_home: Option<OsString>,
     pub home: Option<PathBuf>,
@@ -34,7 +34,7 @@ pub struct HomeEnv {
 
 impl HomeEnv {
     /// Reads the process environment; the home directory comes from `directories`.
-    pub fn from_process() -> Self {
+    pub(crate) fn from_process() -> Self {
         HomeEnv {
             zot_home: std::env::var_os("ZOT_HOME"),
             xdg_state_home: std::env::var_os("XDG_STATE_HOME"),
@@ -48,7 +48,7 @@ fn non_empty(value: &Option<OsString>) -> Option<PathBuf> {
 }
 
 /// Resolves `ZOT_HOME`: the variable itself, else the platform's state folder plus `zot`.
-pub fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
+pub(crate) fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
     if let Some(dir) = non_empty(&env.zot_home) {
         return Ok(dir);
     }
@@ -78,7 +78,7 @@ pub fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
 pub enum Scope {
     /// ./.zot/extensions/, which wins on a name clash
     Project,
-    /// $ZOT_HOME/extensions/
+    /// $`ZOT_HOME/extensions`/
     Global,
 }
 

@@ -16,7 +16,7 @@ use crate::protocol::zot::{self, Discovery};
 /// Where a target was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Origin {
+pub(crate) enum Origin {
     Project,
     Global,
     /// A folder named on the command line.
@@ -24,7 +24,7 @@ pub enum Origin {
 }
 
 impl Origin {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Origin::Project => "project",
             Origin::Global => "global",
@@ -44,7 +44,7 @@ impl From<Scope> for Origin {
 
 /// One extension folder and what its manifest says.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     pub origin: Origin,
     pub dir_name: String,
     pub dir: PathBuf,
@@ -74,7 +74,7 @@ impl Target {
     }
 
     /// The manifest's name, or the folder's when the manifest is unusable.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match &self.manifest {
             Ok(m) => &m.name,
             Err(_) => &self.dir_name,
@@ -83,29 +83,29 @@ impl Target {
 
     /// Whether zot starts it: enabled, not hidden by a project folder of the same name, and
     /// not a linked folder the zot judged by skips.
-    pub fn loaded(&self) -> bool {
+    pub(crate) fn loaded(&self) -> bool {
         self.enabled() && !self.shadowed && !self.skipped
     }
 
     /// Whether its manifest is usable and says `enabled`.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.manifest.as_ref().is_ok_and(|m| m.enabled)
     }
 
     /// Every installed extension, project first, folders sorted (the host's load order), as
     /// a host with these discovery rules sees them.
-    pub fn all(layout: &Layout, rules: &Discovery) -> Result<Vec<Target>> {
+    pub(crate) fn all(layout: &Layout, rules: &Discovery) -> Result<Vec<Target>> {
         let found = catalog::scan_as(layout, &Scope::ALL, rules)?;
         Ok(found.into_iter().map(Target::installed).collect())
     }
 
     /// An installed extension by name, or a folder when `arg` looks like a path.
-    pub fn find(layout: &Layout, arg: &str) -> Result<Target> {
+    pub(crate) fn find(layout: &Layout, arg: &str) -> Result<Target> {
         Target::find_as(layout, arg, &zot::newest().discovery)
     }
 
     /// [`Target::find`] as a host with these discovery rules sees it.
-    pub fn find_as(layout: &Layout, arg: &str, rules: &Discovery) -> Result<Target> {
+    pub(crate) fn find_as(layout: &Layout, arg: &str, rules: &Discovery) -> Result<Target> {
         if looks_like_path(arg) {
             return Target::at(Path::new(arg));
         }
@@ -139,7 +139,7 @@ impl Target {
 }
 
 /// A name never contains a separator, so anything with one (or `.`/`..`) is a path.
-pub fn looks_like_path(arg: &str) -> bool {
+pub(crate) fn looks_like_path(arg: &str) -> bool {
     arg == "." || arg == ".." || arg.contains(std::path::is_separator)
 }
 

@@ -36,7 +36,7 @@ struct Module {
 /// The program zot would start for `manifest` in `dir`, or why it cannot; for a compiled
 /// extension not built yet the fix is the command that builds it. Every command that
 /// resolves an extension's program (doctor, call, info) goes through here.
-pub fn resolve(dir: &Path, manifest: &Manifest) -> Result<PathBuf, ExecError> {
+pub(crate) fn resolve(dir: &Path, manifest: &Manifest) -> Result<PathBuf, ExecError> {
     let path_var = std::env::var_os("PATH");
     host::resolve(dir, &manifest.exec, path_var.as_deref()).map_err(|e| {
         let language = manifest.language.as_deref();
@@ -49,7 +49,12 @@ pub fn resolve(dir: &Path, manifest: &Manifest) -> Result<PathBuf, ExecError> {
 
 /// How to build the program `exec` (relative to `dir`) of the extension `name` written in
 /// `language`; `None` for languages that are not compiled.
-pub fn build_hint(dir: &Path, language: Option<&str>, exec: &str, name: &str) -> Option<String> {
+pub(crate) fn build_hint(
+    dir: &Path,
+    language: Option<&str>,
+    exec: &str,
+    name: &str,
+) -> Option<String> {
     match language? {
         "go" => Some(go_hint(dir, exec, name)),
         "rust" => Some(rust_hint(dir, exec)),
@@ -79,10 +84,10 @@ fn module_hint(dir: &Path, exec: &str, module: &Module, add_go_mod: &str) -> Str
         Some(path) => format!("the Go module {path}"),
         None => "the Go module".to_string(),
     };
-    let package = dir
-        .strip_prefix(&module.root)
-        .map(|rel| format!("./{}", rel.to_string_lossy()))
-        .unwrap_or_else(|_| dir.to_string_lossy().into_owned());
+    let package = dir.strip_prefix(&module.root).map_or_else(
+        |_| dir.to_string_lossy().into_owned(),
+        |rel| format!("./{}", rel.to_string_lossy()),
+    );
     let output: PathBuf = dir.join(exec).components().collect();
     format!(
         "the extension is part of {named} at {}; build it: cd {} && go build -o {} {}; an installed copy will not have that module (the copied folder has no go.mod), so give the extension its own: {add_go_mod}",

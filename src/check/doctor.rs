@@ -18,7 +18,7 @@ use crate::protocol::zot::{self, Chosen, Fit, HostFacts};
 
 /// Which zot the checks judge by, and why (`zot` in `zot ext doctor --json`).
 #[derive(Debug, Clone, Serialize)]
-pub struct JudgedBy {
+pub(crate) struct JudgedBy {
     /// The version given or reported (`None` when there was none).
     pub version: Option<String>,
     /// The facts used: `0.1.62` or `>0.1.62`.
@@ -33,14 +33,14 @@ pub struct JudgedBy {
 
 impl JudgedBy {
     /// The facts for `--zot-version <version>`.
-    pub fn option(version: &str) -> JudgedBy {
+    pub(crate) fn option(version: &str) -> JudgedBy {
         let chosen = zot::facts_for(version);
         let given = format!("--zot-version {}", printable(version));
         JudgedBy::chosen(chosen, Some(version), "option", &given)
     }
 
     /// The facts for the version the agent reports, else the newest.
-    pub fn agent(found: AgentVersion) -> JudgedBy {
+    pub(crate) fn agent(found: AgentVersion) -> JudgedBy {
         match found {
             AgentVersion::Reported { agent, version } => {
                 let said = format!(
@@ -111,7 +111,7 @@ const AFTER_READY: Duration = Duration::from_millis(100);
 
 /// What the live check tells the extension, how long it waits, and which zot it judges by.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub timeout: Duration,
     pub host: HostInfo,
     pub facts: &'static HostFacts,
@@ -119,7 +119,7 @@ pub struct Options {
 
 impl HostInfo {
     /// The `hello_ack` values `zot ext` sends: its own version, no provider or model.
-    pub fn for_cli(cwd: PathBuf) -> HostInfo {
+    pub(crate) fn for_cli(cwd: PathBuf) -> HostInfo {
         HostInfo {
             zot_version: env!("CARGO_PKG_VERSION").to_string(),
             provider: "zot-ext".into(),
@@ -132,7 +132,7 @@ impl HostInfo {
 /// Overall verdict for one extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Status {
+pub(crate) enum Status {
     Ok,
     Warning,
     Error,
@@ -140,7 +140,7 @@ pub enum Status {
 
 /// A registered command.
 #[derive(Debug, Clone, Serialize)]
-pub struct Named {
+pub(crate) struct Named {
     pub name: String,
     pub description: String,
 }
@@ -148,7 +148,7 @@ pub struct Named {
 /// A registered tool: `deferred` ones stay hidden until a tool result activates them,
 /// `interactive` ones wait for the user (headless hosts refuse them).
 #[derive(Debug, Clone, Serialize)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub name: String,
     pub description: String,
     pub deferred: bool,
@@ -157,14 +157,14 @@ pub struct Tool {
 
 /// What the extension subscribed to.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Subscriptions {
+pub(crate) struct Subscriptions {
     pub events: Vec<String>,
     pub intercept: Vec<String>,
 }
 
 /// Everything doctor found about one extension (`zot ext doctor --json` prints a list).
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub name: String,
     pub scope: Origin,
     pub dir: String,
@@ -254,7 +254,7 @@ impl Report {
 }
 
 /// Checks one extension: its manifest and exec, then a live handshake and shutdown.
-pub fn check(target: &Target, options: &Options) -> Report {
+pub(crate) fn check(target: &Target, options: &Options) -> Report {
     let mut report = Report::new(target);
     let manifest = match &target.manifest {
         Ok(manifest) => manifest,
@@ -603,7 +603,7 @@ fn gone_before(stopped: &Stopped) -> Problem {
 }
 
 /// Processes that left the extension's process group and outlived it (ended since).
-pub fn add_leftovers(report: &mut Report, found: &[Leftover]) {
+pub(crate) fn add_leftovers(report: &mut Report, found: &[Leftover]) {
     for leftover in found {
         report.add(Problem::warning(
             format!(
@@ -617,7 +617,7 @@ pub fn add_leftovers(report: &mut Report, found: &[Leftover]) {
 
 /// Marks commands and tools that an extension loaded earlier already took. zot loads project
 /// extensions before global ones, folders sorted, and keeps the first registration.
-pub fn add_conflicts(reports: &mut [Report]) {
+pub(crate) fn add_conflicts(reports: &mut [Report]) {
     let mut commands: HashMap<String, (String, Origin)> = HashMap::new();
     let mut tools: HashMap<String, (String, Origin)> = HashMap::new();
     for report in reports.iter_mut().filter(|r| r.loaded) {
@@ -628,7 +628,7 @@ pub fn add_conflicts(reports: &mut [Report]) {
             let key = command.name.clone();
             match commands.get(&key) {
                 Some(owner) if owner.0 != me.0 => {
-                    found.push(clash("command /", &command.name, owner))
+                    found.push(clash("command /", &command.name, owner));
                 }
                 Some(_) => {}
                 None => {
@@ -761,8 +761,14 @@ mod tests {
     fn subscribed(events: &[&str], intercept: &[&str]) -> Report {
         let mut r = report("x", Origin::Global, &[], &[]);
         r.subscriptions = Subscriptions {
-            events: events.iter().map(|e| e.to_string()).collect(),
-            intercept: intercept.iter().map(|e| e.to_string()).collect(),
+            events: events
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
+            intercept: intercept
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
         };
         r
     }

@@ -25,13 +25,13 @@ const ID: &str = "1";
 
 /// What to ask the extension.
 #[derive(Debug, PartialEq)]
-pub enum Request {
+pub(crate) enum Request {
     Command { name: String, args: String },
     Tool { name: String, args: Value },
 }
 
 /// The extension's answer.
-pub enum Reply {
+pub(crate) enum Reply {
     Command(CommandResponse),
     Tool(ToolResult),
 }
@@ -39,7 +39,7 @@ pub enum Reply {
 /// The whole exchange, as `zot ext call --json` prints it: the frame sent, every frame
 /// received after it, the answer.
 #[derive(Serialize)]
-pub struct Transcript {
+pub(crate) struct Transcript {
     request: Value,
     frames: Vec<Value>,
     response: Value,
@@ -49,7 +49,7 @@ pub struct Transcript {
 /// `timeout` for the handshake and again for the answer, and stops it. Frames that come
 /// before the answer go to `on_frame` (an error from it ends the call); warnings, and the
 /// stderr of an extension that does not start, go to `out`.
-pub fn call(
+pub(crate) fn call(
     out: &Output,
     name: &str,
     launch: &Launch,
@@ -75,7 +75,7 @@ pub fn call(
 
 impl Request {
     /// How long zot itself waits for the answer: the default for `--timeout`.
-    pub fn limit(&self) -> Duration {
+    pub(crate) fn limit(&self) -> Duration {
         match self {
             Request::Command { .. } => host::COMMAND_LIMIT,
             Request::Tool { .. } => host::TOOL_LIMIT,
@@ -166,7 +166,7 @@ impl Request {
 
 impl Reply {
     /// Fails (exit 1) when the extension reported a failure.
-    pub fn outcome(&self, request: &Request) -> Result<()> {
+    pub(crate) fn outcome(&self, request: &Request) -> Result<()> {
         match (self, request) {
             (Reply::Command(r), Request::Command { name, .. }) if !r.error.is_empty() => {
                 bail!("/{name} failed: {}", r.error)

@@ -21,29 +21,29 @@ use crate::protocol::{
 /// a line came since its last look, and declares the extension ready at the first look that
 /// finds none. Every line counts, even one that is not JSON: `readLoop` stamps
 /// `lastFrameTime` before decoding.)
-pub const HOST_READY_IDLE: Duration = zot::TIMING.ready_idle;
+pub(crate) const HOST_READY_IDLE: Duration = zot::TIMING.ready_idle;
 
 /// zot's startup waits at most this long for `ready` (`WaitForReady(3 * time.Second)` in
 /// `cli.go` and `rpc.go`), even from an extension that keeps writing.
-pub const HOST_READY_GRACE: Duration = zot::TIMING.ready_grace;
+pub(crate) const HOST_READY_GRACE: Duration = zot::TIMING.ready_grace;
 
 /// zot's startup blocks until every extension has said hello (`spawn` reads the first line
 /// with no time limit), so a hello slower than this delays zot noticeably.
-pub const SLOW_HELLO: Duration = Duration::from_secs(1);
+pub(crate) const SLOW_HELLO: Duration = Duration::from_secs(1);
 
 /// Once zot would have stopped waiting, doctor keeps listening until `ready`, or until this
 /// much silence: long enough to catch registrations held back by a slow setup step (a
 /// network call, a cold import), which zot would miss, yet short enough that an extension
 /// that never sends `ready` (which zot allows) costs doctor only this much. Never beyond
 /// `--timeout`.
-pub const LATE_QUIET: Duration = Duration::from_secs(2);
+pub(crate) const LATE_QUIET: Duration = Duration::from_secs(2);
 
 /// ... and at most this long after zot stopped waiting, so an extension that writes without
 /// pause and never sends `ready` does not keep doctor until the timeout.
-pub const LATE_LIMIT: Duration = Duration::from_secs(5);
+pub(crate) const LATE_LIMIT: Duration = Duration::from_secs(5);
 
 /// More lines than this before `ready` is a flood.
-pub const MAX_LINES_BEFORE_READY: usize = 1000;
+pub(crate) const MAX_LINES_BEFORE_READY: usize = 1000;
 
 /// Frame types newer zot versions understand beyond the ones this version decodes.
 const NEWER_FRAMES: &[&str] = &[
@@ -58,7 +58,7 @@ const NOTIFY_LEVELS: &[&str] = &["info", "success", "warn", "error"];
 
 /// What `hello_ack` tells the extension about the host.
 #[derive(Debug, Clone)]
-pub struct HostInfo {
+pub(crate) struct HostInfo {
     pub zot_version: String,
     pub provider: String,
     pub model: String,
@@ -82,7 +82,7 @@ impl HostInfo {
 
 /// What the extension said and did up to `ready`.
 #[derive(Debug, Default)]
-pub struct Handshake {
+pub(crate) struct Handshake {
     pub hello: Option<Hello>,
     pub commands: Vec<RegisterCommand>,
     pub tools: Vec<RegisterTool>,
@@ -183,7 +183,7 @@ impl HostWait {
 /// Runs the handshake on a freshly started session: `hello` within `timeout` of the start,
 /// `hello_ack` back, then registrations until `ready`; without it, until [`LATE_QUIET`] passes
 /// without a line once zot would have stopped waiting. Never beyond `timeout` from the start.
-pub fn handshake(
+pub(crate) fn handshake(
     session: &mut Session,
     name: &str,
     host: &HostInfo,
@@ -194,7 +194,7 @@ pub fn handshake(
 
 /// [`handshake`], but once `enough` holds and zot would have stopped waiting (see
 /// [`HOST_READY_IDLE`]), registration ends there, quietly.
-pub fn handshake_until(
+pub(crate) fn handshake_until(
     session: &mut Session,
     name: &str,
     host: &HostInfo,
@@ -494,7 +494,7 @@ impl Handshake {
 
     /// `readLoop` logs a line that is not JSON ("malformed json from extension") and reads on;
     /// a register frame whose fields do not decode is dropped (`register_command` silently,
-    /// `register_tool` with "bad register_tool frame"), so what it registers is missing.
+    /// `register_tool` with "bad `register_tool` frame"), so what it registers is missing.
     fn on_malformed(&mut self, line: &str, error: &DecodeError) {
         if let DecodeError::Invalid { kind, .. } = error
             && let Some(what) = registration(kind, line)
@@ -641,7 +641,7 @@ fn first_line_problem(line: &str, error: &DecodeError, name: &str) -> Problem {
 }
 
 /// zot only treats `/word` as a command when the word is letters, digits, `-` and `_`.
-pub fn command_name_problem(name: &str) -> Option<Problem> {
+pub(crate) fn command_name_problem(name: &str) -> Option<Problem> {
     if name.is_empty() {
         return Some(Problem::error(
             "registers a command with an empty name",
@@ -671,7 +671,7 @@ pub fn command_name_problem(name: &str) -> Option<Problem> {
 }
 
 /// Model providers accept tool names matching `^[A-Za-z0-9_-]{1,64}$`.
-pub fn tool_name_problem(name: &str) -> Option<Problem> {
+pub(crate) fn tool_name_problem(name: &str) -> Option<Problem> {
     if name.is_empty() {
         return Some(Problem::error(
             "registers a tool with an empty name",
@@ -691,7 +691,7 @@ pub fn tool_name_problem(name: &str) -> Option<Problem> {
 }
 
 /// A tool's schema must be a JSON object, and should describe an object.
-pub fn schema_problem(tool: &str, schema: Option<&Value>) -> Option<Problem> {
+pub(crate) fn schema_problem(tool: &str, schema: Option<&Value>) -> Option<Problem> {
     let example =
         "e.g. \"schema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}";
     let found = match schema {

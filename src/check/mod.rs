@@ -3,10 +3,10 @@
 //! ([`doctor`]), one request and its answer for `zot ext call` ([`exchange`]), and the build
 //! command for a compiled extension that is not built yet ([`build_hint`]).
 
-pub mod build_hint;
-pub mod doctor;
-pub mod exchange;
-pub mod handshake;
+pub(crate) mod build_hint;
+pub(crate) mod doctor;
+pub(crate) mod exchange;
+pub(crate) mod handshake;
 
 use std::fs;
 
@@ -18,7 +18,7 @@ use crate::host::{ExecError, Launch};
 
 /// The program zot would start for `target`, or why it cannot (for a compiled extension not
 /// built yet, the fix is the command that builds it).
-pub fn launch(target: &Target, manifest: &Manifest) -> Result<Launch, ExecError> {
+pub(crate) fn launch(target: &Target, manifest: &Manifest) -> Result<Launch, ExecError> {
     let program = build_hint::resolve(&target.dir, manifest)?;
     Ok(Launch {
         program,
@@ -30,7 +30,7 @@ pub fn launch(target: &Target, manifest: &Manifest) -> Result<Launch, ExecError>
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     Error,
     Warning,
     /// Worth knowing, but nothing to fix (`--strict` ignores it).
@@ -39,7 +39,7 @@ pub enum Level {
 
 /// A finding about an extension and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
+pub(crate) struct Problem {
     #[serde(skip)]
     pub level: Level,
     pub message: String,
@@ -47,7 +47,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub fn error(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+    pub(crate) fn error(message: impl Into<String>, fix: impl Into<String>) -> Problem {
         Problem {
             level: Level::Error,
             message: message.into(),
@@ -55,14 +55,14 @@ impl Problem {
         }
     }
 
-    pub fn warning(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+    pub(crate) fn warning(message: impl Into<String>, fix: impl Into<String>) -> Problem {
         Problem {
             level: Level::Warning,
             ..Problem::error(message, fix)
         }
     }
 
-    pub fn note(message: impl Into<String>, fix: impl Into<String>) -> Problem {
+    pub(crate) fn note(message: impl Into<String>, fix: impl Into<String>) -> Problem {
         Problem {
             level: Level::Note,
             ..Problem::error(message, fix)

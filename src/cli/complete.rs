@@ -1,4 +1,4 @@
-//! Shell completion: answers `COMPLETE=<shell> zot -- <words>` requests with clap_complete's
+//! Shell completion: answers `COMPLETE=<shell> zot -- <words>` requests with `clap_complete`'s
 //! dynamic engine (the names it offers come from [`super::candidates`]), and writes the
 //! registration scripts committed in `completions/` and printed by `zot completions`.
 
@@ -58,7 +58,7 @@ pub fn complete_if_requested() {
         .var(VAR)
         .shells(Shells(&shells))
         .try_complete(args, current_dir.as_deref());
-    std::process::exit(if matches!(answered, Ok(true)) { 0 } else { 1 });
+    std::process::exit(i32::from(!matches!(answered, Ok(true))));
 }
 
 /// A shell adapter that leaves flags out when the word under the cursor could also be a

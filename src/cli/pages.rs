@@ -682,7 +682,7 @@ mod tests {
         let missing: Vec<String> = paths()
             .into_iter()
             .filter(|p| p.starts_with("zot ext "))
-            .filter(|p| exit_statuses(p).is_none_or(|e| e.is_empty()))
+            .filter(|p| exit_statuses(p).is_none_or(<[(&str, &str)]>::is_empty))
             .collect();
         assert!(
             missing.is_empty(),

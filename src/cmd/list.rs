@@ -12,7 +12,7 @@ use crate::store::Store;
 
 /// One row of `zot ext list --json`.
 #[derive(Debug, Serialize)]
-pub struct Entry<'a> {
+pub(super) struct Entry<'a> {
     pub scope: Scope,
     pub name: &'a str,
     pub version: Option<&'a str>,
@@ -27,7 +27,7 @@ pub struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
-    pub fn new(e: &'a Installed) -> Self {
+    pub(super) fn new(e: &'a Installed) -> Self {
         let m = e.manifest.as_ref().ok();
         Entry {
             scope: e.scope,

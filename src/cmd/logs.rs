@@ -22,7 +22,10 @@ impl Run for LogsArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
         check_log_name(&self.name)?;
         let installed = catalog::find(&ctx.layout, &self.name, None).ok();
-        if let Some(note) = installed.as_ref().and_then(|e| e.twin_note()) {
+        if let Some(note) = installed
+            .as_ref()
+            .and_then(super::super::catalog::Installed::twin_note)
+        {
             ctx.out.note(&note);
         }
         let name = installed.as_ref().map_or(self.name.as_str(), |e| e.name());
@@ -74,8 +77,7 @@ fn check_log_name(name: &str) -> Result<()> {
     match problem {
         None => Ok(()),
         Some(problem) => Err(usage(format!(
-            "\"{}\" {problem}; give the extension's name, as `zot ext list` shows it",
-            name
+            "\"{name}\" {problem}; give the extension's name, as `zot ext list` shows it"
         ))),
     }
 }

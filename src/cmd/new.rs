@@ -69,17 +69,16 @@ impl Run for NewArgs {
             .map_err(|why| usage(format!("the name \"{}\" {why}", self.name)))?;
         let names = Names::from(&self.name);
         let files = scaffold(self.lang, &names, self.place.dir.is_some());
-        let (scope, dir) = match &self.place.dir {
-            Some(dir) => (None, write_folder(dir, &files)?),
-            None => {
-                let scope = if self.place.project {
-                    Scope::Project
-                } else {
-                    Scope::Global
-                };
-                let record = new_record(self.lang, &names.name);
-                (Some(scope), write_installed(ctx, scope, &record, &files)?)
-            }
+        let (scope, dir) = if let Some(dir) = &self.place.dir {
+            (None, write_folder(dir, &files)?)
+        } else {
+            let scope = if self.place.project {
+                Scope::Project
+            } else {
+                Scope::Global
+            };
+            let record = new_record(self.lang, &names.name);
+            (Some(scope), write_installed(ctx, scope, &record, &files)?)
         };
         report(ctx, self.lang, &names, scope, &dir, &files)
     }

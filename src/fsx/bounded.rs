@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// Why a file was not read.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// Nothing at the path (or a symbolic link to nothing).
     Missing,
     /// A directory where a file was expected.
@@ -54,7 +54,7 @@ impl From<io::Error> for ReadError {
 
 /// A size as people read it: bytes below 1 KiB, else KiB, MiB or GiB with one decimal
 /// (none when whole).
-pub fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
     if bytes < 1024 {
         return format!("{bytes} bytes");
@@ -83,7 +83,7 @@ fn check_kind(meta: &Metadata) -> Result<(), ReadError> {
 }
 
 /// What `kind` is, as a message says it: "a file", "a folder", "a named pipe", ...
-pub fn kind_name(kind: &fs::FileType) -> &'static str {
+pub(crate) fn kind_name(kind: &fs::FileType) -> &'static str {
     if kind.is_file() {
         "a file"
     } else if kind.is_dir() {
@@ -114,7 +114,7 @@ fn special_kind(kind: &fs::FileType) -> &'static str {
 /// waiting: the kind is checked before opening, so a socket or device is not even opened,
 /// and the open is non-blocking, so a named pipe put there in between cannot stall it; the
 /// opened handle is checked again.
-pub fn open(path: &Path) -> Result<File, ReadError> {
+pub(crate) fn open(path: &Path) -> Result<File, ReadError> {
     check_kind(&fs::metadata(path)?)?;
     let file = open_nonblocking(path)?;
     check_kind(&file.metadata()?)?;
@@ -132,7 +132,7 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
 
 /// The whole content of the regular file at `path`, which must be at most `limit` bytes
 /// (a file that grows past it while being read is refused too).
-pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let file = open(path)?;
     let size = file.metadata()?.len();
     if size > limit {
@@ -150,7 +150,7 @@ pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 }
 
 /// Up to `buf.len()` bytes from the start of the regular file at `path`.
-pub fn read_head(path: &Path, buf: &mut [u8]) -> Result<usize, ReadError> {
+pub(crate) fn read_head(path: &Path, buf: &mut [u8]) -> Result<usize, ReadError> {
     let file = open(path)?;
     let mut filled = 0;
     let mut reader = file.take(buf.len() as u64);

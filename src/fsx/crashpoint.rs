@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 /// Every named point, in the order an operation passes them. The torture suite iterates
 /// this list, so a point added to the code must be added here.
-pub const POINTS: &[&str] = &[
+pub(crate) const POINTS: &[&str] = &[
     // install, install --force, update: the staged tree is complete, nothing is published.
     "stage.done",
     // update, install --force: the old copy's data is carried into the staged tree and
@@ -32,10 +32,10 @@ pub const POINTS: &[&str] = &[
 ];
 
 /// The environment variable that names the point to die at.
-pub const VAR: &str = "ZOT_EXT_CRASH_AT";
+pub(crate) const VAR: &str = "ZOT_EXT_CRASH_AT";
 
 /// Kills the process with SIGKILL when `ZOT_EXT_CRASH_AT` names `point`.
-pub fn hit(point: &str) {
+pub(crate) fn hit(point: &str) {
     debug_assert!(POINTS.contains(&point), "unknown crash point {point}");
     static ARMED: OnceLock<Option<String>> = OnceLock::new();
     let armed = ARMED.get_or_init(|| std::env::var(VAR).ok().filter(|v| !v.is_empty()));

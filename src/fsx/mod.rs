@@ -7,8 +7,8 @@
 //! [`Folder::remove`], lives here). In [`bounded`]: reads that never block on a special file
 //! and never take more than a cap.
 
-pub mod bounded;
-pub mod crashpoint;
+pub(crate) mod bounded;
+pub(crate) mod crashpoint;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -23,21 +23,21 @@ use rustix::io::Errno;
 
 /// An open directory and the path it was opened at (for messages only).
 #[derive(Debug)]
-pub struct Folder {
+pub(crate) struct Folder {
     fd: OwnedFd,
     path: PathBuf,
 }
 
 /// What stands at a name that had to be a folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wrong {
+pub(crate) enum Wrong {
     Link,
     NotFolder(&'static str),
 }
 
 /// Opening a folder failed: something else is there, or an I/O error.
 #[derive(Debug)]
-pub enum OpenError {
+pub(crate) enum OpenError {
     Wrong(Wrong),
     Io(io::Error),
 }
@@ -55,7 +55,7 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
 
 /// The identity of a file system object, which a rename keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Identity {
+pub(crate) struct Identity {
     pub dev: u64,
     pub ino: u64,
 }
@@ -63,7 +63,7 @@ pub struct Identity {
 impl Identity {
     // The field types differ between platforms (u32 on some).
     #[allow(clippy::unnecessary_cast)]
-    pub fn of(stat: &Stat) -> Identity {
+    pub(crate) fn of(stat: &Stat) -> Identity {
         Identity {
             dev: stat.st_dev as u64,
             ino: stat.st_ino as u64,
@@ -72,7 +72,7 @@ impl Identity {
 }
 
 /// A name for a temporary entry that no other run of zot picks at the same time.
-pub fn unique_name(prefix: &str) -> String {
+pub(crate) fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -82,7 +82,7 @@ pub fn unique_name(prefix: &str) -> String {
 }
 
 /// The kind of a file, in words.
-pub fn kind_of(stat: &Stat) -> &'static str {
+pub(crate) fn kind_of(stat: &Stat) -> &'static str {
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => "a regular file",
         FileType::Directory => "a folder",
@@ -97,7 +97,7 @@ pub fn kind_of(stat: &Stat) -> &'static str {
 impl Folder {
     /// Opens the folder at `path`, following links in the path itself (the roots may be
     /// links the user made).
-    pub fn open_path(path: &Path) -> io::Result<Folder> {
+    pub(crate) fn open_path(path: &Path) -> io::Result<Folder> {
         let fd = rustix::fs::openat(
             CWD,
             path,
@@ -110,11 +110,11 @@ impl Folder {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    pub fn try_clone(&self) -> io::Result<Folder> {
+    pub(crate) fn try_clone(&self) -> io::Result<Folder> {
         Ok(Folder {
             fd: self.fd.try_clone()?,
             path: self.path.clone(),
@@ -123,7 +123,7 @@ impl Folder {
 
     /// The folder `name` inside this one, never through a link; with `create`, made when
     /// missing. `Ok(None)`: missing and not created.
-    pub fn sub(&self, name: &str, create: bool) -> Result<Option<Folder>, OpenError> {
+    pub(crate) fn sub(&self, name: &str, create: bool) -> Result<Option<Folder>, OpenError> {
         let path = self.path.join(name);
         let open = |fd: BorrowedFd| rustix::fs::openat(fd, name, DIR_FLAGS, Mode::empty());
         let fd = match open(self.fd.as_fd()) {
@@ -156,7 +156,7 @@ impl Folder {
     }
 
     /// The status of `name` itself (a link is not followed); `None` when it does not exist.
-    pub fn stat(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Stat>> {
+    pub(crate) fn stat(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Stat>> {
         match rustix::fs::statat(&self.fd, name.as_ref(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => Ok(Some(stat)),
             Err(Errno::NOENT) => Ok(None),
@@ -166,7 +166,7 @@ impl Folder {
 
     /// Opens the existing regular file `name` for reading, never through a link and never
     /// blocking on a special file.
-    pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
+    pub(crate) fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = match rustix::fs::openat(&self.fd, name.as_ref(), flags, Mode::empty()) {
             Ok(fd) => fd,
@@ -184,7 +184,11 @@ impl Folder {
     }
 
     /// Reads the regular file `name`, at most `limit` bytes; `None` when it does not exist.
-    pub fn read_file(&self, name: impl AsRef<OsStr>, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    pub(crate) fn read_file(
+        &self,
+        name: impl AsRef<OsStr>,
+        limit: u64,
+    ) -> io::Result<Option<Vec<u8>>> {
         let Some(file) = self.open_file(name)? else {
             return Ok(None);
         };
@@ -197,7 +201,7 @@ impl Folder {
     }
 
     /// The names in this folder, without `.` and `..`.
-    pub fn names(&self) -> io::Result<Vec<OsString>> {
+    pub(crate) fn names(&self) -> io::Result<Vec<OsString>> {
         let mut dir = rustix::fs::Dir::read_from(&self.fd)?;
         let mut names = Vec::new();
         while let Some(entry) = dir.read() {
@@ -210,7 +214,7 @@ impl Folder {
     }
 
     /// Whether this folder holds anything.
-    pub fn is_empty(&self) -> io::Result<bool> {
+    pub(crate) fn is_empty(&self) -> io::Result<bool> {
         Ok(self.names()?.is_empty())
     }
 
@@ -218,29 +222,29 @@ impl Folder {
     /// a symbolic link (links are deleted, not followed) and never leaves this folder: every
     /// step is relative to an open handle of the folder above. Folders without write
     /// permission are made writable first, through their own handle.
-    pub fn remove(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+    pub(crate) fn remove(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
         remove_within(self.fd.as_fd(), name.as_ref())
     }
 
     /// Flushes this folder's entries (after a rename into it or an unlink).
-    pub fn sync(&self) -> io::Result<()> {
+    pub(crate) fn sync(&self) -> io::Result<()> {
         rustix::fs::fsync(&self.fd).map_err(Into::into)
     }
 
     /// Flushes every written file and folder of the file system this folder is on.
-    pub fn sync_filesystem(&self) -> io::Result<()> {
+    pub(crate) fn sync_filesystem(&self) -> io::Result<()> {
         rustix::fs::syncfs(&self.fd).map_err(Into::into)
     }
 
     /// Creates the empty folder `name` (private to the user); fails if anything is there.
-    pub fn create_dir(&self, name: &str) -> io::Result<PathBuf> {
+    pub(crate) fn create_dir(&self, name: &str) -> io::Result<PathBuf> {
         rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700))?;
         Ok(self.path.join(name))
     }
 
     /// Writes `contents` to a new file `name` here (never through a link: the name must be
     /// free) with `mode`, and flushes it.
-    pub fn write_new(&self, name: &str, contents: &[u8], mode: u32) -> io::Result<()> {
+    pub(crate) fn write_new(&self, name: &str, contents: &[u8], mode: u32) -> io::Result<()> {
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode))?;
@@ -256,14 +260,19 @@ impl Folder {
     }
 
     /// Renames `name` here to `to_name` in `to` (replacing a file there), then flushes `to`.
-    pub fn rename_to(&self, name: &str, to: &Folder, to_name: impl AsRef<OsStr>) -> io::Result<()> {
+    pub(crate) fn rename_to(
+        &self,
+        name: &str,
+        to: &Folder,
+        to_name: impl AsRef<OsStr>,
+    ) -> io::Result<()> {
         rustix::fs::renameat(&self.fd, name, &to.fd, to_name.as_ref())?;
         to.sync()
     }
 
     /// Writes `contents` as `to_name` in `to` atomically: a flushed temporary file here
     /// (`self` is a scratch folder on the same file system), renamed over the old one.
-    pub fn replace_file(
+    pub(crate) fn replace_file(
         &self,
         to: &Folder,
         to_name: impl AsRef<OsStr>,
@@ -278,7 +287,7 @@ impl Folder {
     }
 
     /// Deletes the file or link `name` (not a folder) if it exists, and flushes the folder.
-    pub fn unlink(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+    pub(crate) fn unlink(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
         match rustix::fs::unlinkat(&self.fd, name.as_ref(), AtFlags::empty()) {
             Ok(()) => self.sync(),
             Err(Errno::NOENT) => Ok(()),

@@ -9,7 +9,7 @@ use crate::fsx::bounded;
 
 /// Why `exec` cannot be started, and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecError {
+pub(crate) struct ExecError {
     pub message: String,
     pub fix: String,
     /// Nothing is at the path: for a compiled extension, not built yet.
@@ -26,7 +26,11 @@ fn fail(message: String, fix: impl Into<String>) -> ExecError {
 
 /// Resolves `exec` as zot does: absolute as-is; `./…`, `../…` or anything with a path
 /// separator relative to the extension folder; a bare name looked up on `path_var`.
-pub fn resolve(dir: &Path, exec: &str, path_var: Option<&OsStr>) -> Result<PathBuf, ExecError> {
+pub(crate) fn resolve(
+    dir: &Path,
+    exec: &str,
+    path_var: Option<&OsStr>,
+) -> Result<PathBuf, ExecError> {
     let program = Path::new(exec);
     let candidate = if program.is_absolute() {
         program.to_path_buf()

@@ -8,13 +8,13 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     Code(i32),
     Signal(i32),
 }
 
 impl Exit {
-    pub fn success(self) -> bool {
+    pub(crate) fn success(self) -> bool {
         self == Exit::Code(0)
     }
 }
@@ -46,24 +46,24 @@ fn signal_name(n: i32) -> Option<&'static str> {
 
 /// The process group led by an extension started with `process_group(0)`.
 #[derive(Debug, Clone, Copy)]
-pub struct Group {
+pub(super) struct Group {
     leader: Pid,
 }
 
 impl Group {
-    pub fn of(child: &Child) -> Group {
+    pub(super) fn of(child: &Child) -> Group {
         Group {
             leader: Pid::from_child(child),
         }
     }
 
     /// The leader's pid, which is also the group id.
-    pub fn id(&self) -> i32 {
+    pub(super) fn id(&self) -> i32 {
         self.leader.as_raw_nonzero().get()
     }
 
     /// The leader's exit status once it has ended; the process stays unreaped.
-    pub fn exited(&self) -> Option<Exit> {
+    pub(super) fn exited(&self) -> Option<Exit> {
         let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
         let status = rustix::process::waitid(WaitId::Pid(self.leader), options).ok()??;
         status
@@ -73,12 +73,12 @@ impl Group {
     }
 
     /// Sends SIGTERM to every process in the group.
-    pub fn terminate(&self) {
+    pub(super) fn terminate(&self) {
         self.signal(Signal::TERM);
     }
 
     /// Sends SIGKILL to every process in the group.
-    pub fn kill(&self) {
+    pub(super) fn kill(&self) {
         self.signal(Signal::KILL);
     }
 

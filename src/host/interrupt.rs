@@ -26,18 +26,18 @@ fn groups() -> MutexGuard<'static, Vec<i32>> {
 }
 
 /// Remembers a running extension's process group (watching the signals on first use).
-pub fn register(pgid: i32) {
+pub(super) fn register(pgid: i32) {
     INSTALL.call_once(install);
     groups().push(pgid);
 }
 
 /// Forgets a process group that has been killed.
-pub fn unregister(pgid: i32) {
+pub(super) fn unregister(pgid: i32) {
     groups().retain(|&g| g != pgid);
 }
 
 /// The process groups registered now.
-pub fn registered() -> Vec<i32> {
+pub(super) fn registered() -> Vec<i32> {
     groups().clone()
 }
 
@@ -71,12 +71,12 @@ fn end_all(signal: i32) {
     let _ = emulate_default_handler(signal);
 }
 
-/// Whether `signal` is ignored (SIG_IGN), as nohup leaves SIGHUP for the programs it starts.
+/// Whether `signal` is ignored (`SIG_IGN`), as nohup leaves SIGHUP for the programs it starts.
 fn ignored(signal: i32) -> bool {
     // SAFETY: sigaction(2) only reads the current action into a zeroed struct of ours.
     unsafe {
         let mut current: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+        libc::sigaction(signal, std::ptr::null(), &raw mut current) == 0
             && current.sa_sigaction == libc::SIG_IGN
     }
 }

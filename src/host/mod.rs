@@ -4,10 +4,10 @@
 //! [`Session`] kills whatever is left of the group and reaps the process; processes that
 //! left the group are found and ended too (see [`orphans`]).
 
-pub mod exec;
+pub(crate) mod exec;
 mod group;
 mod interrupt;
-pub mod orphans;
+pub(crate) mod orphans;
 
 use std::io::{self, BufRead, BufReader, Read as _, Write};
 use std::os::unix::process::CommandExt;
@@ -20,23 +20,23 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub use exec::{ExecError, resolve};
-pub use group::Exit;
-pub use orphans::{Leftover, become_subreaper};
+pub(crate) use exec::{ExecError, resolve};
+pub(crate) use group::Exit;
+pub(crate) use orphans::{Leftover, become_subreaper};
 
 use crate::protocol::{self, DecodeError, Decoded, FromExt, FromHost, zot};
 use group::Group;
 
 /// How long zot waits for `shutdown_ack` and the exit before SIGTERM.
-pub const SHUTDOWN_GRACE: Duration = zot::TIMING.shutdown_grace;
+pub(crate) const SHUTDOWN_GRACE: Duration = zot::TIMING.shutdown_grace;
 
 /// How long zot waits for an extension's `command_response` to a slash command; `zot ext
 /// call` waits as long by default. These limits are zot's, not ours.
-pub const COMMAND_LIMIT: Duration = zot::TIMING.command_limit;
+pub(crate) const COMMAND_LIMIT: Duration = zot::TIMING.command_limit;
 
 /// How long zot waits for an extension's `tool_result`; `zot ext call --tool` waits as long
 /// by default.
-pub const TOOL_LIMIT: Duration = zot::TIMING.tool_limit;
+pub(crate) const TOOL_LIMIT: Duration = zot::TIMING.tool_limit;
 
 /// How long zot waits after SIGTERM before SIGKILL.
 const TERM_GRACE: Duration = zot::TIMING.term_grace;
@@ -49,7 +49,7 @@ const QUEUE: usize = 256;
 
 /// What to start: the resolved program, its arguments and the extension folder.
 #[derive(Debug, Clone)]
-pub struct Launch {
+pub(crate) struct Launch {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub dir: PathBuf,
@@ -57,7 +57,7 @@ pub struct Launch {
 
 impl Launch {
     /// The command as a user would type it in the extension folder.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         std::iter::once(self.program.display().to_string())
             .chain(self.args.iter().cloned())
             .collect::<Vec<_>>()
@@ -67,7 +67,7 @@ impl Launch {
 
 /// One event from the extension's stdout.
 #[derive(Debug)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A frame of a known type, with the JSON it came as.
     Frame { frame: FromExt, raw: Value },
     /// A JSON frame of a type this version does not know.
@@ -98,7 +98,7 @@ struct Tail {
 
 /// How a session ended after [`Session::stop`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// It had exited, or closed stdout, before `shutdown` was sent.
     pub gone_before: bool,
     /// `shutdown_ack` arrived within the grace period.
@@ -116,7 +116,7 @@ pub struct Stopped {
 }
 
 /// A running extension.
-pub struct Session {
+pub(crate) struct Session {
     child: Child,
     group: Group,
     input: Option<Sender<String>>,
@@ -135,7 +135,7 @@ pub struct Session {
 
 impl Session {
     /// Starts `launch` as zot does: in its folder, in a new process group, stdio piped.
-    pub fn start(launch: &Launch) -> io::Result<Session> {
+    pub(crate) fn start(launch: &Launch) -> io::Result<Session> {
         let mut child = Command::new(&launch.program)
             .args(&launch.args)
             .current_dir(&launch.dir)
@@ -165,27 +165,27 @@ impl Session {
     }
 
     /// The process id, which is also its process group id.
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.group.id()
     }
 
     /// When the process was started.
-    pub fn started(&self) -> Instant {
+    pub(crate) fn started(&self) -> Instant {
         self.started
     }
 
     /// Time from the start to the last line read.
-    pub fn last_line_after(&self) -> Duration {
+    pub(crate) fn last_line_after(&self) -> Duration {
         self.last_line.duration_since(self.started)
     }
 
     /// Lines read from stdout so far.
-    pub fn lines_read(&self) -> usize {
+    pub(crate) fn lines_read(&self) -> usize {
         self.lines_read
     }
 
     /// Queues a frame for stdin; fails once stdin is closed. Never blocks.
-    pub fn send(&self, frame: &FromHost) -> io::Result<()> {
+    pub(crate) fn send(&self, frame: &FromHost) -> io::Result<()> {
         let closed =
             || io::Error::new(io::ErrorKind::BrokenPipe, "the extension's stdin is closed");
         let input = self.input.as_ref().ok_or_else(closed)?;
@@ -193,12 +193,12 @@ impl Session {
     }
 
     /// Closes stdin once queued frames are written.
-    pub fn close_stdin(&mut self) {
+    pub(crate) fn close_stdin(&mut self) {
         self.input = None;
     }
 
     /// The next line from stdout, decoded, or `Timeout` at `deadline`.
-    pub fn recv(&mut self, deadline: Instant) -> Incoming {
+    pub(crate) fn recv(&mut self, deadline: Instant) -> Incoming {
         if self.closed {
             return Incoming::Closed;
         }
@@ -227,12 +227,12 @@ impl Session {
     }
 
     /// The exit status once the process has ended (it stays unreaped until drop).
-    pub fn exited(&self) -> Option<Exit> {
+    pub(crate) fn exited(&self) -> Option<Exit> {
         self.group.exited()
     }
 
     /// Waits until the process ends or `deadline` passes.
-    pub fn wait_exit(&self, deadline: Instant) -> Option<Exit> {
+    pub(crate) fn wait_exit(&self, deadline: Instant) -> Option<Exit> {
         loop {
             if let Some(exit) = self.group.exited() {
                 return Some(exit);
@@ -247,7 +247,7 @@ impl Session {
     /// Sends `shutdown`, closes stdin and waits up to `grace` for `shutdown_ack` and the
     /// exit; then SIGTERM to the group, and SIGKILL a second later. Whatever is left of the
     /// group is killed, and processes of its tree that left the group are ended.
-    pub fn stop(&mut self, grace: Duration) -> Stopped {
+    pub(crate) fn stop(&mut self, grace: Duration) -> Stopped {
         let exited_before = self.exited().is_some();
         let tree = orphans::descendants(self.pid());
         let begun = Instant::now();
@@ -301,10 +301,10 @@ impl Session {
     }
 
     /// The last `lines` lines of stderr (waiting briefly for it to close if the process ended).
-    pub fn stderr_tail(&self, lines: usize) -> String {
+    pub(crate) fn stderr_tail(&self, lines: usize) -> String {
         if self.exited().is_some() {
             let until = Instant::now() + Duration::from_millis(500);
-            while !self.stderr.lock().map(|t| t.closed).unwrap_or(true) && Instant::now() < until {
+            while !self.stderr.lock().map_or(true, |t| t.closed) && Instant::now() < until {
                 thread::sleep(Duration::from_millis(10));
             }
         }
@@ -335,7 +335,7 @@ impl Drop for Session {
 
 /// Ends every process zot adopted that is not a running extension's leader (call it once
 /// the extensions are stopped); returns the ones that were still running.
-pub fn end_adopted() -> Vec<Leftover> {
+pub(crate) fn end_adopted() -> Vec<Leftover> {
     orphans::end_adopted(&interrupt::registered())
 }
 

@@ -13,14 +13,14 @@ const GRACE: Duration = Duration::from_secs(1);
 
 /// A process an extension left running after it was stopped (now ended).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Leftover {
+pub(crate) struct Leftover {
     pub pid: i32,
     pub command: String,
 }
 
 /// A process seen in `/proc`, identified by pid and start time (pids are reused).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Proc {
+pub(crate) struct Proc {
     pub pid: i32,
     pub ppid: i32,
     pub pgid: i32,
@@ -29,7 +29,7 @@ pub struct Proc {
 }
 
 /// Makes this process the reaper of orphaned descendants (Linux; a no-op elsewhere).
-pub fn become_subreaper() {
+pub(crate) fn become_subreaper() {
     #[cfg(target_os = "linux")]
     {
         // Failure only means escaped processes go to init, as without this call.
@@ -69,7 +69,7 @@ fn processes() -> Vec<Proc> {
 }
 
 /// The descendants of `root` (not `root` itself), following parent links.
-pub fn descendants(root: i32) -> Vec<Proc> {
+pub(crate) fn descendants(root: i32) -> Vec<Proc> {
     descendants_in(&processes(), root)
 }
 
@@ -113,7 +113,7 @@ fn command(pid: i32) -> String {
 
 /// Ends the processes of `snapshot` (an extension's tree, taken while it ran) that are still
 /// running outside its process group `pgid` after the group was killed; returns them.
-pub fn end_escaped(snapshot: &[Proc], pgid: i32) -> Vec<Leftover> {
+pub(crate) fn end_escaped(snapshot: &[Proc], pgid: i32) -> Vec<Leftover> {
     let escaped: Vec<Proc> = snapshot
         .iter()
         .filter_map(current)
@@ -126,7 +126,7 @@ pub fn end_escaped(snapshot: &[Proc], pgid: i32) -> Vec<Leftover> {
 
 /// Ends every process this one adopted (its children that are not `keep`, which are the
 /// leaders of extensions still running); returns the ones that were still running.
-pub fn end_adopted(keep: &[i32]) -> Vec<Leftover> {
+pub(crate) fn end_adopted(keep: &[i32]) -> Vec<Leftover> {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
     let adopted: Vec<Proc> = processes()
         .into_iter()
@@ -235,7 +235,7 @@ mod tests {
             proc(14, 12),
         ];
         let mut pids: Vec<i32> = descendants_in(&all, 10).iter().map(|p| p.pid).collect();
-        pids.sort();
+        pids.sort_unstable();
         assert_eq!(pids, [11, 12, 14]);
     }
 

@@ -7,18 +7,18 @@
 //! rules.
 //! What the host itself does, version by version, is in [`zot`].
 
-pub mod zot;
+pub(crate) mod zot;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// The protocol version sent in `hello_ack`.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub(crate) const PROTOCOL_VERSION: u32 = 1;
 
 /// The longest line zot's reader accepts (its `bufio.Scanner` buffer); a longer line ends
 /// the conversation.
-pub const MAX_LINE: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_LINE: usize = 4 * 1024 * 1024;
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
@@ -709,7 +709,7 @@ mod tests {
         FROM_HOST.iter().for_each(|e| round_trips::<FromHost>(e));
     }
 
-    /// Found by the protocol fuzz target: without serde_json's `float_roundtrip`, a number
+    /// Found by the protocol fuzz target: without `serde_json`'s `float_roundtrip`, a number
     /// parsed, written and parsed again came back one unit in the last place off, so `call`
     /// could pass an extension a number other than the one it was given.
     #[test]

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 /// A zot version, `major.minor.patch`; a pre-release or build suffix is ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Version(pub u64, pub u64, pub u64);
+pub(crate) struct Version(pub u64, pub u64, pub u64);
 
 impl Version {
     /// Reads `0.1.62`, `v0.1.62`, `0.1` (= 0.1.0) or `0.1.62-rc1`; anything else is `None`.
-    pub fn parse(text: &str) -> Option<Version> {
+    pub(crate) fn parse(text: &str) -> Option<Version> {
         let text = text.trim();
         let text = text.strip_prefix('v').unwrap_or(text);
         let core = text.split(['-', '+']).next()?;
@@ -43,7 +43,7 @@ impl fmt::Display for Version {
 
 /// How long the host waits for what.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timing {
+pub(crate) struct Timing {
     /// Without `ready`, the host treats an extension as ready after this much silence after
     /// `hello` and builds the agent's tools then (`readyIdleWindow`, manager.go).
     pub ready_idle: Duration,
@@ -67,7 +67,7 @@ pub struct Timing {
 
 /// How the host finds extension folders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Discovery {
+pub(crate) struct Discovery {
     /// Whether an extension folder that is a symbolic link (as `zot ext link` makes) is
     /// loaded. zot 0.1.62 skips it: `Discover` keeps only entries whose `IsDir()` is true,
     /// and `os.ReadDir` reports a link as a link (manager.go).
@@ -82,7 +82,7 @@ pub struct Discovery {
 
 /// What one zot version range does, as far as extensions can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostFacts {
+pub(crate) struct HostFacts {
     /// The versions these facts describe, as shown to users: `0.1.62`, `>0.1.62`.
     pub versions: &'static str,
     /// The newest version they describe; `None`: every version newer than the entry before.
@@ -106,7 +106,7 @@ pub struct HostFacts {
 }
 
 /// The host's timing, the same in every known version.
-pub const TIMING: Timing = Timing {
+pub(crate) const TIMING: Timing = Timing {
     ready_idle: Duration::from_millis(250),
     ready_grace: Duration::from_secs(3),
     hello_wait: None,
@@ -116,7 +116,7 @@ pub const TIMING: Timing = Timing {
     tool_limit: Duration::from_secs(60),
 };
 
-/// zot 0.1.62's slash commands: `slashCatalog` (modes/slash_suggest.go), which
+/// zot 0.1.62's slash commands: `slashCatalog` (`modes/slash_suggest.go`), which
 /// `isKnownSlashCommand` compares exactly before a typed command may reach an extension.
 /// Newer zot publishes no list, so this, the only sourced one, serves for it too.
 const COMMANDS_0_1_62: &[&str] = &[
@@ -145,7 +145,7 @@ const COMMANDS_0_1_62: &[&str] = &[
 const PICKED_0_1_62: &[&str] = &["settings", "tg"];
 
 /// zot 0.1.62: the tag's own source.
-pub const ZOT_0_1_62: HostFacts = HostFacts {
+pub(crate) const ZOT_0_1_62: HostFacts = HostFacts {
     versions: "0.1.62",
     up_to: Some(Version(0, 1, 62)),
     source: "zot's source at v0.1.62",
@@ -172,7 +172,7 @@ pub const ZOT_0_1_62: HostFacts = HostFacts {
 };
 
 /// zot newer than 0.1.62, as its published Go SDK describes it.
-pub const NEWER: HostFacts = HostFacts {
+pub(crate) const NEWER: HostFacts = HostFacts {
     versions: ">0.1.62",
     up_to: None,
     source: "the published Go SDK",
@@ -213,60 +213,60 @@ pub const NEWER: HostFacts = HostFacts {
 };
 
 /// Every known entry, oldest first.
-pub const KNOWN: [&HostFacts; 2] = [&ZOT_0_1_62, &NEWER];
+pub(crate) const KNOWN: [&HostFacts; 2] = [&ZOT_0_1_62, &NEWER];
 
 /// The facts of the newest known zot.
-pub fn newest() -> &'static HostFacts {
+pub(crate) fn newest() -> &'static HostFacts {
     KNOWN[KNOWN.len() - 1]
 }
 
 /// The facts of the oldest known zot.
-pub fn oldest() -> &'static HostFacts {
+pub(crate) fn oldest() -> &'static HostFacts {
     KNOWN[0]
 }
 
 impl HostFacts {
     /// `zot 0.1.62`, `zot >0.1.62`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!("zot {}", self.versions)
     }
 
     /// Whether `/name` is a built-in command (exactly: `/Help` is not `/help`).
-    pub fn has_command(&self, name: &str) -> bool {
+    pub(crate) fn has_command(&self, name: &str) -> bool {
         self.commands.contains(&name)
     }
 
     /// Whether zot runs its own command for `name` when it is picked from the suggestions.
-    pub fn picks_own_command(&self, name: &str) -> bool {
+    pub(crate) fn picks_own_command(&self, name: &str) -> bool {
         self.picked_commands.contains(&name)
     }
 
-    pub fn has_tool(&self, name: &str) -> bool {
+    pub(crate) fn has_tool(&self, name: &str) -> bool {
         self.tools.contains(&name)
     }
 
-    pub fn sends(&self, event: &str) -> bool {
+    pub(crate) fn sends(&self, event: &str) -> bool {
         self.events.contains(&event)
     }
 
-    pub fn can_intercept(&self, event: &str) -> bool {
+    pub(crate) fn can_intercept(&self, event: &str) -> bool {
         self.interceptable.contains(&event)
     }
 }
 
 /// Built-in commands of any known version.
-pub fn any_command(name: &str) -> bool {
+pub(crate) fn any_command(name: &str) -> bool {
     KNOWN.iter().any(|f| f.has_command(name))
 }
 
 /// Built-in tools of any known version.
-pub fn any_tool(name: &str) -> bool {
+pub(crate) fn any_tool(name: &str) -> bool {
     KNOWN.iter().any(|f| f.has_tool(name))
 }
 
 /// How a version string matched the known entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fit {
+pub(crate) enum Fit {
     /// An entry describes it.
     Known,
     /// Older than every entry: the oldest known facts stand in.
@@ -279,7 +279,7 @@ pub enum Fit {
 
 /// The facts picked for a version string, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Chosen {
+pub(crate) struct Chosen {
     pub facts: &'static HostFacts,
     pub fit: Fit,
 }
@@ -287,7 +287,7 @@ pub struct Chosen {
 /// The entry for `version`: the first whose range holds it; older than all of them, the
 /// oldest; `0.0.0` (cmd/zot/main.go's default for a build without a version) or not a
 /// version at all, the newest.
-pub fn facts_for(version: &str) -> Chosen {
+pub(crate) fn facts_for(version: &str) -> Chosen {
     let Some(parsed) = Version::parse(version) else {
         return Chosen {
             facts: newest(),
@@ -319,7 +319,7 @@ pub fn facts_for(version: &str) -> Chosen {
 /// The version in `zot --version` output: the word after `zot` on the first line, as
 /// `fmt.Println("zot", version)` writes it (internal/agent/cli.go), where the version may
 /// carry ` (commit, date)` (cmd/zot/main.go).
-pub fn version_in_banner(output: &str) -> Option<String> {
+pub(crate) fn version_in_banner(output: &str) -> Option<String> {
     let line = output.lines().find(|l| !l.trim().is_empty())?;
     let mut words = line.split_whitespace();
     let first = words.next()?;

@@ -23,7 +23,7 @@ use crate::output::printable;
 
 /// Running totals of a copy, reported to the progress callback.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct CopyStats {
+pub(crate) struct CopyStats {
     pub files: u64,
     pub dirs: u64,
     pub links: u64,
@@ -33,7 +33,7 @@ pub struct CopyStats {
 /// Where a symbolic link in a tree leads, worked out inside the tree only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Leads {
+pub(crate) enum Leads {
     /// To an entry of the tree.
     Inside,
     /// Out of the tree (an absolute path elsewhere, or `..` above the top).
@@ -47,7 +47,7 @@ pub enum Leads {
 /// A link kept in a tree that points outside it or nowhere, as listed after an install and
 /// by `info`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LooseLink {
+pub(crate) struct LooseLink {
     /// The link, relative to the extension folder.
     pub path: String,
     /// What the link holds, as stored.
@@ -58,7 +58,7 @@ pub struct LooseLink {
 
 impl LooseLink {
     /// `path -> target`, escaped, with `(dangling)` or `(loop)` when it leads nowhere.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let why = match self.leads {
             Leads::Nowhere => " (dangling)",
             Leads::Loop => " (loop)",
@@ -73,10 +73,10 @@ impl LooseLink {
 }
 
 /// How many links a one-line list names before it says "and N more".
-pub const LISTED: usize = 5;
+pub(crate) const LISTED: usize = 5;
 
 /// The list of `links` on one line: the first few, then how many more.
-pub fn list_links(links: &[LooseLink]) -> String {
+pub(crate) fn list_links(links: &[LooseLink]) -> String {
     let shown: Vec<String> = links.iter().take(LISTED).map(LooseLink::describe).collect();
     let more = match links.len().saturating_sub(LISTED) {
         0 => String::new(),
@@ -86,7 +86,7 @@ pub fn list_links(links: &[LooseLink]) -> String {
 }
 
 /// What the links point to, for a note: "outside the extension", "… or nowhere".
-pub fn loose_summary(links: &[LooseLink]) -> String {
+pub(crate) fn loose_summary(links: &[LooseLink]) -> String {
     let count = links.len();
     let noun = if count == 1 {
         "link that points"
@@ -105,7 +105,7 @@ pub fn loose_summary(links: &[LooseLink]) -> String {
 /// The note shown after installing or updating `name` (without the `note:` label): one line
 /// naming the links that were kept although they point outside the extension or nowhere;
 /// None when there are none.
-pub fn loose_note(name: &str, links: &[LooseLink]) -> Option<String> {
+pub(crate) fn loose_note(name: &str, links: &[LooseLink]) -> Option<String> {
     if links.is_empty() {
         return None;
     }
@@ -223,7 +223,7 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 }
 
 /// At most this many links are followed in a row, as the kernel does (ELOOP).
-pub const MAX_HOPS: usize = 40;
+pub(crate) const MAX_HOPS: usize = 40;
 
 /// One step of a path being resolved.
 enum Step {
@@ -330,7 +330,7 @@ fn loose(tree: &Root, root: &Path, path: &Path) -> Result<Option<LooseLink>> {
 /// Returns the links that point outside the tree or nowhere (they are kept, and listed).
 /// Messages show paths inside the tree after `prefix` instead of under `root` (a staging
 /// folder means nothing to the user; the source does): `"src/"` or `"<url> (<commit>): "`.
-pub fn audit(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
+pub(crate) fn audit(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_tree(root).map_err(|e| {
         let message = format!("{e:#}");
         let root = format!("{}/", root.display());
@@ -380,7 +380,7 @@ fn check_manifest_link(path: &Path, link: Option<&LooseLink>) -> Result<()> {
 
 /// What [`loose_links`] found.
 #[derive(Debug, Default)]
-pub struct LinkScan {
+pub(crate) struct LinkScan {
     pub links: Vec<LooseLink>,
     /// False when the walk stopped at the entry limit or at an unreadable folder.
     pub complete: bool,
@@ -389,7 +389,7 @@ pub struct LinkScan {
 /// The links in the tree at `root` that point outside it or nowhere, looking at no more
 /// than `max_entries` entries. Never fails: what cannot be read is left out (and the scan
 /// marked incomplete). For `info`, which describes one installed extension.
-pub fn loose_links(root: &Path, max_entries: usize) -> LinkScan {
+pub(crate) fn loose_links(root: &Path, max_entries: usize) -> LinkScan {
     let Ok(tree) = Root::new(root) else {
         return LinkScan::default();
     };
@@ -433,7 +433,11 @@ fn special_kind(kind: &fs::FileType) -> &'static str {
 /// Copies `src` to `dst` (which must not exist), calling `progress` after each entry.
 /// Callers run [`audit`] first; special files are refused here all the same. Links are
 /// copied as links, whatever they point to (see [`Root::relocate`]); nothing is followed.
-pub fn copy(src: &Path, dst: &Path, progress: &mut dyn FnMut(&CopyStats)) -> Result<CopyStats> {
+pub(crate) fn copy(
+    src: &Path,
+    dst: &Path,
+    progress: &mut dyn FnMut(&CopyStats),
+) -> Result<CopyStats> {
     let tree = Root::new(src)?;
     let mut stats = CopyStats::default();
     let mut dirs = Vec::new();

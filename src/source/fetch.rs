@@ -19,7 +19,7 @@ use crate::store::record::{Kind, Record};
 use crate::store::{Staging, Store};
 
 /// What to stage.
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub source: &'a Source,
     /// The source as the user gave it, for messages about local folders.
     pub shown: &'a str,
@@ -29,7 +29,7 @@ pub struct Request<'a> {
 }
 
 /// A validated tree in staging, ready to be placed.
-pub struct Staged {
+pub(crate) struct Staged {
     pub staging: Staging,
     pub manifest: Manifest,
     pub record: Record,
@@ -42,7 +42,7 @@ type Built = (Manifest, Record, Vec<LooseLink>);
 
 /// Copies or clones the requested source into a fresh staging folder of `store` and
 /// validates it. Nothing in the extensions root changes.
-pub fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
+pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
     let subdir = request.subdir.map(check_subdir).transpose()?;
     let staging = store.stage()?;
     let (manifest, record, outside_links) = match request.source {
@@ -240,7 +240,7 @@ fn real_subdir(base: &Path, sub: &Path, label: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
-pub fn short(commit: &str) -> &str {
+pub(crate) fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
 
@@ -289,7 +289,7 @@ fn nested_manifest_hint(tree: &Path) -> String {
 }
 
 /// Checks a local source and returns its canonical path.
-pub fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBuf> {
+pub(crate) fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBuf> {
     let meta = fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow!(
             "{} does not exist; give a folder that holds {} or a git URL",
@@ -333,7 +333,7 @@ pub fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBuf> {
 }
 
 /// The canonical form of `path`'s longest existing ancestor, joined with the rest.
-pub fn canonical_or_absolute(path: &Path) -> PathBuf {
+pub(crate) fn canonical_or_absolute(path: &Path) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     while !existing.exists() {

@@ -2,9 +2,9 @@
 //! subfolder after `#`). Credentials in it are hidden by [`crate::output::redact`] wherever
 //! it is shown.
 
-pub mod copy;
-pub mod fetch;
-pub mod git;
+pub(crate) mod copy;
+pub(crate) mod fetch;
+pub(crate) mod git;
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +12,7 @@ use crate::output::redact::{self, is_scp_like, redact, scp_at, userinfo_at};
 
 /// A parsed install source.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// A directory on this machine, copied recursively.
     Path(PathBuf),
     /// A git repository, cloned.
@@ -21,7 +21,7 @@ pub enum Source {
 
 /// A git URL as typed (used to fetch) and its credential-free form (shown and stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitUrl {
+pub(crate) struct GitUrl {
     pub url: String,
     pub display: String,
     /// `file://` URLs and local paths: libgit2 cannot fetch these shallowly.
@@ -33,7 +33,7 @@ pub struct GitUrl {
 const REMOTE_SCHEMES: [&str; 4] = ["https://", "http://", "ssh://", "git://"];
 
 impl Source {
-    pub fn parse(arg: &str) -> Source {
+    pub(crate) fn parse(arg: &str) -> Source {
         let lower = arg.to_ascii_lowercase();
         if REMOTE_SCHEMES.iter().any(|s| lower.starts_with(s)) {
             return Source::git(arg, false);
@@ -53,7 +53,7 @@ impl Source {
 
     /// Like [`Source::parse`], but a local path ending in `.git` that is an extension folder
     /// (it has `extension.json` at the top) is copied as a folder rather than cloned.
-    pub fn parse_on_disk(arg: &str) -> Source {
+    pub(crate) fn parse_on_disk(arg: &str) -> Source {
         match Source::parse(arg) {
             Source::Git(url)
                 if url.local
@@ -81,7 +81,7 @@ impl Source {
 impl GitUrl {
     /// An scp-like address with a password (`user:password@host:path`): libgit2 reads
     /// `user` as the host of such an address, so it can never be fetched.
-    pub fn scp_password(&self) -> bool {
+    pub(crate) fn scp_password(&self) -> bool {
         scp_at(&self.url).is_some_and(|at| self.url[..at].contains(':'))
     }
 }
@@ -99,7 +99,7 @@ fn split_fragment(arg: &str) -> (&str, Option<&str>) {
 /// Replaces every occurrence of the raw URL and its secrets in `message` (also their
 /// percent-decoded forms, as libgit2 shows them) with the redacted URL or `***`, then
 /// redacts whatever else looks like a URL.
-pub fn scrub(message: &str, url: &GitUrl) -> String {
+pub(crate) fn scrub(message: &str, url: &GitUrl) -> String {
     redact::scrub(message, &url.url, &url.display)
 }
 

@@ -12,14 +12,14 @@ use super::{STATE, Staging, Store, open_state, state_error};
 use crate::catalog::paths::ScopeDirs;
 
 /// How many saved copies are kept per extension.
-pub const KEPT: usize = 3;
+pub(super) const KEPT: usize = 3;
 
 const BACKUP: &str = "backup";
 
 impl Store {
     /// Moves the folder `sub` that `staging` holds beside its tree to
     /// `backup/<name>/<now>/`, then flushes it; returns where it went.
-    pub fn keep_backup(&self, staging: &Staging, sub: &str, name: &str) -> Result<PathBuf> {
+    pub(crate) fn keep_backup(&self, staging: &Staging, sub: &str, name: &str) -> Result<PathBuf> {
         let state = self.state_folder()?;
         let fail =
             |e: std::io::Error| anyhow!("cannot save to {}: {e}", self.backup_root().display());
@@ -40,7 +40,7 @@ impl Store {
     }
 
     /// Deletes all but the newest [`KEPT`] saved copies of `name`.
-    pub fn rotate_backups(&self, name: &str) -> Result<()> {
+    pub(crate) fn rotate_backups(&self, name: &str) -> Result<()> {
         let state = self.state_folder()?;
         let Some(backups) = state.sub(BACKUP, false).ok().flatten() else {
             return Ok(());
@@ -68,7 +68,7 @@ impl Store {
 }
 
 /// The saved copies of `name` in this scope, oldest first (read-only: nothing is made).
-pub fn backups(dirs: &ScopeDirs, name: &str) -> Vec<PathBuf> {
+pub(crate) fn backups(dirs: &ScopeDirs, name: &str) -> Vec<PathBuf> {
     let Some(state) = open_state(dirs, false).ok().flatten() else {
         return Vec::new();
     };

@@ -50,7 +50,7 @@ pub struct Options {
 /// What happens to one entry of the installed copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Action {
+pub(crate) enum Action {
     /// Not placed by the install: carried into the new tree.
     Carry,
     /// Not placed by the install, and the new version ships an entry there: the new one
@@ -66,7 +66,7 @@ pub enum Action {
 
 /// One entry of the plan.
 #[derive(Debug, Clone, Serialize)]
-pub struct Item {
+pub(crate) struct Item {
     /// Relative to the extension folder (escaped for display; `/` after a folder).
     pub path: String,
     #[serde(skip)]
@@ -76,7 +76,7 @@ pub struct Item {
 
 /// What an update or a forced install does with the installed copy's data.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub items: Vec<Item>,
     /// No file list: the whole installed copy is saved.
     pub whole_copy_saved: bool,
@@ -91,7 +91,7 @@ pub struct Plan {
 
 impl Plan {
     /// Whether anything is saved to a backup folder.
-    pub fn saves(&self) -> bool {
+    pub(crate) fn saves(&self) -> bool {
         self.whole_copy_saved
             || self
                 .items
@@ -100,7 +100,7 @@ impl Plan {
     }
 
     /// The paths with `action`.
-    pub fn paths(&self, action: Action) -> Vec<&str> {
+    pub(crate) fn paths(&self, action: Action) -> Vec<&str> {
         self.items
             .iter()
             .filter(|i| i.action == action)
@@ -109,7 +109,7 @@ impl Plan {
     }
 
     /// One line per kind of action, for the text output (without the extension's name).
-    pub fn lines(&self, done: bool) -> Vec<String> {
+    pub(crate) fn lines(&self, done: bool) -> Vec<String> {
         let mut out = Vec::new();
         let verb = |now: &'static str, later: &'static str| if done { now } else { later };
         let mut add = |action, what: String| {
@@ -169,7 +169,7 @@ impl Plan {
 }
 
 /// What [`prepare`] did: the plan (with the backup folder) and the new version's file list.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub plan: Plan,
     /// What the new version placed (before anything was carried into it).
     pub files: FileList,
@@ -178,7 +178,7 @@ pub struct Prepared {
 /// Carry-over for a staged tree about to replace `extensions/<folder>` of `dirs`: works out
 /// the plan, writes `enabled` into the staged manifest, lists the new tree, then
 /// [`carry_out`]. No installed copy, or a linked one: nothing to carry.
-pub fn prepare(
+pub(crate) fn prepare(
     store: &Store,
     dirs: &ScopeDirs,
     staging: &Staging,
@@ -194,7 +194,7 @@ pub fn prepare(
 
 /// What carrying `extensions/<folder>` of `dirs` into the staged tree would do; changes
 /// nothing.
-pub fn plan_for(
+pub(crate) fn plan_for(
     dirs: &ScopeDirs,
     staging: &Staging,
     folder: &str,
@@ -217,7 +217,7 @@ pub fn plan_for(
 /// Carries out `plan` (from [`plan_for`], with `enabled` already written into the staged
 /// manifest and `files` the new tree's list): carries the old copy's data into the staged
 /// tree and moves what is saved to `.ext-store/backup/<folder>/<time>/`.
-pub fn carry_out(
+pub(crate) fn carry_out(
     store: &Store,
     dirs: &ScopeDirs,
     staging: &Staging,
@@ -262,7 +262,12 @@ fn list(paths: &[&str]) -> String {
 
 /// Works out what happens to the installed copy at `old` (listed by `list`, `None` when it
 /// has no file list) when the staged tree at `new` replaces it. Changes nothing.
-pub fn plan(old: &Path, list: Option<&FileList>, new: &Path, options: Options) -> Result<Plan> {
+pub(crate) fn plan(
+    old: &Path,
+    list: Option<&FileList>,
+    new: &Path,
+    options: Options,
+) -> Result<Plan> {
     let classified = match list {
         Some(list) => list.classify(old)?,
         None => FileList::default().classify(old)?,
@@ -328,7 +333,7 @@ fn plan_not_placed(
     let there = fs::symlink_metadata(join(new, &path)).ok();
     match there {
         None if free_to_write(new, &path, false) => {
-            plan.items.push(item(path, kind, Action::Carry))
+            plan.items.push(item(path, kind, Action::Carry));
         }
         Some(meta) if meta.is_dir() && t.is_dir() && free_to_write(new, &path, true) => {
             for child in fs::read_dir(join(old, &path))? {
@@ -406,7 +411,7 @@ fn manifest_toggled_only(old: &Path, list: Option<&FileList>, entry: &Classified
 /// install placed (`placed`), leaving aside the manifest's `enabled`: that value is carried
 /// on its own, so an install toggled by `enable`/`disable`, or placed by an update that kept
 /// it, is still up to date with the same version.
-pub fn same_as_placed(placed: &FileList, files: &FileList, new: &Path) -> bool {
+pub(crate) fn same_as_placed(placed: &FileList, files: &FileList, new: &Path) -> bool {
     if placed.tree_hash() == files.tree_hash() {
         return true;
     }
@@ -482,7 +487,7 @@ fn enabled_to_write(old: Option<&Path>, new: &Path, options: Options) -> Option<
 /// Writes the plan's `enabled` into the staged manifest (the same format-preserving edit
 /// as `zot ext enable`/`disable`). Done before the new tree is listed, so its file list
 /// holds the manifest as placed.
-pub fn write_enabled(plan: &Plan, new: &Path) -> Result<()> {
+pub(crate) fn write_enabled(plan: &Plan, new: &Path) -> Result<()> {
     let Some(enabled) = plan.enabled else {
         return Ok(());
     };
@@ -499,7 +504,7 @@ pub fn write_enabled(plan: &Plan, new: &Path) -> Result<()> {
 /// Carries the plan out: saved entries are copied under `saved` (a new folder beside the
 /// new tree, on the same file system), carried and kept ones into `new`. The installed copy
 /// at `old` is only read.
-pub fn apply(plan: &Plan, old: &Path, new: &Path, saved: &Path) -> Result<()> {
+pub(crate) fn apply(plan: &Plan, old: &Path, new: &Path, saved: &Path) -> Result<()> {
     if plan.saves() {
         fs::create_dir(saved).with_context(|| format!("cannot create {}", saved.display()))?;
     }
@@ -584,7 +589,7 @@ fn open_parent(path: &Path, restore: &mut Vec<(PathBuf, u32)>) -> Result<()> {
 /// always copied (saved copies must not share the installed copy's files); otherwise they
 /// are hard-linked when possible. Links are recreated as links; nothing is followed;
 /// special files are left out.
-pub fn copy_into(from_root: &Path, path: &[u8], to_root: &Path, copy: bool) -> Result<()> {
+pub(crate) fn copy_into(from_root: &Path, path: &[u8], to_root: &Path, copy: bool) -> Result<()> {
     if !path.is_empty() {
         let to = join(to_root, path);
         if let Some(parent) = to.parent() {

@@ -29,7 +29,6 @@
 //! hash differently on two machines. Sizes are implied by the digests, and times are left
 //! out (a copy or a clone does not keep them).
 
-use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::fs::{self, File};
@@ -51,7 +50,7 @@ use crate::store;
 const FORMAT: u32 = 1;
 
 /// Longest file list read (about 300 000 entries).
-pub const MAX_FILE_LIST: u64 = 64 << 20;
+pub(crate) const MAX_FILE_LIST: u64 = 64 << 20;
 
 /// The type of an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,7 +109,7 @@ impl Entry {
 }
 
 /// A path given as bytes, escaped for one-line messages.
-pub fn shown(path: &[u8]) -> String {
+pub(crate) fn shown(path: &[u8]) -> String {
     printable(&String::from_utf8_lossy(path))
 }
 
@@ -515,7 +514,7 @@ fn describe(root: &Path, path: Vec<u8>, meta: &fs::Metadata, hash: bool) -> Resu
 
 /// SHA-256 and size of the regular file at `path`, streamed; never through a link and
 /// never blocking (a file replaced by a pipe or a link since the walk is refused).
-pub fn hash_file(path: &Path) -> Result<(String, u64)> {
+pub(crate) fn hash_file(path: &Path) -> Result<(String, u64)> {
     let fail = |e: io::Error| {
         anyhow!(
             "cannot read {}: {e}",
@@ -573,7 +572,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// Classified entries of one standing, for messages: escaped paths, folders with `/`.
-pub fn names(items: &[Classified], standing: Standing) -> Vec<String> {
+pub(crate) fn names(items: &[Classified], standing: Standing) -> Vec<String> {
     items
         .iter()
         .filter(|c| c.standing == standing)
@@ -581,14 +580,6 @@ pub fn names(items: &[Classified], standing: Standing) -> Vec<String> {
             let slash = if c.kind == EntryKind::Dir { "/" } else { "" };
             format!("{}{slash}", shown(&c.path))
         })
-        .collect()
-}
-
-/// A map from path to entry, for callers that look many paths up.
-pub fn by_path(list: &FileList) -> BTreeMap<&[u8], &Entry> {
-    list.entries
-        .iter()
-        .map(|e| (e.path.as_slice(), e))
         .collect()
 }
 
@@ -611,7 +602,7 @@ mod tests {
     fn scan_lists_sorted_with_hashes_and_link_targets() {
         let t = tree();
         let list = FileList::scan(t.path()).unwrap();
-        let paths: Vec<_> = list.entries().iter().map(|e| e.shown()).collect();
+        let paths: Vec<_> = list.entries().iter().map(super::Entry::shown).collect();
         assert_eq!(paths, ["a", "a/b", "a/b/f", "l", "run"]);
         let f = list.get(b"a/b/f").unwrap();
         assert_eq!(f.size, 5);

@@ -23,7 +23,7 @@ use crate::store::record::Record;
 
 /// The record of a tree about to be placed as `extensions/<name>`.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Intent {
+pub(super) struct Intent {
     record: Record,
     /// The staged tree.
     tree: Identity,
@@ -33,7 +33,7 @@ pub struct Intent {
 }
 
 impl Intent {
-    pub fn install(record: &Record, tree: Identity) -> Intent {
+    pub(super) fn install(record: &Record, tree: Identity) -> Intent {
         Intent {
             record: record.clone(),
             tree,
@@ -41,7 +41,7 @@ impl Intent {
         }
     }
 
-    pub fn with_files(mut self, files: &FileList) -> Intent {
+    pub(super) fn with_files(mut self, files: &FileList) -> Intent {
         self.files = Some(files.clone());
         self
     }
@@ -124,13 +124,13 @@ impl Store {
 /// The record of `extensions/<name>` in the journal, if the journal has one and its tree is
 /// the one in place now (read without the lock: the rename happened, the record's commit
 /// may not have).
-pub fn journalled_record(dirs: &ScopeDirs, name: &str) -> Option<Record> {
+pub(crate) fn journalled_record(dirs: &ScopeDirs, name: &str) -> Option<Record> {
     journalled(dirs, name).map(|intent| intent.record)
 }
 
 /// The file list of `extensions/<name>` in the journal, as [`journalled_record`]. (An entry
 /// without a list means the tree in place has none.)
-pub fn journalled_files(dirs: &ScopeDirs, name: &str) -> Option<FileList> {
+pub(crate) fn journalled_files(dirs: &ScopeDirs, name: &str) -> Option<FileList> {
     journalled(dirs, name).and_then(|intent| intent.files)
 }
 

@@ -8,14 +8,14 @@
 //! anything there that is not what it must be is an error that names it.
 
 mod backup;
-pub mod carry;
-pub mod filelist;
+pub(crate) mod carry;
+pub(crate) mod filelist;
 mod journal;
-pub mod record;
+pub(crate) mod record;
 
-pub use backup::{KEPT as BACKUPS_KEPT, backups};
+pub(crate) use backup::backups;
 
-pub use journal::{journalled_files, journalled_record};
+pub(crate) use journal::{journalled_files, journalled_record};
 
 use std::ffi::OsStr;
 use std::fs::{self, File, TryLockError};
@@ -41,10 +41,10 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 const STATE: &str = ".ext-store";
 
 /// Longest record or journal entry read (they are a few hundred bytes).
-pub const MAX_STATE_FILE: u64 = 1 << 20;
+pub(crate) const MAX_STATE_FILE: u64 = 1 << 20;
 
 /// An open, locked store for one scope. Dropping it releases the lock.
-pub struct Store {
+pub(crate) struct Store {
     pub dirs: ScopeDirs,
     folders: Folders,
     waited: bool,
@@ -63,7 +63,7 @@ struct Folders {
 }
 
 /// A directory under the store's staging folder, deleted on drop unless its tree was placed.
-pub struct Staging {
+pub(crate) struct Staging {
     parent: Folder,
     name: String,
     path: PathBuf,
@@ -78,17 +78,17 @@ impl Drop for Staging {
 
 impl Staging {
     /// Where the new extension tree is built.
-    pub fn tree(&self) -> PathBuf {
+    pub(crate) fn tree(&self) -> PathBuf {
         self.path.join("tree")
     }
 
     /// Scratch space beside the tree (for example a git object store).
-    pub fn scratch(&self, name: &str) -> PathBuf {
+    pub(crate) fn scratch(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
     /// Renames the folder `sub` beside the tree to `to_name` in `to`, then flushes `to`.
-    pub fn move_out(&self, sub: &str, to: &Folder, to_name: &str) -> io::Result<()> {
+    pub(crate) fn move_out(&self, sub: &str, to: &Folder, to_name: &str) -> io::Result<()> {
         self.parent
             .rename_to(&format!("{}/{sub}", self.name), to, to_name)
     }
@@ -107,7 +107,7 @@ impl Staging {
 
 /// What [`Store::publish`] did: where the tree is, and whether its record could not be
 /// saved (the journal saves it on the next run).
-pub struct Published {
+pub(crate) struct Published {
     pub dest: PathBuf,
     pub record_error: Option<anyhow::Error>,
 }
@@ -115,7 +115,7 @@ pub struct Published {
 impl Store {
     /// Locks the scope's store (waiting up to ten seconds), finishes what a killed run
     /// left in the journal and clears its leftovers.
-    pub fn open(dirs: &ScopeDirs) -> Result<Store> {
+    pub(crate) fn open(dirs: &ScopeDirs) -> Result<Store> {
         refuse_project_links(dirs)?;
         create_dir(&dirs.base)?;
         let state = open_state(dirs, true)?.expect("created");
@@ -137,7 +137,7 @@ impl Store {
     /// killed run left (journal, staging, trash). Read-only commands call this: it creates
     /// nothing and waits for nothing; only a state folder that is not what it must be (a
     /// link, a file) is an error.
-    pub fn tidy(dirs: &ScopeDirs) -> Result<()> {
+    pub(crate) fn tidy(dirs: &ScopeDirs) -> Result<()> {
         let Some(state) = open_state(dirs, false)? else {
             return Ok(());
         };
@@ -163,12 +163,12 @@ impl Store {
     }
 
     /// Whether this run had to wait for another zot ext command to finish.
-    pub fn waited(&self) -> bool {
+    pub(crate) fn waited(&self) -> bool {
         self.waited
     }
 
     /// The error for an extension that another command removed before this one got the lock.
-    pub fn gone_meanwhile(&self, name: &str) -> anyhow::Error {
+    pub(crate) fn gone_meanwhile(&self, name: &str) -> anyhow::Error {
         let when = if self.waited {
             "while this one waited for the lock"
         } else {
@@ -189,7 +189,7 @@ impl Store {
     }
 
     /// A fresh staging directory on the same filesystem as the extensions root.
-    pub fn stage(&self) -> Result<Staging> {
+    pub(crate) fn stage(&self) -> Result<Staging> {
         self.check_same_filesystem()?;
         let staging = &self.folders.staging;
         let name = unique_name("stage-");
@@ -207,12 +207,12 @@ impl Store {
     }
 
     /// The staging folder, for temporary files that must be cleaned after a kill.
-    pub fn scratch_folder(&self) -> &Folder {
+    pub(crate) fn scratch_folder(&self) -> &Folder {
         &self.folders.staging
     }
 
     /// The installed entry for `name` (which may be a symlink), if any.
-    pub fn existing(&self, name: impl AsRef<OsStr>) -> Option<PathBuf> {
+    pub(crate) fn existing(&self, name: impl AsRef<OsStr>) -> Option<PathBuf> {
         let path = self.dirs.extensions().join(name.as_ref());
         fs::symlink_metadata(&path).ok().map(|_| path)
     }
@@ -221,7 +221,7 @@ impl Store {
     /// its install record and file list (the staged tree's, listed here), through the
     /// journal: whatever instant the run is killed at, the next run finds the record and
     /// the file list matching the tree that is in place.
-    pub fn publish(
+    pub(crate) fn publish(
         &self,
         staging: &Staging,
         name: &str,
@@ -239,7 +239,7 @@ impl Store {
 
     /// [`Store::publish`] with the file list given: `update` lists the new version before
     /// it carries the old copy's data into the staged tree, since that data was not placed.
-    pub fn publish_listed(
+    pub(crate) fn publish_listed(
         &self,
         staging: &Staging,
         name: &str,
@@ -278,7 +278,7 @@ impl Store {
     /// the installed copy, which stays in place until the new one is. Everything written
     /// is flushed to disk before the rename, and the rename after it.
     /// `name` is the folder name (a manifest name, or an existing folder's own name).
-    pub fn place(
+    pub(crate) fn place(
         &self,
         staging: &Staging,
         name: impl AsRef<OsStr>,
@@ -309,7 +309,7 @@ impl Store {
     /// the root is followed. The folder in the trash is the journal of a removal (it needs
     /// no data written, so `remove` works on a full disk): after a kill, the next run
     /// deletes the record of every extension it finds there.
-    pub fn remove(&self, name: impl AsRef<OsStr>) -> Result<PathBuf> {
+    pub(crate) fn remove(&self, name: impl AsRef<OsStr>) -> Result<PathBuf> {
         self.check_same_filesystem()?;
         let name = name.as_ref();
         let dest = self.dirs.extensions().join(name);
@@ -369,7 +369,7 @@ impl Store {
 
     /// Fails before anything is staged, saved or backed up when the extensions folder is on
     /// another filesystem than the state folder (no rename between them could succeed).
-    pub fn check_same_filesystem(&self) -> Result<()> {
+    pub(crate) fn check_same_filesystem(&self) -> Result<()> {
         let Ok(root) = fs::metadata(self.dirs.extensions()) else {
             return Ok(()); // created beside the state folder when first needed
         };
@@ -416,7 +416,7 @@ impl Store {
     }
 
     /// Writes the install record of `record.name` atomically and durably.
-    pub fn save_record(&self, record: &Record) -> Result<()> {
+    pub(crate) fn save_record(&self, record: &Record) -> Result<()> {
         let file = Record::file_name(&record.name);
         self.folders
             .staging
@@ -430,7 +430,7 @@ impl Store {
     }
 
     /// Writes (with `None`, deletes) the file list of `name` atomically and durably.
-    pub fn save_files(&self, name: &str, files: Option<&FileList>) -> Result<()> {
+    pub(crate) fn save_files(&self, name: &str, files: Option<&FileList>) -> Result<()> {
         let file = FileList::file_name(name);
         let Some(folder) = &self.folders.files else {
             bail!(
@@ -452,7 +452,7 @@ impl Store {
     }
 
     /// Deletes the install record of `name` and its file list.
-    pub fn delete_record(&self, name: &str) -> Result<()> {
+    pub(crate) fn delete_record(&self, name: &str) -> Result<()> {
         if self.folders.files.is_some() {
             self.save_files(name, None)?;
         }
@@ -468,12 +468,12 @@ impl Store {
 
 /// Reads `<state>/<sub>/<name>` without following links and at most [`MAX_STATE_FILE`]
 /// bytes; `None` when it is missing or cannot be read.
-pub fn read_state_file(dirs: &ScopeDirs, sub: &str, name: &str) -> Option<Vec<u8>> {
+pub(crate) fn read_state_file(dirs: &ScopeDirs, sub: &str, name: &str) -> Option<Vec<u8>> {
     read_state_file_up_to(dirs, sub, name, MAX_STATE_FILE)
 }
 
 /// [`read_state_file`] with another limit.
-pub fn read_state_file_up_to(
+pub(crate) fn read_state_file_up_to(
     dirs: &ScopeDirs,
     sub: &str,
     name: &str,
@@ -484,7 +484,7 @@ pub fn read_state_file_up_to(
 
 /// [`read_state_file`], saying why a file that is there cannot be read (a link, a named
 /// pipe, a folder, too large); `Ok(None)` when it, or its folder, is missing.
-pub fn try_read_state_file(
+pub(crate) fn try_read_state_file(
     dirs: &ScopeDirs,
     sub: &str,
     name: &str,

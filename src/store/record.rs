@@ -11,7 +11,7 @@ use crate::store;
 /// How an extension was installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Copied from a local directory.
     Path,
     /// Cloned from a git repository.
@@ -25,7 +25,7 @@ pub enum Kind {
 /// What a git ref named when it was installed, which decides what `update` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum RefKind {
+pub(crate) enum RefKind {
     /// A branch (the default branch when no `--ref` was given): updates follow it.
     Branch,
     /// A tag: pinned.
@@ -36,7 +36,7 @@ pub enum RefKind {
 
 /// The provenance of one installed extension.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     pub name: String,
     /// The local path (absolute) or the git URL without credentials.
     pub source: String,
@@ -67,7 +67,7 @@ pub struct Record {
 
 impl Record {
     /// A record of `kind` made now, with no ref, commit or subfolder.
-    pub fn new(name: &str, source: String, kind: Kind) -> Record {
+    pub(crate) fn new(name: &str, source: String, kind: Kind) -> Record {
         Record {
             name: name.to_string(),
             source,
@@ -84,12 +84,12 @@ impl Record {
     }
 
     /// Whether `update` leaves this install alone unless given a new `--ref`.
-    pub fn pinned(&self) -> bool {
+    pub(crate) fn pinned(&self) -> bool {
         matches!(self.ref_kind, Some(RefKind::Tag | RefKind::Commit))
     }
 
     /// The record's file name in `.ext-store/sources`.
-    pub fn file_name(name: &str) -> String {
+    pub(crate) fn file_name(name: &str) -> String {
         format!("{name}.json")
     }
 
@@ -97,7 +97,7 @@ impl Record {
     /// is read without following links and at most 1 MiB of it.
     /// While a change is being made, the journal's record counts as soon as its tree is in
     /// place, so a command reading without the lock never sees a tree without its record.
-    pub fn load(dirs: &ScopeDirs, name: &str) -> Option<Record> {
+    pub(crate) fn load(dirs: &ScopeDirs, name: &str) -> Option<Record> {
         if let Some(record) = store::journalled_record(dirs, name) {
             return Some(record);
         }
@@ -108,7 +108,7 @@ impl Record {
     /// Why the record file of `name` cannot be used although something is in its place
     /// (a link, a named pipe, a folder, a huge file, text that is not a record); `None` when
     /// it is missing or valid. Says what is wrong instead of "copied in by hand?".
-    pub fn problem(dirs: &ScopeDirs, name: &str) -> Option<String> {
+    pub(crate) fn problem(dirs: &ScopeDirs, name: &str) -> Option<String> {
         let file = Self::file_name(name);
         let path = dirs.state().join("sources").join(&file);
         let why = match store::try_read_state_file(dirs, "sources", &file) {
@@ -126,7 +126,7 @@ impl Record {
     }
 
     /// The record as its file holds it (written by [`crate::store::Store::save_record`]).
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = serde_json::to_vec_pretty(self).expect("a record serializes");
         bytes.push(b'\n');
         bytes
@@ -134,7 +134,7 @@ impl Record {
 }
 
 /// The current time in RFC 3339, seconds precision, UTC.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 

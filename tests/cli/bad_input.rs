@@ -92,7 +92,7 @@ const NEW_X: &[&str] = &[
     "zot-home/.ext-store/files/x.json",
 ];
 
-pub fn cases() -> Vec<Case> {
+pub(crate) fn cases() -> Vec<Case> {
     vec![
         // --- manifest syntax and types -----------------------------------------------
         Case::fails(

@@ -383,7 +383,7 @@ fn an_open_panel_response_is_printed() {
 }
 
 /// A tool call that times out is cancelled before the shutdown, when the extension says it
-/// understands tool_cancel.
+/// understands `tool_cancel`.
 #[test]
 fn a_timed_out_tool_call_is_cancelled() {
     let env = Env::new();

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use zot_ext::store::filelist::{FileList, Standing};
+use zot_ext::testing::{FileList, Standing};
 
 use crate::support::git_servers::{GitDaemon, Repo};
 use crate::support::invariants::{Checker, Expect, RecordId, Scope, Torture, Version, capture};

@@ -112,8 +112,10 @@ fn zot_completions_prints_the_committed_script() {
         let rendered = man::completion_scripts()
             .into_iter()
             .find(|(p, _)| *p == path)
-            .map(|(_, bytes)| String::from_utf8(bytes).unwrap())
-            .unwrap_or_else(|| panic!("{path} is not generated"));
+            .map_or_else(
+                || panic!("{path} is not generated"),
+                |(_, bytes)| String::from_utf8(bytes).unwrap(),
+            );
         let printed = env.zot(["completions", shell]).ok().stdout;
         assert_eq!(printed, rendered, "zot completions {shell}");
         // `COMPLETE=<shell> zot` (clap_complete's way to ask) prints the same script.
@@ -204,8 +206,7 @@ fn readme_command_reference_matches_clap() {
         for arg in cmd.get_positionals().filter(|a| a.is_required_set()) {
             let names = arg
                 .get_value_names()
-                .map(|v| v.join(" "))
-                .unwrap_or_else(|| arg.get_id().to_string());
+                .map_or_else(|| arg.get_id().to_string(), |v| v.join(" "));
             let placeholder = format!("<{}>", names.to_lowercase());
             assert!(
                 heading.contains(&placeholder),

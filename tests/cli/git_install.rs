@@ -351,7 +351,7 @@ fn a_commit_id_at_a_branch_or_tag_tip_is_fetched_shallowly() {
         let bodies: Vec<String> = http.requests()[before..]
             .iter()
             .filter(|r| r.method == "POST")
-            .map(|r| r.body_text())
+            .map(super::support::git_servers::Request::body_text)
             .collect();
         assert!(
             !bodies.is_empty() && bodies.iter().all(|b| b.contains("deepen 1")),

@@ -707,7 +707,7 @@ fn url_cases() -> Vec<Case> {
                     &[("real.json", &manifest("x")), ("run.sh", "")],
                 );
                 repo.commit_with("link", |dir| {
-                    symlink("real.json", dir.join("extension.json")).unwrap()
+                    symlink("real.json", dir.join("extension.json")).unwrap();
                 });
                 install_url(format!("file://{}/repo.git", root.display()))
             },
@@ -721,7 +721,7 @@ fn url_cases() -> Vec<Case> {
                 fs::create_dir_all(&root).unwrap();
                 let repo = Repo::with_files(&root, "repo", &[("run.sh", "")]);
                 repo.commit_with("link", |dir| {
-                    symlink("/etc/hostname", dir.join("extension.json")).unwrap()
+                    symlink("/etc/hostname", dir.join("extension.json")).unwrap();
                 });
                 install_url(format!("file://{}/repo.git", root.display()))
             },

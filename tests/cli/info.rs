@@ -105,10 +105,10 @@ fn an_unusable_install_record_is_named_not_taken_for_a_hand_copy() {
         ("is a named pipe", &|| mkfifo(&record)),
         ("is a folder", &|| fs::create_dir(&record).unwrap()),
         ("is a symbolic link", &|| {
-            std::os::unix::fs::symlink(&outside, &record).unwrap()
+            std::os::unix::fs::symlink(&outside, &record).unwrap();
         }),
         ("is not a valid install record", &|| {
-            fs::write(&record, "{\"name\": \"rec\"}").unwrap()
+            fs::write(&record, "{\"name\": \"rec\"}").unwrap();
         }),
     ];
     for (said, make) in cases {

@@ -1,4 +1,4 @@
-//! Integration tests: the real `zot` binary against temporary ZOT_HOME and project folders.
+//! Integration tests: the real `zot` binary against temporary `ZOT_HOME` and project folders.
 
 mod support;
 

@@ -1,4 +1,4 @@
-//! Resource failures: a full disk (a small tmpfs mounted as ZOT_HOME; skipped with a note
+//! Resource failures: a full disk (a small tmpfs mounted as `ZOT_HOME`; skipped with a note
 //! when the tests cannot mount), read-only roots and extension folders, unreadable sources
 //! and permission-denied logs (run as `nobody` through setpriv when the tests run as
 //! root). Each asserts one clear error line naming the path, an unchanged store and an
@@ -58,7 +58,7 @@ fn chmod(path: &Path, mode: u32) {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
 }
 
-/// A world whose ZOT_HOME is a tmpfs of `size`, populated; None when mounting is not possible.
+/// A world whose `ZOT_HOME` is a tmpfs of `size`, populated; None when mounting is not possible.
 fn on_small_disk(size: &str) -> Option<(Tmpfs, World)> {
     let world = World::empty();
     let disk = Tmpfs::mount(&world.env.home, size)?;

@@ -1,4 +1,4 @@
-//! No credential ever reaches the terminal, `--json`, an error or a file under ZOT_HOME,
+//! No credential ever reaches the terminal, `--json`, an error or a file under `ZOT_HOME`,
 //! whatever form it takes in a source (user-info with odd characters, a query token, an
 //! scp-like password); and one error is one line, whatever a file or folder is named.
 
@@ -14,7 +14,7 @@ use crate::support::{Done, Env, manifest};
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/// `secret` is in no file under ZOT_HOME or the project's `.zot` (byte comparison, so
+/// `secret` is in no file under `ZOT_HOME` or the project's `.zot` (byte comparison, so
 /// binary files count too).
 fn assert_not_stored(env: &Env, secret: &str) {
     for base in [env.home.clone(), env.project.join(".zot")] {

@@ -238,7 +238,7 @@ fn installing_a_source_with_a_special_manifest_fails_at_once() {
             assert_eq!(env.snapshot(), before, "{special:?} {args:?}");
         }
         let staging = env.home.join(".ext-store/staging");
-        let left = fs::read_dir(&staging).map_or(0, |d| d.count());
+        let left = fs::read_dir(&staging).map_or(0, std::iter::Iterator::count);
         assert_eq!(left, 0, "{special:?}: staging not emptied");
     }
 }

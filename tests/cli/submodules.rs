@@ -81,7 +81,7 @@ fn a_submodule_with_a_relative_url_installs_shallow_over_git_daemon_and_http() {
         .requests()
         .iter()
         .filter(|r| r.method == "POST" && r.path == "/lib.git/git-upload-pack")
-        .map(|r| r.body_text())
+        .map(super::support::git_servers::Request::body_text)
         .collect();
     assert!(
         uploads

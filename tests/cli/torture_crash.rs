@@ -367,8 +367,9 @@ impl World {
 
     /// The command under test.
     fn command(&self, scope: Scope) -> Vec<String> {
-        let strings =
-            |args: &[&str]| -> Vec<String> { args.iter().map(|a| a.to_string()).collect() };
+        let strings = |args: &[&str]| -> Vec<String> {
+            args.iter().map(std::string::ToString::to_string).collect()
+        };
         match self.op {
             Op::InstallLocal => install_args(&self.src("src-v1"), false, scope),
             Op::InstallGit => install_args(&self.git.as_ref().unwrap().url, false, scope),
@@ -638,7 +639,10 @@ impl Harness {
     /// Kills the settling command `delay` after its start, then checks what must hold at
     /// any instant.
     fn kill_settle(&mut self, context: &str, expect: &Expect, delay: Duration) {
-        let settle: Vec<String> = SETTLE.iter().map(|a| a.to_string()).collect();
+        let settle: Vec<String> = SETTLE
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         let (status, _) = run_killed(&self.world.env, &settle, &Kill::After(delay));
         if status.signal() == Some(9) {
             self.settle_kills += 1;
@@ -757,7 +761,11 @@ fn torture(op: Op) {
         let message = panic
             .downcast_ref::<String>()
             .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .or_else(|| {
+                panic
+                    .downcast_ref::<&str>()
+                    .map(std::string::ToString::to_string)
+            })
             .unwrap_or_default();
         harness.violation("stopped", Rule::NextCommandSucceeds, message);
     }

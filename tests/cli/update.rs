@@ -122,7 +122,7 @@ fn updates_fetch_shallowly_over_http() {
     let fetches: Vec<String> = http.requests()[before..]
         .iter()
         .filter(|r| r.method == "POST")
-        .map(|r| r.body_text())
+        .map(super::support::git_servers::Request::body_text)
         .filter(|b| b.contains("want "))
         .collect();
     assert!(!fetches.is_empty());
@@ -248,7 +248,7 @@ fn upstream_without_a_manifest_leaves_the_old_version_working() {
         "gone",
         |repo| {
             repo.commit_with("drop manifest", |work| {
-                fs::remove_file(work.join("extension.json")).unwrap()
+                fs::remove_file(work.join("extension.json")).unwrap();
             });
         },
         "extension.json: not found",

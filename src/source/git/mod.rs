@@ -22,11 +22,9 @@ use crate::store::record::RefKind;
 
 /// What was checked out.
 #[derive(Debug, Clone)]
-pub struct Checkout {
+pub(crate) struct Checkout {
     /// The full commit id.
     pub commit: String,
-    /// Whether the object store holds only the fetched commit's history tip.
-    pub shallow: bool,
     /// What the requested ref named.
     pub ref_kind: RefKind,
     /// The branch checked out, when the ref named one (or was the default branch).
@@ -35,7 +33,7 @@ pub struct Checkout {
 
 /// What a ref points at on the remote now, found without fetching.
 #[derive(Debug, Clone)]
-pub struct Probe {
+pub(crate) struct Probe {
     /// The commit the ref points at; `None` for an abbreviated commit id.
     pub commit: Option<String>,
     pub ref_kind: RefKind,
@@ -43,7 +41,7 @@ pub struct Probe {
 }
 
 /// Progress of the transfer: objects received of total, bytes.
-pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
+pub(crate) type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
 
 /// How the requested ref resolved against the remote's advertised refs.
 enum Want {
@@ -96,7 +94,7 @@ fn set_timeouts() {
 /// the tree records, recursively; with `only` (a folder of the repository), just those at,
 /// under or around that folder. A manifest (`only/extension.json`) that is a symbolic link
 /// or a submodule in the repository is refused before anything else is fetched.
-pub fn fetch(
+pub(crate) fn fetch(
     url: &GitUrl,
     git_ref: Option<&str>,
     git_dir: &Path,
@@ -127,7 +125,6 @@ pub fn fetch(
         }
     };
     let commit = repo.find_object(oid, None)?.peel_to_commit()?;
-    let shallow = repo.is_shallow();
     let label = format!(
         "{} ({})",
         crate::output::printable(&url.display),
@@ -155,7 +152,6 @@ pub fn fetch(
     )?;
     Ok(Checkout {
         commit: commit.id().to_string(),
-        shallow,
         ref_kind: want.kind(),
         branch: want.branch(),
     })
@@ -164,7 +160,7 @@ pub fn fetch(
 /// Shallow (depth 1) where the transport allows it: libgit2 cannot fetch local repositories
 /// shallowly, so those are fetched in full.
 fn depth_for(url: &GitUrl) -> i32 {
-    if url.local { 0 } else { 1 }
+    i32::from(!url.local)
 }
 
 /// Writes `commit`'s tree into `dir` (created if missing) without a `.git`: the scratch
@@ -180,7 +176,7 @@ fn check_out(repo: &Repository, commit: &git2::Commit, dir: &Path) -> Result<()>
 
 /// Finds what `git_ref` (the default branch when `None`) points at on the remote, without
 /// fetching any objects. `scratch` is an empty folder for a temporary repository.
-pub fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
+pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
     set_timeouts();
     let repo = Repository::init_bare(scratch)?;
     let auth = Auth::default();
@@ -509,8 +505,7 @@ fn fetch_error(e: git2::Error, url: &GitUrl, auth: &Auth) -> anyhow::Error {
 fn describe_host_key(key: &git2::cert::CertHostkey<'_>) -> String {
     let kind = key
         .hostkey_type()
-        .map(|t| format!("{} key", t.short_name()))
-        .unwrap_or_else(|| "key".to_string());
+        .map_or_else(|| "key".to_string(), |t| format!("{} key", t.short_name()));
     match key.hash_sha256() {
         Some(hash) => format!("{kind} SHA256:{}", base64_unpadded(hash)),
         None => kind,
@@ -540,7 +535,7 @@ fn ssh_server(url: &str) -> Option<(String, u16)> {
     }
 }
 
-/// The name a host has in known_hosts: `host` on port 22, `[host]:port` otherwise.
+/// The name a host has in `known_hosts`: `host` on port 22, `[host]:port` otherwise.
 fn known_hosts_name(host: &str, port: u16) -> String {
     if port == 22 {
         host.to_string()
@@ -549,10 +544,10 @@ fn known_hosts_name(host: &str, port: u16) -> String {
     }
 }
 
-/// The largest known_hosts file read (real ones hold a few hundred lines).
+/// The largest `known_hosts` file read (real ones hold a few hundred lines).
 const KNOWN_HOSTS_LIMIT: u64 = 16 << 20;
 
-/// Whether `file` (a known_hosts file) holds any key for `name`: plain and `[host]:port`
+/// Whether `file` (a `known_hosts` file) holds any key for `name`: plain and `[host]:port`
 /// entries are read here, hashed (`|1|salt|hash`) ones are looked up with `ssh-keygen -F`.
 fn known_host_has(file: &Path, name: &str) -> bool {
     // Bounded and never blocking: a known_hosts that is a named pipe or huge must not hang

@@ -162,7 +162,7 @@ fn gitlinks(repo: &Repository, tree: &Tree, only: Option<&Path>) -> Result<Vec<G
     let mut links = Vec::new();
     let mut pending = vec![(PathBuf::new(), tree.id())];
     while let Some((dir, id)) = pending.pop() {
-        for entry in repo.find_tree(id)?.iter() {
+        for entry in &repo.find_tree(id)? {
             let path = dir.join(OsStr::from_bytes(entry.name_bytes()));
             if !related(&path) {
                 continue;
@@ -453,10 +453,9 @@ fn base_url(sup: &GitUrl) -> String {
 fn relative_url(base: &str, raw: &str) -> Result<String, String> {
     let mut base = base.trim_end_matches('/').to_string();
     // Chopping may not reach into `scheme://host`.
-    let floor = base
-        .find("://")
-        .map(|i| i + 3 + base[i + 3..].find('/').unwrap_or(base.len() - i - 3))
-        .unwrap_or(0);
+    let floor = base.find("://").map_or(0, |i| {
+        i + 3 + base[i + 3..].find('/').unwrap_or(base.len() - i - 3)
+    });
     let mut rest = raw;
     let mut colon = false;
     loop {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::write_executable;
 
 /// Writes `<root>/<dir>/` with a manifest named `name` running `./run.sh` = `script`.
-pub fn sh_extension(root: &Path, dir: &str, name: &str, script: &str) -> PathBuf {
+pub(crate) fn sh_extension(root: &Path, dir: &str, name: &str, script: &str) -> PathBuf {
     let path = root.join(dir);
     fs::create_dir_all(&path).unwrap();
     let manifest = format!(
@@ -21,7 +21,7 @@ pub fn sh_extension(root: &Path, dir: &str, name: &str, script: &str) -> PathBuf
 
 /// A well-behaved script body: hello, the given registration lines, ready, then it answers
 /// commands, tools and shutdown.
-pub fn good_script(name: &str, registrations: &[&str]) -> String {
+pub(crate) fn good_script(name: &str, registrations: &[&str]) -> String {
     let mut script = format!(
         "echo '{{\"type\":\"hello\",\"name\":\"{name}\",\"version\":\"1.0.0\"}}'\nread ack\n"
     );
@@ -33,8 +33,8 @@ pub fn good_script(name: &str, registrations: &[&str]) -> String {
     script
 }
 
-/// Answers command_invoked and tool_call (id "1") and shutdown, like zot's frames are written.
-pub const SERVE: &str = r#"while IFS= read -r line; do
+/// Answers `command_invoked` and `tool_call` (id "1") and shutdown, like zot's frames are written.
+pub(crate) const SERVE: &str = r#"while IFS= read -r line; do
   case $line in
     '{"type":"command_invoked"'*) echo '{"type":"command_response","id":"1","action":"display","display":"done"}' ;;
     '{"type":"tool_call"'*) echo '{"type":"tool_result","id":"1","content":[{"type":"text","text":"tool done"}]}' ;;
@@ -56,12 +56,12 @@ fn stat(pid: &str) -> Option<(char, i32)> {
 }
 
 /// Whether `pid` runs (a zombie waiting to be reaped does not).
-pub fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     stat(&pid.to_string()).is_some_and(|(state, _)| state != 'Z')
 }
 
 /// Live processes in process group `pgid`.
-pub fn group_members(pgid: i32) -> Vec<i32> {
+pub(crate) fn group_members(pgid: i32) -> Vec<i32> {
     let mut members = Vec::new();
     for entry in fs::read_dir("/proc").unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -77,7 +77,7 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
 
 /// Asserts that nothing of the process group led by `pid` is left (allowing a moment for
 /// the kernel to finish a kill).
-pub fn assert_gone(pid: i32) {
+pub(crate) fn assert_gone(pid: i32) {
     let until = Instant::now() + Duration::from_millis(500);
     while (alive(pid) || !group_members(pid).is_empty()) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
@@ -91,13 +91,12 @@ pub fn assert_gone(pid: i32) {
 }
 
 /// Whether `program` is on PATH.
-pub fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|dir| dir.join(program).is_file()))
-        .unwrap_or(false)
+        .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(program).is_file()))
 }
 
 /// The repository's examples folder.
-pub fn examples() -> PathBuf {
+pub(crate) fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/extensions")
 }

@@ -1,5 +1,5 @@
 //! Real git servers for integration tests, all on 127.0.0.1: bare repository fixtures built
-//! with the `git` CLI, `git daemon` (git://), an HTTP/1.1 server (tiny_http) that runs
+//! with the `git` CLI, `git daemon` (git://), an HTTP/1.1 server (`tiny_http`) that runs
 //! `git http-backend` as CGI (smart HTTP), optionally behind basic auth, logging requests,
 //! and sshd.
 //!
@@ -27,7 +27,7 @@ const CGI_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `git` with a fixed identity and default branch in `dir`; panics on failure and returns
 /// trimmed stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .args([
             "-c",
@@ -59,7 +59,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A bare repository `<root>/<name>.git` (what the servers serve) fed from a private work
 /// repository: every commit, tag and branch made here is pushed to the bare one at once.
-pub struct Repo {
+pub(crate) struct Repo {
     _work_tmp: TempDir,
     /// The work tree the commits are made in.
     pub work: PathBuf,
@@ -70,7 +70,7 @@ pub struct Repo {
 
 impl Repo {
     /// An empty bare repository `<root>/<name>.git` (no commits yet) and its work repository.
-    pub fn empty(root: &Path, name: &str) -> Repo {
+    pub(crate) fn empty(root: &Path, name: &str) -> Repo {
         fs::create_dir_all(root).unwrap();
         let bare = root.join(format!("{name}.git"));
         git(root, &["init", "--quiet", "--bare", bare.to_str().unwrap()]);
@@ -89,14 +89,14 @@ impl Repo {
 
     /// A bare repository whose first commit holds a copy of the folder `src` (files, folders,
     /// modes and symbolic links as links).
-    pub fn from_dir(root: &Path, name: &str, src: &Path) -> Repo {
+    pub(crate) fn from_dir(root: &Path, name: &str, src: &Path) -> Repo {
         let repo = Repo::empty(root, name);
         repo.commit_with("initial", |work| copy_tree(src, work));
         repo
     }
 
     /// A bare repository whose first commit holds `files` (path, text).
-    pub fn with_files(root: &Path, name: &str, files: &[(&str, &str)]) -> Repo {
+    pub(crate) fn with_files(root: &Path, name: &str, files: &[(&str, &str)]) -> Repo {
         let repo = Repo::empty(root, name);
         repo.commit(files);
         repo
@@ -104,7 +104,7 @@ impl Repo {
 
     /// Writes `files` (path, text; parents created) into the work tree, commits everything
     /// and pushes. Returns the new commit id.
-    pub fn commit(&self, files: &[(&str, &str)]) -> String {
+    pub(crate) fn commit(&self, files: &[(&str, &str)]) -> String {
         self.commit_with("change", |work| {
             for (path, text) in files {
                 let path = work.join(path);
@@ -116,7 +116,7 @@ impl Repo {
 
     /// Lets `change` edit the work tree (write, delete, link...), commits everything with
     /// `message` and pushes. Returns the new commit id.
-    pub fn commit_with(&self, message: &str, change: impl FnOnce(&Path)) -> String {
+    pub(crate) fn commit_with(&self, message: &str, change: impl FnOnce(&Path)) -> String {
         change(&self.work);
         git(&self.work, &["add", "--all"]);
         git(
@@ -128,36 +128,36 @@ impl Repo {
     }
 
     /// A lightweight tag at the current commit.
-    pub fn tag(&self, name: &str) {
+    pub(crate) fn tag(&self, name: &str) {
         git(&self.work, &["tag", name]);
         self.push();
     }
 
     /// An annotated tag at the current commit.
-    pub fn annotated_tag(&self, name: &str, message: &str) {
+    pub(crate) fn annotated_tag(&self, name: &str, message: &str) {
         git(&self.work, &["tag", "-a", name, "-m", message]);
         self.push();
     }
 
     /// Creates the branch `name` at the current commit and switches to it, so the next
     /// commits go there.
-    pub fn branch(&self, name: &str) {
+    pub(crate) fn branch(&self, name: &str) {
         git(&self.work, &["switch", "--quiet", "-c", name]);
         self.push();
     }
 
     /// Switches the work repository to an existing branch.
-    pub fn switch(&self, name: &str) {
+    pub(crate) fn switch(&self, name: &str) {
         git(&self.work, &["switch", "--quiet", name]);
     }
 
     /// The commit the work repository's HEAD is at.
-    pub fn head_commit(&self) -> String {
+    pub(crate) fn head_commit(&self) -> String {
         self.rev_parse("HEAD")
     }
 
     /// The full commit id `rev` names (tags are peeled).
-    pub fn rev_parse(&self, rev: &str) -> String {
+    pub(crate) fn rev_parse(&self, rev: &str) -> String {
         git(&self.work, &["rev-parse", &format!("{rev}^{{commit}}")])
     }
 
@@ -165,7 +165,7 @@ impl Repo {
     /// a served URL, a path...), commits and pushes. The work repository's own checkout of
     /// the submodule comes from `sub`'s bare path (git >= 2.38 refuses local submodules
     /// unless `protocol.file.allow=always`). Returns the new commit id.
-    pub fn add_submodule(&self, path: &str, sub: &Repo, url: &str) -> String {
+    pub(crate) fn add_submodule(&self, path: &str, sub: &Repo, url: &str) -> String {
         git(
             &self.work,
             &[
@@ -194,7 +194,7 @@ impl Repo {
     /// Points the gitlink at `path` to `commit` (which need not exist anywhere), commits that
     /// alone and pushes. Later [`Repo::commit_with`] calls would stage the work repository's
     /// checkout of the submodule again. Returns the new commit id.
-    pub fn set_gitlink(&self, path: &str, commit: &str) -> String {
+    pub(crate) fn set_gitlink(&self, path: &str, commit: &str) -> String {
         git(
             &self.work,
             &[
@@ -256,7 +256,7 @@ fn git_program(name: &str) -> Command {
 }
 
 /// A port on 127.0.0.1 that was free a moment ago (nothing listens on it now).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -279,14 +279,14 @@ fn wait_for_port(addr: SocketAddr, deadline: Instant) -> bool {
 // git daemon
 
 /// `git daemon` serving every repository under a root on 127.0.0.1; killed on drop.
-pub struct GitDaemon {
+pub(crate) struct GitDaemon {
     child: Child,
     pub port: u16,
 }
 
 impl GitDaemon {
     /// Starts the daemon on a free port and waits until it accepts connections.
-    pub fn start(root: &Path) -> GitDaemon {
+    pub(crate) fn start(root: &Path) -> GitDaemon {
         let mut last_error = String::new();
         // The free port may be taken between the probe and the daemon's bind: retry a few times.
         for _ in 0..5 {
@@ -319,7 +319,7 @@ impl GitDaemon {
     }
 
     /// `git://127.0.0.1:PORT/<name>.git`.
-    pub fn url(&self, name: &str) -> String {
+    pub(crate) fn url(&self, name: &str) -> String {
         format!("git://127.0.0.1:{}/{name}.git", self.port)
     }
 }
@@ -336,7 +336,7 @@ impl Drop for GitDaemon {
 
 /// One request the HTTP server received.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     pub method: String,
     pub path: String,
     pub query: String,
@@ -350,7 +350,7 @@ pub struct Request {
 
 impl Request {
     /// The body as text (lossy), for `contains` checks on pkt-lines.
-    pub fn body_text(&self) -> String {
+    pub(crate) fn body_text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
@@ -361,10 +361,10 @@ struct Shared {
     log: Mutex<Vec<Request>>,
 }
 
-/// An HTTP/1.1 server on 127.0.0.1 (tiny_http, which parses requests and decodes chunked
+/// An HTTP/1.1 server on 127.0.0.1 (`tiny_http`, which parses requests and decodes chunked
 /// bodies) running `git http-backend` as CGI for every request, one thread per request.
 /// Stopped on drop.
-pub struct HttpGit {
+pub(crate) struct HttpGit {
     server: Arc<tiny_http::Server>,
     shared: Arc<Shared>,
     port: u16,
@@ -373,13 +373,13 @@ pub struct HttpGit {
 
 impl HttpGit {
     /// Serves the repositories under `root` to anyone.
-    pub fn start(root: &Path) -> HttpGit {
+    pub(crate) fn start(root: &Path) -> HttpGit {
         HttpGit::serve(root, None)
     }
 
     /// Serves the repositories under `root` only to requests with basic-auth `user:password`;
     /// others get 401 with `WWW-Authenticate: Basic realm="git"`.
-    pub fn with_auth(root: &Path, user: &str, password: &str) -> HttpGit {
+    pub(crate) fn with_auth(root: &Path, user: &str, password: &str) -> HttpGit {
         HttpGit::serve(root, Some((user.to_string(), password.to_string())))
     }
 
@@ -410,17 +410,17 @@ impl HttpGit {
         }
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
     /// `http://127.0.0.1:PORT/<name>.git`.
-    pub fn url(&self, name: &str) -> String {
+    pub(crate) fn url(&self, name: &str) -> String {
         format!("http://127.0.0.1:{}/{name}.git", self.port())
     }
 
     /// `http://user:password@127.0.0.1:PORT/<name>.git`.
-    pub fn url_with_credentials(&self, name: &str, user: &str, password: &str) -> String {
+    pub(crate) fn url_with_credentials(&self, name: &str, user: &str, password: &str) -> String {
         format!(
             "http://{user}:{password}@127.0.0.1:{}/{name}.git",
             self.port()
@@ -428,7 +428,7 @@ impl HttpGit {
     }
 
     /// Every request received so far.
-    pub fn requests(&self) -> Vec<Request> {
+    pub(crate) fn requests(&self) -> Vec<Request> {
         self.shared.log.lock().unwrap().clone()
     }
 }
@@ -634,7 +634,7 @@ fn read_cgi_header(out: &mut impl BufRead) -> io::Result<(u16, Vec<tiny_http::He
 }
 
 /// Standard base64 with padding.
-pub fn base64(input: &[u8]) -> String {
+pub(crate) fn base64(input: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(input)
 }
@@ -643,7 +643,7 @@ pub fn base64(input: &[u8]) -> String {
 // sshd
 
 /// Where Debian's OpenSSH server lives; sshd refuses to start from a relative path.
-pub const SSHD: &str = "/usr/sbin/sshd";
+pub(crate) const SSHD: &str = "/usr/sbin/sshd";
 
 /// Runs `ssh-keygen args`; panics on failure.
 fn ssh_keygen(args: &[&str]) {
@@ -660,7 +660,7 @@ fn ssh_keygen(args: &[&str]) {
 }
 
 /// A fresh passphrase-less ed25519 key pair `<dir>/<name>` and `<dir>/<name>.pub`.
-pub fn ssh_key(dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn ssh_key(dir: &Path, name: &str) -> PathBuf {
     fs::create_dir_all(dir).unwrap();
     let key = dir.join(name);
     ssh_keygen(&[
@@ -678,7 +678,7 @@ pub fn ssh_key(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// The name of the user running the tests (the one sshd lets in).
-pub fn user_name() -> String {
+pub(crate) fn user_name() -> String {
     let output = Command::new("id")
         .arg("-un")
         .stdin(Stdio::null())
@@ -689,7 +689,7 @@ pub fn user_name() -> String {
 
 /// An OpenSSH server on 127.0.0.1 with its own host key, letting the current user in with
 /// the keys written to its authorized keys file only; killed on drop.
-pub struct Sshd {
+pub(crate) struct Sshd {
     child: Child,
     dir: TempDir,
     pub port: u16,
@@ -700,7 +700,7 @@ pub struct Sshd {
 impl Sshd {
     /// Starts sshd on a free port, accepting the public keys of `authorized` (private key
     /// paths; `.pub` is added), and waits until it accepts connections.
-    pub fn start(authorized: &[&Path]) -> Sshd {
+    pub(crate) fn start(authorized: &[&Path]) -> Sshd {
         let dir = tempfile::tempdir().unwrap();
         let base = fs::canonicalize(dir.path()).unwrap();
         let host_key = ssh_key(&base, "host_key");
@@ -768,7 +768,7 @@ impl Sshd {
     }
 
     /// `ssh://<user>@127.0.0.1:PORT<bare>`.
-    pub fn url(&self, bare: &Path) -> String {
+    pub(crate) fn url(&self, bare: &Path) -> String {
         format!(
             "ssh://{}@127.0.0.1:{}{}",
             user_name(),
@@ -777,15 +777,15 @@ impl Sshd {
         )
     }
 
-    /// The known_hosts line for this server: `[127.0.0.1]:PORT <key type> <key>`.
-    pub fn known_hosts_line(&self) -> String {
+    /// The `known_hosts` line for this server: `[127.0.0.1]:PORT <key type> <key>`.
+    pub(crate) fn known_hosts_line(&self) -> String {
         let mut fields = self.host_key.split_whitespace();
         let (kind, key) = (fields.next().unwrap(), fields.next().unwrap());
         format!("[127.0.0.1]:{} {kind} {key}", self.port)
     }
 
     /// The host key's fingerprint as ssh shows it: `SHA256:<base64>`.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let output = Command::new("ssh-keygen")
             .arg("-l")
             .arg("-f")
@@ -801,7 +801,7 @@ impl Sshd {
     }
 
     /// What sshd logged so far (errors only), for failure messages.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
     }
 }
@@ -815,7 +815,7 @@ impl Drop for Sshd {
 
 /// An `ssh-agent` listening on a socket in a temporary folder, in the foreground so its
 /// pid is the child's; killed on drop.
-pub struct SshAgent {
+pub(crate) struct SshAgent {
     child: Child,
     _dir: TempDir,
     pub socket: PathBuf,
@@ -823,7 +823,7 @@ pub struct SshAgent {
 
 impl SshAgent {
     /// Starts an agent holding the private key `key`.
-    pub fn with_key(key: &Path) -> SshAgent {
+    pub(crate) fn with_key(key: &Path) -> SshAgent {
         let dir = tempfile::tempdir().unwrap();
         let socket = fs::canonicalize(dir.path()).unwrap().join("agent.sock");
         let child = Command::new("ssh-agent")
@@ -842,9 +842,11 @@ impl SshAgent {
         };
         let deadline = Instant::now() + START_TIMEOUT;
         while !agent.socket.exists() {
-            if Instant::now() > deadline || agent.child.try_wait().unwrap().is_some() {
-                panic!("ssh-agent did not create {}", agent.socket.display());
-            }
+            assert!(
+                !(Instant::now() > deadline || agent.child.try_wait().unwrap().is_some()),
+                "ssh-agent did not create {}",
+                agent.socket.display()
+            );
             thread::sleep(Duration::from_millis(10));
         }
         let output = Command::new("ssh-add")

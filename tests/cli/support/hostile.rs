@@ -21,21 +21,21 @@ use std::time::{Duration, Instant};
 use super::{Done, Env, command_line};
 
 /// How long one `zot` run may take before it counts as a hang.
-pub const RUN_TIMEOUT: Duration = Duration::from_secs(8);
+pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// The most output kept from one stream (a runaway writer must not fill the test's memory).
 const OUTPUT_CAP: usize = 16 << 20;
 
 /// A store (see [`World::new`]) and a victim folder with files beside the roots that no
 /// command may touch.
-pub struct World {
+pub(crate) struct World {
     pub env: Env,
     pub victim: PathBuf,
 }
 
 impl World {
     /// An empty store and the victim folder.
-    pub fn empty() -> World {
+    pub(crate) fn empty() -> World {
         let env = Env::new();
         let victim = env.home.parent().unwrap().join("victim");
         fs::create_dir_all(victim.join("sub")).unwrap();
@@ -46,14 +46,14 @@ impl World {
     }
 
     /// [`World::empty`] with `existing` installed globally and `local` in the project.
-    pub fn new() -> World {
+    pub(crate) fn new() -> World {
         let world = World::empty();
         world.populate();
         world
     }
 
     /// Installs `existing` globally and `local` in the project.
-    pub fn populate(&self) {
+    pub(crate) fn populate(&self) {
         let world = self;
         for (name, project) in [("existing", false), ("local", true)] {
             let src = world.env.source(&format!("src-{name}"), name);
@@ -66,25 +66,25 @@ impl World {
     }
 
     /// The folder holding home, project, work and victim.
-    pub fn base(&self) -> &Path {
+    pub(crate) fn base(&self) -> &Path {
         self.env.home.parent().unwrap()
     }
 
-    pub fn global_state(&self) -> PathBuf {
+    pub(crate) fn global_state(&self) -> PathBuf {
         self.env.home.join(".ext-store")
     }
 
-    pub fn project_state(&self) -> PathBuf {
+    pub(crate) fn project_state(&self) -> PathBuf {
         self.env.project.join(".zot/.ext-store")
     }
 
     /// `$ZOT_HOME/logs/ext-<name>.log`.
-    pub fn log(&self, name: &str) -> PathBuf {
+    pub(crate) fn log(&self, name: &str) -> PathBuf {
         self.env.home.join("logs").join(format!("ext-{name}.log"))
     }
 
     /// Runs a prepared command under [`RUN_TIMEOUT`].
-    pub fn run(&self, prepared: Prepared) -> Done {
+    pub(crate) fn run(&self, prepared: Prepared) -> Done {
         let mut run = self.env.zot(&prepared.args);
         if let Some(dir) = &prepared.cwd {
             run = run.current_dir(dir);
@@ -99,20 +99,20 @@ impl World {
     }
 
     /// Runs `zot ext <args>` under the timeout (for setups).
-    pub fn zot(&self, args: &[&str]) -> Done {
+    pub(crate) fn zot(&self, args: &[&str]) -> Done {
         let mut all = vec![OsString::from("ext")];
         all.extend(args.iter().map(OsString::from));
         self.run(Prepared::new(all))
     }
 
-    pub fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         Snapshot::of(self.base())
     }
 }
 
 /// One entry as the snapshot sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// file, dir, link, fifo, socket, char, block
     pub kind: &'static str,
     pub mode: u32,
@@ -124,23 +124,23 @@ pub struct Entry {
 /// Every entry under a folder, by relative path; links are never followed and special
 /// files never opened. Regular lock files are left out (their contents are not state).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Snapshot(pub BTreeMap<String, Entry>);
+pub(crate) struct Snapshot(pub BTreeMap<String, Entry>);
 
 impl Snapshot {
-    pub fn of(base: &Path) -> Snapshot {
+    pub(crate) fn of(base: &Path) -> Snapshot {
         let mut map = BTreeMap::new();
         walk(base, base, &mut map);
         Snapshot(map)
     }
 
     /// Paths that differ, with before/after, for messages.
-    pub fn diff(&self, after: &Snapshot) -> Vec<String> {
+    pub(crate) fn diff(&self, after: &Snapshot) -> Vec<String> {
         let mut out = Vec::new();
         for (path, entry) in &self.0 {
             match after.0.get(path) {
                 None => out.push(format!("removed {path} ({})", entry.kind)),
                 Some(now) if now != entry => {
-                    out.push(format!("changed {path}: {entry:?} -> {now:?}"))
+                    out.push(format!("changed {path}: {entry:?} -> {now:?}"));
                 }
                 _ => {}
             }
@@ -240,7 +240,7 @@ fn hash_ends(path: &Path, len: u64, hasher: &mut DefaultHasher) -> std::io::Resu
 
 /// Runs `cmd` in its own process group, with stdin closed, and kills the group if it
 /// has not finished within `timeout` (the result then has code -1 and says so in stderr).
-pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Done {
+pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Done {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -298,7 +298,7 @@ fn reader(mut stream: impl Read + Send + 'static) -> thread::JoinHandle<String> 
 }
 
 /// The command a case runs, and whatever must live while it runs (servers).
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub args: Vec<OsString>,
     pub unprivileged: bool,
     pub cwd: Option<PathBuf>,
@@ -307,7 +307,7 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    pub fn new(args: Vec<OsString>) -> Prepared {
+    pub(crate) fn new(args: Vec<OsString>) -> Prepared {
         Prepared {
             args,
             unprivileged: false,
@@ -318,34 +318,34 @@ impl Prepared {
     }
 
     /// Runs as `nobody` when the tests run as root (see [`Env::open_to_everyone`]).
-    pub fn unprivileged(mut self) -> Prepared {
+    pub(crate) fn unprivileged(mut self) -> Prepared {
         self.unprivileged = true;
         self
     }
 
-    pub fn with_arg(mut self, arg: impl Into<OsString>) -> Prepared {
+    pub(crate) fn with_arg(mut self, arg: impl Into<OsString>) -> Prepared {
         self.args.push(arg.into());
         self
     }
 
-    pub fn in_dir(mut self, dir: PathBuf) -> Prepared {
+    pub(crate) fn in_dir(mut self, dir: PathBuf) -> Prepared {
         self.cwd = Some(dir);
         self
     }
 
-    pub fn with_env(mut self, key: &'static str, value: impl Into<OsString>) -> Prepared {
+    pub(crate) fn with_env(mut self, key: &'static str, value: impl Into<OsString>) -> Prepared {
         self.env.push((key, value.into()));
         self
     }
 
-    pub fn keeping(mut self, thing: impl Any) -> Prepared {
+    pub(crate) fn keeping(mut self, thing: impl Any) -> Prepared {
         self.keep.push(Box::new(thing));
         self
     }
 }
 
 /// `zot ext <args>`.
-pub fn ext<I, S>(args: I) -> Prepared
+pub(crate) fn ext<I, S>(args: I) -> Prepared
 where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
@@ -357,7 +357,7 @@ where
 
 /// What a case may change when it succeeds.
 #[derive(Clone, Copy, Debug)]
-pub enum Changes {
+pub(crate) enum Changes {
     /// Nothing anywhere (the store and the outside are byte-identical).
     Nothing,
     /// Only entries whose path starts with one of these (relative to the world's base).
@@ -367,14 +367,14 @@ pub enum Changes {
 /// As a case's `code`: exit 0 or 1 are both right (a read-only command may list around
 /// the problem, mentioning `existing`, or refuse with one line containing the case's
 /// `says`); the nothing-changed rule holds either way.
-pub const EITHER: i32 = -100;
+pub(crate) const EITHER: i32 = -100;
 
 /// What the output of a read-only command that succeeded must mention: the extension
 /// every world has installed globally.
 const LISTED: &str = "existing";
 
 /// One hostile input: how to prepare it, and what `zot` must answer.
-pub struct Case {
+pub(crate) struct Case {
     pub name: &'static str,
     pub setup: fn(&World) -> Prepared,
     pub code: i32,
@@ -392,7 +392,7 @@ pub struct Case {
 
 impl Case {
     /// A refusal: exit `code`, one line on stderr containing `says`, nothing changed.
-    pub fn fails(
+    pub(crate) fn fails(
         name: &'static str,
         code: i32,
         says: &'static str,
@@ -411,31 +411,39 @@ impl Case {
 
     /// A success that changes nothing (a read-only command on a hostile store).
     /// Exit 0 or 1 (see [`EITHER`]).
-    pub fn either(name: &'static str, says: &'static str, setup: fn(&World) -> Prepared) -> Case {
+    pub(crate) fn either(
+        name: &'static str,
+        says: &'static str,
+        setup: fn(&World) -> Prepared,
+    ) -> Case {
         Case::fails(name, EITHER, says, setup)
     }
 
-    pub fn succeeds(name: &'static str, says: &'static str, setup: fn(&World) -> Prepared) -> Case {
+    pub(crate) fn succeeds(
+        name: &'static str,
+        says: &'static str,
+        setup: fn(&World) -> Prepared,
+    ) -> Case {
         Case::fails(name, 0, says, setup)
     }
 
-    pub fn pending(mut self, owner: &'static str) -> Case {
+    pub(crate) fn pending(mut self, owner: &'static str) -> Case {
         self.pending = Some(owner);
         self
     }
 
-    pub fn forbid(mut self, secret: &'static str) -> Case {
+    pub(crate) fn forbid(mut self, secret: &'static str) -> Case {
         self.forbid = Some(secret);
         self
     }
 
-    pub fn changing(mut self, under: &'static [&'static str]) -> Case {
+    pub(crate) fn changing(mut self, under: &'static [&'static str]) -> Case {
         self.changes = Changes::Under(under);
         self
     }
 
     /// Runs the case in a fresh world; returns what went wrong, if anything.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         let world = World::new();
         let prepared = (self.setup)(&world);
         let before = world.snapshot();
@@ -525,7 +533,7 @@ fn truncate(text: &str) -> String {
 /// `ZOT_HOSTILE_ONLY=<substring>` runs the matching cases only; `ZOT_HOSTILE_PENDING=1`
 /// runs the pending ones too and reports which of them pass now; `ZOT_HOSTILE_SHOW=1`
 /// prints what each case's run said on stderr.
-pub fn run_table(title: &str, cases: &[Case], threads: usize) {
+pub(crate) fn run_table(title: &str, cases: &[Case], threads: usize) {
     let only = std::env::var("ZOT_HOSTILE_ONLY").unwrap_or_default();
     let run_pending = std::env::var_os("ZOT_HOSTILE_PENDING").is_some();
     let mut names = std::collections::BTreeSet::new();
@@ -607,24 +615,24 @@ pub fn run_table(title: &str, cases: &[Case], threads: usize) {
 }
 
 /// Makes a named pipe at `path`.
-pub fn mkfifo(path: &Path) {
+pub(crate) fn mkfifo(path: &Path) {
     let ok = Command::new("mkfifo").arg(path).status().unwrap();
     assert!(ok.success(), "mkfifo {}", path.display());
 }
 
 /// Replaces whatever is at `path` (file, folder or link) with a symbolic link to `target`.
-pub fn replace_with_link(path: &Path, target: &Path) {
+pub(crate) fn replace_with_link(path: &Path, target: &Path) {
     remove_any(path);
     std::os::unix::fs::symlink(target, path).unwrap();
 }
 
 /// Replaces whatever is at `path` with a named pipe.
-pub fn replace_with_fifo(path: &Path) {
+pub(crate) fn replace_with_fifo(path: &Path) {
     remove_any(path);
     mkfifo(path);
 }
 
-pub fn remove_any(path: &Path) {
+pub(crate) fn remove_any(path: &Path) {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => fs::remove_dir_all(path).unwrap(),
         Ok(_) => fs::remove_file(path).unwrap(),
@@ -633,14 +641,14 @@ pub fn remove_any(path: &Path) {
 }
 
 /// A small tmpfs mounted over an empty folder for disk-full tests; unmounted on drop.
-pub struct Tmpfs {
+pub(crate) struct Tmpfs {
     at: PathBuf,
 }
 
 impl Tmpfs {
     /// Mounts a tmpfs of `size` (e.g. "2m") at `at`, or says on stderr why it cannot
     /// (not root, or mounting is not permitted here) and returns None.
-    pub fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+    pub(crate) fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
         if !super::is_root() {
             skip(&format!(
                 "disk-full test skipped: not root, cannot mount a tmpfs at {}",
@@ -678,7 +686,7 @@ impl Tmpfs {
     }
 
     /// Bytes still free on the tmpfs.
-    pub fn free(&self) -> u64 {
+    pub(crate) fn free(&self) -> u64 {
         let out = Command::new("df")
             .args(["-B1", "--output=avail"])
             .arg(&self.at)
@@ -696,12 +704,12 @@ impl Drop for Tmpfs {
 }
 
 /// Says on the real stderr (past the harness's capture) that a test did not run fully.
-pub fn skip(message: &str) {
+pub(crate) fn skip(message: &str) {
     let _ = std::io::stderr().write_all(format!("note: {message}\n").as_bytes());
 }
 
 /// `len` bytes that no compressor shrinks (git zlib-compresses what it stores).
-pub fn incompressible(len: usize) -> Vec<u8> {
+pub(crate) fn incompressible(len: usize) -> Vec<u8> {
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     (0..len)
         .map(|_| {
@@ -714,7 +722,7 @@ pub fn incompressible(len: usize) -> Vec<u8> {
 }
 
 /// The entries left in a folder (for "staging was emptied" checks).
-pub fn entries(dir: &Path) -> Vec<String> {
+pub(crate) fn entries(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()

@@ -19,7 +19,7 @@ use super::Env;
 
 /// One node of a tree, compared byte for byte.
 #[derive(Clone, PartialEq, Eq)]
-pub enum Node {
+pub(crate) enum Node {
     Dir {
         mode: u32,
     },
@@ -53,10 +53,10 @@ impl fmt::Debug for Node {
 }
 
 /// A whole tree by relative path; the root itself is `""`.
-pub type Tree = BTreeMap<PathBuf, Node>;
+pub(crate) type Tree = BTreeMap<PathBuf, Node>;
 
 /// Reads the tree at `root` without following any link (a link at `root` is one node).
-pub fn capture(root: &Path) -> Tree {
+pub(crate) fn capture(root: &Path) -> Tree {
     let mut tree = Tree::new();
     for entry in walkdir::WalkDir::new(root).follow_links(false) {
         let Ok(entry) = entry else { continue };
@@ -87,7 +87,7 @@ pub fn capture(root: &Path) -> Tree {
 
 /// Both scope bases (`$ZOT_HOME` and `<project>/.zot`) as one tree, keyed `home/...` and
 /// `project/...`, for "the store is byte-identical" assertions (compare with [`diff`]).
-pub fn capture_store(env: &Env) -> Tree {
+pub(crate) fn capture_store(env: &Env) -> Tree {
     let mut all = Tree::new();
     for (key, scope) in [("home", Scope::Global), ("project", Scope::Project)] {
         for (path, node) in capture(&scope.base(env)) {
@@ -98,7 +98,7 @@ pub fn capture_store(env: &Env) -> Tree {
 }
 
 /// The first difference between two trees, for messages.
-pub fn diff(want: &Tree, got: &Tree) -> String {
+pub(crate) fn diff(want: &Tree, got: &Tree) -> String {
     for (path, node) in want {
         match got.get(path) {
             None => return format!("{} is missing", path.display()),
@@ -116,39 +116,39 @@ pub fn diff(want: &Tree, got: &Tree) -> String {
 
 /// The two scopes, as the checker names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Scope {
+pub(crate) enum Scope {
     Project,
     Global,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 2] = [Scope::Project, Scope::Global];
+    pub(crate) const ALL: [Scope; 2] = [Scope::Project, Scope::Global];
 
     /// `$ZOT_HOME` or `<project>/.zot`.
-    pub fn base(self, env: &Env) -> PathBuf {
+    pub(crate) fn base(self, env: &Env) -> PathBuf {
         match self {
             Scope::Project => env.project.join(".zot"),
             Scope::Global => env.home.clone(),
         }
     }
 
-    pub fn root(self, env: &Env) -> PathBuf {
+    pub(crate) fn root(self, env: &Env) -> PathBuf {
         self.base(env).join("extensions")
     }
 
-    pub fn state(self, env: &Env) -> PathBuf {
+    pub(crate) fn state(self, env: &Env) -> PathBuf {
         self.base(env).join(".ext-store")
     }
 
     /// The flag that picks this scope for remove, enable, disable and update.
-    pub fn flag(self) -> &'static str {
+    pub(crate) fn flag(self) -> &'static str {
         match self {
             Scope::Project => "--project",
             Scope::Global => "--global",
         }
     }
 
-    pub fn other(self) -> Scope {
+    pub(crate) fn other(self) -> Scope {
         match self {
             Scope::Project => Scope::Global,
             Scope::Global => Scope::Project,
@@ -158,7 +158,7 @@ impl Scope {
 
 /// What the install record of a version names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordId {
+pub(crate) struct RecordId {
     pub source: String,
     pub commit: Option<String>,
 }
@@ -166,7 +166,7 @@ pub struct RecordId {
 /// One version an extension may be in: its exact tree and what its record names (`None` for a
 /// tree zot did not install, which has no record).
 #[derive(Clone, Debug)]
-pub struct Version {
+pub(crate) struct Version {
     pub label: String,
     pub tree: Tree,
     pub record: Option<RecordId>,
@@ -174,20 +174,20 @@ pub struct Version {
 
 /// What one folder name in one root may hold.
 #[derive(Clone, Debug, Default)]
-pub struct Allowed {
+pub(crate) struct Allowed {
     pub versions: Vec<Version>,
     pub absent_ok: bool,
 }
 
 /// What may be in both roots; a name not listed must not exist.
 #[derive(Clone, Debug, Default)]
-pub struct Expect {
+pub(crate) struct Expect {
     pub entries: BTreeMap<(Scope, String), Allowed>,
 }
 
 impl Expect {
     /// Allows `version` for `name` in `scope` (besides what is allowed already).
-    pub fn allow(&mut self, scope: Scope, name: &str, version: &Version) {
+    pub(crate) fn allow(&mut self, scope: Scope, name: &str, version: &Version) {
         self.entries
             .entry((scope, name.to_string()))
             .or_default()
@@ -196,7 +196,7 @@ impl Expect {
     }
 
     /// Allows `name` to be absent from `scope`.
-    pub fn allow_absent(&mut self, scope: Scope, name: &str) {
+    pub(crate) fn allow_absent(&mut self, scope: Scope, name: &str) {
         self.entries
             .entry((scope, name.to_string()))
             .or_default()
@@ -206,7 +206,7 @@ impl Expect {
 
 /// The invariant a violation breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// An entry in a root is not one of the versions it may be, is missing, or should not exist.
     TreeIsOldOrNew,
     /// An installed `extension.json` does not parse or names another extension.
@@ -238,7 +238,7 @@ pub enum Rule {
 
 /// One broken invariant.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
+pub(crate) struct Violation {
     pub rule: Rule,
     pub detail: String,
 }
@@ -251,10 +251,10 @@ impl fmt::Display for Violation {
 
 /// What the roots held: for each entry, the label of the version it matched (`None` when it
 /// matched none).
-pub type Found = BTreeMap<(Scope, String), Option<String>>;
+pub(crate) type Found = BTreeMap<(Scope, String), Option<String>>;
 
 /// Checks one world against an [`Expect`].
-pub struct Checker<'a> {
+pub(crate) struct Checker<'a> {
     pub env: &'a Env,
     pub expect: &'a Expect,
 }
@@ -262,7 +262,7 @@ pub struct Checker<'a> {
 impl Checker<'_> {
     /// Everything that must hold at any instant, even right after a kill: trees, manifests,
     /// nothing temporary in a root, a free lock.
-    pub fn at_any_instant(&self) -> (Vec<Violation>, Found) {
+    pub(crate) fn at_any_instant(&self) -> (Vec<Violation>, Found) {
         let mut out = Vec::new();
         let found = self.roots(&mut out);
         for scope in Scope::ALL {
@@ -273,7 +273,7 @@ impl Checker<'_> {
 
     /// Everything that must hold once a command has run to completion: the above, records
     /// that match the trees, and empty staging, trash and pending folders.
-    pub fn settled(&self) -> Vec<Violation> {
+    pub(crate) fn settled(&self) -> Vec<Violation> {
         let (mut out, found) = self.at_any_instant();
         self.records(&found, &mut out);
         for scope in Scope::ALL {
@@ -443,8 +443,8 @@ impl Checker<'_> {
 
 /// Every entry of `name`'s file list is in its tree as listed (files the extension or the
 /// user added are not listed; `extension.json` may differ by `enable`/`disable`).
-pub fn file_list_matches(state: &Path, root: &Path, name: &str) -> Result<(), String> {
-    use zot_ext::store::filelist::{FileList, Standing};
+pub(crate) fn file_list_matches(state: &Path, root: &Path, name: &str) -> Result<(), String> {
+    use zot_ext::testing::{FileList, Standing};
     let path = state.join("files").join(format!("{name}.json"));
     let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let list = FileList::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -466,7 +466,7 @@ pub fn file_list_matches(state: &Path, root: &Path, name: &str) -> Result<(), St
 }
 
 /// The source and commit an install record names.
-pub fn read_record(path: &Path) -> Option<RecordId> {
+pub(crate) fn read_record(path: &Path) -> Option<RecordId> {
     let value: serde_json::Value = serde_json::from_str(&fs::read_to_string(path).ok()?).ok()?;
     Some(RecordId {
         source: value.get("source")?.as_str()?.to_string(),
@@ -505,7 +505,7 @@ fn manifest_parses(path: &Path, name: &str, out: &mut Vec<Violation>) {
 }
 
 /// The names in a folder, sorted; none when it does not exist.
-pub fn entry_names(dir: &Path) -> Vec<String> {
+pub(crate) fn entry_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .map(|entries| {
             entries
@@ -519,7 +519,7 @@ pub fn entry_names(dir: &Path) -> Vec<String> {
 }
 
 /// The scope's lock can be taken at once.
-pub fn lock_free(env: &Env, scope: Scope, out: &mut Vec<Violation>) {
+pub(crate) fn lock_free(env: &Env, scope: Scope, out: &mut Vec<Violation>) {
     let path = scope.state(env).join("lock");
     let Ok(file) = File::options().write(true).open(&path) else {
         return; // no lock file: nothing holds it
@@ -533,7 +533,7 @@ pub fn lock_free(env: &Env, scope: Scope, out: &mut Vec<Violation>) {
 }
 
 /// The scope's staging, trash and pending folders are empty.
-pub fn state_emptied(env: &Env, scope: Scope, out: &mut Vec<Violation>) {
+pub(crate) fn state_emptied(env: &Env, scope: Scope, out: &mut Vec<Violation>) {
     for sub in ["staging", "trash", "pending"] {
         let dir = scope.state(env).join(sub);
         let left = entry_names(&dir);
@@ -547,7 +547,10 @@ pub fn state_emptied(env: &Env, scope: Scope, out: &mut Vec<Violation>) {
 }
 
 /// Splits violations into those of rules listed in `known` and the rest.
-pub fn split_known(violations: Vec<Violation>, known: &[Rule]) -> (Vec<Violation>, Vec<Violation>) {
+pub(crate) fn split_known(
+    violations: Vec<Violation>,
+    known: &[Rule],
+) -> (Vec<Violation>, Vec<Violation>) {
     violations
         .into_iter()
         .partition(|v| !known.contains(&v.rule))
@@ -556,13 +559,13 @@ pub fn split_known(violations: Vec<Violation>, known: &[Rule]) -> (Vec<Violation
 /// The torture suites' run settings: `ZOT_TORTURE=long` for the long mode, and
 /// `ZOT_TORTURE_SEED=<n>` to replay a run (the seed is printed on every failure).
 #[derive(Clone, Copy, Debug)]
-pub struct Torture {
+pub(crate) struct Torture {
     pub long: bool,
     pub seed: u64,
 }
 
 impl Torture {
-    pub fn from_env() -> Torture {
+    pub(crate) fn from_env() -> Torture {
         let long = std::env::var("ZOT_TORTURE").is_ok_and(|v| v == "long");
         let seed = std::env::var("ZOT_TORTURE_SEED")
             .ok()
@@ -570,14 +573,13 @@ impl Torture {
             .unwrap_or_else(|| {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(1)
+                    .map_or(1, |d| d.as_nanos() as u64)
             });
         Torture { long, seed }
     }
 
     /// How to replay this run of `test`.
-    pub fn replay(&self, test: &str) -> String {
+    pub(crate) fn replay(&self, test: &str) -> String {
         let long = if self.long { "ZOT_TORTURE=long " } else { "" };
         format!(
             "seed {}; replay with: {long}ZOT_TORTURE_SEED={} cargo test --test cli {test} -- --exact",
@@ -586,20 +588,20 @@ impl Torture {
     }
 
     /// A generator for one test, derived from the seed and the test's name.
-    pub fn rng(&self, test: &str) -> Rng {
+    pub(crate) fn rng(&self, test: &str) -> Rng {
         let salt = test.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
         });
         Rng(self.seed ^ salt)
     }
 }
 
-/// SplitMix64: small, seeded and good enough to pick commands and delays.
+/// `SplitMix64`: small, seeded and good enough to pick commands and delays.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -608,16 +610,16 @@ impl Rng {
     }
 
     /// A number in `0..n`.
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
     }
 
     /// A number in `[0, 1)`.
-    pub fn fraction(&mut self) -> f64 {
+    pub(crate) fn fraction(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
 }

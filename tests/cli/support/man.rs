@@ -1,4 +1,4 @@
-//! The generated files: the man pages in `man/` (clap_mangen from the clap definitions, with
+//! The generated files: the man pages in `man/` (`clap_mangen` from the clap definitions, with
 //! a SYNOPSIS of our own, plus EXIT STATUS, ENVIRONMENT, FILES and EXAMPLES from
 //! `zot_ext::cli::pages`, and SEE ALSO) and the completion scripts in `completions/`,
 //! rendered in memory so tests/cli/generated.rs can compare them with the committed copies
@@ -14,10 +14,10 @@ use zot_ext::cli::pages::{ENVIRONMENT, EXIT_STATUS, FILES, examples, exit_status
 
 /// The date in each page's `.TH` line. Pages must not change from run to run, so this is a
 /// constant rather than today: set it to the release date when the version changes.
-pub const MAN_DATE: &str = "2026-11-29";
+pub(crate) const MAN_DATE: &str = "2026-11-29";
 
 /// One manual page: `zot`, `zot ext`, `zot ext list`, ... and `zot completions`.
-pub struct Page {
+pub(crate) struct Page {
     /// The command as typed: `zot ext list`.
     pub path: String,
     /// The page name: `zot-ext-list`.
@@ -26,7 +26,7 @@ pub struct Page {
 }
 
 /// Every generated file as (path relative to the repository root, contents).
-pub fn render() -> Vec<(String, Vec<u8>)> {
+pub(crate) fn render() -> Vec<(String, Vec<u8>)> {
     let mut files = completion_scripts();
     files.extend(pages().iter().map(|page| {
         (
@@ -38,7 +38,7 @@ pub fn render() -> Vec<(String, Vec<u8>)> {
 }
 
 /// `completions/<file>` for each shell: the script `zot completions <shell>` prints.
-pub fn completion_scripts() -> Vec<(String, Vec<u8>)> {
+pub(crate) fn completion_scripts() -> Vec<(String, Vec<u8>)> {
     Shell::value_variants()
         .iter()
         .map(|shell| {
@@ -51,7 +51,7 @@ pub fn completion_scripts() -> Vec<(String, Vec<u8>)> {
 }
 
 /// Every command that gets a page, parents before children, without clap's `help`.
-pub fn pages() -> Vec<Page> {
+pub(crate) fn pages() -> Vec<Page> {
     fn without_help(cmd: Command) -> Command {
         cmd.disable_help_subcommand(true)
             .mut_subcommands(without_help)
@@ -135,7 +135,7 @@ fn render_page(page: &Page, see_also: &[String]) -> Vec<u8> {
     tidy(&String::from_utf8_lossy(&out)).into_bytes()
 }
 
-/// SYNOPSIS, rendered here: clap_mangen 0.3's leaves out option values (`[--timeout]`), the
+/// SYNOPSIS, rendered here: `clap_mangen` 0.3's leaves out option values (`[--timeout]`), the
 /// `...` of repeatable arguments and which flags exclude each other, and clap's usage line
 /// folds every option into `[OPTIONS]`.
 fn synopsis(page: &Page) -> String {
@@ -271,11 +271,11 @@ fn value_words(opt: &Arg) -> Vec<Inline> {
 }
 
 /// `NAME`: the value name clap shows in help, or the argument's id in capitals.
-pub fn value_name(arg: &Arg) -> String {
+pub(crate) fn value_name(arg: &Arg) -> String {
     match arg.get_value_names() {
         Some(names) if !names.is_empty() => names
             .iter()
-            .map(|n| n.as_str())
+            .map(clap::builder::Str::as_str)
             .collect::<Vec<_>>()
             .join(" "),
         _ => arg.get_id().as_str().to_uppercase(),
@@ -283,7 +283,7 @@ pub fn value_name(arg: &Arg) -> String {
 }
 
 /// Whether the argument may be given more than once (or takes several values).
-pub fn repeats(arg: &Arg) -> bool {
+pub(crate) fn repeats(arg: &Arg) -> bool {
     matches!(arg.get_action(), ArgAction::Append | ArgAction::Count)
         || arg.get_num_args().is_some_and(|r| r.max_values() > 1)
 }
@@ -301,7 +301,7 @@ fn bracket(mut words: Vec<Inline>, optional: bool, repeats: bool) -> Vec<Inline>
 }
 
 /// Every `Roff` written starts with the same apostrophe preamble; keep one, at the top.
-/// clap_mangen separates an option's help from its possible values with `.br`, an empty
+/// `clap_mangen` separates an option's help from its possible values with `.br`, an empty
 /// line and `.br`, which mandoc warns about; a `.sp` does the same.
 fn tidy(page: &str) -> String {
     const PREAMBLE: &str = ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n";

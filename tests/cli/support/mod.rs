@@ -1,13 +1,13 @@
-//! The test environment: a temporary ZOT_HOME, a temporary project directory, and a
+//! The test environment: a temporary `ZOT_HOME`, a temporary project directory, and a
 //! builder that runs the real `zot` binary against them.
 
 #![allow(dead_code)]
 
-pub mod extensions;
-pub mod git_servers;
-pub mod hostile;
-pub mod invariants;
-pub mod man;
+pub(crate) mod extensions;
+pub(crate) mod git_servers;
+pub(crate) mod hostile;
+pub(crate) mod invariants;
+pub(crate) mod man;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -18,9 +18,9 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// An isolated world for one test: `home` is ZOT_HOME, `project` the working directory,
+/// An isolated world for one test: `home` is `ZOT_HOME`, `project` the working directory,
 /// `work` a scratch folder for sources.
-pub struct Env {
+pub(crate) struct Env {
     _root: TempDir,
     pub home: PathBuf,
     pub project: PathBuf,
@@ -29,7 +29,7 @@ pub struct Env {
 }
 
 impl Env {
-    pub fn new() -> Env {
+    pub(crate) fn new() -> Env {
         let root = tempfile::tempdir().expect("tempdir");
         let base = fs::canonicalize(root.path()).unwrap();
         let env = Env {
@@ -46,7 +46,7 @@ impl Env {
     }
 
     /// A `zot` command with the environment pinned to this world.
-    pub fn zot<I, S>(&self, args: I) -> Run
+    pub(crate) fn zot<I, S>(&self, args: I) -> Run
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -64,25 +64,25 @@ impl Env {
     }
 
     /// The test's PATH with a directory of its own put first.
-    pub fn path_with(&self, first: &Path) -> std::ffi::OsString {
+    pub(crate) fn path_with(&self, first: &Path) -> std::ffi::OsString {
         let mut dirs = vec![first.to_path_buf()];
         dirs.extend(std::env::split_paths(&path_without_agent()));
         std::env::join_paths(dirs).unwrap()
     }
 
     /// Global extensions root.
-    pub fn global_root(&self) -> PathBuf {
+    pub(crate) fn global_root(&self) -> PathBuf {
         self.home.join("extensions")
     }
 
     /// Project extensions root.
-    pub fn project_root(&self) -> PathBuf {
+    pub(crate) fn project_root(&self) -> PathBuf {
         self.project.join(".zot/extensions")
     }
 
     /// Writes an extension source folder `work/<dir>` with the given manifest text and an
     /// executable `run.sh`.
-    pub fn source_with_manifest(&self, dir: &str, manifest: &str) -> PathBuf {
+    pub(crate) fn source_with_manifest(&self, dir: &str, manifest: &str) -> PathBuf {
         let path = self.work.join(dir);
         fs::create_dir_all(&path).unwrap();
         fs::write(path.join("extension.json"), manifest).unwrap();
@@ -91,32 +91,32 @@ impl Env {
     }
 
     /// A valid extension source `work/<dir>` whose manifest name is `name`.
-    pub fn source(&self, dir: &str, name: &str) -> PathBuf {
+    pub(crate) fn source(&self, dir: &str, name: &str) -> PathBuf {
         self.source_with_manifest(dir, &manifest(name))
     }
 
     /// Runs `zot ext install <source>` and asserts it succeeded.
     #[track_caller]
-    pub fn install(&self, source: impl AsRef<OsStr>) -> Done {
+    pub(crate) fn install(&self, source: impl AsRef<OsStr>) -> Done {
         self.install_with(source, &[])
     }
 
     /// Runs `zot ext install <source> --project` and asserts it succeeded.
     #[track_caller]
-    pub fn install_project(&self, source: impl AsRef<OsStr>) -> Done {
+    pub(crate) fn install_project(&self, source: impl AsRef<OsStr>) -> Done {
         self.install_with(source, &["--project"])
     }
 
     /// Runs `zot ext install <source> <flags>` and asserts it succeeded.
     #[track_caller]
-    pub fn install_with(&self, source: impl AsRef<OsStr>, flags: &[&str]) -> Done {
+    pub(crate) fn install_with(&self, source: impl AsRef<OsStr>, flags: &[&str]) -> Done {
         let mut args = vec![OsStr::new("ext"), OsStr::new("install"), source.as_ref()];
         args.extend(flags.iter().map(OsStr::new));
         self.zot(args).ok()
     }
 
     /// Installs a valid extension named `name` (global, or project with `project`).
-    pub fn installed(&self, name: &str, project: bool) -> PathBuf {
+    pub(crate) fn installed(&self, name: &str, project: bool) -> PathBuf {
         let src = self.source(&format!("src-{name}-{project}"), name);
         if project {
             self.install_project(&src);
@@ -130,7 +130,7 @@ impl Env {
 
     /// A listing of every file under the two scope bases with contents, for "nothing
     /// changed" assertions (the lock file is ignored).
-    pub fn snapshot(&self) -> Vec<(String, String)> {
+    pub(crate) fn snapshot(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for base in [&self.home, &self.project.join(".zot")] {
             if !base.exists() {
@@ -160,7 +160,7 @@ impl Env {
     }
 
     /// The one-line error for a name that is installed in neither scope.
-    pub fn not_installed_error(&self, name: &str) -> String {
+    pub(crate) fn not_installed_error(&self, name: &str) -> String {
         format!(
             "error: no extension named \"{name}\" is installed (looked in {} and {}); \
              `zot ext list` shows what is\n",
@@ -170,7 +170,7 @@ impl Env {
     }
 
     /// The folders in the global and project extensions roots.
-    pub fn installed_names(&self) -> Vec<String> {
+    pub(crate) fn installed_names(&self) -> Vec<String> {
         let mut names = Vec::new();
         for root in [self.project_root(), self.global_root()] {
             if let Ok(entries) = fs::read_dir(root) {
@@ -187,13 +187,13 @@ impl Env {
 }
 
 /// A manifest for `name` running `./run.sh`.
-pub fn manifest(name: &str) -> String {
+pub(crate) fn manifest(name: &str) -> String {
     format!(
         "{{\n  \"name\": \"{name}\",\n  \"version\": \"1.0.0\",\n  \"exec\": \"./run.sh\",\n  \"language\": \"shell\",\n  \"description\": \"test extension {name}\",\n  \"enabled\": true\n}}\n"
     )
 }
 
-pub fn write_executable(path: &Path, content: &str) {
+pub(crate) fn write_executable(path: &Path, content: &str) {
     fs::write(path, content).unwrap();
     #[cfg(unix)]
     {
@@ -203,13 +203,13 @@ pub fn write_executable(path: &Path, content: &str) {
 }
 
 /// A prepared command; finish with `ok()`, `fails(code)` or `output()`.
-pub struct Run {
+pub(crate) struct Run {
     pub cmd: Command,
     stdin: Option<Vec<u8>>,
 }
 
 /// What a finished run printed, and the command line that printed it.
-pub struct Done {
+pub(crate) struct Done {
     pub command: String,
     pub code: i32,
     pub stdout: String,
@@ -230,27 +230,27 @@ impl std::fmt::Debug for Done {
 /// Assertions on a finished run; each fails with the whole run in its message and returns
 /// the run for chaining.
 impl Done {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{self:?}"))
     }
 
     /// Asserts exit status 0.
     #[track_caller]
-    pub fn success(&self) -> &Done {
+    pub(crate) fn success(&self) -> &Done {
         self.failure(0)
     }
 
     /// Asserts the exit status (named for the failing codes it is used with).
     #[track_caller]
-    pub fn failure(&self, code: i32) -> &Done {
+    pub(crate) fn failure(&self, code: i32) -> &Done {
         assert_eq!(self.code, code, "expected exit status {code}:\n{self:?}");
         self
     }
 
     /// Asserts stdout contains `text`.
     #[track_caller]
-    pub fn stdout_has(&self, text: &str) -> &Done {
+    pub(crate) fn stdout_has(&self, text: &str) -> &Done {
         assert!(
             self.stdout.contains(text),
             "stdout lacks {text:?}:\n{self:?}"
@@ -260,7 +260,7 @@ impl Done {
 
     /// Asserts stderr contains `text`.
     #[track_caller]
-    pub fn stderr_has(&self, text: &str) -> &Done {
+    pub(crate) fn stderr_has(&self, text: &str) -> &Done {
         assert!(
             self.stderr.contains(text),
             "stderr lacks {text:?}:\n{self:?}"
@@ -270,7 +270,7 @@ impl Done {
 
     /// Asserts stdout does not contain `text`.
     #[track_caller]
-    pub fn stdout_lacks(&self, text: &str) -> &Done {
+    pub(crate) fn stdout_lacks(&self, text: &str) -> &Done {
         assert!(
             !self.stdout.contains(text),
             "stdout has {text:?}:\n{self:?}"
@@ -280,7 +280,7 @@ impl Done {
 
     /// Asserts stderr does not contain `text`.
     #[track_caller]
-    pub fn stderr_lacks(&self, text: &str) -> &Done {
+    pub(crate) fn stderr_lacks(&self, text: &str) -> &Done {
         assert!(
             !self.stderr.contains(text),
             "stderr has {text:?}:\n{self:?}"
@@ -290,7 +290,7 @@ impl Done {
 
     /// Asserts stderr is one line (the rule for errors).
     #[track_caller]
-    pub fn stderr_one_line(&self) -> &Done {
+    pub(crate) fn stderr_one_line(&self) -> &Done {
         assert!(
             self.stderr.lines().count() == 1,
             "stderr is not one line:\n{self:?}"
@@ -300,21 +300,21 @@ impl Done {
 
     /// Asserts stdout is exactly `text`.
     #[track_caller]
-    pub fn stdout_is(&self, text: &str) -> &Done {
+    pub(crate) fn stdout_is(&self, text: &str) -> &Done {
         assert!(self.stdout == text, "stdout is not {text:?}:\n{self:?}");
         self
     }
 
     /// Asserts stderr is exactly `text`.
     #[track_caller]
-    pub fn stderr_is(&self, text: &str) -> &Done {
+    pub(crate) fn stderr_is(&self, text: &str) -> &Done {
         assert!(self.stderr == text, "stderr is not {text:?}:\n{self:?}");
         self
     }
 
     /// Asserts stdout is a JSON document equal to `expected`.
     #[track_caller]
-    pub fn json_is(&self, expected: Value) -> &Done {
+    pub(crate) fn json_is(&self, expected: Value) -> &Done {
         assert!(
             self.json() == expected,
             "stdout is not the JSON {expected:#}:\n{self:?}"
@@ -324,7 +324,7 @@ impl Done {
 }
 
 /// `cmd` as one line, for failure messages.
-pub fn command_line(cmd: &Command) -> String {
+pub(crate) fn command_line(cmd: &Command) -> String {
     let mut line = cmd.get_program().to_string_lossy().into_owned();
     for arg in cmd.get_args() {
         line.push(' ');
@@ -334,22 +334,22 @@ pub fn command_line(cmd: &Command) -> String {
 }
 
 impl Run {
-    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Run {
+    pub(crate) fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Run {
         self.cmd.env(key, value);
         self
     }
 
-    pub fn current_dir(mut self, dir: &Path) -> Run {
+    pub(crate) fn current_dir(mut self, dir: &Path) -> Run {
         self.cmd.current_dir(dir);
         self
     }
 
-    pub fn stdin(mut self, input: &str) -> Run {
+    pub(crate) fn stdin(mut self, input: &str) -> Run {
         self.stdin = Some(input.as_bytes().to_vec());
         self
     }
 
-    pub fn output(mut self) -> Done {
+    pub(crate) fn output(mut self) -> Done {
         self.cmd
             .stdin(if self.stdin.is_some() {
                 Stdio::piped()
@@ -378,7 +378,7 @@ impl Run {
 
     /// Runs and asserts exit status 0.
     #[track_caller]
-    pub fn ok(self) -> Done {
+    pub(crate) fn ok(self) -> Done {
         let done = self.output();
         done.success();
         done
@@ -386,7 +386,7 @@ impl Run {
 
     /// Runs and asserts the exit status.
     #[track_caller]
-    pub fn fails(self, code: i32) -> Done {
+    pub(crate) fn fails(self, code: i32) -> Done {
         let done = self.output();
         done.failure(code);
         done
@@ -394,17 +394,16 @@ impl Run {
 }
 
 /// Whether the tests run as root (CI does), where permission bits do not stop reads.
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 impl Env {
     /// Opens this world to an unprivileged user, for permission tests run as root.
-    pub fn open_to_everyone(&self) {
+    pub(crate) fn open_to_everyone(&self) {
         use std::os::unix::fs::PermissionsExt;
         let base = self.home.parent().unwrap();
         fs::set_permissions(base, fs::Permissions::from_mode(0o755)).unwrap();
@@ -426,7 +425,7 @@ impl Env {
 impl Run {
     /// When running as root, runs the command as `nobody` through `setpriv`, so file
     /// permissions apply. Call [`Env::open_to_everyone`] first.
-    pub fn unprivileged(self) -> Run {
+    pub(crate) fn unprivileged(self) -> Run {
         if !is_root() {
             return self;
         }
@@ -458,7 +457,7 @@ fn shell_quote(word: &str) -> String {
 impl Env {
     /// Runs `zot args` with a pseudo-terminal as stdin, stdout and stderr (through
     /// util-linux `script`), typing `input`; returns everything the terminal showed.
-    pub fn zot_in_terminal(&self, args: &[&str], input: &str) -> Done {
+    pub(crate) fn zot_in_terminal(&self, args: &[&str], input: &str) -> Done {
         let mut line = shell_quote(env!("CARGO_BIN_EXE_zot"));
         for arg in args {
             line.push(' ');
@@ -482,7 +481,7 @@ impl Env {
 
 /// PATH without the folders holding a `zot`, so a zot agent installed on the machine never
 /// answers a test's `zot` (help and version go to the agent when there is one).
-pub fn path_without_agent() -> std::ffi::OsString {
+pub(crate) fn path_without_agent() -> std::ffi::OsString {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let dirs = std::env::split_paths(&path).filter(|dir| !dir.join("zot").exists());
     std::env::join_paths(dirs.collect::<Vec<_>>()).unwrap()
