@@ -9,7 +9,7 @@ use zot_ext::{cmd, error, output};
 fn main() -> ExitCode {
     // Answers `COMPLETE=<shell> zot -- <words>` (shell completion) and exits; else no-op.
     zot_ext::cli::complete::complete_if_requested();
-    // Invoked as `zot` with a command line that is not ours: the zot agent's (src/agent.rs).
+    // Invoked as `zot` with a command line that is not ours: the zot agent's (src/cli/agent.rs).
     if let Some(code) = zot_ext::cli::agent::pass_through_if_agents() {
         return code;
     }

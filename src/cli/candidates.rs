@@ -344,7 +344,7 @@ mod tests {
             assert_eq!(
                 completed(completer, &word),
                 [format!("{}/my-ext/", base.display())],
-                "zot ext {sub}: use `names(Offer::InstalledOrFolder)` in src/cli.rs"
+                "zot ext {sub}: use `names(Offer::InstalledOrFolder)` in src/cli/mod.rs"
             );
         }
     }

@@ -126,23 +126,23 @@ fn language(lang: Lang) -> &'static str {
 /// The program file(s) of `lang`, as (path, template, executable).
 fn program(lang: Lang) -> Vec<(&'static str, &'static str, bool)> {
     match lang {
-        Lang::Python => vec![("main.py", include_str!("../templates/python/main.py"), true)],
-        Lang::Node => vec![("main.js", include_str!("../templates/node/main.js"), true)],
-        Lang::Shell => vec![("main.sh", include_str!("../templates/shell/main.sh"), true)],
+        Lang::Python => vec![("main.py", include_str!("../../templates/python/main.py"), true)],
+        Lang::Node => vec![("main.js", include_str!("../../templates/node/main.js"), true)],
+        Lang::Shell => vec![("main.sh", include_str!("../../templates/shell/main.sh"), true)],
         Lang::Go => vec![
-            ("main.go", include_str!("../templates/go/main.go"), false),
-            ("go.mod", include_str!("../templates/go/go.mod"), false),
+            ("main.go", include_str!("../../templates/go/main.go"), false),
+            ("go.mod", include_str!("../../templates/go/go.mod"), false),
             (".gitignore", "/__BINARY__\n", false),
         ],
         Lang::Rust => vec![
             (
                 "src/main.rs",
-                include_str!("../templates/rust/main.rs"),
+                include_str!("../../templates/rust/main.rs"),
                 false,
             ),
             (
                 "Cargo.toml",
-                include_str!("../templates/rust/Cargo.toml.tmpl"),
+                include_str!("../../templates/rust/Cargo.toml.tmpl"),
                 false,
             ),
             (".gitignore", "/target\n", false),
@@ -241,7 +241,7 @@ fn readme(lang: Lang, names: &Names, files: &[File], standalone: bool) -> String
             "Restart zot (or run `/reload-ext`) to use it there.",
         )
     };
-    fill(include_str!("../templates/README.md"), names)
+    fill(include_str!("../../templates/README.md"), names)
         .replace("__LANGUAGE__", lang_title(lang))
         .replace("__TOOL_DOES__", tool_does)
         .replace("__FILES__", &list)
