@@ -1,5 +1,10 @@
 //! Extension log files: printing one whole or its last lines (found by reading backwards),
 //! and following it like `tail -F` through appends, truncation, rotation and late creation.
+//!
+//! The follower is written here rather than taken from a tail crate: it must treat the log as
+//! untrusted (never block on a FIFO that replaces it, cap what it reads), notice a rotation by
+//! inode and a truncation by length, and stop when the reader of stdout has gone; `notify`
+//! wakes it, a slow poll covers filesystems without events.
 
 use std::ffi::OsString;
 use std::fmt;

@@ -126,9 +126,21 @@ fn language(lang: Lang) -> &'static str {
 /// The program file(s) of `lang`, as (path, template, executable).
 fn program(lang: Lang) -> Vec<(&'static str, &'static str, bool)> {
     match lang {
-        Lang::Python => vec![("main.py", include_str!("../../templates/python/main.py"), true)],
-        Lang::Node => vec![("main.js", include_str!("../../templates/node/main.js"), true)],
-        Lang::Shell => vec![("main.sh", include_str!("../../templates/shell/main.sh"), true)],
+        Lang::Python => vec![(
+            "main.py",
+            include_str!("../../templates/python/main.py"),
+            true,
+        )],
+        Lang::Node => vec![(
+            "main.js",
+            include_str!("../../templates/node/main.js"),
+            true,
+        )],
+        Lang::Shell => vec![(
+            "main.sh",
+            include_str!("../../templates/shell/main.sh"),
+            true,
+        )],
         Lang::Go => vec![
             ("main.go", include_str!("../../templates/go/main.go"), false),
             ("go.mod", include_str!("../../templates/go/go.mod"), false),

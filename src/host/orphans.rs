@@ -3,6 +3,10 @@
 //! re-parented to it instead of to init; after an extension stops they are found (from a
 //! snapshot of its process tree, and among the processes zot adopted), stopped with SIGTERM
 //! and then SIGKILL, reaped, and reported. Signals and waits go through rustix's safe calls.
+//!
+//! The process tree is read from `/proc/<pid>/stat` (parent, start time) by hand: the three
+//! fields needed take a dozen lines, where a process crate (`sysinfo`, `procfs`) would bring
+//! a large dependency for them.
 
 use std::time::{Duration, Instant};
 

@@ -122,8 +122,8 @@ mod tests {
         assert!(backups(&dirs, "x").is_empty());
     }
 
-    #[test]
-    fn the_newest_three_are_kept() {
+    /// Makes backups of `x` with these folder names, rotates them and returns those kept.
+    fn rotated(names: &[String]) -> Vec<String> {
         let tmp = tempfile::tempdir().unwrap();
         let dirs = ScopeDirs {
             scope: Scope::Global,
@@ -131,22 +131,24 @@ mod tests {
         };
         let store = Store::open(&dirs).unwrap();
         let mine = dirs.state().join(BACKUP).join("x");
-        for when in [
-            "2026-01-01T00:00:0",
-            "2026-01-01T00:00:1",
-            "2026-01-01T00:00:2",
-        ] {
-            for i in 0..2 {
-                fs::create_dir_all(mine.join(format!("{when}{i}Z/sub"))).unwrap();
-            }
+        for name in names {
+            fs::create_dir_all(mine.join(name).join("sub")).unwrap();
         }
         store.rotate_backups("x").unwrap();
-        let kept: Vec<String> = backups(&dirs, "x")
+        backups(&dirs, "x")
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_newest_three_are_kept() {
+        let names: Vec<String> = ["0", "1", "2"]
+            .iter()
+            .flat_map(|s| (0..2).map(move |i| format!("2026-01-01T00:00:{s}{i}Z")))
             .collect();
         assert_eq!(
-            kept,
+            rotated(&names),
             [
                 "2026-01-01T00:00:11Z",
                 "2026-01-01T00:00:20Z",
@@ -157,28 +159,15 @@ mod tests {
 
     #[test]
     fn a_seconds_name_is_older_than_the_millisecond_names_of_the_same_second() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dirs = ScopeDirs {
-            scope: Scope::Global,
-            base: tmp.path().to_path_buf(),
-        };
-        let store = Store::open(&dirs).unwrap();
-        let mine = dirs.state().join(BACKUP).join("x");
-        for when in [
+        let names = [
             "2026-01-01T00:00:00Z",
             "2026-01-01T00:00:00.132Z",
             "2026-01-01T00:00:00.187Z",
             "2026-01-01T00:00:00.241Z",
-        ] {
-            fs::create_dir_all(mine.join(when)).unwrap();
-        }
-        store.rotate_backups("x").unwrap();
-        let kept: Vec<String> = backups(&dirs, "x")
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
+        ]
+        .map(String::from);
         assert_eq!(
-            kept,
+            rotated(&names),
             [
                 "2026-01-01T00:00:00.132Z",
                 "2026-01-01T00:00:00.187Z",
