@@ -78,7 +78,9 @@ pub(crate) fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
 pub enum Scope {
     /// ./.zot/extensions/, which wins on a name clash
     Project,
-    /// $`ZOT_HOME/extensions`/
+    /// $ZOT_HOME/extensions/
+    // `--scope`'s help text, where backticks would print as they are.
+    #[allow(clippy::doc_markdown)]
     Global,
 }
 

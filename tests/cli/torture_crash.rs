@@ -105,7 +105,7 @@ impl Op {
 fn declared_points() -> Vec<String> {
     let source = include_str!("../../src/fsx/crashpoint.rs");
     let start = source
-        .find("pub const POINTS")
+        .find("const POINTS")
         .expect("src/fsx/crashpoint.rs declares POINTS");
     let list = &source[start..];
     let list = &list[list.find("= &[").expect("POINTS = &[...]")..];
