@@ -17,7 +17,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(e.exit_code() as u8);
+            // clap's exit codes are 0 (help, version) and 2 (usage).
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
     match cmd::run(&cli) {

@@ -501,11 +501,8 @@ pub(crate) fn set_enabled(dir: &Path, enabled: bool, scratch: &Folder) -> anyhow
 /// [`MAX_REWRITE`] bytes (never through a link, never blocking on a special file).
 fn read_for_rewrite(folder: &Folder, path: &Path) -> anyhow::Result<(String, u32)> {
     let shown = printable(&path.display().to_string());
-    let stat = match folder.stat(FILE)? {
-        None => {
-            anyhow::bail!("{shown}: not found; an extension needs {FILE} at the top of its folder")
-        }
-        Some(stat) => stat,
+    let Some(stat) = folder.stat(FILE)? else {
+        anyhow::bail!("{shown}: not found; an extension needs {FILE} at the top of its folder")
     };
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => {}
@@ -523,7 +520,10 @@ fn read_for_rewrite(folder: &Folder, path: &Path) -> anyhow::Result<(String, u32
         .ok_or_else(|| anyhow::anyhow!("{shown}: not found"))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{shown} is not valid UTF-8; save it as UTF-8 JSON"))?;
-    Ok((text, stat.st_mode as u32 & 0o7777))
+    // `st_mode` is narrower than u32 on macOS.
+    #[allow(clippy::unnecessary_cast)]
+    let mode = stat.st_mode as u32 & 0o7777;
+    Ok((text, mode))
 }
 
 /// Deletes temporary manifests that a killed rewrite left beside a manifest (only regular

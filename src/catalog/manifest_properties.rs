@@ -3,6 +3,7 @@
 //! strings) and the result says what was asked; `check_name` accepts exactly the documented
 //! names and never one that could leave its folder.
 
+use std::fmt::Write as _;
 use std::path::{Component, Path};
 
 use proptest::prelude::*;
@@ -19,24 +20,24 @@ fn ws() -> impl Strategy<Value = String> {
 
 /// A JSON string literal for `text`: `serde_json`'s escaping, or every non-ASCII character
 /// written as `\u` escapes (surrogate pairs above the BMP).
-fn string_literal(text: String) -> impl Strategy<Value = String> {
-    let plain = serde_json::to_string(&text).unwrap();
-    let escaped: String = text
-        .chars()
-        .map(|c| match c {
-            ' '..='~' if c != '"' && c != '\\' => c.to_string(),
-            _ => c
-                .encode_utf16(&mut [0; 2])
-                .iter()
-                .map(|unit| format!("\\u{unit:04x}"))
-                .collect(),
-        })
-        .collect();
+fn string_literal(text: &str) -> impl Strategy<Value = String> + use<> {
+    let plain = serde_json::to_string(text).unwrap();
+    let mut escaped = String::new();
+    for c in text.chars() {
+        match c {
+            ' '..='~' if c != '"' && c != '\\' => escaped.push(c),
+            _ => {
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    let _ = write!(escaped, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
     prop_oneof![Just(plain), Just(format!("\"{escaped}\""))]
 }
 
 fn any_string_literal() -> impl Strategy<Value = String> {
-    any::<String>().prop_flat_map(string_literal)
+    any::<String>().prop_flat_map(|text| string_literal(&text))
 }
 
 /// A valid extension name.
@@ -216,7 +217,7 @@ fn written() -> impl Strategy<Value = Written> {
                 if i > 0 {
                     text.push(',');
                 }
-                text.push_str(&format!("{a}{}{b}:{c}", m.key));
+                let _ = write!(text, "{a}{}{b}:{c}", m.key);
                 let start = text.len();
                 text.push_str(&m.value);
                 last_value_end = text.len();
@@ -225,7 +226,7 @@ fn written() -> impl Strategy<Value = Written> {
                 }
                 text.push_str(d);
             }
-            text.push_str(&format!("}}{tail}"));
+            let _ = write!(text, "}}{tail}");
             Written {
                 text,
                 enabled_values,

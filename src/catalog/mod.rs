@@ -87,7 +87,7 @@ impl Installed {
 /// name (the host dedups by folder name first); folders left whose readable manifests share
 /// a name are each other's twins. Both are judged over both scopes, whichever are listed.
 pub(crate) fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> {
-    scan_as(layout, scopes, &zot::newest().discovery)
+    scan_as(layout, scopes, zot::newest().discovery)
 }
 
 /// [`scan`] as a host with these discovery rules sees it: one that does not follow links
@@ -96,7 +96,7 @@ pub(crate) fn scan(layout: &Layout, scopes: &[Scope]) -> Result<Vec<Installed>> 
 pub(crate) fn scan_as(
     layout: &Layout,
     scopes: &[Scope],
-    rules: &Discovery,
+    rules: Discovery,
 ) -> Result<Vec<Installed>> {
     let mut found: Vec<Installed> = Vec::new();
     for scope in Scope::ALL {
@@ -200,7 +200,7 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
 /// the host's load order that it does not skip (a hidden copy only when no other matches).
 /// When another folder has the same manifest name, [`Installed::twin_note`] says so.
 pub(crate) fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Installed> {
-    find_as(layout, name, scope, &zot::newest().discovery)
+    find_as(layout, name, scope, zot::newest().discovery)
 }
 
 /// [`find`] as a host with these discovery rules sees it (see [`scan_as`]).
@@ -208,7 +208,7 @@ pub(crate) fn find_as(
     layout: &Layout,
     name: &str,
     scope: Option<Scope>,
-    rules: &Discovery,
+    rules: Discovery,
 ) -> Result<Installed> {
     let scopes: Vec<Scope> = match scope {
         Some(s) => vec![s],

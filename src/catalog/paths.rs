@@ -1,6 +1,6 @@
 //! Where extensions live: `ZOT_HOME`, the two scopes and their roots, log files.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -43,19 +43,19 @@ impl HomeEnv {
     }
 }
 
-fn non_empty(value: &Option<OsString>) -> Option<PathBuf> {
-    value.as_ref().filter(|v| !v.is_empty()).map(PathBuf::from)
+fn non_empty(value: Option<&OsStr>) -> Option<PathBuf> {
+    value.filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 /// Resolves `ZOT_HOME`: the variable itself, else the platform's state folder plus `zot`.
 pub(crate) fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
-    if let Some(dir) = non_empty(&env.zot_home) {
+    if let Some(dir) = non_empty(env.zot_home.as_deref()) {
         return Ok(dir);
     }
     let home = env.home.as_deref();
     let dir = match os {
         Os::MacOs => home.map(|h| h.join("Library/Application Support/zot")),
-        Os::Other => non_empty(&env.xdg_state_home)
+        Os::Other => non_empty(env.xdg_state_home.as_deref())
             // The XDG spec says relative values are invalid and must be ignored.
             .filter(|d| d.is_absolute())
             .map(|d| d.join("zot"))
@@ -78,7 +78,9 @@ pub(crate) fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
 pub enum Scope {
     /// ./.zot/extensions/, which wins on a name clash
     Project,
-    /// $`ZOT_HOME/extensions`/
+    /// $ZOT_HOME/extensions/
+    // `--scope`'s help text, where backticks would print as they are.
+    #[allow(clippy::doc_markdown)]
     Global,
 }
 

@@ -56,6 +56,8 @@ pub(crate) struct Target {
     /// Other folders whose manifests have the same name (zot starts every enabled one).
     pub twins: Vec<Twin>,
     /// Where the folder leads when it is a symbolic link (`zot ext link` makes one).
+    // The link's target, not this struct.
+    #[allow(clippy::struct_field_names)]
     pub link_target: Option<PathBuf>,
 }
 
@@ -94,18 +96,18 @@ impl Target {
 
     /// Every installed extension, project first, folders sorted (the host's load order), as
     /// a host with these discovery rules sees them.
-    pub(crate) fn all(layout: &Layout, rules: &Discovery) -> Result<Vec<Target>> {
+    pub(crate) fn all(layout: &Layout, rules: Discovery) -> Result<Vec<Target>> {
         let found = catalog::scan_as(layout, &Scope::ALL, rules)?;
         Ok(found.into_iter().map(Target::installed).collect())
     }
 
     /// An installed extension by name, or a folder when `arg` looks like a path.
     pub(crate) fn find(layout: &Layout, arg: &str) -> Result<Target> {
-        Target::find_as(layout, arg, &zot::newest().discovery)
+        Target::find_as(layout, arg, zot::newest().discovery)
     }
 
     /// [`Target::find`] as a host with these discovery rules sees it.
-    pub(crate) fn find_as(layout: &Layout, arg: &str, rules: &Discovery) -> Result<Target> {
+    pub(crate) fn find_as(layout: &Layout, arg: &str, rules: Discovery) -> Result<Target> {
         if looks_like_path(arg) {
             return Target::at(Path::new(arg));
         }
@@ -118,7 +120,7 @@ impl Target {
             Ok(dir) => bail!(
                 "{} is {}, not a folder; give an extension folder or an installed name",
                 path.display(),
-                fs::metadata(&dir).map_or("a file", |m| bounded::kind_name(&m.file_type()))
+                fs::metadata(&dir).map_or("a file", |m| bounded::kind_name(m.file_type()))
             ),
             Err(e) => bail!("cannot open the extension folder {}: {e}", path.display()),
         };

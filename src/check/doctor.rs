@@ -49,15 +49,15 @@ impl JudgedBy {
                 );
                 JudgedBy::chosen(zot::facts_for(&version), Some(&version), "agent", &said)
             }
-            AgentVersion::Silent { agent, why } => JudgedBy::newest(format!(
+            AgentVersion::Silent { agent, why } => JudgedBy::newest(&format!(
                 "the zot agent {} {why}",
                 printable(&agent.display().to_string())
             )),
-            AgentVersion::Missing(NoAgent::NotFound) => JudgedBy::newest(format!(
+            AgentVersion::Missing(NoAgent::NotFound) => JudgedBy::newest(&format!(
                 "no zot agent found (no other zot on PATH, {} not set)",
                 agent::AGENT_VAR
             )),
-            AgentVersion::Missing(NoAgent::BadVariable(why)) => JudgedBy::newest(why),
+            AgentVersion::Missing(NoAgent::BadVariable(why)) => JudgedBy::newest(&why),
         }
     }
 
@@ -87,7 +87,7 @@ impl JudgedBy {
         }
     }
 
-    fn newest(reason: String) -> JudgedBy {
+    fn newest(reason: &str) -> JudgedBy {
         let facts = zot::newest();
         JudgedBy {
             version: None,
@@ -470,7 +470,9 @@ fn builtin_clashes(report: &mut Report, facts: &HostFacts) {
             ),
         ));
     }
-    found.into_iter().for_each(|p| report.add(p));
+    for p in found {
+        report.add(p);
+    }
 }
 
 /// The labels of the other known versions for which `holds` is true, as ` (zot X does)`.
@@ -534,7 +536,9 @@ fn subscription_problems(report: &mut Report, facts: &HostFacts) {
             ),
         ));
     }
-    found.into_iter().for_each(|p| report.add(p));
+    for p in found {
+        report.add(p);
+    }
 }
 
 fn shutdown(report: &mut Report, stopped: &Stopped) {
@@ -645,7 +649,9 @@ pub(crate) fn add_conflicts(reports: &mut [Report]) {
                 }
             }
         }
-        found.into_iter().for_each(|p| report.add(p));
+        for p in found {
+            report.add(p);
+        }
     }
 }
 

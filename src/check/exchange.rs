@@ -4,6 +4,7 @@
 //! passing every other frame to the caller as it comes, cancelling a tool call that times
 //! out), then shut the extension down.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -191,9 +192,9 @@ fn start_failure(out: &Output, name: &str, hs: &Handshake, session: &Session) ->
     }
     let mut text = format!("{name} did not start properly");
     if let Some(problem) = hs.problems.iter().rfind(|p| p.level == Level::Error) {
-        text += &format!(": {}", problem.message);
+        let _ = write!(text, ": {}", problem.message);
         if let Some(fix) = &problem.fix {
-            text += &format!("; fix: {fix}");
+            let _ = write!(text, "; fix: {fix}");
         }
     }
     anyhow!(text)

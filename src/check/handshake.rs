@@ -3,6 +3,7 @@
 //! a registration zot would miss is named. Every deviation from the protocol is recorded as a
 //! [`Problem`] saying how to fix it.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -534,7 +535,10 @@ impl Handshake {
         if let Some((index, more)) = self.malformed
             && more > 0
         {
-            self.problems[index].message += &format!(" (and {more} more such lines)");
+            let _ = write!(
+                self.problems[index].message,
+                " (and {more} more such lines)"
+            );
         }
     }
 

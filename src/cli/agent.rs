@@ -98,12 +98,11 @@ fn names_manager_command(rest: &[OsString]) -> bool {
             return false;
         };
         match text {
-            "-q" | "--quiet" | "--json" => continue,
+            "-q" | "--quiet" | "--json" => {}
             "--color" => {
                 words.next();
-                continue;
             }
-            _ if text.starts_with("--color=") => continue,
+            _ if text.starts_with("--color=") => {}
             "ext" | "completions" => return true,
             "help" => {
                 let next = words.next().and_then(|w| w.to_str());
@@ -287,10 +286,10 @@ fn is_me(candidate: &Path, me: Option<&FileId>) -> bool {
 }
 
 fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
-    use std::os::unix::fs::PermissionsExt;
     meta.is_file() && meta.permissions().mode() & 0o111 != 0
 }
 

@@ -3,6 +3,7 @@
 //! registration scripts committed in `completions/` and printed by `zot completions`.
 
 use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
@@ -271,7 +272,7 @@ pub fn registration(shell: Shell) -> Vec<u8> {
             .iter()
             .map(|s| s.split_once('\n').map_or("", |(_, rest)| rest))
             .collect();
-        out.push_str(&format!("#compdef {}\n", REGISTERED.join(" ")));
+        let _ = writeln!(out, "#compdef {}", REGISTERED.join(" "));
         out.push_str(&header);
         for body in rest {
             out.push_str(body.trim_end());

@@ -2,6 +2,10 @@
 //! the command the binary parses with ([`command`]: the definitions plus each subcommand's
 //! examples from [`pages`]).
 
+// The doc comments here are `--help` text and man pages (clap reads them), where backticks
+// would print as they are.
+#![allow(clippy::doc_markdown)]
+
 pub mod agent;
 pub mod candidates;
 pub mod complete;
@@ -58,12 +62,12 @@ fn with_examples(cmd: clap::Command, path: &str) -> clap::Command {
 ///
 /// zot ext installs extensions (folders with an extension.json manifest and a program that
 /// speaks newline-delimited JSON) into the project scope, ./.zot/extensions/, or the global
-/// scope, $`ZOT_HOME/extensions`/; it lists them, enables and disables them, removes them and
+/// scope, $ZOT_HOME/extensions/; it lists them, enables and disables them, removes them and
 /// prints their logs. zot completions prints the shell completion script.
 ///
 /// zot shares its name with the zot agent: any other command line (zot --ext ./x, and with
 /// the agent installed also the bare zot, --help and --version) is handed to the agent,
-/// $`ZOT_AGENT` or the next zot on PATH. Invoked as zot-ext, the binary is always zot ext.
+/// $ZOT_AGENT or the next zot on PATH. Invoked as zot-ext, the binary is always zot ext.
 #[derive(Debug, Parser)]
 #[command(
     name = "zot",
@@ -104,7 +108,7 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
-    /// When to colour output; `NO_COLOR` in the environment means never
+    /// When to colour output; NO_COLOR in the environment means never
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
 
@@ -130,7 +134,7 @@ pub enum Command {
     /// logs.
     ///
     /// Extensions live in two scopes: the project scope, ./.zot/extensions/<name>/ under the
-    /// current directory, and the global scope, $`ZOT_HOME/extensions`/<name>/. A project copy
+    /// current directory, and the global scope, $ZOT_HOME/extensions/<name>/. A project copy
     /// wins over a global copy of the same name. Invoked as zot-ext (a link to the binary),
     /// zot behaves as zot ext.
     Ext(ExtArgs),
@@ -168,7 +172,7 @@ pub enum ExtCommand {
     /// global folder hidden by a project folder of the same folder name is marked shadowed
     /// (zot skips it whatever either manifest says). A folder
     /// whose manifest is missing or invalid is listed as broken with the reason
-    /// (<file:line:column>: message); the others still list and the exit status stays 0.
+    /// (file:line:column: message); the others still list and the exit status stays 0.
     #[command(visible_alias = "ls")]
     List(ListArgs),
     /// Copy a directory or clone a git repository into the extensions folder
@@ -176,7 +180,7 @@ pub enum ExtCommand {
     /// A local folder is copied, keeping file modes, times and symbolic links; a git URL is
     /// cloned (shallowly when remote) at its default branch or at --ref. The manifest is
     /// validated before anything becomes visible, and the extension is placed atomically in
-    /// $`ZOT_HOME/extensions`/<name>/ (./.zot/extensions/<name>/ with --project), named after
+    /// $ZOT_HOME/extensions/<name>/ (./.zot/extensions/<name>/ with --project), named after
     /// the manifest's name. Any failure leaves the installed extensions as they were.
     Install(InstallArgs),
     /// Delete an installed extension
@@ -206,7 +210,7 @@ pub enum ExtCommand {
     Disable(DisableArgs),
     /// Print or follow an extension's log (its stderr)
     ///
-    /// Prints $`ZOT_HOME/logs/ext`-<name>.log, where zot appends the extension's stderr; any
+    /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr; any
     /// name whose log exists works, installed or not (an extension loaded with zot --ext has
     /// a log). The name must be a single file name (no slash or backslash). With
     /// -n only the last N lines are printed, read from the end of the file. With -f it keeps
@@ -226,9 +230,9 @@ pub enum ExtCommand {
     Doctor(DoctorArgs),
     /// Run an extension's slash command or tool without the agent
     ///
-    /// Starts the extension as zot does, sends `command_invoked` for /<command> with the rest
-    /// of the line as its arguments (or, with --tool, `tool_call` with a JSON object of
-    /// arguments), prints the `command_response` or `tool_result` and any notify frames, then
+    /// Starts the extension as zot does, sends command_invoked for /<command> with the rest
+    /// of the line as its arguments (or, with --tool, tool_call with a JSON object of
+    /// arguments), prints the command_response or tool_result and any notify frames, then
     /// shuts the extension down. Exits 1 if the extension fails, times out, or answers with
     /// an error.
     Call(CallArgs),
@@ -237,7 +241,7 @@ pub enum ExtCommand {
     /// Writes a small extension (extension.json, the program and a README) that registers
     /// one slash command and one tool and handles shutdown, in Python or Node (no
     /// dependencies), Go or Rust (build it first), or POSIX shell. It goes to
-    /// $`ZOT_HOME/extensions`/<name>/, ./.zot/extensions/<name>/ with --project, or the folder
+    /// $ZOT_HOME/extensions/<name>/, ./.zot/extensions/<name>/ with --project, or the folder
     /// given with --dir, written atomically; an existing extension is never overwritten. An
     /// installed one gets an install record of kind "new" (with the template and language),
     /// which info shows and update knows has no source to fetch from.
@@ -257,7 +261,7 @@ pub enum ExtCommand {
     Update(UpdateArgs),
     /// Register a working copy as an extension, by symbolic link
     ///
-    /// Creates $`ZOT_HOME/extensions`/<name>/ (./.zot/extensions/<name>/ with --project) as a
+    /// Creates $ZOT_HOME/extensions/<name>/ (./.zot/extensions/<name>/ with --project) as a
     /// symbolic link to the folder, named after its manifest, so zot runs the working copy as
     /// it is. list shows it as linked, update skips it, and remove deletes only the link.
     Link(LinkArgs),
@@ -291,7 +295,7 @@ pub struct InstallArgs {
     #[arg(short, long)]
     pub force: bool,
 
-    /// Install into ./.zot/extensions/ instead of $`ZOT_HOME/extensions`/
+    /// Install into ./.zot/extensions/ instead of $ZOT_HOME/extensions/
     #[arg(short, long)]
     pub project: bool,
 
@@ -350,7 +354,7 @@ pub struct LinkArgs {
     #[arg(value_name = "PATH", value_hint = clap::ValueHint::DirPath)]
     pub path: PathBuf,
 
-    /// Link into ./.zot/extensions/ instead of $`ZOT_HOME/extensions`/
+    /// Link into ./.zot/extensions/ instead of $ZOT_HOME/extensions/
     #[arg(short, long)]
     pub project: bool,
 
@@ -374,7 +378,7 @@ pub struct ScopeSelect {
     #[arg(short, long)]
     pub project: bool,
 
-    /// Act on the global copy ($`ZOT_HOME/extensions`/)
+    /// Act on the global copy ($ZOT_HOME/extensions/)
     #[arg(short, long)]
     pub global: bool,
 }
@@ -520,7 +524,7 @@ pub enum Lang {
 #[derive(Debug, Clone, Args)]
 #[group(multiple = false)]
 pub struct NewPlace {
-    /// Create it in ./.zot/extensions/ instead of $`ZOT_HOME/extensions`/
+    /// Create it in ./.zot/extensions/ instead of $ZOT_HOME/extensions/
     #[arg(short, long)]
     pub project: bool,
 

@@ -6,6 +6,8 @@
 //!
 //! Commands are keyed by their path as typed: `zot`, `zot ext`, `zot ext list`.
 
+use std::fmt::Write as _;
+
 use clap::builder::{StyledStr, Styles};
 
 /// How many of a command's examples its `--help` shows (the first ones); the man page shows
@@ -611,7 +613,7 @@ pub fn help_examples(path: &str, styles: &Styles) -> Option<StyledStr> {
     let literal = styles.get_literal();
     let mut text = format!("{header}Examples:{header:#}\n");
     for (command, what) in examples.iter().take(HELP_EXAMPLES) {
-        text.push_str(&format!("  {literal}{command}{literal:#}\n"));
+        let _ = writeln!(text, "  {literal}{command}{literal:#}");
         for line in wrap(what, "      ", HELP_WIDTH) {
             text.push_str(&line);
             text.push('\n');

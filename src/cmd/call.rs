@@ -1,6 +1,8 @@
 //! `zot ext call`: turn the command line into a request to an extension, make it
 //! ([`crate::check::exchange`]), and print what comes back.
 
+use std::fmt::Write as _;
+
 use anyhow::{Result, anyhow};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -114,7 +116,7 @@ fn panel_text(panel: &PanelContent) -> String {
         .iter()
         .chain(Some(&panel.footer).filter(|f| !f.is_empty()))
     {
-        text += &format!("  {}\n", clean(line));
+        let _ = writeln!(text, "  {}", clean(line));
     }
     text
 }
@@ -177,11 +179,12 @@ mod tests {
 
     #[test]
     fn the_default_timeouts_are_zots_limits_and_the_help_says_so() {
+        use clap::CommandFactory;
+
         let command = command_request(&strings(&["/clock"])).unwrap();
         let tool = tool_request("clock", &[]).unwrap();
         assert_eq!(command.limit(), Duration::from_secs(30));
         assert_eq!(tool.limit(), Duration::from_secs(60));
-        use clap::CommandFactory;
         let cli = crate::cli::Cli::command();
         let call = cli
             .find_subcommand("ext")

@@ -1,6 +1,7 @@
 //! `zot ext doctor`: check extensions statically and live, a few at a time, then across each
 //! other, judged by the facts of one zot version (`--zot-version`, else the agent's own).
 
+use std::fmt::Write as _;
 use std::io;
 use std::num::NonZero;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,7 +43,7 @@ impl Run for DoctorArgs {
         // Before becoming a subreaper: whatever `zot --version` leaves behind is not an
         // extension's.
         let judged = self.judged_by();
-        let targets = self.targets(ctx, &judged.host.discovery)?;
+        let targets = self.targets(ctx, judged.host.discovery)?;
         if targets.is_empty() {
             ctx.out
                 .note("no extensions installed; create one with `zot ext new <name>`");
@@ -82,7 +83,7 @@ impl DoctorArgs {
     }
 
     /// The named extensions (each once), or every installed one in load order.
-    fn targets(&self, ctx: &Context, rules: &Discovery) -> Result<Vec<Target>> {
+    fn targets(&self, ctx: &Context, rules: Discovery) -> Result<Vec<Target>> {
         if self.names.is_empty() {
             return Target::all(&ctx.layout, rules);
         }
@@ -212,7 +213,7 @@ fn plural(n: usize, word: &str) -> String {
 fn render(r: &Report, out: &Output) -> String {
     let mut text = format!("{}  {}\n", heading(r), status_label(r.status, out));
     if let Some(timing) = timing(r) {
-        text += &format!("  {}\n", out.paint(DIM, &timing));
+        let _ = writeln!(text, "  {}", out.paint(DIM, &timing));
     }
     if r.hello_ms.is_some() {
         text += &list_line(
@@ -226,18 +227,18 @@ fn render(r: &Report, out: &Output) -> String {
         }
     }
     for problem in &r.errors {
-        text += &problem_lines(out.paint(BAD, "error:"), problem);
+        text += &problem_lines(&out.paint(BAD, "error:"), problem);
     }
     for problem in &r.warnings {
-        text += &problem_lines(out.paint(WARN, "warning:"), problem);
+        text += &problem_lines(&out.paint(WARN, "warning:"), problem);
     }
     for problem in &r.notes {
-        text += &problem_lines(out.paint(DIM, "note:"), problem);
+        text += &problem_lines(&out.paint(DIM, "note:"), problem);
     }
     if let Some(stderr) = &r.stderr {
         text += "  stderr (last lines):\n";
         for line in stderr.lines() {
-            text += &format!("    | {}\n", clean(line));
+            let _ = writeln!(text, "    | {}", clean(line));
         }
     }
     text
@@ -301,10 +302,10 @@ fn list_line(label: &str, items: impl Iterator<Item = String>) -> String {
     format!("  {label}: {}\n", clean(&shown))
 }
 
-fn problem_lines(label: String, problem: &Problem) -> String {
+fn problem_lines(label: &str, problem: &Problem) -> String {
     let mut text = format!("  {label} {}\n", clean(&problem.message));
     if let Some(fix) = &problem.fix {
-        text += &format!("    fix: {}\n", clean(fix));
+        let _ = writeln!(text, "    fix: {}", clean(fix));
     }
     text
 }

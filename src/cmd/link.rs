@@ -120,7 +120,7 @@ fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
     })?;
     if !target.is_dir() {
         let kind = std::fs::metadata(&target)
-            .map_or("a file", |m| crate::fsx::bounded::kind_name(&m.file_type()));
+            .map_or("a file", |m| crate::fsx::bounded::kind_name(m.file_type()));
         bail!("{} is {kind}, not a folder", path.display());
     }
     let root = canonical_or_absolute(&dirs.extensions());

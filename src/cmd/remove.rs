@@ -271,7 +271,7 @@ fn read_piped_line(wait: Duration) -> Vec<u8> {
             break;
         }
         let timeout = Timespec {
-            tv_sec: left.as_secs() as i64,
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: left.subsec_nanos().into(),
         };
         let mut fds = [PollFd::new(&stdin, PollFlags::IN)];

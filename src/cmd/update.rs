@@ -337,7 +337,7 @@ impl UpdateArgs {
         };
         let status = self.save_record_only(dirs, target, record, &repinned)?;
         if matches!(status, Some(Status::RePinned | Status::WouldRePin)) {
-            outcome.message = self.git_ref.clone();
+            outcome.message.clone_from(&self.git_ref);
         }
         Ok(Some(status.unwrap_or(Status::UpToDate)))
     }
@@ -385,7 +385,7 @@ impl UpdateArgs {
             version: staged.manifest.version.clone(),
             commit: staged.record.commit.clone(),
         });
-        outcome.outside_links = staged.outside_links.clone();
+        outcome.outside_links.clone_from(&staged.outside_links);
         if staged.manifest.name != outcome.name {
             bail!(
                 "the new version's extension.json names it \"{}\", not \"{}\"; install it separately",
@@ -489,7 +489,7 @@ impl UpdateArgs {
             repinned.then_some(Status::RePinned)
         };
         if status.is_some() {
-            outcome.message = new.git_ref.clone();
+            outcome.message.clone_from(&new.git_ref);
         } else if moved && let Some(commit) = &new.commit {
             outcome.message = Some(format!("{} changes no file of it", short(commit)));
         }
@@ -539,19 +539,25 @@ const COMPARE_LIMIT: usize = 100_000;
 
 fn same_entry(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    let (Ok(x), Ok(y)) = (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) else {
+    let (Ok(meta_a), Ok(meta_b)) = (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b))
+    else {
         return false;
     };
-    if x.file_type() != y.file_type() || x.permissions().mode() != y.permissions().mode() {
+    if meta_a.file_type() != meta_b.file_type()
+        || meta_a.permissions().mode() != meta_b.permissions().mode()
+    {
         return false;
     }
-    let kind = x.file_type();
+    let kind = meta_a.file_type();
     if kind.is_dir() {
         true
     } else if kind.is_symlink() {
-        matches!((std::fs::read_link(a), std::fs::read_link(b)), (Ok(p), Ok(q)) if p == q)
+        matches!(
+            (std::fs::read_link(a), std::fs::read_link(b)),
+            (Ok(to_a), Ok(to_b)) if to_a == to_b
+        )
     } else if kind.is_file() {
-        x.len() == y.len() && same_bytes(a, b).unwrap_or(false)
+        meta_a.len() == meta_b.len() && same_bytes(a, b).unwrap_or(false)
     } else {
         false
     }
@@ -561,30 +567,6 @@ fn same_entry(a: &Path, b: &Path) -> bool {
 /// waiting on a special file put there meanwhile).
 fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
     use std::io::Read;
-    let open = |path: &Path| -> std::io::Result<std::fs::File> {
-        use rustix::fs::OFlags;
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags((OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY).bits() as i32)
-            .open(path)?;
-        if !file.metadata()?.is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        Ok(file)
-    };
-    let (mut x, mut y) = (open(a)?, open(b)?);
-    let (mut p, mut q) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
-    loop {
-        let n = read_full(&mut x, &mut p)?;
-        let m = read_full(&mut y, &mut q)?;
-        if n != m || p[..n] != q[..m] {
-            return Ok(false);
-        }
-        if n == 0 {
-            return Ok(true);
-        }
-    }
     fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
         let mut filled = 0;
         while filled < buf.len() {
@@ -594,6 +576,31 @@ fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
             }
         }
         Ok(filled)
+    }
+    let open = |path: &Path| -> std::io::Result<std::fs::File> {
+        use rustix::fs::OFlags;
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags.bits().cast_signed())
+            .open(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        Ok(file)
+    };
+    let (mut file_a, mut file_b) = (open(a)?, open(b)?);
+    let (mut buf_a, mut buf_b) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let len_a = read_full(&mut file_a, &mut buf_a)?;
+        let len_b = read_full(&mut file_b, &mut buf_b)?;
+        if len_a != len_b || buf_a[..len_a] != buf_b[..len_b] {
+            return Ok(false);
+        }
+        if len_a == 0 {
+            return Ok(true);
+        }
     }
 }
 
@@ -659,6 +666,8 @@ fn refuse(message: String) -> Skip {
     }
 }
 
+// By value: it is the function given to `map_err`.
+#[allow(clippy::needless_pass_by_value)]
 fn failed(error: anyhow::Error) -> Skip {
     Skip {
         status: Status::Failed,

@@ -79,11 +79,11 @@ fn check_kind(meta: &Metadata) -> Result<(), ReadError> {
     if kind.is_dir() {
         return Err(ReadError::Directory);
     }
-    Err(ReadError::Special(kind_name(&kind)))
+    Err(ReadError::Special(kind_name(kind)))
 }
 
 /// What `kind` is, as a message says it: "a file", "a folder", "a named pipe", ...
-pub(crate) fn kind_name(kind: &fs::FileType) -> &'static str {
+pub(crate) fn kind_name(kind: fs::FileType) -> &'static str {
     if kind.is_file() {
         "a file"
     } else if kind.is_dir() {
@@ -95,7 +95,7 @@ pub(crate) fn kind_name(kind: &fs::FileType) -> &'static str {
     }
 }
 
-fn special_kind(kind: &fs::FileType) -> &'static str {
+fn special_kind(kind: fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_fifo() {
         "a named pipe"
@@ -126,7 +126,7 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits().cast_signed())
         .open(path)
 }
 

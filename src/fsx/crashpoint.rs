@@ -36,8 +36,8 @@ pub(crate) const VAR: &str = "ZOT_EXT_CRASH_AT";
 
 /// Kills the process with SIGKILL when `ZOT_EXT_CRASH_AT` names `point`.
 pub(crate) fn hit(point: &str) {
-    debug_assert!(POINTS.contains(&point), "unknown crash point {point}");
     static ARMED: OnceLock<Option<String>> = OnceLock::new();
+    debug_assert!(POINTS.contains(&point), "unknown crash point {point}");
     let armed = ARMED.get_or_init(|| std::env::var(VAR).ok().filter(|v| !v.is_empty()));
     if armed.as_deref() == Some(point) {
         kill_self();

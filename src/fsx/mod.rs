@@ -305,6 +305,8 @@ impl AsFd for Folder {
 fn remove_within(dir: BorrowedFd, name: &OsStr) -> io::Result<()> {
     let bytes = name.as_bytes();
     if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+        // Debug quotes and escapes the name, whatever bytes it holds.
+        #[allow(clippy::unnecessary_debug_formatting)]
         return Err(io::Error::other(format!(
             "refusing to delete {name:?}: not a single name inside its folder"
         )));

@@ -58,12 +58,12 @@ impl Group {
     }
 
     /// The leader's pid, which is also the group id.
-    pub(super) fn id(&self) -> i32 {
+    pub(super) fn id(self) -> i32 {
         self.leader.as_raw_nonzero().get()
     }
 
     /// The leader's exit status once it has ended; the process stays unreaped.
-    pub(super) fn exited(&self) -> Option<Exit> {
+    pub(super) fn exited(self) -> Option<Exit> {
         let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
         let status = rustix::process::waitid(WaitId::Pid(self.leader), options).ok()??;
         status
@@ -73,16 +73,16 @@ impl Group {
     }
 
     /// Sends SIGTERM to every process in the group.
-    pub(super) fn terminate(&self) {
+    pub(super) fn terminate(self) {
         self.signal(Signal::TERM);
     }
 
     /// Sends SIGKILL to every process in the group.
-    pub(super) fn kill(&self) {
+    pub(super) fn kill(self) {
         self.signal(Signal::KILL);
     }
 
-    fn signal(&self, signal: Signal) {
+    fn signal(self, signal: Signal) {
         // ESRCH (nobody left) is the expected outcome once everything has exited.
         let _ = rustix::process::kill_process_group(self.leader, signal);
     }
@@ -95,7 +95,7 @@ mod tests {
     use std::process::Command;
     use std::time::{Duration, Instant};
 
-    fn wait_exit(group: &Group) -> Option<Exit> {
+    fn wait_exit(group: Group) -> Option<Exit> {
         let until = Instant::now() + Duration::from_secs(5);
         while Instant::now() < until {
             if let Some(exit) = group.exited() {
@@ -114,7 +114,7 @@ mod tests {
             .spawn()
             .unwrap();
         let group = Group::of(&child);
-        assert_eq!(wait_exit(&group), Some(Exit::Code(3)));
+        assert_eq!(wait_exit(group), Some(Exit::Code(3)));
         // Still unreaped: asking again gives the same answer, and wait() still works.
         assert_eq!(group.exited(), Some(Exit::Code(3)));
         assert_eq!(child.wait().unwrap().code(), Some(3));
@@ -130,7 +130,7 @@ mod tests {
         let group = Group::of(&child);
         assert_eq!(group.exited(), None);
         group.kill();
-        assert_eq!(wait_exit(&group), Some(Exit::Signal(9)));
+        assert_eq!(wait_exit(group), Some(Exit::Signal(9)));
         assert_eq!(Exit::Signal(9).to_string(), "killed by signal 9 (SIGKILL)");
         child.wait().unwrap();
     }

@@ -105,7 +105,9 @@ mod tests {
                 std::thread::spawn(move || part.into_iter().for_each(register))
             })
             .collect();
-        threads.into_iter().for_each(|t| t.join().unwrap());
+        for t in threads {
+            t.join().unwrap();
+        }
         let now = registered();
         let missing: Vec<&i32> = ids.iter().filter(|id| !now.contains(id)).collect();
         assert!(missing.is_empty(), "not registered: {missing:?}");

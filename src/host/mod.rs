@@ -362,9 +362,9 @@ fn spawn_pipes(child: &mut Child) -> Pipes {
     let stdout = child.stdout.take().expect("stdout is piped");
     let err_pipe = child.stderr.take().expect("stderr is piped");
     thread::spawn(move || write_lines(stdin, to_write));
-    thread::spawn(move || read_lines(stdout, line_tx));
+    thread::spawn(move || read_lines(stdout, &line_tx));
     let tail = Arc::clone(&stderr);
-    thread::spawn(move || collect_stderr(err_pipe, tail));
+    thread::spawn(move || collect_stderr(err_pipe, &tail));
     (input, lines, stderr)
 }
 
@@ -382,7 +382,7 @@ fn write_lines(mut stdin: ChildStdin, frames: Receiver<String>) {
 
 /// Splits stdout into lines (dropping a trailing CR, as zot's reader does), stopping at a
 /// line longer than [`protocol::MAX_LINE`].
-fn read_lines(stdout: ChildStdout, out: SyncSender<Read>) {
+fn read_lines(stdout: ChildStdout, out: &SyncSender<Read>) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
     loop {
@@ -422,7 +422,7 @@ fn read_lines(stdout: ChildStdout, out: SyncSender<Read>) {
     let _ = out.send(Read::Eof(Instant::now()));
 }
 
-fn collect_stderr(mut pipe: ChildStderr, tail: Arc<Mutex<Tail>>) {
+fn collect_stderr(mut pipe: ChildStderr, tail: &Mutex<Tail>) {
     let mut buf = [0u8; 8192];
     loop {
         let n = match pipe.read(&mut buf) {

@@ -156,7 +156,9 @@ fn end(procs: &[Proc]) -> Vec<Leftover> {
         if alive.is_empty() {
             break;
         }
-        alive.iter().for_each(|p| send(p, signal));
+        for p in &alive {
+            send(p, signal);
+        }
         let until = Instant::now() + GRACE;
         while procs.iter().any(running) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(10));
@@ -211,10 +213,10 @@ fn reap(procs: &[Proc]) {
 mod tests {
     use super::*;
 
-    fn proc(pid: i32, ppid: i32) -> Proc {
+    fn proc(pid: i32, parent: i32) -> Proc {
         Proc {
             pid,
-            ppid,
+            ppid: parent,
             pgid: pid,
             state: 'S',
             start: 1,

@@ -10,6 +10,8 @@
 //! user-info part runs to the last `@` before the first `/` after `://`, the way libgit2
 //! reads it, so a password may hold `#`, `?`, `@` or `:`.
 
+use std::fmt::Write as _;
+
 /// What stands in for a secret.
 pub(crate) const HIDDEN: &str = "***";
 
@@ -47,12 +49,13 @@ pub fn redact_text(text: &str) -> String {
     if !text.contains('@') && !text.contains("://") {
         return text.to_string();
     }
-    text.split_inclusive(char::is_whitespace)
-        .map(|piece| {
-            let word = piece.trim_end_matches(char::is_whitespace);
-            format!("{}{}", redact_word(word), &piece[word.len()..])
-        })
-        .collect()
+    let mut out = String::with_capacity(text.len());
+    for piece in text.split_inclusive(char::is_whitespace) {
+        let word = piece.trim_end_matches(char::is_whitespace);
+        out.push_str(&redact_word(word));
+        out.push_str(&piece[word.len()..]);
+    }
+    out
 }
 
 pub(crate) fn redact_url(url: &str, scheme_end: usize) -> String {
@@ -67,7 +70,9 @@ pub(crate) fn redact_url(url: &str, scheme_end: usize) -> String {
         let ssh = scheme.to_ascii_lowercase().contains("ssh");
         match userinfo.split_once(':') {
             _ if !ssh => out.push_str(HIDDEN),
-            Some((user, _)) => out.push_str(&format!("{user}:{HIDDEN}")),
+            Some((user, _)) => {
+                let _ = write!(out, "{user}:{HIDDEN}");
+            }
             None => out.push_str(userinfo),
         }
         out.push('@');

@@ -379,6 +379,8 @@ frame! {
     /// `event`: a one-way lifecycle notification; which fields are set depends on `event`.
     /// `session_id`, `cwd` and `sequence` place it; see the SDK for each event's payload.
     #[derive(Default)]
+    // The field names are the frame's JSON keys.
+    #[allow(clippy::struct_field_names)]
     pub struct Event {
         event: String,
         optional session_id: String,
@@ -705,8 +707,12 @@ mod tests {
 
     #[test]
     fn every_documented_frame_round_trips() {
-        FROM_EXT.iter().for_each(|e| round_trips::<FromExt>(e));
-        FROM_HOST.iter().for_each(|e| round_trips::<FromHost>(e));
+        for e in FROM_EXT {
+            round_trips::<FromExt>(e);
+        }
+        for e in FROM_HOST {
+            round_trips::<FromHost>(e);
+        }
     }
 
     /// Found by the protocol fuzz target: without `serde_json`'s `float_roundtrip`, a number
@@ -826,23 +832,27 @@ mod tests {
             panic!()
         };
         assert!(hello.capabilities.is_empty() && hello.version.is_empty());
-        let FromExt::Subscribe(s) = ext(r#"{"type":"subscribe","events":null,"intercept":null}"#)
+        let FromExt::Subscribe(subscribe) =
+            ext(r#"{"type":"subscribe","events":null,"intercept":null}"#)
         else {
             panic!()
         };
-        assert!(s.events.is_empty() && s.intercept.is_empty());
-        let FromExt::RegisterTool(t) =
+        assert!(subscribe.events.is_empty() && subscribe.intercept.is_empty());
+        let FromExt::RegisterTool(tool) =
             ext(r#"{"type":"register_tool","name":"t","description":null,"schema":null}"#)
         else {
             panic!()
         };
-        assert_eq!((t.description.as_str(), t.schema), ("", None));
-        let FromExt::CommandResponse(r) = ext(
+        assert_eq!((tool.description.as_str(), tool.schema), ("", None));
+        let FromExt::CommandResponse(response) = ext(
             r#"{"type":"command_response","id":"1","action":"open_panel","prompt":null,"open_panel":{"id":"p","lines":null}}"#,
         ) else {
             panic!()
         };
-        assert_eq!(r.open_panel.unwrap().content.lines, Vec::<String>::new());
+        assert_eq!(
+            response.open_panel.unwrap().content.lines,
+            Vec::<String>::new()
+        );
         let FromExt::PanelRender(p) = ext(r#"{"type":"panel_render","panel_id":"p","lines":null}"#)
         else {
             panic!()

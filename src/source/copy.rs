@@ -354,7 +354,7 @@ fn audit_tree(root: &Path) -> Result<Vec<LooseLink>> {
             bail!(
                 "{} is a special file ({}); an extension may only hold files, folders and symbolic links",
                 entry.path().display(),
-                special_kind(&kind)
+                special_kind(kind)
             );
         }
     }
@@ -416,7 +416,7 @@ pub(crate) fn loose_links(root: &Path, max_entries: usize) -> LinkScan {
     scan
 }
 
-fn special_kind(kind: &fs::FileType) -> &'static str {
+fn special_kind(kind: fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_fifo() {
         return "a named pipe";
@@ -513,7 +513,7 @@ fn open_no_follow(path: &Path) -> io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits().cast_signed())
         .open(path)
 }
 

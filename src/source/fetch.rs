@@ -98,7 +98,7 @@ fn copy_into(
             out.progress(&format!(
                 "copying: {} files, {:.1} MiB",
                 stats.files,
-                stats.bytes as f64 / 1048576.0
+                stats.bytes as f64 / 1_048_576.0
             ));
         }
     });
@@ -308,7 +308,7 @@ pub(crate) fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBu
             }
             _ => String::new(),
         };
-        let kind = bounded::kind_name(&meta.file_type());
+        let kind = bounded::kind_name(meta.file_type());
         bail!("{} is {kind}, not a folder{hint}", path.display());
     }
     let source =

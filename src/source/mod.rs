@@ -45,6 +45,8 @@ impl Source {
             return Source::git(arg, false);
         }
         let (without_fragment, _) = split_fragment(arg);
+        // Case-sensitive, as zot's own `zot ext install` matches `.git` (extcmd.go).
+        #[allow(clippy::case_sensitive_file_extension_comparisons)]
         if without_fragment.trim_end_matches('/').ends_with(".git") {
             return Source::git(arg, true);
         }

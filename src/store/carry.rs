@@ -391,20 +391,15 @@ fn manifest_toggled_only(old: &Path, list: Option<&FileList>, entry: &Classified
     let Ok(text) = manifest::load(&old.join(manifest::FILE)) else {
         return false;
     };
-    use sha2::{Digest, Sha256};
     let candidates = [
         manifest::with_enabled(&text, true),
         manifest::with_enabled(&text, false),
         without_enabled(&text),
     ];
-    candidates.into_iter().flatten().any(|t| {
-        let digest = Sha256::digest(t.as_bytes());
-        digest
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-            == listed
-    })
+    candidates
+        .into_iter()
+        .flatten()
+        .any(|t| hex_sha256(t.as_bytes()) == listed)
 }
 
 /// Whether the new tree `new` (listed as `files`, `enabled` already written) is what the
@@ -451,10 +446,7 @@ pub(crate) fn same_as_placed(placed: &FileList, files: &FileList, new: &Path) ->
 
 fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::store::filelist::hex(&Sha256::digest(bytes))
 }
 
 /// `text` without its top-level `enabled` members (as placed before `disable` added one).
@@ -656,9 +648,10 @@ fn set_link_times(to: &Path, meta: &fs::Metadata) {
 /// without following a link and without blocking.
 fn copy_file(from: &Path, to: &Path, meta: &fs::Metadata) -> Result<()> {
     let shown = || printable(&from.display().to_string());
+    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
     let mut source = fs::OpenOptions::new()
         .read(true)
-        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .custom_flags(flags.bits().cast_signed())
         .open(from)
         .with_context(|| format!("cannot read {}", shown()))?;
     if !source.metadata()?.is_file() {
@@ -685,7 +678,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+        .custom_flags(OFlags::NOFOLLOW.bits().cast_signed())
         .open(path)?;
     file.write_all(bytes)?;
     file.set_permissions(fs::Permissions::from_mode(mode))

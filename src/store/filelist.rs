@@ -234,7 +234,7 @@ impl FileList {
                     todo.push(path);
                     continue;
                 }
-                let standing = if self.same(root, listed, &meta, kind)? {
+                let standing = if Self::same(root, listed, &meta, kind)? {
                     Standing::Unchanged
                 } else {
                     Standing::Edited
@@ -260,13 +260,7 @@ impl FileList {
     }
 
     /// Whether the entry on disk is still the listed one.
-    fn same(
-        &self,
-        root: &Path,
-        listed: &Entry,
-        meta: &fs::Metadata,
-        kind: EntryKind,
-    ) -> Result<bool> {
+    fn same(root: &Path, listed: &Entry, meta: &fs::Metadata, kind: EntryKind) -> Result<bool> {
         if kind != listed.kind {
             return Ok(false);
         }
@@ -472,7 +466,7 @@ fn kind_of(meta: &fs::Metadata, root: &Path, path: &[u8]) -> Result<EntryKind> {
         bail!(
             "{} is a special file ({}); extension folders hold only files, folders and links: remove it",
             printable(&join(root, path).display().to_string()),
-            crate::fsx::bounded::kind_name(&t)
+            crate::fsx::bounded::kind_name(t)
         )
     }
 }
@@ -521,9 +515,10 @@ pub(crate) fn hash_file(path: &Path) -> Result<(String, u64)> {
             printable(&path.display().to_string())
         )
     };
+    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
     let mut file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .custom_flags(flags.bits().cast_signed())
         .open(path)
         .map_err(fail)?;
     if !file.metadata().map_err(fail)?.is_file() {
@@ -553,7 +548,7 @@ fn hash_reader(file: &mut File) -> io::Result<(String, u64)> {
     Ok((hex(&hasher.finalize()), size))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
         let _ = write!(s, "{b:02x}");

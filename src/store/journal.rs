@@ -83,7 +83,7 @@ impl Store {
                 .filter(|n| !n.is_empty());
             let intent = name.and_then(|_| read_intent(self, &entry));
             if let (Some(name), Some(intent)) = (name, intent) {
-                self.apply(name, intent)?;
+                self.apply(name, &intent)?;
             }
             pending
                 .remove(&entry)
@@ -94,7 +94,7 @@ impl Store {
 
     /// Finishes one install: if the staged tree is in place, its record is the one;
     /// otherwise the rename never happened and the old record still describes the old tree.
-    fn apply(&self, name: &str, intent: Intent) -> Result<()> {
+    fn apply(&self, name: &str, intent: &Intent) -> Result<()> {
         let now = fs::symlink_metadata(self.dirs.extension(name))
             .ok()
             .map(|meta| identity_of(&meta));

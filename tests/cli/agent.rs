@@ -78,7 +78,7 @@ fn run(env: &Env, program: &Path, args: &[&str], path: OsString, vars: &[(&str, 
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("{program:?} {args:?} still running after 30 s");
+            panic!("{} {args:?} still running after 30 s", program.display());
         }
         std::thread::sleep(Duration::from_millis(20));
     };

@@ -92,6 +92,8 @@ const NEW_X: &[&str] = &[
     "zot-home/.ext-store/files/x.json",
 ];
 
+// A table of cases, one per entry.
+#[allow(clippy::too_many_lines)]
 pub(crate) fn cases() -> Vec<Case> {
     vec![
         // --- manifest syntax and types -----------------------------------------------

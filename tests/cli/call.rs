@@ -1,5 +1,6 @@
 //! `zot ext call`: run a command or a tool of a real extension without the agent.
 
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use crate::support::Env;
@@ -225,7 +226,7 @@ fn recorder(env: &Env, name: &str, caps: &str, registrations: &[&str], answers: 
         "echo '{{\"type\":\"hello\",\"name\":\"{name}\",\"version\":\"1\",\"capabilities\":[{caps}]}}'\nread ack\n"
     );
     for line in registrations {
-        script += &format!("echo '{line}'\n");
+        let _ = writeln!(script, "echo '{line}'");
     }
     script += "echo '{\"type\":\"ready\"}'\nwhile IFS= read -r line; do\n  printf '%s\\n' \"$line\" >> received\n  case $line in\n";
     script += answers;

@@ -7,7 +7,7 @@
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use zot_ext::testing::{FileList, Standing};
@@ -449,6 +449,53 @@ fn copy_dir(from: &Path, to: &Path) {
     assert!(ok);
 }
 
+/// Runs `zot ext update kill`, which dies at the crash point `point` or is killed after
+/// `wait`, and returns how it ended.
+fn update_killed(env: &Env, point: Option<&str>, wait: Option<Duration>) -> ExitStatus {
+    let mut cmd = env.zot(["ext", "update", "kill"]).cmd;
+    if let Some(point) = point {
+        cmd.env("ZOT_EXT_CRASH_AT", point);
+    }
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    if let Some(wait) = wait {
+        std::thread::sleep(wait);
+        let _ = child.kill();
+    }
+    child.wait().unwrap()
+}
+
+/// After a killed update of `kill`: the tree is one `expect` allows at any instant, the next
+/// command settles it (record and file list match the tree), and an update then leaves what
+/// `settled_new` expects. Returns the label of the version the kill left. `replay` starts
+/// every failure message.
+fn check_after_kill(env: &Env, expect: &Expect, settled_new: &Expect, replay: &str) -> String {
+    let checker = Checker { env, expect };
+    let (violations, found) = checker.at_any_instant();
+    assert!(violations.is_empty(), "{replay}: {violations:?}");
+    let label = found
+        .get(&(Scope::Global, "kill".to_string()))
+        .cloned()
+        .flatten()
+        .unwrap_or_default();
+    // The next command finishes the journal; the record and file list match the tree.
+    env.zot(["ext", "list"]).ok();
+    let violations = checker.settled();
+    assert!(violations.is_empty(), "{replay}: {violations:?}");
+    matches_its_file_list(env, "kill", &["cache", "outside-link", "state.json"]);
+    env.zot(["ext", "update", "kill"]).ok();
+    let violations = Checker {
+        env,
+        expect: settled_new,
+    }
+    .settled();
+    assert!(violations.is_empty(), "{replay}: {violations:?}");
+    label
+}
+
 #[test]
 fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
     let torture = Torture::from_env();
@@ -508,21 +555,8 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
         env.install_with(&src, &["--force", "--enable"]);
         assert_eq!(capture(&dir), old.tree, "round {round}: the reset");
         copy_dir(&v2, &src);
-        let mut cmd = env.zot(["ext", "update", "kill"]).cmd;
-        if let Some(point) = points.get(round) {
-            cmd.env("ZOT_EXT_CRASH_AT", point);
-        }
-        let mut child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        if round >= points.len() {
-            let wait = span.mul_f64(rng.fraction() * 0.85);
-            std::thread::sleep(wait);
-            let _ = child.kill();
-        }
-        let status = child.wait().unwrap();
+        let wait = (round >= points.len()).then(|| span.mul_f64(rng.fraction() * 0.85));
+        let status = update_killed(&env, points.get(round).copied(), wait);
         if status.code().is_none() {
             kills += 1;
         } else if round >= points.len() {
@@ -530,42 +564,9 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
             // too long, so aim earlier from now on.
             span = span.mul_f64(0.7);
         }
-        let checker = Checker {
-            env: &env,
-            expect: &expect,
-        };
-        let (violations, found) = checker.at_any_instant();
-        assert!(
-            violations.is_empty(),
-            "round {round} ({}): {violations:?}",
-            torture.replay(test)
-        );
-        let label = found
-            .get(&(Scope::Global, "kill".to_string()))
-            .cloned()
-            .flatten()
-            .unwrap_or_default();
+        let replay = format!("round {round} ({})", torture.replay(test));
+        let label = check_after_kill(&env, &expect, &settled_new, &replay);
         *left.entry(label).or_default() += 1;
-        // The next command finishes the journal; the record and file list match the tree.
-        env.zot(["ext", "list"]).ok();
-        let violations = checker.settled();
-        assert!(
-            violations.is_empty(),
-            "round {round} ({}): {violations:?}",
-            torture.replay(test)
-        );
-        matches_its_file_list(&env, "kill", &["cache", "outside-link", "state.json"]);
-        env.zot(["ext", "update", "kill"]).ok();
-        let violations = Checker {
-            env: &env,
-            expect: &settled_new,
-        }
-        .settled();
-        assert!(
-            violations.is_empty(),
-            "round {round} ({}): {violations:?}",
-            torture.replay(test)
-        );
     }
     eprintln!(
         "{test}: {kills} kills, leaving {left:?} ({})",

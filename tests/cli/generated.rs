@@ -2,6 +2,7 @@
 //! README's command reference names exactly the commands clap defines.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -142,8 +143,8 @@ fn completions_rejects_an_unknown_shell() {
     assert!(done.stderr.contains("COMPLETE=tcsh"), "{}", done.stderr);
 }
 
-/// `### \`zot ext list\`` headings of README's "Commands" section, as command paths
-/// (`ext list`), with the `<placeholders>` each heading shows.
+/// The `###` headings of README's "Commands" section (each a command in backticks), as
+/// command paths (`ext list`), with the `<placeholders>` each heading shows.
 fn readme_commands() -> Vec<(String, String)> {
     let readme = fs::read_to_string(repo().join("README.md")).unwrap();
     let section = readme
@@ -319,7 +320,7 @@ fn readme_exit_status_tables_match_the_page_data() {
         let mut text = format!("{header}\n|{}\n", "---|".repeat(rows[0].len()));
         for row in rows {
             let cells: Vec<String> = row.iter().map(|c| markdown_cell(c)).collect();
-            text.push_str(&format!("| {} |\n", cells.join(" | ")));
+            let _ = writeln!(text, "| {} |", cells.join(" | "));
         }
         text
     };

@@ -77,6 +77,8 @@ const EXISTING_GONE: &[&str] = &[
 ];
 const STAGING_AND_TRASH: &[&str] = &["zot-home/.ext-store/staging/", "zot-home/.ext-store/trash/"];
 
+// A table of cases, one per entry.
+#[allow(clippy::too_many_lines)]
 fn state_folder_cases() -> Vec<Case> {
     vec![
         // staging and trash as links: cleaning must not empty the folder they point to
@@ -570,6 +572,8 @@ fn install_url(url: impl Into<OsString>) -> Prepared {
     ext([OsString::from("install"), url.into()])
 }
 
+// A table of cases, one per entry.
+#[allow(clippy::too_many_lines)]
 fn url_cases() -> Vec<Case> {
     vec![
         Case::fails("userinfo_password", 1, "127.0.0.1", |_| {

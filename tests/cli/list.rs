@@ -13,7 +13,7 @@ fn empty_store_hints_on_stderr_and_exits_zero() {
         .stderr_has("no extensions installed");
     env.zot(["ext", "list", "--json"])
         .ok()
-        .json_is(serde_json::json!([]));
+        .json_is(&serde_json::json!([]));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `zot ext logs`: whole logs, the last lines, errors, following through appends,
 //! truncation, rotation and late creation, and closed pipes. Every wait is bounded.
 
+use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -32,7 +33,11 @@ fn append(path: &Path, text: &str) {
 }
 
 fn numbered(from: u32, to: u32) -> String {
-    (from..=to).map(|i| format!("line {i}\n")).collect()
+    let mut text = String::new();
+    for i in from..=to {
+        let _ = writeln!(text, "line {i}");
+    }
+    text
 }
 
 /// Sends everything read from `source` over a channel, chunk by chunk, until it ends.

@@ -17,7 +17,7 @@ use crate::support::manifest;
 
 /// Runs `prepared` and checks the refusal: exit 1, one `error:` line, every one of `says`
 /// in the output, nothing changed on disk, staging and trash empty in both scopes.
-fn refused(w: &World, prepared: Prepared, says: &[&str]) -> Done {
+fn refused(w: &World, prepared: &Prepared, says: &[&str]) -> Done {
     let before = w.snapshot();
     let done = w.run(prepared);
     let after = w.snapshot();
@@ -90,7 +90,7 @@ fn install_larger_than_the_free_space() {
         return;
     };
     let src = big_source(&w, "big", "big", disk.free() as usize + (1 << 20));
-    let done = refused(&w, install(&src), &["big.bin"]);
+    let done = refused(&w, &install(&src), &["big.bin"]);
     assert_no_space(&done);
 }
 
@@ -100,7 +100,7 @@ fn install_force_on_a_full_disk_keeps_the_old_copy() {
         return;
     };
     let src = big_source(&w, "big", "existing", disk.free() as usize + (1 << 20));
-    let done = refused(&w, install(&src).with_arg("--force"), &["big.bin"]);
+    let done = refused(&w, &install(&src).with_arg("--force"), &["big.bin"]);
     assert_no_space(&done);
     assert!(
         w.env
@@ -129,7 +129,7 @@ fn update_when_full() {
     w.zot(&["install", &url]).success();
     let big = incompressible(disk.free() as usize + (1 << 20));
     repo.commit_with("grow", |dir| fs::write(dir.join("big.bin"), &big).unwrap());
-    let done = refused(&w, ext(["update", "grow"]), &["grow"]);
+    let done = refused(&w, &ext(["update", "grow"]), &["grow"]);
     assert_no_space(&done);
 }
 
@@ -139,7 +139,7 @@ fn disable_on_a_full_disk() {
         return;
     };
     fill(&disk, &w.env.home.join("filler"));
-    let done = refused(&w, ext(["disable", "existing"]), &["existing"]);
+    let done = refused(&w, &ext(["disable", "existing"]), &["existing"]);
     assert_no_space(&done);
 }
 
@@ -150,7 +150,7 @@ fn enable_on_a_full_disk() {
     };
     assert_eq!(w.zot(&["disable", "existing"]).code, 0);
     fill(&disk, &w.env.home.join("filler"));
-    let done = refused(&w, ext(["enable", "existing"]), &["existing"]);
+    let done = refused(&w, &ext(["enable", "existing"]), &["existing"]);
     assert_no_space(&done);
 }
 
@@ -161,7 +161,7 @@ fn install_when_full() {
     };
     fill(&disk, &w.env.home.join("filler"));
     let src = w.env.source("tiny", "tiny");
-    let done = refused(&w, install(&src), &[]);
+    let done = refused(&w, &install(&src), &[]);
     assert_no_space(&done);
 }
 
@@ -182,16 +182,16 @@ fn an_extensions_folder_on_another_filesystem_is_explained() {
     let src = w.env.source("src-x", "x");
     // The first run makes the state folder; the store is unchanged from then on.
     assert_eq!(w.zot(&["install", src.to_str().unwrap()]).code, 1);
-    refused(&w, install(&src), &["another filesystem", "extensions"]).stderr_lacks("os error 18");
+    refused(&w, &install(&src), &["another filesystem", "extensions"]).stderr_lacks("os error 18");
     // Something placed there by hand can be neither replaced nor removed.
     fs::create_dir_all(elsewhere.join("x")).unwrap();
     fs::write(elsewhere.join("x/extension.json"), manifest("x")).unwrap();
     refused(
         &w,
-        install(&src).with_arg("--force"),
+        &install(&src).with_arg("--force"),
         &["another filesystem"],
     );
-    refused(&w, ext(["remove", "x", "--yes"]), &["another filesystem"]);
+    refused(&w, &ext(["remove", "x", "--yes"]), &["another filesystem"]);
 }
 
 // ---- read-only folders (as nobody) ---------------------------------------------------------
@@ -221,7 +221,7 @@ fn install_when_the_state_folder_cannot_be_created() {
     let w = World::empty();
     let prepared = install_x(&w);
     chmod(&w.env.home, 0o555);
-    refused(&w, prepared, &["zot-home", "ermission denied"]);
+    refused(&w, &prepared, &["zot-home", "ermission denied"]);
 }
 
 #[test]
@@ -229,7 +229,7 @@ fn install_into_a_read_only_global_root() {
     let w = World::new();
     let prepared = install_x(&w);
     chmod(&w.env.global_root(), 0o555);
-    refused(&w, prepared, &["extensions", "ermission denied"]);
+    refused(&w, &prepared, &["extensions", "ermission denied"]);
 }
 
 #[test]
@@ -237,7 +237,7 @@ fn install_into_a_read_only_project_root() {
     let w = World::new();
     let prepared = install_x(&w).with_arg("--project");
     chmod(&w.env.project_root(), 0o555);
-    refused(&w, prepared, &[".zot/extensions", "ermission denied"]);
+    refused(&w, &prepared, &[".zot/extensions", "ermission denied"]);
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn remove_from_a_read_only_global_root() {
     let w = opened(|w| chmod(&w.env.global_root(), 0o555));
     refused(
         &w,
-        ext(["remove", "existing", "--yes"]).unprivileged(),
+        &ext(["remove", "existing", "--yes"]).unprivileged(),
         &["extensions", "ermission denied"],
     );
 }
@@ -255,7 +255,7 @@ fn disable_in_a_read_only_extension_folder() {
     let w = opened(|w| chmod(&w.env.global_root().join("existing"), 0o555));
     refused(
         &w,
-        ext(["disable", "existing"]).unprivileged(),
+        &ext(["disable", "existing"]).unprivileged(),
         &["extensions/existing", "ermission denied"],
     );
 }
@@ -268,7 +268,7 @@ fn enable_in_a_read_only_extension_folder() {
     chmod(&w.env.global_root().join("existing"), 0o555);
     refused(
         &w,
-        ext(["enable", "existing"]).unprivileged(),
+        &ext(["enable", "existing"]).unprivileged(),
         &["extensions/existing", "ermission denied"],
     );
 }
@@ -278,7 +278,7 @@ fn install_with_a_read_only_staging_folder() {
     let w = World::new();
     let prepared = install_x(&w);
     chmod(&w.global_state().join("staging"), 0o555);
-    refused(&w, prepared, &["staging", "ermission denied"]);
+    refused(&w, &prepared, &["staging", "ermission denied"]);
 }
 
 #[test]
@@ -286,7 +286,7 @@ fn install_with_a_read_only_records_folder() {
     let w = World::new();
     let prepared = install_x(&w);
     chmod(&w.global_state().join("sources"), 0o555);
-    refused(&w, prepared, &["sources", "ermission denied"]);
+    refused(&w, &prepared, &["sources", "ermission denied"]);
 }
 
 #[test]
@@ -295,7 +295,7 @@ fn remove_with_a_read_only_records_folder() {
     assert!(w.global_state().join("sources/existing.json").is_file());
     refused(
         &w,
-        ext(["remove", "existing", "--yes"]).unprivileged(),
+        &ext(["remove", "existing", "--yes"]).unprivileged(),
         &["sources", "ermission denied"],
     );
 }
@@ -311,7 +311,7 @@ fn update_from_a_source_with_an_unreadable_file() {
     chmod(&src.join("secret.key"), 0o000);
     refused(
         &w,
-        ext(["update", "existing"]).unprivileged(),
+        &ext(["update", "existing"]).unprivileged(),
         &["secret.key", "ermission denied"],
     );
 }
@@ -325,7 +325,7 @@ fn logs_with_an_unreadable_log() {
     chmod(&w.log("existing"), 0o000);
     refused(
         &w,
-        ext(["logs", "existing"]).unprivileged(),
+        &ext(["logs", "existing"]).unprivileged(),
         &["ext-existing.log", "ermission denied"],
     )
     .stdout_is("");
@@ -340,7 +340,7 @@ fn logs_with_an_unreadable_logs_folder() {
     chmod(&w.env.home.join("logs"), 0o000);
     refused(
         &w,
-        ext(["logs", "existing", "-n", "1"]).unprivileged(),
+        &ext(["logs", "existing", "-n", "1"]).unprivileged(),
         &["ext-existing.log", "ermission denied"],
     )
     .stdout_is("");
@@ -376,7 +376,7 @@ fn remove_on_a_full_disk() {
         return;
     };
     fill(&disk, &w.env.home.join("filler"));
-    w.run(ext(["remove", "existing", "--yes"])).success();
+    w.run(&ext(["remove", "existing", "--yes"])).success();
     assert!(!w.env.global_root().join("existing").exists());
     assert_emptied(&w);
 }
@@ -388,7 +388,7 @@ fn list_on_a_full_disk() {
     };
     fill(&disk, &w.env.home.join("filler"));
     let before = w.snapshot();
-    w.run(ext(["list"])).success().stdout_has("existing");
+    w.run(&ext(["list"])).success().stdout_has("existing");
     assert_eq!(before.diff(&w.snapshot()), Vec::<String>::new());
 }
 
@@ -403,7 +403,7 @@ fn git_install_larger_than_the_free_space() {
     let repo = Repo::with_files(&repos, "big", &[("extension.json", &manifest("big"))]);
     repo.commit_with("big", |dir| fs::write(dir.join("big.bin"), &big).unwrap());
     let url = format!("file://{}/big.git", repos.display());
-    let done = refused(&w, ext(["install", url.as_str()]), &["big.git"]);
+    let done = refused(&w, &ext(["install", url.as_str()]), &["big.git"]);
     assert_no_space(&done);
 }
 
@@ -416,7 +416,7 @@ fn update_into_a_read_only_global_root() {
     chmod(&w.env.global_root(), 0o555);
     refused(
         &w,
-        ext(["update", "existing"]).unprivileged(),
+        &ext(["update", "existing"]).unprivileged(),
         &["extensions", "ermission denied"],
     );
 }
@@ -430,7 +430,7 @@ fn follow_an_unreadable_log() {
     chmod(&w.log("existing"), 0o000);
     refused(
         &w,
-        ext(["logs", "existing", "-f"]).unprivileged(),
+        &ext(["logs", "existing", "-f"]).unprivileged(),
         &["ext-existing.log", "ermission denied"],
     )
     .stdout_is("");

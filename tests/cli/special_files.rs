@@ -337,12 +337,12 @@ fn logs_refuse_a_named_pipe_that_replaces_the_log_while_following() {
 
 #[test]
 fn logs_still_tail_a_large_log_quickly() {
+    use std::io::{Seek, SeekFrom, Write};
     let (env, log) = log_world(None);
     let line = "x".repeat(99) + "\n";
     let mut file = fs::File::create(&log).unwrap();
     // A sparse 4 GiB file: tail must seek to its end, not read it.
     file.set_len(4 << 30).unwrap();
-    use std::io::{Seek, SeekFrom, Write};
     file.seek(SeekFrom::End(0)).unwrap();
     file.write_all(line.repeat(3).as_bytes()).unwrap();
     let done = zot(&env, &["ext", "logs", "-n", "2", "x"]);

@@ -110,7 +110,7 @@ fn json_output_says_whether_it_changed() {
     let dir = env.global_root().join("j");
     env.zot(["ext", "disable", "--json", "j"])
         .ok()
-        .json_is(serde_json::json!({
+        .json_is(&serde_json::json!({
             "name": "j",
             "scope": "global",
             "dir": dir,
@@ -119,7 +119,7 @@ fn json_output_says_whether_it_changed() {
         }));
     env.zot(["ext", "disable", "--json", "j"])
         .ok()
-        .json_is(serde_json::json!({
+        .json_is(&serde_json::json!({
             "name": "j",
             "scope": "global",
             "dir": dir,

@@ -105,7 +105,7 @@ impl Op {
 fn declared_points() -> Vec<String> {
     let source = include_str!("../../src/fsx/crashpoint.rs");
     let start = source
-        .find("pub const POINTS")
+        .find("const POINTS")
         .expect("src/fsx/crashpoint.rs declares POINTS");
     let list = &source[start..];
     let list = &list[list.find("= &[").expect("POINTS = &[...]")..];
@@ -118,7 +118,7 @@ fn declared_points() -> Vec<String> {
 }
 
 /// When to kill the command.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Kill {
     /// SIGKILL from outside, this long after the start.
     After(Duration),
@@ -412,11 +412,11 @@ impl World {
 fn left_behind(
     found: &Found,
     scope: Scope,
-    old: &Option<Version>,
-    new: &Option<Version>,
+    old: Option<&Version>,
+    new: Option<&Version>,
 ) -> &'static str {
     let label = found.get(&(scope, VICTIM.to_string()));
-    let is = |version: &Option<Version>| match (version, label) {
+    let is = |version: Option<&Version>| match (version, label) {
         (None, None) => true,
         (Some(v), Some(Some(l))) => v.label == *l,
         _ => false,
@@ -606,7 +606,7 @@ impl Harness {
         .at_any_instant();
         self.add(&format!("{context}, at once"), now);
         if killed {
-            let left = left_behind(&found, scope, &old, &new);
+            let left = left_behind(&found, scope, old.as_ref(), new.as_ref());
             *self.left.entry(left.to_string()).or_default() += 1;
         }
         if let Some(delay) = settle_kill {

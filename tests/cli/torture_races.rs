@@ -652,7 +652,7 @@ impl Races {
                     self.known(
                         round,
                         Known::InfoWithoutRecord,
-                        format!("{what}: {}", o.stdout),
+                        &format!("{what}: {}", o.stdout),
                     );
                 }
                 if !errors.is_empty() {
@@ -683,14 +683,14 @@ impl Races {
             let base = self.env.home.parent().unwrap().display().to_string();
             let error = error.replace(&base, "<tmp>");
             if Known::stale_target_error(&error) {
-                self.known(round, Known::StaleTargetError, format!("{what}: {error}"));
+                self.known(round, Known::StaleTargetError, &format!("{what}: {error}"));
             }
             *self.errors.entry(error).or_default() += 1;
         }
     }
 
     /// A known wrong outcome: printed, and a failure only once its kind is off the list.
-    fn known(&mut self, round: usize, kind: Known, detail: String) {
+    fn known(&mut self, round: usize, kind: Known, detail: &str) {
         if KNOWN_FAILING.contains(&kind) {
             self.known.push((round, format!("[{kind:?}] {detail}")));
         } else {
@@ -730,7 +730,7 @@ impl Races {
                 self.known(
                     round,
                     Known::UpdateRecreatesRemoved,
-                    format!("{} ({scope:?}): {reported:?}", NAMES[*n]),
+                    &format!("{} ({scope:?}): {reported:?}", NAMES[*n]),
                 );
                 continue;
             }

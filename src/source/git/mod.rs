@@ -105,7 +105,7 @@ pub(crate) fn fetch(
     set_timeouts();
     let repo = Repository::init_bare(git_dir)?;
     let auth = Auth::default();
-    let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(e, url, &auth))?;
+    let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(&e, url, &auth))?;
     let want = resolve(&advertised, git_ref, url)?;
     let oid = match &want {
         Want::Ref { name, .. } => {
@@ -117,7 +117,7 @@ pub(crate) fn fetch(
                 depth_for(url),
                 progress,
             )
-            .map_err(|e| fetch_error(e, url, &auth))?;
+            .map_err(|e| fetch_error(&e, url, &auth))?;
             repo.refname_to_id(name)?
         }
         Want::Commit(id) => {
@@ -180,7 +180,7 @@ pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Resu
     set_timeouts();
     let repo = Repository::init_bare(scratch)?;
     let auth = Auth::default();
-    let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(e, url, &auth))?;
+    let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(&e, url, &auth))?;
     let want = resolve(&advertised, git_ref, url)?;
     let commit = match &want {
         Want::Ref { name, .. } => advertised.peeled(name),
@@ -325,7 +325,7 @@ fn fetch_commit(
         "+refs/heads/*:refs/heads/*".to_string(),
         "+refs/tags/*:refs/tags/*".to_string(),
     ];
-    download(repo, url, auth, &everything, 0, progress).map_err(|e| fetch_error(e, url, auth))?;
+    download(repo, url, auth, &everything, 0, progress).map_err(|e| fetch_error(&e, url, auth))?;
     repo.revparse_single(id)
         .and_then(|o| o.peel_to_commit())
         .map(|c| c.id())
@@ -467,7 +467,7 @@ fn ssh_key_files() -> Vec<PathBuf> {
 
 /// Turns a libgit2 error into a message that names the (redacted) URL and, for auth
 /// failures, what was tried and how to fix it.
-fn fetch_error(e: git2::Error, url: &GitUrl, auth: &Auth) -> anyhow::Error {
+fn fetch_error(e: &git2::Error, url: &GitUrl, auth: &Auth) -> anyhow::Error {
     let message = scrub(e.message(), url);
     if e.class() == git2::ErrorClass::Ssh && e.code() == git2::ErrorCode::Certificate {
         return host_key_error(url, auth.host_key.borrow().as_deref(), &message);

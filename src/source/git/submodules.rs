@@ -20,8 +20,11 @@ use crate::output::redact::{is_scp_like, redact};
 const MAX_LEVEL: usize = 8;
 /// `.gitmodules` larger than this is refused unread.
 const MAX_GITMODULES: usize = 1 << 20;
-/// Git's mode for a gitlink (a submodule's commit) and a symbolic link in a tree.
+/// Git's mode for a gitlink (a submodule's commit) and a symbolic link in a tree, written
+/// as git prints them.
+#[allow(clippy::unreadable_literal)]
 const GITLINK: i32 = 0o160000;
+#[allow(clippy::unreadable_literal)]
 const SYMLINK: i32 = 0o120000;
 
 /// State shared by every level of one fetch.
@@ -122,7 +125,7 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
     let depth = depth_for(&url);
     let id = link.commit.to_string();
     let advertised = list_remote(&repo, &url, &auth)
-        .map_err(|e| fetch_error(e, &url, &auth))
+        .map_err(|e| fetch_error(&e, &url, &auth))
         .map_err(failed)?;
     let progress = &mut *run.progress;
     let oid =
@@ -491,7 +494,6 @@ enum UrlKind {
 }
 
 fn classify(url: &str) -> UrlKind {
-    let lower = url.to_ascii_lowercase();
     const REMOTE: [&str; 6] = [
         "https://",
         "http://",
@@ -500,6 +502,7 @@ fn classify(url: &str) -> UrlKind {
         "git+ssh://",
         "ssh+git://",
     ];
+    let lower = url.to_ascii_lowercase();
     if REMOTE.iter().any(|s| lower.starts_with(s)) || (is_scp_like(url) && !url.contains("::")) {
         UrlKind::Remote
     } else if lower.starts_with("file://") || url.starts_with('/') {

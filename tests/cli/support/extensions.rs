@@ -1,6 +1,7 @@
 //! Extensions the tests write (a manifest and a `/bin/sh` program), and checks that nothing
 //! they started is still running.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -26,7 +27,7 @@ pub(crate) fn good_script(name: &str, registrations: &[&str]) -> String {
         "echo '{{\"type\":\"hello\",\"name\":\"{name}\",\"version\":\"1.0.0\"}}'\nread ack\n"
     );
     for line in registrations {
-        script += &format!("echo '{line}'\n");
+        let _ = writeln!(script, "echo '{line}'");
     }
     script += "echo '{\"type\":\"ready\"}'\n";
     script += SERVE;

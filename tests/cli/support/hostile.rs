@@ -6,6 +6,7 @@
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::fs;
 use std::hash::{DefaultHasher, Hasher};
 use std::io::{Read, Write};
@@ -61,7 +62,7 @@ impl World {
             if project {
                 args.push("--project".into());
             }
-            world.run(Prepared::new(args)).success();
+            world.run(&Prepared::new(args)).success();
         }
     }
 
@@ -84,7 +85,7 @@ impl World {
     }
 
     /// Runs a prepared command under [`RUN_TIMEOUT`].
-    pub(crate) fn run(&self, prepared: Prepared) -> Done {
+    pub(crate) fn run(&self, prepared: &Prepared) -> Done {
         let mut run = self.env.zot(&prepared.args);
         if let Some(dir) = &prepared.cwd {
             run = run.current_dir(dir);
@@ -102,7 +103,7 @@ impl World {
     pub(crate) fn zot(&self, args: &[&str]) -> Done {
         let mut all = vec![OsString::from("ext")];
         all.extend(args.iter().map(OsString::from));
-        self.run(Prepared::new(all))
+        self.run(&Prepared::new(all))
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {
@@ -164,7 +165,7 @@ fn walk(base: &Path, dir: &Path, map: &mut BTreeMap<String, Entry>) {
         let Ok(meta) = fs::symlink_metadata(&path) else {
             continue;
         };
-        let kind = kind_of(&meta.file_type());
+        let kind = kind_of(meta.file_type());
         if kind == "file" && rel.ends_with(".ext-store/lock") {
             continue;
         }
@@ -188,7 +189,7 @@ fn walk(base: &Path, dir: &Path, map: &mut BTreeMap<String, Entry>) {
     }
 }
 
-fn kind_of(kind: &fs::FileType) -> &'static str {
+fn kind_of(kind: fs::FileType) -> &'static str {
     if kind.is_symlink() {
         "link"
     } else if kind.is_dir() {
@@ -262,7 +263,7 @@ pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Done {
     let stdout = out.join().unwrap();
     let mut stderr = err.join().unwrap();
     if hung {
-        stderr.push_str(&format!("<killed: no exit within {timeout:?}>"));
+        let _ = write!(stderr, "<killed: no exit within {timeout:?}>");
     }
     Done {
         command: command_line(&cmd),
@@ -274,7 +275,10 @@ pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Done {
 
 fn kill_group(child: &mut Child) {
     // The child leads its own group (process_group(0)), so its id is the group's id.
-    if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+    if let Some(group) = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = child.kill();
@@ -447,7 +451,7 @@ impl Case {
         let world = World::new();
         let prepared = (self.setup)(&world);
         let before = world.snapshot();
-        let done = world.run(prepared);
+        let done = world.run(&prepared);
         let after = world.snapshot();
         if std::env::var_os("ZOT_HOSTILE_SHOW").is_some() {
             let shown = format!("{}: exit {}: {:?}\n", self.name, done.code, done.stderr);
@@ -593,15 +597,16 @@ pub(crate) fn run_table(title: &str, cases: &[Case], threads: usize) {
         .take(5)
         .map(|(took, name)| format!("{name} {:.1}s", took.as_secs_f64()))
         .collect();
-    report.push_str(&format!("  slowest: {}\n", slowest.join(", ")));
+    let _ = writeln!(report, "  slowest: {}", slowest.join(", "));
     for note in &notes {
-        report.push_str(&format!("  {note}\n"));
+        let _ = writeln!(report, "  {note}");
     }
-    report.push_str(&format!(
-        "{title}: {} cases, {pending} pending, {:.1}s\n",
+    let _ = writeln!(
+        report,
+        "{title}: {} cases, {pending} pending, {:.1}s",
         chosen.len(),
         started.elapsed().as_secs_f64()
-    ));
+    );
     // Written to the process's stderr directly, so the figure shows without --nocapture.
     let _ = std::io::stderr().write_all(report.as_bytes());
     let failures = failures.into_inner().unwrap();

@@ -56,20 +56,20 @@ pub(crate) fn pages() -> Vec<Page> {
         cmd.disable_help_subcommand(true)
             .mut_subcommands(without_help)
     }
-    fn collect(cmd: &Command, path: String, out: &mut Vec<Page>) {
+    fn collect(cmd: &Command, path: &str, out: &mut Vec<Page>) {
         out.push(Page {
             name: path.replace(' ', "-"),
-            path: path.clone(),
+            path: path.to_owned(),
             command: cmd.clone(),
         });
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-            collect(sub, format!("{path} {}", sub.get_name()), out);
+            collect(sub, &format!("{path} {}", sub.get_name()), out);
         }
     }
     let mut root = without_help(zot_ext::cli::command());
     root.build();
     let mut out = Vec::new();
-    collect(&root, root.get_name().to_owned(), &mut out);
+    collect(&root, root.get_name(), &mut out);
     out
 }
 

@@ -64,6 +64,8 @@ impl Env {
     }
 
     /// The test's PATH with a directory of its own put first.
+    // A method: it is the PATH of this env's commands, which holds nothing of its own yet.
+    #[allow(clippy::unused_self)]
     pub(crate) fn path_with(&self, first: &Path) -> std::ffi::OsString {
         let mut dirs = vec![first.to_path_buf()];
         dirs.extend(std::env::split_paths(&path_without_agent()));
@@ -314,9 +316,9 @@ impl Done {
 
     /// Asserts stdout is a JSON document equal to `expected`.
     #[track_caller]
-    pub(crate) fn json_is(&self, expected: Value) -> &Done {
+    pub(crate) fn json_is(&self, expected: &Value) -> &Done {
         assert!(
-            self.json() == expected,
+            self.json() == *expected,
             "stdout is not the JSON {expected:#}:\n{self:?}"
         );
         self
