@@ -1,4 +1,4 @@
-//! Carry-over in `update` and `install --force` (issue 9): what the install did not place
+//! Carry-over in `update` and `install --force`: what the install did not place
 //! survives byte for byte, what the new version overwrites is saved in
 //! `.ext-store/backup/<name>/<time>/` (three kept) and reported, `--keep-local` keeps edits,
 //! `enabled` is kept unless `--enable`/`--disable`, `--dry-run` changes nothing, kill -9 at
