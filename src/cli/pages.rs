@@ -75,6 +75,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
             ("zot ext list --scope global", "Only the global ones."),
             (
+                "zot ext list --wide",
+                "Every description and folder whole, even on a narrow terminal.",
+            ),
+            (
                 "zot ext list --json | jq -r '.[] | select(.error) | .name'",
                 "The names of broken extensions, through jq.",
             ),
