@@ -330,6 +330,17 @@ fn base(env: &Env) -> std::path::PathBuf {
 /// set with `stty`), without colour; what the terminal showed, lines ending in `\n`, the
 /// temporary folder written `<tmp>`.
 fn list_on_terminal(env: &Env, columns: usize, args: &[&str]) -> String {
+    list_on_sized_terminal(env, columns, None, args)
+}
+
+/// [`list_on_terminal`] on a terminal that reports `columns` (0: no size) with `COLUMNS` set
+/// to `columns_env` if given.
+fn list_on_sized_terminal(
+    env: &Env,
+    columns: usize,
+    columns_env: Option<&str>,
+    args: &[&str],
+) -> String {
     let mut line = format!(
         "stty cols {columns} rows 50 && exec '{}' ext list",
         env!("CARGO_BIN_EXE_zot")
@@ -337,8 +348,8 @@ fn list_on_terminal(env: &Env, columns: usize, args: &[&str]) -> String {
     for arg in args {
         line.push_str(&format!(" '{arg}'"));
     }
-    let out = std::process::Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
         .current_dir(&env.project)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -347,9 +358,11 @@ fn list_on_terminal(env: &Env, columns: usize, args: &[&str]) -> String {
         .env("NO_COLOR", "1")
         .env("LANG", "C.UTF-8")
         .env("TERM", "dumb")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+        .stdin(std::process::Stdio::null());
+    if let Some(value) = columns_env {
+        cmd.env("COLUMNS", value);
+    }
+    let out = cmd.output().unwrap();
     assert!(out.status.success(), "{out:?}");
     String::from_utf8(out.stdout)
         .unwrap()
@@ -485,4 +498,31 @@ fn piped_output_is_full_width_and_unchanged() {
     env.zot(["ext", "list", "--wide"])
         .ok()
         .stdout_is(&out.stdout);
+}
+
+#[test]
+fn the_terminal_size_wins_over_columns() {
+    let env = Env::new();
+    crowded(&env);
+    assert_eq!(
+        list_on_sized_terminal(&env, 200, Some("90"), &[]),
+        list_on_terminal(&env, 200, &[])
+    );
+}
+
+#[test]
+fn a_terminal_without_a_size_uses_columns_then_80() {
+    let env = Env::new();
+    crowded(&env);
+    let at_90 = list_on_terminal(&env, 90, &[]);
+    assert_ne!(at_90, list_on_terminal(&env, 80, &[]));
+    assert_eq!(list_on_sized_terminal(&env, 0, Some("90"), &[]), at_90);
+    assert_eq!(
+        list_on_sized_terminal(&env, 0, None, &[]),
+        list_on_terminal(&env, 80, &[])
+    );
+    assert_eq!(
+        list_on_sized_terminal(&env, 0, Some("not a number"), &[]),
+        list_on_terminal(&env, 80, &[])
+    );
 }
