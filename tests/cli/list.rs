@@ -346,7 +346,9 @@ fn list_on_sized_terminal(
         env!("CARGO_BIN_EXE_zot")
     );
     for arg in args {
-        line.push_str(&format!(" '{arg}'"));
+        line.push_str(" '");
+        line.push_str(arg);
+        line.push('\'');
     }
     let mut cmd = std::process::Command::new("script");
     cmd.args(["-qec", &line, "/dev/null"])
@@ -372,7 +374,7 @@ fn list_on_sized_terminal(
 
 /// `rows` as lines of output, each ending in `\n`.
 fn lines(rows: &[&str]) -> String {
-    rows.iter().map(|row| format!("{row}\n")).collect()
+    rows.iter().flat_map(|row| [row, "\n"]).collect()
 }
 
 /// Fails unless every line of `table` fits in `columns` display columns.
