@@ -333,6 +333,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "Set by the completion scripts: zot then prints completion candidates for the words \
          after -- instead of running a command.",
     ),
+    (
+        "COLUMNS",
+        "The width list fits its table to on a terminal that does not report its own size \
+         (else 80). Ignored when stdout is not a terminal: piped output is always full width.",
+    ),
 ];
 
 /// The files and folders zot reads and writes: (path pattern, what it holds).
