@@ -455,6 +455,30 @@ mod tests {
     }
 
     #[test]
+    fn colour_does_not_count_towards_widths() {
+        let rows = vec![Row {
+            cells: vec![Cell::styled("yes", crate::output::GOOD), Cell::plain("x")],
+            detail: Some(Cell::styled("reason", crate::output::BAD)),
+        }];
+        let columns = [Column::whole("ENABLED"), Column::whole("B")];
+        let mut out = Vec::new();
+        write(&mut out, &columns, &[], &rows, true, Layout::Fit(40)).unwrap();
+        let coloured = String::from_utf8(out).unwrap();
+        assert!(coloured.contains('\u{1b}'), "{coloured:?}");
+        let mut plain = String::new();
+        let mut in_escape = false;
+        for c in coloured.chars() {
+            match c {
+                '\u{1b}' => in_escape = true,
+                'm' if in_escape => in_escape = false,
+                _ if !in_escape => plain.push(c),
+                _ => {}
+            }
+        }
+        assert_eq!(plain, render(&columns, &rows, Layout::Fit(40)));
+    }
+
+    #[test]
     fn details_go_under_their_row_and_wrap_on_a_terminal() {
         let mut broken = row(&["x", "y"]);
         broken.detail = Some(Cell::plain("one two three four"));
