@@ -173,6 +173,9 @@ pub enum ExtCommand {
     /// (zot skips it whatever either manifest says). A folder
     /// whose manifest is missing or invalid is listed as broken with the reason
     /// (file:line:column: message); the others still list and the exit status stays 0.
+    /// On a terminal the table fits its width (descriptions, then folders, are shortened
+    /// with …; --wide shows them whole) and the reason is on a line under its row; piped,
+    /// every cell is whole and the reason is the description.
     #[command(visible_alias = "ls")]
     List(ListArgs),
     /// Copy a directory or clone a git repository into the extensions folder
@@ -279,6 +282,10 @@ pub struct ListArgs {
     /// Only list extensions of this scope
     #[arg(long, value_enum, value_name = "SCOPE")]
     pub scope: Option<Scope>,
+
+    /// On a terminal, show every cell whole instead of fitting the table to its width
+    #[arg(long)]
+    pub wide: bool,
 }
 
 #[derive(Debug, Args)]

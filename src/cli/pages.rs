@@ -77,6 +77,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
             ("zot ext list --scope global", "Only the global ones."),
             (
+                "zot ext list --wide",
+                "Every description and folder whole, even on a narrow terminal.",
+            ),
+            (
                 "zot ext list --json | jq -r '.[] | select(.error) | .name'",
                 "The names of broken extensions, through jq.",
             ),
@@ -330,6 +334,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "COMPLETE",
         "Set by the completion scripts: zot then prints completion candidates for the words \
          after -- instead of running a command.",
+    ),
+    (
+        "COLUMNS",
+        "The width list fits its table to on a terminal that does not report its own size \
+         (else 80). Ignored when stdout is not a terminal: piped output is always full width.",
     ),
 ];
 

@@ -7,6 +7,7 @@ use super::{Context, Run};
 use crate::catalog::paths::Scope;
 use crate::catalog::{self, Installed};
 use crate::cli::ListArgs;
+use crate::output::table::{self, Column, Cut, Layout, Row};
 use crate::output::{BAD, Cell, DIM, GOOD, WARN};
 use crate::store::Store;
 
@@ -77,21 +78,30 @@ impl Run for ListArgs {
         if entries.is_empty() {
             return Ok(());
         }
-        let rows: Vec<Vec<Cell>> = entries.iter().map(row).collect();
-        let header = [
-            "SCOPE",
-            "NAME",
-            "VERSION",
-            "ENABLED",
-            "LANGUAGE",
-            "DESCRIPTION",
-            "DIR",
-        ];
-        Ok(ctx.out.table(&header, &rows)?)
+        let layout = ctx.out.table_layout(self.wide);
+        let rows: Vec<Row> = entries.iter().map(|e| row(e, layout)).collect();
+        Ok(ctx.out.table(&COLUMNS, &SHRINK_ORDER, &rows, layout)?)
     }
 }
 
-fn row(e: &Entry) -> Vec<Cell> {
+/// The columns of the table; on a terminal the description gives way first, then the
+/// folder (cut in the middle, so its end stays), then version and language. Scope, name
+/// and state are never cut.
+const COLUMNS: [Column; 7] = [
+    Column::whole("SCOPE"),
+    Column::whole("NAME"),
+    Column::shrinks("VERSION", Cut::End, 7),
+    Column::whole("ENABLED"),
+    Column::shrinks("LANGUAGE", Cut::End, 8),
+    Column::shrinks("DESCRIPTION", Cut::End, 11),
+    Column::shrinks("DIR", Cut::Middle, 16),
+];
+const SHRINK_ORDER: [usize; 4] = [5, 6, 2, 4];
+
+/// One row. Piped, a broken manifest's error is its description (the layout scripts
+/// parse); on a terminal it is a line of its own under the row, and the folder is written
+/// from `~` unless `--wide`.
+fn row(e: &Entry, layout: Layout) -> Row {
     let dash = || "-".to_string();
     let scope = if e.shadowed {
         Cell::styled(format!("{} (shadowed)", e.scope), DIM)
@@ -103,21 +113,34 @@ fn row(e: &Entry) -> Vec<Cell> {
         (Some(true), _) => Cell::styled("yes", GOOD),
         _ => Cell::styled("no", WARN),
     };
+    let piped = layout == Layout::Piped;
     let description = match &e.error {
-        Some(error) => Cell::styled(error.clone(), BAD),
-        None => Cell::plain(e.description.map_or_else(dash, str::to_string)),
+        Some(error) if piped => Cell::styled(error.clone(), BAD),
+        _ => Cell::plain(e.description.map_or_else(dash, str::to_string)),
+    };
+    let shown = |path: &str| match layout {
+        Layout::Fit(_) => table::home_as_tilde(path),
+        Layout::Piped | Layout::Wide => path.to_string(),
     };
     let dir = match &e.linked {
-        Some(target) => format!("{} -> {target}", e.dir),
-        None => e.dir.clone(),
+        Some(target) => format!("{} -> {}", shown(&e.dir), shown(target)),
+        None => shown(&e.dir),
     };
-    vec![
-        scope,
-        Cell::plain(e.name),
-        Cell::plain(e.version.map_or_else(dash, str::to_string)),
-        enabled,
-        Cell::plain(e.language.map_or_else(dash, str::to_string)),
-        description,
-        Cell::plain(dir),
-    ]
+    let detail = match (&e.error, layout) {
+        (Some(error), Layout::Fit(_)) => Some(Cell::styled(table::home_as_tilde_in(error), BAD)),
+        (Some(error), Layout::Wide) => Some(Cell::styled(error.clone(), BAD)),
+        (_, Layout::Piped) | (None, _) => None,
+    };
+    Row {
+        cells: vec![
+            scope,
+            Cell::plain(e.name),
+            Cell::plain(e.version.map_or_else(dash, str::to_string)),
+            enabled,
+            Cell::plain(e.language.map_or_else(dash, str::to_string)),
+            description,
+            Cell::plain(dir),
+        ],
+        detail,
+    }
 }

@@ -9,6 +9,7 @@ use anstyle::{AnsiColor, Style};
 use serde::Serialize;
 
 pub mod redact;
+pub mod table;
 
 use redact::redact_text;
 
@@ -143,10 +144,36 @@ impl Output {
         io::stdout().lock()
     }
 
-    /// `rows` as an aligned [`table`] under `header` on stdout, coloured if stdout is.
-    pub fn table(&self, header: &[&str], rows: &[Vec<Cell>]) -> io::Result<()> {
+    /// How a table fits stdout: whole when piped, fitted to a terminal's width unless
+    /// `wide` ([`table::Layout`]).
+    pub fn table_layout(&self, wide: bool) -> table::Layout {
+        if !io::stdout().is_terminal() {
+            table::Layout::Piped
+        } else if wide {
+            table::Layout::Wide
+        } else {
+            table::Layout::Fit(table::terminal_width())
+        }
+    }
+
+    /// `rows` as an aligned table under `columns` on stdout, coloured if stdout is, laid
+    /// out as `layout` says; columns give way in `shrink_order` ([`table::write`]).
+    pub fn table(
+        &self,
+        columns: &[table::Column],
+        shrink_order: &[usize],
+        rows: &[table::Row],
+        layout: table::Layout,
+    ) -> io::Result<()> {
         let mut out = io::stdout().lock();
-        table(&mut out, header, rows, self.color_stdout)?;
+        table::write(
+            &mut out,
+            columns,
+            shrink_order,
+            rows,
+            self.color_stdout,
+            layout,
+        )?;
         out.flush()
     }
 
@@ -250,35 +277,6 @@ fn needs_escape(c: char) -> bool {
         || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
-/// Writes rows as left-aligned columns separated by two spaces; the last column is not padded.
-pub fn table(
-    out: &mut impl Write,
-    header: &[&str],
-    rows: &[Vec<Cell>],
-    color: bool,
-) -> io::Result<()> {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.text.chars().count());
-        }
-    }
-    let header_cells: Vec<Cell> = header.iter().map(|h| Cell::styled(*h, BOLD)).collect();
-    for row in std::iter::once(&header_cells).chain(rows) {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            let last = i + 1 == row.len();
-            line.push_str(&paint(color, cell.style, &cell.text));
-            if !last {
-                let pad = widths[i] - cell.text.chars().count() + 2;
-                line.extend(std::iter::repeat_n(' ', pad));
-            }
-        }
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,21 +323,6 @@ mod tests {
                 "list": ["ssh://git:***@h/r", 1, null],
                 "https://***@h/": true
             })
-        );
-    }
-
-    #[test]
-    fn table_aligns_columns() {
-        let mut out = Vec::new();
-        let rows = vec![vec![
-            Cell::plain("a"),
-            Cell::plain("long value"),
-            Cell::plain("x"),
-        ]];
-        table(&mut out, &["H1", "H2", "H3"], &rows, false).unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "H1  H2          H3\na   long value  x\n"
         );
     }
 }

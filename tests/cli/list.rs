@@ -286,3 +286,245 @@ fn folders_with_non_utf8_names_can_be_removed() {
     env.zot(["ext", "remove", "-y", "bad"]).ok();
     assert!(!dir.exists());
 }
+
+/// A store with what makes a table too wide: a long description, a description in wide
+/// characters and an emoji, a manifest that does not parse (long error), and a project copy.
+fn crowded(env: &Env) {
+    let write = |root: std::path::PathBuf, dir: &str, manifest: &str| {
+        fs::create_dir_all(root.join(dir)).unwrap();
+        fs::write(root.join(dir).join("extension.json"), manifest).unwrap();
+    };
+    let global = env.global_root();
+    write(
+        global.clone(),
+        "forecast",
+        r#"{"name": "forecast", "version": "2.1.0", "exec": "./run.sh", "language": "python",
+            "description": "天気予報 🌦 weather for the week ahead, hour by hour, for any city"}"#,
+    );
+    write(
+        global.clone(),
+        "notes",
+        r#"{"name": "notes", "version": "0.3.0", "exec": "./run.sh", "language": "javascript",
+            "description": "keeps notes per project and lets the agent search, tag and summarise them"}"#,
+    );
+    write(
+        global,
+        "half-done",
+        "{\"name\": \"half-done\",\n  \"exec\": 7}\n",
+    );
+    write(
+        env.project_root(),
+        "tool",
+        r#"{"name": "tool", "version": "1.0.0", "exec": "./run.sh", "language": "shell",
+            "description": "a short one", "enabled": false}"#,
+    );
+}
+
+/// The folder holding `ZOT_HOME` and the project: the user's home in these runs, so folders
+/// show from `~` on a terminal.
+fn base(env: &Env) -> std::path::PathBuf {
+    env.home.parent().unwrap().to_path_buf()
+}
+
+/// `zot ext list <args>` on a pseudo-terminal `columns` wide (util-linux `script`, the size
+/// set with `stty`), without colour; what the terminal showed, lines ending in `\n`, the
+/// temporary folder written `<tmp>`.
+fn list_on_terminal(env: &Env, columns: usize, args: &[&str]) -> String {
+    list_on_sized_terminal(env, columns, None, args)
+}
+
+/// [`list_on_terminal`] on a terminal that reports `columns` (0: no size) with `COLUMNS` set
+/// to `columns_env` if given.
+fn list_on_sized_terminal(
+    env: &Env,
+    columns: usize,
+    columns_env: Option<&str>,
+    args: &[&str],
+) -> String {
+    let mut line = format!(
+        "stty cols {columns} rows 50 && exec '{}' ext list",
+        env!("CARGO_BIN_EXE_zot")
+    );
+    for arg in args {
+        line.push_str(" '");
+        line.push_str(arg);
+        line.push('\'');
+    }
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .current_dir(&env.project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", base(env))
+        .env("ZOT_HOME", &env.home)
+        .env("NO_COLOR", "1")
+        .env("LANG", "C.UTF-8")
+        .env("TERM", "dumb")
+        .stdin(std::process::Stdio::null());
+    if let Some(value) = columns_env {
+        cmd.env("COLUMNS", value);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .replace("\r\n", "\n")
+        .replace(base(env).to_str().unwrap(), "<tmp>")
+}
+
+/// `rows` as lines of output, each ending in `\n`.
+fn lines(rows: &[&str]) -> String {
+    rows.iter().flat_map(|row| [row, "\n"]).collect()
+}
+
+/// Fails unless every line of `table` fits in `columns` display columns.
+#[track_caller]
+fn fits(table: &str, columns: usize) {
+    for line in table.lines() {
+        let width = unicode_width::UnicodeWidthStr::width(line);
+        assert!(width <= columns, "{width} > {columns}: {line:?}\n{table}");
+    }
+}
+
+#[test]
+fn the_table_fits_a_200_column_terminal_whole() {
+    let env = Env::new();
+    crowded(&env);
+    let table = list_on_terminal(&env, 200, &[]);
+    fits(&table, 200);
+    assert_eq!(
+        table,
+        lines(&[
+            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE    DESCRIPTION                                                                DIR",
+            "project  tool       1.0.0    no       shell       a short one                                                                ~/project/.zot/extensions/tool",
+            "global   forecast   2.1.0    yes      python      天気予報 🌦 weather for the week ahead, hour by hour, for any city          ~/zot-home/extensions/forecast",
+            "global   half-done  -        broken   -           -                                                                          ~/zot-home/extensions/half-done",
+            "    ~/zot-home/extensions/half-done/extension.json:2:11: \"exec\" must be a string, found the number 7",
+            "global   notes      0.3.0    yes      javascript  keeps notes per project and lets the agent search, tag and summarise them  ~/zot-home/extensions/notes",
+        ])
+    );
+}
+
+#[test]
+fn the_table_fits_a_100_column_terminal() {
+    let env = Env::new();
+    crowded(&env);
+    let table = list_on_terminal(&env, 100, &[]);
+    fits(&table, 100);
+    assert_eq!(
+        table,
+        lines(&[
+            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE    DESCRIPTION        DIR",
+            "project  tool       1.0.0    no       shell       a short one        ~/project/.zot/extensions/tool",
+            "global   forecast   2.1.0    yes      python      天気予報 🌦 weath…  ~/zot-home/extensions/forecast",
+            "global   half-done  -        broken   -           -                  ~/zot-home/extensions/half-done",
+            "    ~/zot-home/extensions/half-done/extension.json:2:11: \"exec\" must be a string, found the number 7",
+            "global   notes      0.3.0    yes      javascript  keeps notes per …  ~/zot-home/extensions/notes",
+        ])
+    );
+}
+
+#[test]
+fn the_table_fits_an_80_column_terminal() {
+    let env = Env::new();
+    crowded(&env);
+    let table = list_on_terminal(&env, 80, &[]);
+    fits(&table, 80);
+    assert_eq!(
+        table,
+        lines(&[
+            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE    DESCRIPTION  DIR",
+            "project  tool       1.0.0    no       shell       a short one  ~/projec…ons/tool",
+            "global   forecast   2.1.0    yes      python      天気予報 🌦…  ~/zot-ho…forecast",
+            "global   half-done  -        broken   -           -            ~/zot-ho…alf-done",
+            "    ~/zot-home/extensions/half-done/extension.json:2:11: \"exec\" must be a",
+            "    string, found the number 7",
+            "global   notes      0.3.0    yes      javascript  keeps note…  ~/zot-ho…ns/notes",
+        ])
+    );
+}
+
+#[test]
+fn at_60_columns_the_table_stops_at_its_minimum_widths_and_wraps() {
+    let env = Env::new();
+    crowded(&env);
+    let table = list_on_terminal(&env, 60, &[]);
+    assert_eq!(
+        table,
+        lines(&[
+            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE  DESCRIPTION  DIR",
+            "project  tool       1.0.0    no       shell     a short one  ~/proje…ons/tool",
+            "global   forecast   2.1.0    yes      python    天気予報 🌦…  ~/zot-h…forecast",
+            "global   half-done  -        broken   -         -            ~/zot-h…alf-done",
+            "    ~/zot-home/extensions/half-done/extension.json:2:11:",
+            "    \"exec\" must be a string, found the number 7",
+            "global   notes      0.3.0    yes      javascr…  keeps note…  ~/zot-h…ns/notes",
+        ])
+    );
+}
+
+#[test]
+fn wide_shows_every_cell_whole_on_a_terminal() {
+    let env = Env::new();
+    crowded(&env);
+    let table = list_on_terminal(&env, 60, &["--wide"]);
+    assert_eq!(
+        table,
+        lines(&[
+            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE    DESCRIPTION                                                                DIR",
+            "project  tool       1.0.0    no       shell       a short one                                                                <tmp>/project/.zot/extensions/tool",
+            "global   forecast   2.1.0    yes      python      天気予報 🌦 weather for the week ahead, hour by hour, for any city          <tmp>/zot-home/extensions/forecast",
+            "global   half-done  -        broken   -           -                                                                          <tmp>/zot-home/extensions/half-done",
+            "    <tmp>/zot-home/extensions/half-done/extension.json:2:11: \"exec\" must be a string, found the number 7",
+            "global   notes      0.3.0    yes      javascript  keeps notes per project and lets the agent search, tag and summarise them  <tmp>/zot-home/extensions/notes",
+        ])
+    );
+}
+
+#[test]
+fn piped_output_is_full_width_and_unchanged() {
+    let env = Env::new();
+    crowded(&env);
+    let out = env.zot(["ext", "list"]).env("COLUMNS", "40").ok();
+    let table = out.stdout.replace(base(&env).to_str().unwrap(), "<tmp>");
+    assert_eq!(
+        table,
+        lines(&[
+            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE    DESCRIPTION                                                                                                     DIR",
+            "project  tool       1.0.0    no       shell       a short one                                                                                                     <tmp>/project/.zot/extensions/tool",
+            "global   forecast   2.1.0    yes      python      天気予報 🌦 weather for the week ahead, hour by hour, for any city                                                   <tmp>/zot-home/extensions/forecast",
+            "global   half-done  -        broken   -           <tmp>/zot-home/extensions/half-done/extension.json:2:11: \"exec\" must be a string, found the number 7  <tmp>/zot-home/extensions/half-done",
+            "global   notes      0.3.0    yes      javascript  keeps notes per project and lets the agent search, tag and summarise them                                       <tmp>/zot-home/extensions/notes",
+        ])
+    );
+    env.zot(["ext", "list", "--wide"])
+        .ok()
+        .stdout_is(&out.stdout);
+}
+
+#[test]
+fn the_terminal_size_wins_over_columns() {
+    let env = Env::new();
+    crowded(&env);
+    assert_eq!(
+        list_on_sized_terminal(&env, 200, Some("90"), &[]),
+        list_on_terminal(&env, 200, &[])
+    );
+}
+
+#[test]
+fn a_terminal_without_a_size_uses_columns_then_80() {
+    let env = Env::new();
+    crowded(&env);
+    let at_90 = list_on_terminal(&env, 90, &[]);
+    assert_ne!(at_90, list_on_terminal(&env, 80, &[]));
+    assert_eq!(list_on_sized_terminal(&env, 0, Some("90"), &[]), at_90);
+    assert_eq!(
+        list_on_sized_terminal(&env, 0, None, &[]),
+        list_on_terminal(&env, 80, &[])
+    );
+    assert_eq!(
+        list_on_sized_terminal(&env, 0, Some("not a number"), &[]),
+        list_on_terminal(&env, 80, &[])
+    );
+}

@@ -1,0 +1,507 @@
+//! Tables on stdout: aligned columns, and on a terminal, fitted to its width. Owns display
+//! width (East Asian wide characters and emoji take two columns), cutting text with an
+//! ellipsis without splitting a character, the order in which columns give way, `~` for the
+//! home folder, and the terminal's width.
+//!
+//! Piped output (stdout not a terminal) is the full-width layout scripts parse, unchanged:
+//! every cell whole, padded by character count.
+
+use std::io::{self, Write};
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use super::{BOLD, Cell, paint};
+
+/// The width assumed when neither the terminal nor `COLUMNS` tells one.
+pub const DEFAULT_WIDTH: usize = 80;
+
+const GAP: usize = 2;
+const ELLIPSIS: char = '…';
+const DETAIL_INDENT: &str = "    ";
+
+/// How a table is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Stdout is not a terminal: every cell whole, the layout scripts parse.
+    Piped,
+    /// A terminal, but nothing cut (`--wide`).
+    Wide,
+    /// A terminal this many columns wide: columns give way until the table fits.
+    Fit(usize),
+}
+
+/// Where a column's text is cut when the column gives way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Never cut (a name: wrapping is better than losing it).
+    Never,
+    /// Keep the start: `a long descr…`.
+    End,
+    /// Keep both ends: `~/.local/…/extensions/clock`.
+    Middle,
+}
+
+/// One column: its header, where it is cut and how narrow it may get.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub header: &'static str,
+    pub cut: Cut,
+    /// The narrowest the column gets (display columns).
+    pub min: usize,
+}
+
+impl Column {
+    /// A column that is never cut.
+    pub const fn whole(header: &'static str) -> Column {
+        Column {
+            header,
+            cut: Cut::Never,
+            min: 0,
+        }
+    }
+
+    /// A column that gives way down to `min` display columns, cut as `cut` says.
+    pub const fn shrinks(header: &'static str, cut: Cut, min: usize) -> Column {
+        Column { header, cut, min }
+    }
+}
+
+/// One row: its cells, and a line of its own printed under it, indented (a broken
+/// extension's error), on a terminal.
+pub struct Row {
+    pub cells: Vec<Cell>,
+    pub detail: Option<Cell>,
+}
+
+/// The display width of `text`: wide characters (CJK, most emoji) count two columns,
+/// combining marks none.
+pub fn display_width(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+fn char_width(c: char) -> usize {
+    UnicodeWidthChar::width(c).unwrap_or(0)
+}
+
+/// `text` cut to at most `max` display columns, keeping the start and ending in `…`. A wide
+/// character that does not fit whole is left out, so the result may be one column short.
+pub fn cut_end(text: &str, max: usize) -> String {
+    if display_width(text) <= max {
+        return text.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut kept = take_width(text.chars(), max - 1);
+    kept.push(ELLIPSIS);
+    kept
+}
+
+/// `text` cut to at most `max` display columns, keeping its start and end around a `…` (the
+/// end gets the odd column: in a path it is the part that names the thing). A wide
+/// character is never split.
+pub fn cut_middle(text: &str, max: usize) -> String {
+    if display_width(text) <= max {
+        return text.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let budget = max - 1;
+    let head = take_width(text.chars(), budget / 2);
+    let tail: String = take_width(text.chars().rev(), budget - budget / 2)
+        .chars()
+        .rev()
+        .collect();
+    format!("{head}{ELLIPSIS}{tail}")
+}
+
+/// The characters of `chars`, in the order given, while they fit in `max` display columns.
+fn take_width(chars: impl Iterator<Item = char>, max: usize) -> String {
+    let mut used = 0;
+    let mut kept = String::new();
+    for c in chars {
+        let width = char_width(c);
+        if used + width > max {
+            break;
+        }
+        used += width;
+        kept.push(c);
+    }
+    kept
+}
+
+/// `path` with the home folder written `~` (`~/x` under it, `~` for itself); unchanged when
+/// it is elsewhere or there is no usable home (unset, relative, or `/`).
+pub fn tilde(path: &str, home: Option<&str>) -> String {
+    let Some(home) = home.map(|h| h.trim_end_matches('/')) else {
+        return path.to_string();
+    };
+    if home.is_empty() || !home.starts_with('/') {
+        return path.to_string();
+    }
+    match path.strip_prefix(home) {
+        Some("") => "~".to_string(),
+        Some(rest) if rest.starts_with('/') => format!("~{rest}"),
+        _ => path.to_string(),
+    }
+}
+
+/// The width of the terminal on stdout: from the terminal itself, else `COLUMNS`, else 80.
+pub fn terminal_width() -> usize {
+    let from_terminal = rustix::termios::tcgetwinsize(io::stdout())
+        .ok()
+        .map(|size| usize::from(size.ws_col));
+    let from_env = || {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+    };
+    from_terminal
+        .filter(|&w| w > 0)
+        .or_else(|| from_env().filter(|&w| w > 0))
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// The width of each column so the table fits in `available` display columns: starting from
+/// the widest cell of each, the columns in `shrink_order` (indexes into `columns`) give way
+/// in that order, each down to its minimum (or its header, if wider), until the rows fit.
+/// If they still do not, the lines wrap: no column goes below its minimum, and the columns
+/// not in `shrink_order` or that are never cut keep their width.
+pub fn fit_widths(
+    natural: &[usize],
+    columns: &[Column],
+    shrink_order: &[usize],
+    available: usize,
+) -> Vec<usize> {
+    let mut widths = natural.to_vec();
+    let line = widths.iter().sum::<usize>() + GAP * widths.len().saturating_sub(1);
+    let mut excess = line.saturating_sub(available);
+    for &i in shrink_order {
+        if excess == 0 {
+            break;
+        }
+        let column = &columns[i];
+        if column.cut == Cut::Never {
+            continue;
+        }
+        let floor = column.min.max(display_width(column.header));
+        let give = widths[i].saturating_sub(floor).min(excess);
+        widths[i] -= give;
+        excess -= give;
+    }
+    widths
+}
+
+/// Writes `rows` under the headers of `columns`, left-aligned, two spaces apart (the last
+/// column not padded), laid out as `layout` says; to fit a terminal, the columns give way
+/// in `shrink_order` (indexes into `columns`, [`fit_widths`]).
+pub fn write(
+    out: &mut impl Write,
+    columns: &[Column],
+    shrink_order: &[usize],
+    rows: &[Row],
+    color: bool,
+    layout: Layout,
+) -> io::Result<()> {
+    let header: Vec<Cell> = columns
+        .iter()
+        .map(|c| Cell::styled(c.header, BOLD))
+        .collect();
+    let measure: fn(&str) -> usize = match layout {
+        Layout::Piped => |text| text.chars().count(),
+        Layout::Wide | Layout::Fit(_) => display_width,
+    };
+    let mut natural: Vec<usize> = header.iter().map(|c| measure(&c.text)).collect();
+    for row in rows {
+        for (i, cell) in row.cells.iter().enumerate() {
+            natural[i] = natural[i].max(measure(&cell.text));
+        }
+    }
+    let widths = match layout {
+        Layout::Fit(available) => fit_widths(&natural, columns, shrink_order, available),
+        Layout::Piped | Layout::Wide => natural,
+    };
+    write_line(out, &header, columns, &widths, color, measure)?;
+    for row in rows {
+        write_line(out, &row.cells, columns, &widths, color, measure)?;
+        if let (Some(detail), false) = (&row.detail, layout == Layout::Piped) {
+            write_detail(out, detail, color, layout)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_line(
+    out: &mut impl Write,
+    cells: &[Cell],
+    columns: &[Column],
+    widths: &[usize],
+    color: bool,
+    measure: fn(&str) -> usize,
+) -> io::Result<()> {
+    let mut line = String::new();
+    for (i, cell) in cells.iter().enumerate() {
+        let text = match columns[i].cut {
+            Cut::Never => cell.text.clone(),
+            Cut::End => cut_end(&cell.text, widths[i]),
+            Cut::Middle => cut_middle(&cell.text, widths[i]),
+        };
+        line.push_str(&paint(color, cell.style, &text));
+        if i + 1 < cells.len() {
+            let pad = widths[i].saturating_sub(measure(&text)) + GAP;
+            line.extend(std::iter::repeat_n(' ', pad));
+        }
+    }
+    writeln!(out, "{}", line.trim_end())
+}
+
+/// A row's own line under it, indented; on a narrow terminal wrapped at spaces to its width
+/// with the same indent, so a long error stays readable and whole.
+fn write_detail(
+    out: &mut impl Write,
+    detail: &Cell,
+    color: bool,
+    layout: Layout,
+) -> io::Result<()> {
+    let lines = match layout {
+        Layout::Fit(available) => wrap(&detail.text, available.saturating_sub(DETAIL_INDENT.len())),
+        Layout::Piped | Layout::Wide => vec![detail.text.clone()],
+    };
+    for line in lines {
+        writeln!(out, "{DETAIL_INDENT}{}", paint(color, detail.style, &line))?;
+    }
+    Ok(())
+}
+
+/// `text` in lines of at most `max` display columns (at least one word each, words longer
+/// than a line split between characters), broken at spaces.
+pub fn wrap(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let needed = display_width(word) + usize::from(!line.is_empty());
+        if !line.is_empty() && display_width(&line) + needed > max {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        let mut rest = word;
+        while display_width(&line) + display_width(rest) > max && !rest.is_empty() {
+            let room = max.saturating_sub(display_width(&line));
+            let piece = take_width(rest.chars(), room);
+            let piece = if piece.is_empty() && line.is_empty() {
+                rest.chars().next().map(String::from).unwrap_or_default()
+            } else {
+                piece
+            };
+            rest = &rest[piece.len()..];
+            line.push_str(&piece);
+            lines.push(std::mem::take(&mut line));
+        }
+        line.push_str(rest);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// `path` with the user's home folder (`HOME`) written `~` ([`tilde`]).
+pub fn home_as_tilde(path: &str) -> String {
+    let home = std::env::var("HOME").ok();
+    tilde(path, home.as_deref())
+}
+
+/// `text` (a message) with each path that starts at the home folder, at the start of the
+/// text or after a space, written from `~` ([`tilde`]).
+pub fn home_as_tilde_in(text: &str) -> String {
+    let home = std::env::var("HOME").ok();
+    text.split(' ')
+        .map(|word| tilde(word, home.as_deref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(columns: &[Column], rows: &[Row], layout: Layout) -> String {
+        let mut out = Vec::new();
+        let order: Vec<usize> = (0..columns.len()).collect();
+        write(&mut out, columns, &order, rows, false, layout).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn row(cells: &[&str]) -> Row {
+        Row {
+            cells: cells.iter().map(|c| Cell::plain(*c)).collect(),
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn wide_characters_and_emoji_count_two_columns() {
+        assert_eq!(display_width("abc"), 3);
+        assert_eq!(display_width("天気予報"), 8);
+        assert_eq!(display_width("🌧"), 1, "text-presentation emoji: one column");
+        assert_eq!(display_width("😀"), 2);
+        assert_eq!(display_width("e\u{301}"), 1, "combining mark: no column");
+    }
+
+    #[test]
+    fn cut_end_keeps_the_start() {
+        assert_eq!(cut_end("short", 5), "short");
+        assert_eq!(cut_end("a long description", 8), "a long …");
+        assert_eq!(cut_end("abc", 1), "…");
+        assert_eq!(cut_end("abc", 0), "");
+    }
+
+    #[test]
+    fn cut_end_never_splits_a_wide_character() {
+        // 天気 is 4 columns; at 4 the ellipsis leaves room for one, so 気 is dropped whole.
+        assert_eq!(cut_end("天気予報", 4), "天…");
+        assert_eq!(display_width(&cut_end("天気予報", 4)), 3);
+        assert_eq!(cut_end("天気予報", 5), "天気…");
+    }
+
+    #[test]
+    fn cut_middle_keeps_both_ends() {
+        let path = "/home/pat/.local/state/zot/extensions/clock";
+        let cut = cut_middle(path, 20);
+        assert_eq!(cut, "/home/pat…ions/clock");
+        assert_eq!(display_width(&cut), 20);
+        assert_eq!(cut_middle(path, path.len()), path);
+        assert_eq!(cut_middle("abcdef", 1), "…");
+        assert_eq!(cut_middle("abcdef", 2), "…f");
+    }
+
+    #[test]
+    fn cut_middle_never_splits_a_wide_character() {
+        // 10 columns; at 7 the head and the tail get 3 each: 天 fits, 気 and 報 do not.
+        assert_eq!(cut_middle("天気予報ab", 7), "天…ab");
+        assert_eq!(cut_middle("天気予報ab", 8), "天…報ab");
+    }
+
+    #[test]
+    fn home_becomes_tilde_only_as_a_whole_folder() {
+        let home = Some("/home/pat");
+        assert_eq!(tilde("/home/pat/x/y", home), "~/x/y");
+        assert_eq!(tilde("/home/pat", home), "~");
+        assert_eq!(tilde("/home/patrice/x", home), "/home/patrice/x");
+        assert_eq!(tilde("/srv/x", home), "/srv/x");
+        assert_eq!(tilde("/home/pat/x", Some("/home/pat/")), "~/x");
+        assert_eq!(tilde("/x", Some("/")), "/x");
+        assert_eq!(tilde("/x", Some("")), "/x");
+        assert_eq!(tilde("/x", None), "/x");
+        assert_eq!(tilde("/home/pat/x: bad", home), "~/x: bad");
+    }
+
+    #[test]
+    fn columns_give_way_in_order_down_to_their_minimum() {
+        let columns = [
+            Column::whole("NAME"),
+            Column::shrinks("DIR", Cut::Middle, 20),
+            Column::shrinks("DESCRIPTION", Cut::End, 16),
+        ];
+        let order = [2, 1];
+        // 10 + 2 + 40 + 2 + 40 = 94 columns.
+        let natural = [10, 40, 40];
+        assert_eq!(fit_widths(&natural, &columns, &order, 94), [10, 40, 40]);
+        assert_eq!(fit_widths(&natural, &columns, &order, 80), [10, 40, 26]);
+        assert_eq!(fit_widths(&natural, &columns, &order, 60), [10, 30, 16]);
+        // Below every minimum: nothing goes lower, and the name is never narrowed.
+        assert_eq!(fit_widths(&natural, &columns, &order, 20), [10, 20, 16]);
+    }
+
+    #[test]
+    fn a_minimum_never_goes_below_the_header() {
+        let columns = [Column::shrinks("DESCRIPTION", Cut::End, 4)];
+        assert_eq!(fit_widths(&[30], &columns, &[0], 5), [11]);
+    }
+
+    #[test]
+    fn piped_tables_align_by_characters_and_keep_everything() {
+        let rows = vec![row(&["a", "long value", "x"])];
+        let columns = [
+            Column::whole("H1"),
+            Column::shrinks("H2", Cut::End, 2),
+            Column::whole("H3"),
+        ];
+        assert_eq!(
+            render(&columns, &rows, Layout::Piped),
+            "H1  H2          H3\na   long value  x\n"
+        );
+    }
+
+    #[test]
+    fn fitted_tables_cut_and_align_by_display_width() {
+        let rows = vec![row(&["天気予報 🌦 rain", "/a/b"]), row(&["plain", "/c"])];
+        let columns = [
+            Column::shrinks("DESCRIPTION", Cut::End, 8),
+            Column::whole("DIR"),
+        ];
+        assert_eq!(
+            render(&columns, &rows, Layout::Fit(17)),
+            "DESCRIPTION  DIR\n天気予報 🌦…  /a/b\nplain        /c\n"
+        );
+        assert_eq!(
+            render(&columns, &rows, Layout::Wide),
+            "DESCRIPTION      DIR\n天気予報 🌦 rain  /a/b\nplain            /c\n"
+        );
+    }
+
+    #[test]
+    fn colour_does_not_count_towards_widths() {
+        let rows = vec![Row {
+            cells: vec![Cell::styled("yes", crate::output::GOOD), Cell::plain("x")],
+            detail: Some(Cell::styled("reason", crate::output::BAD)),
+        }];
+        let columns = [Column::whole("ENABLED"), Column::whole("B")];
+        let mut out = Vec::new();
+        write(&mut out, &columns, &[], &rows, true, Layout::Fit(40)).unwrap();
+        let coloured = String::from_utf8(out).unwrap();
+        assert!(coloured.contains('\u{1b}'), "{coloured:?}");
+        let mut plain = String::new();
+        let mut in_escape = false;
+        for c in coloured.chars() {
+            match c {
+                '\u{1b}' => in_escape = true,
+                'm' if in_escape => in_escape = false,
+                _ if !in_escape => plain.push(c),
+                _ => {}
+            }
+        }
+        assert_eq!(plain, render(&columns, &rows, Layout::Fit(40)));
+    }
+
+    #[test]
+    fn details_go_under_their_row_and_wrap_on_a_terminal() {
+        let mut broken = row(&["x", "y"]);
+        broken.detail = Some(Cell::plain("one two three four"));
+        let columns = [Column::whole("A"), Column::whole("B")];
+        assert_eq!(
+            render(&columns, &[broken], Layout::Fit(14)),
+            "A  B\nx  y\n    one two\n    three four\n"
+        );
+    }
+
+    #[test]
+    fn piped_tables_leave_details_to_the_caller() {
+        let mut broken = row(&["x", "y"]);
+        broken.detail = Some(Cell::plain("reason"));
+        let columns = [Column::whole("A"), Column::whole("B")];
+        assert_eq!(render(&columns, &[broken], Layout::Piped), "A  B\nx  y\n");
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_splits_only_overlong_words() {
+        assert_eq!(wrap("a bb ccc", 4), ["a bb", "ccc"]);
+        assert_eq!(wrap("abcdefgh", 3), ["abc", "def", "gh"]);
+        assert_eq!(wrap("天気予報", 3), ["天", "気", "予", "報"]);
+        assert_eq!(wrap("", 5), [""]);
+    }
+}
