@@ -73,7 +73,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "zot ext list",
                 "Every extension of both scopes, project first.",
             ),
-            ("zot ext list --scope global", "Only the global ones."),
+            (
+                "zot ext list --scope global",
+                "Only the global ones (the same as -g).",
+            ),
             (
                 "zot ext list --json | jq -r '.[] | select(.error) | .name'",
                 "The names of broken extensions, through jq.",
@@ -184,6 +187,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "zot ext doctor ./my-ext --timeout 10 --strict",
                 "Check a working copy, waiting up to 10 seconds, failing on warnings too.",
             ),
+            (
+                "zot ext doctor --project",
+                "Check only the extensions of this project.",
+            ),
         ],
     ),
     (
@@ -264,6 +271,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             (
                 "zot ext info weather --json",
                 "The same as data, one element per installed copy.",
+            ),
+            (
+                "zot ext info weather -g",
+                "Only the global copy, whether it wins or not.",
             ),
         ],
     ),
@@ -371,7 +382,8 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
         "1",
         "Failure: what was asked could not be done, for instance because a file could not \
          be read or written. The error is printed to stderr as error: ..., naming the file, \
-         field or flag involved.",
+         field or flag involved; with --json, as one line of JSON instead: \
+         {\"error\": \"...\", \"suggestions\": [...]}.",
     ),
     (
         "2",
@@ -577,7 +589,10 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
                 "0",
                 "Also when the copies found are broken: their errors are shown.",
             ),
-            ("1", "No copy of that name is installed in either scope."),
+            (
+                "1",
+                "No copy of that name is installed in either scope (in the scope given).",
+            ),
         ],
     ),
     (
