@@ -99,7 +99,10 @@ fn unknown_argument_tip(
         return None;
     };
     let ext = cmd.find_subcommand("ext")?;
-    let flag_at = args.iter().position(|a| a.to_str() == Some(flag.as_str()));
+    let flag_at = args.iter().position(|a| {
+        a.to_str()
+            .is_some_and(|a| a == flag || a.split('=').next() == Some(flag.as_str()))
+    });
     let sub = ext_subcommand(args, ext);
     let sub_name = sub.map(|(_, s)| s.get_name());
     if flag == "-n" && sub_name == Some("update") {
@@ -116,9 +119,13 @@ fn unknown_argument_tip(
             "completions has no scope: leave out {flag}; the script offers the names of both scopes"
         ));
     }
+    // As typed (`--scope=global` whole), so the tip can be run as it is.
+    let typed = flag_at
+        .and_then(|i| args[i].to_str())
+        .unwrap_or(flag.as_str());
     match sub {
         Some((at, sub)) if flag_at.is_some_and(|f| f < at) && has_scope(sub) => Some(format!(
-            "scope flags go after the subcommand: zot ext {} {flag} ...",
+            "scope flags go after the subcommand: zot ext {} {typed} ...",
             sub.get_name()
         )),
         None => Some(format!(

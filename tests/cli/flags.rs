@@ -209,6 +209,12 @@ fn a_scope_flag_where_there_is_no_scope_gets_a_hint_that_works() {
     env.zot(["ext", "list", "--global"])
         .ok()
         .stdout_has("clock");
+    env.zot(["ext", "--scope=global", "ls"])
+        .fails(2)
+        .stderr_has("tip: scope flags go after the subcommand: zot ext list --scope=global");
+    env.zot(["ext", "list", "--scope=global"])
+        .ok()
+        .stdout_has("clock");
 }
 
 #[test]
