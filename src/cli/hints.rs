@@ -7,8 +7,6 @@ use std::ffi::OsString;
 use clap::builder::StyledStr;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
-use crate::error::closest;
-
 /// `error` from parsing `args` with `cmd`, with a tip that works where clap's has none (or
 /// its suggestions in order of closeness).
 pub(super) fn improve(
@@ -44,20 +42,12 @@ pub(super) fn improve(
 
 /// `names` sorted by edit distance to `wanted` (ignoring case), then by name.
 fn closest_first(wanted: &str, names: &[String]) -> Vec<String> {
-    let close = closest(wanted, names.iter().map(String::as_str));
-    let mut ordered: Vec<String> = close.clone();
-    let mut rest: Vec<(usize, &String)> = names
-        .iter()
-        .filter(|n| !close.contains(n))
-        .map(|n| {
-            (
-                strsim::damerau_levenshtein(&wanted.to_lowercase(), &n.to_lowercase()),
-                n,
-            )
-        })
-        .collect();
-    rest.sort();
-    ordered.extend(rest.into_iter().map(|(_, n)| n.clone()));
+    let wanted = wanted.to_lowercase();
+    let mut ordered = names.to_vec();
+    ordered.sort_by_cached_key(|n| {
+        let distance = strsim::damerau_levenshtein(&wanted, &n.to_lowercase());
+        (distance, n.clone())
+    });
     ordered.dedup();
     ordered
 }

@@ -78,11 +78,13 @@ fn scopes_in(json: &Value) -> Vec<String> {
 fn every_form_lists_shows_checks_and_changes_the_copy_of_its_scope() {
     for (form, scope) in FORMS {
         let env = both_scopes();
-        let read_only: [&[&str]; 4] = [
+        let read_only: [&[&str]; 6] = [
             &["ext", "list"],
             &["ext", "info", "clock"],
             &["ext", "update", "clock", "--dry-run"],
             &["ext", "doctor", "clock", "--timeout", "5"],
+            &["ext", "doctor", "--timeout", "5"],
+            &["ext", "update", "--all", "--dry-run"],
         ];
         for base in read_only {
             let done = env.zot(args(base, form, true)).output();
