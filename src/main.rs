@@ -24,6 +24,12 @@ fn main() -> ExitCode {
     match cmd::run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if error::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if cli.global.json => {
+            cli.global
+                .output()
+                .json_error(&format!("{e:#}"), error::suggestions(&e));
+            ExitCode::from(error::exit_code(&e))
+        }
         Err(e) => {
             let label = cli.global.output().paint_err(output::BAD, "error:");
             // Redacted and escaped as a whole: an error built from a raw URL or a hostile

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
+use crate::error;
 use crate::protocol::zot::{self, Discovery};
 use manifest::{Manifest, ManifestError};
 use paths::{Layout, Scope};
@@ -230,8 +231,16 @@ pub(crate) fn find_as(
         .iter()
         .map(|s| layout.scope(*s).extensions().display().to_string())
         .collect();
-    bail!(
-        "no extension named \"{name}\" is installed (looked in {}); `zot ext list` shows what is",
+    let suggestions = error::closest(name, all.iter().flat_map(|e| [e.name(), &e.dir_name]));
+    let hint = error::did_you_mean(&suggestions)
+        .unwrap_or_else(|| "`zot ext list` shows what is".to_owned());
+    let message = format!(
+        "no extension named \"{name}\" is installed (looked in {}); {hint}",
         looked.join(" and ")
-    )
+    );
+    Err(error::Suggested {
+        message,
+        suggestions,
+    }
+    .into())
 }

@@ -70,7 +70,8 @@ pub(crate) fn zot_home(env: &HomeEnv, os: Os) -> Result<PathBuf> {
 }
 
 /// One of the two places extensions are installed.
-/// Also the value of `--scope` on the command line.
+/// Also the value of `--scope` on the command line (variant docs are its help text).
+#[allow(clippy::doc_markdown)]
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, clap::ValueEnum,
 )]

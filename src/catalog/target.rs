@@ -94,24 +94,30 @@ impl Target {
         self.manifest.as_ref().is_ok_and(|m| m.enabled)
     }
 
-    /// Every installed extension, project first, folders sorted (the host's load order), as
-    /// a host with these discovery rules sees them.
-    pub(crate) fn all(layout: &Layout, rules: Discovery) -> Result<Vec<Target>> {
-        let found = catalog::scan_as(layout, &Scope::ALL, rules)?;
+    /// Every installed extension of `scopes`, project first, folders sorted (the host's load
+    /// order), as a host with these discovery rules sees them.
+    pub(crate) fn all(layout: &Layout, scopes: &[Scope], rules: Discovery) -> Result<Vec<Target>> {
+        let found = catalog::scan_as(layout, scopes, rules)?;
         Ok(found.into_iter().map(Target::installed).collect())
     }
 
     /// An installed extension by name, or a folder when `arg` looks like a path.
     pub(crate) fn find(layout: &Layout, arg: &str) -> Result<Target> {
-        Target::find_as(layout, arg, zot::newest().discovery)
+        Target::find_as(layout, arg, None, zot::newest().discovery)
     }
 
-    /// [`Target::find`] as a host with these discovery rules sees it.
-    pub(crate) fn find_as(layout: &Layout, arg: &str, rules: Discovery) -> Result<Target> {
+    /// [`Target::find`] as a host with these discovery rules sees it; a name is looked up in
+    /// `scope` only when given (a path is a folder whatever the scope).
+    pub(crate) fn find_as(
+        layout: &Layout,
+        arg: &str,
+        scope: Option<Scope>,
+        rules: Discovery,
+    ) -> Result<Target> {
         if looks_like_path(arg) {
             return Target::at(Path::new(arg));
         }
-        catalog::find_as(layout, arg, None, rules).map(Target::installed)
+        catalog::find_as(layout, arg, scope, rules).map(Target::installed)
     }
 
     fn at(path: &Path) -> Result<Target> {

@@ -213,15 +213,23 @@ fn expand_alias(mut args: Vec<OsString>, dashes: usize) -> Vec<OsString> {
     args
 }
 
-/// The scope picked by `-p/--project` or `-g/--global` among the typed words (not counting
-/// the word under the cursor, the last one).
+/// The scope picked by `-p/--project`, `-g/--global` or `--scope project|global` among the
+/// typed words (not counting the word under the cursor, the last one).
 fn scope_hint(words: &[OsString]) -> Option<Scope> {
     let mut scope = None;
-    for word in words.iter().take(words.len().saturating_sub(1)) {
+    let typed = &words[..words.len().saturating_sub(1)];
+    for (i, word) in typed.iter().enumerate() {
         let Some(word) = word.to_str() else { continue };
+        let named = |value: Option<&str>| match value {
+            Some("project") => Some(Scope::Project),
+            Some("global") => Some(Scope::Global),
+            _ => None,
+        };
         match word {
             "--project" => scope = Some(Scope::Project),
             "--global" => scope = Some(Scope::Global),
+            "--scope" => scope = named(typed.get(i + 1).and_then(|w| w.to_str())).or(scope),
+            _ if word.starts_with("--scope=") => scope = named(word.get(8..)).or(scope),
             _ => {
                 // A cluster of short flags such as `-yp`.
                 let Some(flags) = word.strip_prefix('-') else {
@@ -326,6 +334,19 @@ mod tests {
         assert_eq!(
             scope_hint(&os(&["zot", "ext", "logs", "-n", "5", ""])),
             None
+        );
+        assert_eq!(
+            scope_hint(&os(&["zot", "ext", "enable", "--scope", "global", ""])),
+            Some(Scope::Global)
+        );
+        assert_eq!(
+            scope_hint(&os(&["zot", "ext", "rm", "--scope=project", "a"])),
+            Some(Scope::Project)
+        );
+        assert_eq!(
+            scope_hint(&os(&["zot", "ext", "rm", "--scope", "global"])),
+            None,
+            "the value under the cursor is not typed yet"
         );
     }
 

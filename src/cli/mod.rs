@@ -1,14 +1,15 @@
 //! Command-line definitions: every flag, argument and help text of `zot` and `zot ext`, and
 //! the command the binary parses with ([`command`]: the definitions plus each subcommand's
 //! examples from [`pages`]).
-
-// The doc comments here are `--help` text and man pages (clap reads them), where backticks
-// would print as they are.
+//!
+//! The doc comments on clap items are help text, printed as written (no Markdown): names such
+//! as $ZOT_HOME stay unquoted there.
 #![allow(clippy::doc_markdown)]
 
 pub mod agent;
 pub mod candidates;
 pub mod complete;
+mod hints;
 pub mod pages;
 
 use std::ffi::OsString;
@@ -32,14 +33,19 @@ pub fn command() -> clap::Command {
 }
 
 /// Parses `args` (the program name first) with [`command`].
+/// A usage error gets a tip that works where clap's own has none ([`hints`]).
 pub fn try_parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
+    let args: Vec<OsString> = args.into_iter().collect();
     let mut cmd = command();
-    let matches = cmd.try_get_matches_from_mut(args)?;
+    let matches = cmd
+        .try_get_matches_from_mut(args.clone())
+        .map_err(|e| hints::improve(e, &args, &cmd))?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
 }
 
 /// `cmd` (whose path is `path`, `zot ext`) with examples after the help of every subcommand
-/// below it.
+/// below it, and `-V` printing `zot <version>` there too (clap would name the subcommand,
+/// `zot-ext-list`).
 fn with_examples(cmd: clap::Command, path: &str) -> clap::Command {
     let styles = cmd.get_styles().clone();
     let names: Vec<String> = cmd
@@ -52,7 +58,8 @@ fn with_examples(cmd: clap::Command, path: &str) -> clap::Command {
             let sub = match pages::help_examples(&sub_path, &styles) {
                 Some(examples) => sub.after_help(examples),
                 None => sub,
-            };
+            }
+            .display_name("zot");
             with_examples(sub, &sub_path)
         })
     })
@@ -60,10 +67,11 @@ fn with_examples(cmd: clap::Command, path: &str) -> clap::Command {
 
 /// Install and manage extensions for the zot coding agent.
 ///
-/// zot ext installs extensions (folders with an extension.json manifest and a program that
-/// speaks newline-delimited JSON) into the project scope, ./.zot/extensions/, or the global
-/// scope, $ZOT_HOME/extensions/; it lists them, enables and disables them, removes them and
-/// prints their logs. zot completions prints the shell completion script.
+/// zot ext manages extensions (folders with an extension.json manifest and a program that
+/// speaks newline-delimited JSON) in the project scope, ./.zot/extensions/, or the global
+/// scope, $ZOT_HOME/extensions/: install, new and link add them; list and info show them;
+/// enable, disable, update and remove change them; logs, doctor and call look inside them.
+/// zot completions prints the shell completion script.
 ///
 /// zot shares its name with the zot agent: any other command line (zot --ext ./x, and with
 /// the agent installed also the bare zot, --help and --version) is handed to the agent,
@@ -101,8 +109,9 @@ Extension commands:
   zot ext link <path>             Register a working copy as an extension, by symbolic link
   zot ext info <name>             Show where an extension came from and which copy wins";
 
-/// Flags accepted by every subcommand.
+/// Flags accepted by every subcommand, listed after its own under their own heading.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Print nothing but errors (and requested data)
     #[arg(short, long, global = true)]
@@ -129,9 +138,12 @@ pub enum Command {
     /// Install, list and manage extensions
     ///
     /// An extension is a folder with an extension.json manifest and a program that speaks
-    /// newline-delimited JSON on stdin/stdout. zot ext copies or clones such folders into
-    /// the places zot scans, lists them, turns them on and off, removes them and shows their
-    /// logs.
+    /// newline-delimited JSON on stdin/stdout. install copies or clones such a folder into
+    /// the places zot scans, new writes one from a template and link registers a working copy;
+    /// list and info show what is installed and which copy wins; enable and disable turn one
+    /// on and off, update fetches it again from its source and remove deletes it; logs prints
+    /// its log, doctor checks it by starting it as zot does, and call runs one of its
+    /// commands or tools without the agent.
     ///
     /// Extensions live in two scopes: the project scope, ./.zot/extensions/<name>/ under the
     /// current directory, and the global scope, $ZOT_HOME/extensions/<name>/. A project copy
@@ -279,9 +291,8 @@ pub enum ExtCommand {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Only list extensions of this scope
-    #[arg(long, value_enum, value_name = "SCOPE")]
-    pub scope: Option<Scope>,
+    #[command(flatten)]
+    pub scope: ScopeSelect,
 
     /// On a terminal, show every cell whole instead of fitting the table to its width
     #[arg(long)]
@@ -302,16 +313,15 @@ pub struct InstallArgs {
     #[arg(short, long)]
     pub force: bool,
 
-    /// Install into ./.zot/extensions/ instead of $ZOT_HOME/extensions/
-    #[arg(short, long)]
-    pub project: bool,
-
     /// Install only this folder of the source (also written URL#path for git sources)
     #[arg(long, value_name = "PATH")]
     pub subdir: Option<String>,
 
     #[command(flatten)]
     pub carry: CarryFlags,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
 }
 
 /// What `update` and `install --force` do with the installed copy's edits and `enabled`.
@@ -341,7 +351,7 @@ pub struct UpdateArgs {
     pub all: bool,
 
     /// Show what would change without changing anything
-    #[arg(short = 'n', long)]
+    #[arg(long)]
     pub dry_run: bool,
 
     /// Re-pin one git extension to this branch, tag or commit
@@ -361,13 +371,12 @@ pub struct LinkArgs {
     #[arg(value_name = "PATH", value_hint = clap::ValueHint::DirPath)]
     pub path: PathBuf,
 
-    /// Link into ./.zot/extensions/ instead of $ZOT_HOME/extensions/
-    #[arg(short, long)]
-    pub project: bool,
-
     /// Replace an installed extension of the same name
     #[arg(short, long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
 }
 
 #[derive(Debug, Args)]
@@ -375,31 +384,49 @@ pub struct InfoArgs {
     /// Name of the extension
     #[arg(add = names(Offer::Installed))]
     pub name: String,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
 }
 
-/// Which copy of an extension a command acts on.
-#[derive(Debug, Clone, Copy, Args)]
-#[group(multiple = false)]
+/// The scope a command acts on, writes to, lists or checks: one grammar for every command
+/// that has a scope (`-p`, `-g`, or `--scope project|global`, at most one of them). What
+/// leaving it out means is the command's own (both scopes, the copy that wins, or global).
+#[derive(Debug, Clone, Copy, Default, Args)]
+#[group(id = SCOPE_GROUP, multiple = false)]
 pub struct ScopeSelect {
-    /// Act on the project-local copy (./.zot/extensions/)
+    /// The project scope, ./.zot/extensions/ (same as --scope project)
     #[arg(short, long)]
     pub project: bool,
 
-    /// Act on the global copy ($ZOT_HOME/extensions/)
+    /// The global scope, $ZOT_HOME/extensions/ (same as --scope global)
     #[arg(short, long)]
     pub global: bool,
+
+    /// The scope by name
+    #[arg(long = "scope", value_enum, value_name = "SCOPE")]
+    pub named: Option<Scope>,
 }
 
+/// The clap group of [`ScopeSelect`]'s flags (for flags that conflict with all of them).
+pub const SCOPE_GROUP: &str = "scope_select";
+
 impl ScopeSelect {
-    /// The scope picked with `--project` or `--global`, if any.
+    /// The scope picked with `-p`, `-g` or `--scope`, if any.
     pub fn scope(&self) -> Option<Scope> {
         if self.project {
             Some(Scope::Project)
         } else if self.global {
             Some(Scope::Global)
         } else {
-            None
+            self.named
         }
+    }
+
+    /// The scopes to look in: the one picked, else both in precedence order.
+    pub fn scopes(&self) -> Vec<Scope> {
+        self.scope()
+            .map_or_else(|| Scope::ALL.to_vec(), |s| vec![s])
     }
 }
 
@@ -451,9 +478,23 @@ pub struct LogsArgs {
     #[arg(short, long)]
     pub follow: bool,
 
-    /// Print only the last N lines
-    #[arg(short = 'n', long = "lines", value_name = "N")]
+    /// Print only the last N lines (0 or more)
+    #[arg(short = 'n', long = "lines", value_name = "N", allow_negative_numbers = true, value_parser = line_count)]
     pub lines: Option<u64>,
+}
+
+/// Parses `logs -n`: a count of lines, 0 or more (a negative one is told what works, not
+/// taken for a flag).
+fn line_count(text: &str) -> Result<u64, String> {
+    if let Some(count) = text.strip_prefix('-')
+        && count.parse::<u64>().is_ok()
+    {
+        return Err(format!(
+            "a count of lines is 0 or more: use -n {count} for the last {count}, or leave -n out for the whole log"
+        ));
+    }
+    text.parse()
+        .map_err(|_| format!("\"{text}\" is not a count of lines: give 0 or more, such as -n 20"))
 }
 
 /// Parses a positive number of seconds (`5`, `0.5`).
@@ -490,6 +531,9 @@ pub struct DoctorArgs {
     /// else the newest known)
     #[arg(long, value_name = "VERSION")]
     pub zot_version: Option<String>,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
 }
 
 #[derive(Debug, Args)]
@@ -527,16 +571,14 @@ pub enum Lang {
     Rust,
 }
 
-/// Where `new` writes the extension.
+/// Where `new` writes the extension: a scope, or a folder of its own.
 #[derive(Debug, Clone, Args)]
-#[group(multiple = false)]
 pub struct NewPlace {
-    /// Create it in ./.zot/extensions/ instead of $ZOT_HOME/extensions/
-    #[arg(short, long)]
-    pub project: bool,
+    #[command(flatten)]
+    pub scope: ScopeSelect,
 
-    /// Create it in this folder (which must not exist, or be empty) instead
-    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::DirPath)]
+    /// Create it in this folder (which must not exist, or be empty) instead of a scope
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::DirPath, conflicts_with = SCOPE_GROUP)]
     pub dir: Option<PathBuf>,
 }
 
@@ -594,6 +636,71 @@ mod tests {
         );
         let error = try_parse_from(["zot", "ext", "list", "--nope"].map(OsString::from));
         assert_eq!(error.unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn ext_description_names_every_subcommand() {
+        let cli = Cli::command();
+        let ext = cli.find_subcommand("ext").unwrap();
+        let about = ext.get_long_about().unwrap().to_string();
+        let words: Vec<&str> = about.split(|c: char| !c.is_alphanumeric()).collect();
+        for sub in ext.get_subcommands() {
+            assert!(
+                words.contains(&sub.get_name()),
+                "{} is not described",
+                sub.get_name()
+            );
+        }
+        let root = cli.get_long_about().unwrap().to_string();
+        let words: Vec<&str> = root.split(|c: char| !c.is_alphanumeric()).collect();
+        for sub in ext.get_subcommands() {
+            assert!(
+                words.contains(&sub.get_name()),
+                "zot: {} is not described",
+                sub.get_name()
+            );
+        }
+    }
+
+    #[test]
+    fn every_scope_taking_subcommand_has_the_one_scope_grammar() {
+        let mut cmd = command();
+        cmd.build();
+        let ext = cmd.find_subcommand("ext").unwrap();
+        let scoped = [
+            "list", "install", "remove", "enable", "disable", "update", "new", "link", "info",
+            "doctor",
+        ];
+        for name in scoped {
+            let sub = ext.find_subcommand(name).unwrap();
+            for (short, long) in [
+                (Some('p'), "project"),
+                (Some('g'), "global"),
+                (None, "scope"),
+            ] {
+                let arg = sub.get_arguments().find(|a| a.get_long() == Some(long));
+                let arg = arg.unwrap_or_else(|| panic!("{name} lacks --{long}"));
+                assert_eq!(arg.get_short(), short, "{name} --{long}");
+            }
+        }
+        for name in ["logs", "call"] {
+            let sub = ext.find_subcommand(name).unwrap();
+            assert!(
+                !sub.get_arguments().any(|a| a.get_long() == Some("scope")),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_logs_has_dash_n() {
+        let mut cmd = command();
+        cmd.build();
+        let ext = cmd.find_subcommand("ext").unwrap();
+        for sub in ext.get_subcommands() {
+            let has_n = sub.get_arguments().any(|a| a.get_short() == Some('n'));
+            assert_eq!(has_n, sub.get_name() == "logs", "{}", sub.get_name());
+        }
     }
 
     #[test]

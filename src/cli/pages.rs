@@ -75,7 +75,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "zot ext list",
                 "Every extension of both scopes, project first.",
             ),
-            ("zot ext list --scope global", "Only the global ones."),
+            (
+                "zot ext list --scope global",
+                "Only the global ones (the same as -g).",
+            ),
             (
                 "zot ext list --wide",
                 "Every description and folder whole, even on a narrow terminal.",
@@ -190,6 +193,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "zot ext doctor ./my-ext --timeout 10 --strict",
                 "Check a working copy, waiting up to 10 seconds, failing on warnings too.",
             ),
+            (
+                "zot ext doctor --project",
+                "Check only the extensions of this project.",
+            ),
         ],
     ),
     (
@@ -270,6 +277,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             (
                 "zot ext info weather --json",
                 "The same as data, one element per installed copy.",
+            ),
+            (
+                "zot ext info weather -g",
+                "Only the global copy, whether it wins or not.",
             ),
         ],
     ),
@@ -382,7 +393,8 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
         "1",
         "Failure: what was asked could not be done, for instance because a file could not \
          be read or written. The error is printed to stderr as error: ..., naming the file, \
-         field or flag involved.",
+         field or flag involved; with --json, as one line of JSON instead: \
+         {\"error\": \"...\", \"suggestions\": [...]}.",
     ),
     (
         "2",
@@ -588,7 +600,10 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
                 "0",
                 "Also when the copies found are broken: their errors are shown.",
             ),
-            ("1", "No copy of that name is installed in either scope."),
+            (
+                "1",
+                "No copy of that name is installed in either scope (in the scope given).",
+            ),
         ],
     ),
     (

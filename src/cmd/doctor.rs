@@ -85,11 +85,11 @@ impl DoctorArgs {
     /// The named extensions (each once), or every installed one in load order.
     fn targets(&self, ctx: &Context, rules: Discovery) -> Result<Vec<Target>> {
         if self.names.is_empty() {
-            return Target::all(&ctx.layout, rules);
+            return Target::all(&ctx.layout, &self.scope.scopes(), rules);
         }
         let mut targets: Vec<Target> = Vec::new();
         for name in &self.names {
-            let target = Target::find_as(&ctx.layout, name, rules)?;
+            let target = Target::find_as(&ctx.layout, name, self.scope.scope(), rules)?;
             if !targets.iter().any(|t| t.dir == target.dir) {
                 targets.push(target);
             }

@@ -81,13 +81,13 @@ impl Run for InfoArgs {
         for scope in Scope::ALL {
             Store::tidy(ctx.layout.scope(scope))?;
         }
-        let all = catalog::scan(&ctx.layout, &Scope::ALL)?;
+        let all = catalog::scan(&ctx.layout, &self.scope.scopes())?;
         let found: Vec<&Installed> = all
             .iter()
             .filter(|e| e.name() == self.name || e.dir_name == self.name)
             .collect();
         if found.is_empty() {
-            catalog::find(&ctx.layout, &self.name, None)?;
+            catalog::find(&ctx.layout, &self.name, self.scope.scope())?;
             bail!("no extension named \"{}\" is installed", self.name);
         }
         let copies: Vec<Copy> = found.iter().map(|e| describe(&ctx.layout, e)).collect();

@@ -50,11 +50,7 @@ impl Run for InstallArgs {
                 self.source
             )));
         }
-        let scope = if self.project {
-            Scope::Project
-        } else {
-            Scope::Global
-        };
+        let scope = self.scope.scope().unwrap_or(Scope::Global);
         let store = Store::open(ctx.layout.scope(scope))?;
         let request = Request {
             source: &source,

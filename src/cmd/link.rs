@@ -27,11 +27,7 @@ struct Linked<'a> {
 
 impl Run for LinkArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
-        let scope = if self.project {
-            Scope::Project
-        } else {
-            Scope::Global
-        };
+        let scope = self.scope.scope().unwrap_or(Scope::Global);
         let dirs = ctx.layout.scope(scope);
         let target = link_target(&self.path, dirs)?;
         let manifest = manifest::read(&target)?;

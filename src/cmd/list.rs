@@ -48,10 +48,7 @@ impl<'a> Entry<'a> {
 
 impl Run for ListArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
-        let scopes = match self.scope {
-            Some(scope) => vec![scope],
-            None => Scope::ALL.to_vec(),
-        };
+        let scopes = self.scope.scopes();
         for scope in Scope::ALL {
             Store::tidy(ctx.layout.scope(scope))?;
         }
@@ -59,6 +56,7 @@ impl Run for ListArgs {
         if found.is_empty() {
             let scope = self
                 .scope
+                .scope()
                 .map(|s| format!(" in the {s} scope"))
                 .unwrap_or_default();
             ctx.out.note(&format!(

@@ -10,7 +10,7 @@ use super::{Context, Run};
 use crate::catalog;
 use crate::catalog::manifest;
 use crate::cli::LogsArgs;
-use crate::error::usage;
+use crate::error::{self, usage};
 use crate::fsx::bounded::{self, ReadError};
 use crate::logs::{self, Follower, Notice};
 
@@ -21,7 +21,10 @@ impl Run for LogsArgs {
     // The log is raw text: `--json` does not change it.
     fn run(&self, ctx: &Context) -> Result<()> {
         check_log_name(&self.name)?;
-        let installed = catalog::find(&ctx.layout, &self.name, None).ok();
+        let found = catalog::find(&ctx.layout, &self.name, None);
+        let suggestions = found.as_ref().err().map(error::suggestions);
+        let suggestions = suggestions.unwrap_or_default().to_vec();
+        let installed = found.ok();
         if let Some(note) = installed
             .as_ref()
             .and_then(super::super::catalog::Installed::twin_note)
@@ -36,11 +39,17 @@ impl Run for LogsArgs {
         // forever or never end.
         let log = bounded::open(&path);
         if installed.is_none() && matches!(log, Err(ReadError::Missing)) {
-            return Err(anyhow!(
-                "no extension named \"{}\" is installed and it has no log: {} does not exist; `zot ext list` shows what is installed",
-                name,
+            let hint = error::did_you_mean(&suggestions)
+                .unwrap_or_else(|| "`zot ext list` shows what is installed".to_owned());
+            let message = format!(
+                "no extension named \"{name}\" is installed and it has no log: {} does not exist; {hint}",
                 path.display()
-            ));
+            );
+            return Err(error::Suggested {
+                message,
+                suggestions,
+            }
+            .into());
         }
         if self.follow {
             // A log that is missing yet is waited for; anything else wrong ends here.

@@ -72,11 +72,7 @@ impl Run for NewArgs {
         let (scope, dir) = if let Some(dir) = &self.place.dir {
             (None, write_folder(dir, &files)?)
         } else {
-            let scope = if self.place.project {
-                Scope::Project
-            } else {
-                Scope::Global
-            };
+            let scope = self.place.scope.scope().unwrap_or(Scope::Global);
             let record = new_record(self.lang, &names.name);
             (Some(scope), write_installed(ctx, scope, &record, &files)?)
         };

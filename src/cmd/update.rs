@@ -179,11 +179,7 @@ impl UpdateArgs {
             return Err(usage("--ref re-pins one extension: name exactly one"));
         }
         if self.all {
-            let scopes = match self.scope.scope() {
-                Some(scope) => vec![scope],
-                None => Scope::ALL.to_vec(),
-            };
-            let all = catalog::scan(&ctx.layout, &scopes)?;
+            let all = catalog::scan(&ctx.layout, &self.scope.scopes())?;
             if all.is_empty() {
                 ctx.out.note("no extensions installed; nothing to update");
             }

@@ -125,6 +125,14 @@ impl Output {
         writeln!(out)
     }
 
+    /// The error that ends a `--json` run, as one line of JSON on stderr:
+    /// `{"error": message, "suggestions": [names]}`, URLs redacted.
+    pub fn json_error(&self, message: &str, suggestions: &[String]) {
+        let mut value = serde_json::json!({ "error": message, "suggestions": suggestions });
+        redact_strings(&mut value);
+        let _ = writeln!(io::stderr().lock(), "{value}");
+    }
+
     /// Text on stdout exactly as given, even with `--quiet`: output the caller has formatted
     /// and [`clean`]ed where it needs to be (a block of several lines, text an extension
     /// sent as its answer).

@@ -28,10 +28,11 @@ fn help_exits_zero() {
         .stdout_has("--force");
 }
 
-/// A subcommand's help ends with its first examples from `zot_ext::cli::pages::EXAMPLES`,
-/// byte for byte as shown here (100 columns, as without a terminal; no colour in a pipe).
+/// A subcommand's help lists its own flags, then the global ones under their own heading,
+/// and ends with its first examples from `zot_ext::cli::pages::EXAMPLES`, byte for byte as
+/// shown here (100 columns, as without a terminal; no colour in a pipe).
 #[test]
-fn subcommand_help_ends_with_its_examples() {
+fn subcommand_help_lists_own_flags_then_global_ones_then_examples() {
     let env = Env::new();
     let help = env.zot(["ext", "enable", "-h"]).ok().stdout;
     let expected = "\
@@ -43,14 +44,17 @@ Arguments:
   <NAME>  Name of the extension
 
 Options:
-  -p, --project       Act on the project-local copy (./.zot/extensions/)
+  -p, --project        The project scope, ./.zot/extensions/ (same as --scope project)
+  -g, --global         The global scope, $ZOT_HOME/extensions/ (same as --scope global)
+      --scope <SCOPE>  The scope by name [possible values: project, global]
+  -h, --help           Print help (see more with '--help')
+  -V, --version        Print version
+
+Global options:
   -q, --quiet         Print nothing but errors (and requested data)
       --color <WHEN>  When to colour output; NO_COLOR in the environment means never [default: auto]
                       [possible values: auto, always, never]
-  -g, --global        Act on the global copy ($ZOT_HOME/extensions/)
       --json          Print machine-readable JSON on stdout instead of text
-  -h, --help          Print help (see more with '--help')
-  -V, --version       Print version
 
 Examples:
   zot ext enable hello-py

@@ -13,6 +13,7 @@ mod discovery;
 mod doctor;
 mod doctor_host;
 mod doctor_versions;
+mod flags;
 mod generated;
 mod git_install;
 mod hostile;

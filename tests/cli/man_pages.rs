@@ -57,7 +57,12 @@ fn synopsis_shows_values_repeats_and_exclusive_flags() {
     assert!(call.contains("[--tool TOOL] [--timeout SECS]"), "{call}");
     assert!(call.contains(" NAME [INPUT...]\n"), "{call}");
     let update = section("zot ext update", "SYNOPSIS");
-    for part in ["[--ref REF]", "[-p|-g]", "[NAME...]", "[--color WHEN]"] {
+    for part in [
+        "[--ref REF]",
+        "[-p|-g|--scope SCOPE]",
+        "[NAME...]",
+        "[--color WHEN]",
+    ] {
         assert!(update.contains(part), "{part} in {update}");
     }
     assert!(!update.contains("--project"), "{update}");
@@ -68,7 +73,7 @@ fn synopsis_shows_values_repeats_and_exclusive_flags() {
     );
     let new = section("zot ext new", "SYNOPSIS");
     assert!(
-        new.contains("[--lang LANG]") && new.contains("[-p|--dir PATH]"),
+        new.contains("[--lang LANG]") && new.contains("[-p|-g|--scope SCOPE]"),
         "{new}"
     );
     let ext = section("zot ext", "SYNOPSIS");

@@ -153,7 +153,7 @@ fn dry_run_reports_without_touching_the_store() {
     assert_eq!(out[0]["available"]["version"], "1.1.0");
     assert_eq!(out[0]["available"]["commit"], new);
     assert_eq!(env.snapshot(), before);
-    env.zot(["ext", "update", "dry", "-n"])
+    env.zot(["ext", "update", "dry", "--dry-run"])
         .ok()
         .stdout_has("would update dry (global): 1.0.0");
 }

@@ -62,7 +62,7 @@ fn an_unchanged_folder_install_is_up_to_date_and_left_in_place() {
     assert_eq!(env.snapshot(), before);
     let out = env.zot(["ext", "update", "clock", "--json"]).ok().json();
     assert_eq!(out[0]["status"], "up-to-date");
-    env.zot(["ext", "update", "clock", "-n"])
+    env.zot(["ext", "update", "clock", "--dry-run"])
         .ok()
         .stdout_has("is up to date");
     assert_eq!(inode(&dest), dir);
@@ -106,7 +106,9 @@ fn re_pinning_to_a_tag_at_the_installed_commit_changes_only_the_record() {
     let dest = env.global_root().join("pin");
     let dir = inode(&dest);
     let before = env.snapshot();
-    let dry = env.zot(["ext", "update", "pin", "--ref", "v1", "-n"]).ok();
+    let dry = env
+        .zot(["ext", "update", "pin", "--ref", "v1", "--dry-run"])
+        .ok();
     assert!(
         dry.stdout.starts_with("would re-pin pin (global) to v1:"),
         "{}",
@@ -287,7 +289,7 @@ fn an_install_without_a_file_list_is_compared_whole_and_gets_one() {
     fs::remove_file(&list).unwrap();
     fs::write(dest.join("state.json"), "{}").unwrap();
     let out = env
-        .zot(["ext", "update", "clock", "-n", "--json"])
+        .zot(["ext", "update", "clock", "--dry-run", "--json"])
         .ok()
         .json();
     assert_eq!(out[0]["status"], "would-update");
