@@ -142,3 +142,15 @@ fn a_broken_manifest_is_fixed_at_its_line_and_field() {
         .stdout_has(":3:11: \"exec\" must be a string")
         .stderr_has("the report on stdout gives each error's fix");
 }
+
+#[test]
+fn a_dumb_terminal_gets_no_live_line_and_no_colour() {
+    let env = Env::new();
+    let root = env.global_root();
+    sh_extension(&root, "quick", "quick", &good_script("quick", &[]));
+    let done = env.zot_in_terminal(&["ext", "doctor"], "");
+    done.success()
+        .stdout_has("quick (global)  ok")
+        .stdout_lacks("running:")
+        .stdout_lacks("\x1b");
+}
