@@ -105,6 +105,37 @@ impl fmt::Display for ManifestError {
 
 impl std::error::Error for ManifestError {}
 
+impl ManifestError {
+    /// What to change, at the position the error carries: `<path>:4:12: "exec" must be a
+    /// string`, `add "name" (a non-empty string) to the top-level object of <path>`.
+    pub(crate) fn fix(&self) -> String {
+        let file = self.path.display();
+        let message = self.message.as_str();
+        if let Some(field) = message.strip_prefix("missing required field ") {
+            return format!("add {field} to the top-level object of {file}");
+        }
+        if message.starts_with("not found;") {
+            return format!(
+                "create {file}: a JSON object with at least \"name\" and \"exec\" (zot ext new writes one)"
+            );
+        }
+        let rule = message.split(", found ").next().unwrap_or(message);
+        let Some((line, column)) = self.position else {
+            let advice = rule.split_once("; ").map_or(rule, |(_, advice)| advice);
+            return format!("{file}: {advice}");
+        };
+        let rule = if let Some(syntax) = rule.strip_prefix("invalid JSON: ") {
+            format!("correct the JSON syntax there ({syntax})")
+        } else if rule.starts_with("expected a JSON object") {
+            "make the whole file one JSON object, such as {\"name\": \"...\", \"exec\": \"...\"}"
+                .to_string()
+        } else {
+            rule.to_string()
+        };
+        format!("{file}:{line}:{column}: {rule}")
+    }
+}
+
 /// Checks that `name` can be used as one folder name in an extensions root (and in the log
 /// file name `ext-<name>.log`): not empty, not `.` or `..`, no `/`, `\\`, NUL or other
 /// control character (see [`is_control`]), at most [`MAX_NAME_LEN`] bytes. Spaces and any other letters are fine.
@@ -675,6 +706,40 @@ mod tests {
         assert_eq!(
             err,
             "extension.json:3:11: \"exec\" must be a string, found the number 5"
+        );
+    }
+
+    fn fix_of(text: &str) -> String {
+        parse(text, Path::new("extension.json")).unwrap_err().fix()
+    }
+
+    #[test]
+    fn fixes_name_the_place_and_what_to_change() {
+        assert_eq!(
+            fix_of("{\n  \"name\": \"a\",\n  \"exec\": 5\n}"),
+            "extension.json:3:11: \"exec\" must be a string"
+        );
+        assert_eq!(
+            fix_of(r#"{"name":"a"}"#),
+            "add \"exec\" (a non-empty string) to the top-level object of extension.json"
+        );
+        assert!(
+            fix_of("{\n \"name\": \"a\",,\n}").starts_with("extension.json:2:"),
+            "{}",
+            fix_of("{\n \"name\": \"a\",,\n}")
+        );
+        assert!(
+            fix_of("[1]").starts_with("extension.json:1:1: make the whole file one JSON object")
+        );
+        let missing = ManifestError {
+            path: "x/extension.json".into(),
+            position: None,
+            message: unreadable(&ReadError::Missing),
+        };
+        assert!(
+            missing.fix().starts_with("create x/extension.json: "),
+            "{}",
+            missing.fix()
         );
     }
 

@@ -259,7 +259,7 @@ pub(crate) fn check(target: &Target, options: &Options) -> Report {
     let manifest = match &target.manifest {
         Ok(manifest) => manifest,
         Err(e) => {
-            report.add(Problem::error(e.to_string(), "fix extension.json"));
+            report.add(Problem::error(e.to_string(), e.fix()));
             return report;
         }
     };
@@ -621,36 +621,54 @@ pub(crate) fn add_leftovers(report: &mut Report, found: &[Leftover]) {
 
 /// Marks commands and tools that an extension loaded earlier already took. zot loads project
 /// extensions before global ones, folders sorted, and keeps the first registration.
+#[cfg(test)]
 pub(crate) fn add_conflicts(reports: &mut [Report]) {
-    let mut commands: HashMap<String, (String, Origin)> = HashMap::new();
-    let mut tools: HashMap<String, (String, Origin)> = HashMap::new();
-    for report in reports.iter_mut().filter(|r| r.loaded) {
+    let mut taken = TakenNames::default();
+    for report in reports {
+        taken.claim(report);
+    }
+}
+
+/// The commands and tools registered so far, by the extensions loaded first: given the
+/// reports in load order, [`TakenNames::claim`] marks each name an earlier one took.
+#[derive(Debug, Default)]
+pub(crate) struct TakenNames {
+    commands: HashMap<String, (String, Origin)>,
+    tools: HashMap<String, (String, Origin)>,
+}
+
+impl TakenNames {
+    /// Takes `report`'s names, and adds a warning for each one an earlier report took.
+    pub(crate) fn claim(&mut self, report: &mut Report) {
+        if !report.loaded {
+            return;
+        }
         let mut found = Vec::new();
         let me = (report.name.clone(), report.scope);
         for command in &report.commands {
             // zot's command index is keyed by the exact name (`commandIndex`, manager.go).
             let key = command.name.clone();
-            match commands.get(&key) {
+            match self.commands.get(&key) {
                 Some(owner) if owner.0 != me.0 => {
                     found.push(clash("command /", &command.name, owner));
                 }
                 Some(_) => {}
                 None => {
-                    commands.insert(key, me.clone());
+                    self.commands.insert(key, me.clone());
                 }
             }
         }
         for tool in &report.tools {
-            match tools.get(&tool.name) {
+            match self.tools.get(&tool.name) {
                 Some(owner) if owner.0 != me.0 => found.push(clash("tool ", &tool.name, owner)),
                 Some(_) => {}
                 None => {
-                    tools.insert(tool.name.clone(), me.clone());
+                    self.tools.insert(tool.name.clone(), me.clone());
                 }
             }
         }
-        for p in found {
-            report.add(p);
+        for problem in found {
+            report.add(problem);
         }
     }
 }

@@ -467,7 +467,7 @@ impl Handshake {
             )),
             FromExt::Error(error) => self.problems.push(Problem::warning(
                 format!("sent an error frame: {}", error.message),
-                "",
+                "fix what the message reports: an extension sends an error frame when something it does fails",
             )),
             // Panels may be opened, drawn and closed at any time.
             FromExt::OpenPanel(_) | FromExt::PanelRender(_) | FromExt::PanelClose(_) => {}

@@ -117,8 +117,15 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
-    /// When to colour output; NO_COLOR in the environment means never
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    // A plain string: the environment variables are shown as typed, without backticks.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = ColorChoice::Auto,
+        value_name = "WHEN",
+        help = "When to colour output; auto obeys NO_COLOR, CLICOLOR_FORCE and TERM=dumb"
+    )]
     pub color: ColorChoice,
 
     /// Print machine-readable JSON on stdout instead of text

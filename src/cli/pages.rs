@@ -325,7 +325,17 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "NO_COLOR",
-        "When set, output is not coloured, unless --color always is given.",
+        "When set and not empty, output is not coloured, unless --color always is given.",
+    ),
+    (
+        "CLICOLOR_FORCE",
+        "When set, not empty and not 0, output is coloured even in a pipe, unless NO_COLOR is \
+         set or --color never is given.",
+    ),
+    (
+        "TERM",
+        "When dumb (or unset), a terminal gets no colour and doctor draws no live progress \
+         line; CLICOLOR=0 also turns colour off.",
     ),
     (
         "ZOT_AGENT",

@@ -1,10 +1,15 @@
 //! `zot ext doctor`: check extensions statically and live, a few at a time, then across each
 //! other, judged by the facts of one zot version (`--zot-version`, else the agent's own).
+//! Text reports stream: each extension's block is printed on stdout as soon as it and every
+//! block before it are known ([`live`]), with a live line on a terminal stderr meanwhile.
+
+mod live;
 
 use std::fmt::Write as _;
-use std::io;
+use std::io::{self, IsTerminal};
 use std::num::NonZero;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread;
 
 use anyhow::{Result, bail};
@@ -13,20 +18,24 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::catalog::target::Target;
 use crate::check::Problem;
-use crate::check::doctor::{self, JudgedBy, Options, Report, Status};
+use crate::check::doctor::{self, JudgedBy, Options, Report, Status, TakenNames};
 use crate::check::handshake::HostInfo;
 use crate::cli::DoctorArgs;
 use crate::cli::agent;
 use crate::host::{self, Leftover};
 use crate::output::{BAD, DIM, GOOD, Output, WARN, clean};
 use crate::protocol::zot::Discovery;
+use live::{Board, Event};
 
 /// Counts of extensions by verdict.
 #[derive(Debug, Default, Serialize)]
 struct Summary {
     checked: usize,
     ok: usize,
+    /// Counts of extensions (`with_`: `warnings` and `errors` are lists of findings).
+    #[serde(rename = "with_warnings")]
     warnings: usize,
+    #[serde(rename = "with_errors")]
     errors: usize,
 }
 
@@ -56,9 +65,18 @@ impl Run for DoctorArgs {
         };
         host::become_subreaper();
         let jobs = self.jobs.map_or_else(default_jobs, |n| n as usize);
-        let mut reports = check_all(&targets, &options, jobs);
-        adopted_leftovers(ctx, &mut reports, host::end_adopted());
-        doctor::add_conflicts(&mut reports);
+        let mut taken = TakenNames::default();
+        let mut failed = None;
+        let mut reports = check_all(&targets, &options, jobs, &ctx.out, |report| {
+            taken.claim(report);
+            if !ctx.out.json && failed.is_none() {
+                failed = print_block(&ctx.out, report).err();
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        let owner = adopted_leftovers(ctx, &mut reports, host::end_adopted());
         let summary = summarize(&reports);
         if ctx.out.json {
             ctx.out.json(&Doctor {
@@ -67,9 +85,12 @@ impl Run for DoctorArgs {
                 zot: &judged,
             })?;
         } else {
-            print(&ctx.out, &reports, &summary, &judged)?;
+            if let Some((report, before)) = owner.map(|(i, before)| (&reports[i], before)) {
+                ctx.out.print(&render_late(report, before, &ctx.out))?;
+            }
+            print_summary(&ctx.out, &summary, &judged)?;
         }
-        verdict(&summary, self.strict)
+        verdict(&summary, self.strict, FixesAt::of(&ctx.out))
     }
 }
 
@@ -108,42 +129,66 @@ fn default_jobs() -> usize {
 }
 
 /// `jobs` workers take the targets in order, each starting its next extension only when the
-/// last one is done (so every timeout runs from an actual start); reports come back in the
-/// order of `targets`.
-fn check_all(targets: &[Target], options: &Options, jobs: usize) -> Vec<Report> {
+/// last one is done (so every timeout runs from an actual start); `show` gets the reports in
+/// the order of `targets`, each as soon as it and all before it are done, and they are
+/// returned in that order. Meanwhile a terminal stderr shows what is running.
+fn check_all(
+    targets: &[Target],
+    options: &Options,
+    jobs: usize,
+    out: &Output,
+    show: impl FnMut(&mut Report),
+) -> Vec<Report> {
     let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, Report)> = thread::scope(|scope| {
-        let workers: Vec<_> = (0..jobs.clamp(1, targets.len().max(1)))
-            .map(|_| scope.spawn(|| work(&next, targets, options)))
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("a check thread panicked"))
-            .collect()
+    let mut board = Board::new(targets, out, show);
+    thread::scope(|scope| {
+        let (tell, events) = mpsc::channel();
+        for _ in 0..jobs.clamp(1, targets.len().max(1)) {
+            let tell = tell.clone();
+            let next = &next;
+            scope.spawn(move || work(next, targets, options, &tell));
+        }
+        drop(tell);
+        loop {
+            match events.recv_timeout(live::TICK) {
+                Ok(event) => board.record(event),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            board.draw();
+        }
     });
-    done.sort_by_key(|(index, _)| *index);
-    done.into_iter().map(|(_, report)| report).collect()
+    board.finish()
 }
 
 /// One worker: checks the next unclaimed target until none is left.
-fn work(next: &AtomicUsize, targets: &[Target], options: &Options) -> Vec<(usize, Report)> {
-    let mut done = Vec::new();
+fn work(next: &AtomicUsize, targets: &[Target], options: &Options, tell: &Sender<Event>) {
     loop {
         let index = next.fetch_add(1, Ordering::SeqCst);
         let Some(target) = targets.get(index) else {
-            return done;
+            return;
         };
-        done.push((index, doctor::check(target, options)));
+        let _ = tell.send(Event::Started(index));
+        let _ = tell.send(Event::Done(index, Box::new(doctor::check(target, options))));
     }
 }
 
 /// Processes zot adopted whose extension is unknown (their parent exited before they were
-/// seen): the one extension started owns them, else they are only named on stderr.
-fn adopted_leftovers(ctx: &Context, reports: &mut [Report], found: Vec<Leftover>) {
-    let mut started = reports.iter_mut().filter(|r| r.pid.is_some());
-    if let (Some(only), None) = (started.next(), started.next()) {
+/// seen): the one extension started owns them, else they are only named on stderr. Returns
+/// the owner's index and its count of warnings before, when it got some.
+fn adopted_leftovers(
+    ctx: &Context,
+    reports: &mut [Report],
+    found: Vec<Leftover>,
+) -> Option<(usize, usize)> {
+    let mut started = reports
+        .iter_mut()
+        .enumerate()
+        .filter(|(_, r)| r.pid.is_some());
+    if let (Some((index, only)), None) = (started.next(), started.next()) {
+        let before = only.warnings.len();
         doctor::add_leftovers(only, &found);
-        return;
+        return (only.warnings.len() > before).then_some((index, before));
     }
     for leftover in found {
         ctx.out.warn(&format!(
@@ -151,6 +196,7 @@ fn adopted_leftovers(ctx: &Context, reports: &mut [Report], found: Vec<Leftover>
             leftover.pid, leftover.command
         ));
     }
+    None
 }
 
 fn summarize(reports: &[Report]) -> Summary {
@@ -163,31 +209,76 @@ fn summarize(reports: &[Report]) -> Summary {
     }
 }
 
-fn verdict(summary: &Summary, strict: bool) -> Result<()> {
+/// Where the report that holds the fixes went, for the last line of a failed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FixesAt {
+    /// Text on a terminal, above the error.
+    Above,
+    /// Text on stdout, redirected.
+    Stdout,
+    /// `--json` on stdout.
+    Json,
+}
+
+impl FixesAt {
+    fn of(out: &Output) -> FixesAt {
+        if out.json {
+            FixesAt::Json
+        } else if io::stdout().is_terminal() {
+            FixesAt::Above
+        } else {
+            FixesAt::Stdout
+        }
+    }
+
+    fn phrase(self) -> &'static str {
+        match self {
+            FixesAt::Above => "each error above is followed by its fix",
+            FixesAt::Stdout => "the report on stdout gives each error's fix",
+            FixesAt::Json => "each extension's \"errors\" in the JSON on stdout give the fixes",
+        }
+    }
+}
+
+fn verdict(summary: &Summary, strict: bool, fixes: FixesAt) -> Result<()> {
     if summary.errors > 0 {
         bail!(
-            "{} of {} extensions failed the checks; the fixes are listed above",
+            "{} of {} extensions failed the checks; {}",
             summary.errors,
-            summary.checked
+            summary.checked,
+            fixes.phrase()
         );
     }
     if strict && summary.warnings > 0 {
         bail!(
-            "{} of {} extensions have warnings (--strict)",
+            "{} of {} extensions have warnings (--strict); {}",
             summary.warnings,
-            summary.checked
+            summary.checked,
+            fixes.phrase().replace("error", "warning")
         );
     }
     Ok(())
 }
 
-fn print(out: &Output, reports: &[Report], summary: &Summary, judged: &JudgedBy) -> io::Result<()> {
-    for report in reports {
-        if out.quiet && report.status == Status::Ok {
-            continue;
-        }
-        out.print(&render(report, out))?;
+/// One extension's block, unless `--quiet` leaves out the ones that are ok.
+fn print_block(out: &Output, report: &Report) -> io::Result<()> {
+    if out.quiet && report.status == Status::Ok {
+        return Ok(());
     }
+    out.print(&render(report, out))
+}
+
+/// The warnings an extension got after its block was printed (processes adopted once every
+/// check was done), under its heading again.
+fn render_late(r: &Report, before: usize, out: &Output) -> String {
+    let mut text = format!("{}  {}\n", heading(r), status_label(r.status, out));
+    for problem in &r.warnings[before..] {
+        text += &problem_lines(&out.paint(WARN, "warning:"), problem);
+    }
+    text
+}
+
+fn print_summary(out: &Output, summary: &Summary, judged: &JudgedBy) -> io::Result<()> {
     if !out.quiet && summary.checked > 0 {
         out.print(&format!(
             "\n{} checked: {} ok, {} with warnings, {} with errors\n{}\n",
@@ -396,10 +487,13 @@ mod tests {
             warnings: 1,
             errors: 0,
         };
-        assert!(verdict(&s, false).is_ok());
-        assert!(verdict(&s, true).is_err());
+        assert!(verdict(&s, false, FixesAt::Above).is_ok());
+        assert!(verdict(&s, true, FixesAt::Above).is_err());
         s.errors = 1;
-        let err = verdict(&s, false).unwrap_err().to_string();
+        let err = verdict(&s, false, FixesAt::Above).unwrap_err().to_string();
         assert!(err.starts_with("1 of 2 extensions failed"), "{err}");
+        let err = verdict(&s, false, FixesAt::Json).unwrap_err().to_string();
+        assert!(!err.contains("above"), "{err}");
+        assert!(err.contains("\"errors\""), "{err}");
     }
 }

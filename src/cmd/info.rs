@@ -44,10 +44,14 @@ struct Copy<'a> {
     linked: Option<String>,
     manifest: Option<&'a Manifest>,
     error: Option<String>,
+    /// The program zot would start (`program`: `exec` is the manifest's string everywhere).
+    #[serde(rename = "program")]
     exec: Option<Exec>,
+    /// The install record (`record`: `source` is the record's string everywhere).
+    #[serde(rename = "record")]
     source: Option<Record>,
-    /// Why the install record in place cannot be used (null `source` then), if it cannot.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why the install record in place cannot be used (null `record` then), if it cannot.
+    #[serde(rename = "record_error", skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
     /// "pinned" (tag or commit), "tracking" (branch), or null.
     updates: Option<&'static str>,

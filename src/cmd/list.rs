@@ -71,7 +71,9 @@ impl Run for ListArgs {
             }
         }
         if ctx.out.json {
-            return Ok(ctx.out.json(&entries)?);
+            return Ok(ctx
+                .out
+                .json(&serde_json::json!({ "extensions": entries }))?);
         }
         if entries.is_empty() {
             return Ok(());

@@ -1,7 +1,10 @@
 //! `zot ext logs`: print, tail or follow an extension's log: an installed extension's, or
 //! any name's whose log file exists (an extension loaded with `zot --ext` has a log but is
-//! not installed). The name must be a single safe file-name component.
+//! not installed). The name must be a single safe file-name component. With `--json`, each
+//! line is one JSON document of its own (`{"schema_version":1,"line":"..."}`), also with
+//! `-n` and `--follow`.
 
+use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow};
@@ -13,12 +16,12 @@ use crate::cli::LogsArgs;
 use crate::error::{self, usage};
 use crate::fsx::bounded::{self, ReadError};
 use crate::logs::{self, Follower, Notice};
+use crate::output::Output;
 
 /// Lines `--follow` prints before following when `-n` is not given.
 const FOLLOW_LINES: u64 = 10;
 
 impl Run for LogsArgs {
-    // The log is raw text: `--json` does not change it.
     fn run(&self, ctx: &Context) -> Result<()> {
         check_log_name(&self.name)?;
         let found = catalog::find(&ctx.layout, &self.name, None);
@@ -60,7 +63,9 @@ impl Run for LogsArgs {
             follow(ctx, &path, self.lines.unwrap_or(FOLLOW_LINES))
         } else {
             let mut file = log.map_err(|e| refusal(name, &path, e))?;
-            logs::print(&mut file, self.lines, &mut ctx.out.stream())
+            let mut out = Lines::new(&ctx.out);
+            logs::print(&mut file, self.lines, &mut out)
+                .and_then(|()| out.finish())
                 .with_context(|| format!("cannot print {}", path.display()))
         }
     }
@@ -108,7 +113,107 @@ fn refusal(name: &str, path: &Path, e: ReadError) -> anyhow::Error {
 /// Prints the last `lines` lines, then everything appended, until killed or stdout closes.
 fn follow(ctx: &Context, path: &Path, lines: u64) -> Result<()> {
     let note = |notice: Notice<'_>| ctx.out.note(&format!("zot: {notice}"));
-    Follower::new(path.to_path_buf(), ctx.out.stream(), note)
+    Follower::new(path.to_path_buf(), Lines::new(&ctx.out), note)
         .run(lines)
         .with_context(|| format!("cannot follow {}", path.display()))
+}
+
+/// The longest piece of a line kept waiting for its newline with `--json`; a longer line is
+/// printed in pieces of this size, so a log without newlines cannot fill memory.
+const MAX_LINE: usize = 1 << 20;
+
+/// Where log bytes go: stdout as they are, or with `--json` one `{"line": ...}` document per
+/// complete line (invalid UTF-8 replaced, the `\n` left out; a last line without one is
+/// printed by [`Lines::finish`], or when followed, once its newline arrives).
+enum Lines<'a> {
+    Raw(io::StdoutLock<'static>),
+    Json {
+        out: &'a Output,
+        stdout: io::StdoutLock<'static>,
+        pending: Vec<u8>,
+    },
+}
+
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    line: &'a str,
+}
+
+impl<'a> Lines<'a> {
+    fn new(out: &'a Output) -> Self {
+        if out.json {
+            Lines::Json {
+                out,
+                stdout: out.stream(),
+                pending: Vec::new(),
+            }
+        } else {
+            Lines::Raw(out.stream())
+        }
+    }
+
+    /// Prints a last line that has no newline.
+    fn finish(&mut self) -> io::Result<()> {
+        if let Lines::Json {
+            out,
+            stdout,
+            pending,
+        } = self
+            && !pending.is_empty()
+        {
+            let line = std::mem::take(pending);
+            out.json_line(
+                stdout,
+                &Line {
+                    line: &String::from_utf8_lossy(&line),
+                },
+            )?;
+        }
+        self.flush()
+    }
+}
+
+impl Write for Lines<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Lines::Raw(stdout) => stdout.write(bytes),
+            Lines::Json {
+                out,
+                stdout,
+                pending,
+            } => {
+                pending.extend_from_slice(bytes);
+                print_lines(out, stdout, pending)?;
+                Ok(bytes.len())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Lines::Raw(stdout) | Lines::Json { stdout, .. } => stdout.flush(),
+        }
+    }
+}
+
+/// Prints the complete lines at the start of `pending` as JSON, and pieces of
+/// [`MAX_LINE`] bytes of a longer one; keeps the rest.
+fn print_lines(out: &Output, stdout: &mut impl Write, pending: &mut Vec<u8>) -> io::Result<()> {
+    let mut start = 0;
+    while let Some(end) = pending[start..].iter().position(|&b| b == b'\n') {
+        let line = String::from_utf8_lossy(&pending[start..start + end]);
+        out.json_line(stdout, &Line { line: &line })?;
+        start += end + 1;
+    }
+    pending.drain(..start);
+    while pending.len() >= MAX_LINE {
+        let piece: Vec<u8> = pending.drain(..MAX_LINE).collect();
+        out.json_line(
+            stdout,
+            &Line {
+                line: &String::from_utf8_lossy(&piece),
+            },
+        )?;
+    }
+    Ok(())
 }

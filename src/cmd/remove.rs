@@ -25,7 +25,8 @@ struct Removed<'a> {
     name: &'a str,
     scope: Scope,
     dir: String,
-    linked: bool,
+    /// The working copy a link pointed to (only the link was removed), or null.
+    linked: Option<String>,
     /// The entries the install did not place (folders end in `/`); null when zot cannot
     /// tell (no file list), empty for a link.
     data: Option<Vec<String>>,
@@ -194,7 +195,7 @@ impl Run for RemoveArgs {
                 name: target.name(),
                 scope: target.scope,
                 dir: target.dir.display().to_string(),
-                linked,
+                linked: target.link_target.as_ref().map(|t| t.display().to_string()),
                 data: data.names(),
                 backup: backup.map(|b| b.display().to_string()),
             })?);

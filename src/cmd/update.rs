@@ -81,7 +81,8 @@ impl Run for UpdateArgs {
             .map(describe)
             .collect();
         if ctx.out.json {
-            ctx.out.json(&outcomes)?;
+            ctx.out
+                .json(&serde_json::json!({ "extensions": outcomes }))?;
         } else {
             self.report(ctx, &outcomes)?;
         }

@@ -128,7 +128,10 @@ fn check_shebang(path: &Path) -> Result<(), ExecError> {
                 "the interpreter {interpreter} in the #! line of {} does not exist",
                 path.display()
             ),
-            "fix the #! line, e.g. #!/usr/bin/env python3",
+            format!(
+                "in line 1 of {}, replace {interpreter} with an interpreter that exists, e.g. #!/usr/bin/env python3",
+                path.display()
+            ),
         ));
     }
     if Path::new(interpreter).file_name() == Some(OsStr::new("env")) {

@@ -37,25 +37,32 @@ pub enum ColorChoice {
     Never,
 }
 
-/// Whether to colour a stream, from `--color`, `NO_COLOR` and whether it is a terminal.
-pub fn use_color(choice: ColorChoice, no_color_env: bool, is_terminal: bool) -> bool {
+/// Whether to colour `stream`: `--color always` and `never` decide; `auto` leaves it to
+/// anstream's rules, read from the environment: `NO_COLOR` (non-empty) never,
+/// `CLICOLOR_FORCE` (non-empty, not `0`) always, `CLICOLOR=0` never, else only a terminal
+/// whose `TERM` is set and not `dumb` (or with `CLICOLOR` set, or under CI).
+pub fn use_color(choice: ColorChoice, stream: &impl anstream::stream::RawStream) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => !no_color_env && is_terminal,
+        ColorChoice::Auto => anstream::AutoStream::choice(stream) != anstream::ColorChoice::Never,
     }
+}
+
+/// Whether a progress line may be redrawn in place on stderr: a terminal that understands
+/// the erase-line sequence (`TERM` set and not `dumb`), and not `--quiet`.
+fn live_progress(quiet: bool) -> bool {
+    !quiet && io::stderr().is_terminal() && anstyle_query::term_supports_color()
 }
 
 impl Output {
     pub fn new(color: ColorChoice, quiet: bool, json: bool) -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let stderr_tty = io::stderr().is_terminal();
         Output {
             quiet,
             json,
-            color_stdout: use_color(color, no_color, io::stdout().is_terminal()),
-            color_stderr: use_color(color, no_color, stderr_tty),
-            progress: stderr_tty && !quiet,
+            color_stdout: use_color(color, &io::stdout()),
+            color_stderr: use_color(color, &io::stderr()),
+            progress: live_progress(quiet),
         }
     }
 
@@ -115,22 +122,29 @@ impl Output {
         let _ = writeln!(io::stderr().lock(), "{label} {}", clean(message));
     }
 
-    /// Pretty JSON on stdout, with the URLs in every string redacted (JSON escapes control
-    /// characters itself).
+    /// One JSON document on stdout, pretty-printed: `value` (an object) with
+    /// [`SCHEMA_VERSION`] as its first key and the URLs in every string redacted (JSON
+    /// escapes control characters itself).
     pub fn json<T: Serialize>(&self, value: &T) -> io::Result<()> {
-        let mut value = serde_json::to_value(value)?;
-        redact_strings(&mut value);
         let mut out = io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, &value)?;
+        serde_json::to_writer_pretty(&mut out, &document(value)?)?;
         writeln!(out)
     }
 
     /// The error that ends a `--json` run, as one line of JSON on stderr:
-    /// `{"error": message, "suggestions": [names]}`, URLs redacted.
+    /// `{"schema_version": 1, "error": message, "suggestions": [names]}`, URLs redacted.
     pub fn json_error(&self, message: &str, suggestions: &[String]) {
-        let mut value = serde_json::json!({ "error": message, "suggestions": suggestions });
+        let mut value = serde_json::json!({ "schema_version": SCHEMA_VERSION, "error": message, "suggestions": suggestions });
         redact_strings(&mut value);
         let _ = writeln!(io::stderr().lock(), "{value}");
+    }
+
+    /// One JSON document on one line of stdout, flushed (a stream of them, such as
+    /// `logs --json`): [`SCHEMA_VERSION`] first, URLs redacted, as [`Output::json`].
+    pub fn json_line<T: Serialize>(&self, out: &mut impl Write, value: &T) -> io::Result<()> {
+        serde_json::to_writer(&mut *out, &document(value)?)?;
+        writeln!(out)?;
+        out.flush()
     }
 
     /// Text on stdout exactly as given, even with `--quiet`: output the caller has formatted
@@ -206,6 +220,24 @@ impl Output {
             let _ = write!(io::stderr().lock(), "\r\x1b[2K");
         }
     }
+}
+
+/// The version of the JSON every command prints, the first key of every document: it
+/// changes only when a key is removed or changes its meaning or type.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `value` (which serialises to an object) as a document: `schema_version` first, then its
+/// keys, every string redacted.
+fn document<T: Serialize>(value: &T) -> io::Result<serde_json::Value> {
+    let serde_json::Value::Object(fields) = serde_json::to_value(value)? else {
+        return Err(io::Error::other("a JSON document must be an object"));
+    };
+    let mut doc = serde_json::Map::new();
+    doc.insert("schema_version".into(), SCHEMA_VERSION.into());
+    doc.extend(fields);
+    let mut doc = serde_json::Value::Object(doc);
+    redact_strings(&mut doc);
+    Ok(doc)
 }
 
 /// A message as it may be shown: URL-shaped words redacted
@@ -290,12 +322,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn color_rules() {
-        assert!(use_color(ColorChoice::Always, true, false));
-        assert!(!use_color(ColorChoice::Never, false, true));
-        assert!(use_color(ColorChoice::Auto, false, true));
-        assert!(!use_color(ColorChoice::Auto, true, true));
-        assert!(!use_color(ColorChoice::Auto, false, false));
+    fn color_option_overrides_the_environment() {
+        // A Vec is no terminal: only `always` colours it.
+        assert!(use_color(ColorChoice::Always, &Vec::<u8>::new()));
+        assert!(!use_color(ColorChoice::Never, &Vec::<u8>::new()));
+    }
+
+    #[test]
+    fn documents_start_with_the_schema_version() {
+        let doc = document(&serde_json::json!({"a": "https://u:pw@h/"})).unwrap();
+        assert_eq!(
+            serde_json::to_string(&doc).unwrap(),
+            r#"{"schema_version":1,"a":"https://***@h/"}"#
+        );
+        assert!(document(&[1]).is_err());
     }
 
     #[test]

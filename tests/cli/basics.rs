@@ -52,8 +52,8 @@ Options:
 
 Global options:
   -q, --quiet         Print nothing but errors (and requested data)
-      --color <WHEN>  When to colour output; NO_COLOR in the environment means never [default: auto]
-                      [possible values: auto, always, never]
+      --color <WHEN>  When to colour output; auto obeys NO_COLOR, CLICOLOR_FORCE and TERM=dumb
+                      [default: auto] [possible values: auto, always, never]
       --json          Print machine-readable JSON on stdout instead of text
 
 Examples:
@@ -134,7 +134,7 @@ fn invoked_as_zot_ext_behaves_as_zot_ext() {
         cmd
     };
     let done = run.ok();
-    assert_eq!(done.json()[0]["name"], "alias-test");
+    assert_eq!(done.extensions()[0]["name"], "alias-test");
 }
 
 #[test]
@@ -155,6 +155,35 @@ fn no_color_means_plain_output_and_always_forces_colour() {
         .stdout_lacks("\x1b");
 }
 
+/// `--color auto` decides as anstream does: `NO_COLOR`, `CLICOLOR_FORCE`, `TERM=dumb`, a terminal.
+#[test]
+fn colour_follows_the_environment_like_anstream() {
+    let env = Env::new();
+    env.installed("c", false);
+    let list = ["ext", "list"];
+    // A terminal that can show colour gets it...
+    env.zot_in_terminal_with(&list, "", &[("TERM", "xterm")])
+        .success()
+        .stdout_has("\x1b[");
+    // ...but not a dumb one, nor with NO_COLOR.
+    env.zot_in_terminal_with(&list, "", &[("TERM", "dumb")])
+        .success()
+        .stdout_lacks("\x1b");
+    env.zot_in_terminal_with(&list, "", &[("TERM", "xterm"), ("NO_COLOR", "1")])
+        .success()
+        .stdout_lacks("\x1b");
+    // CLICOLOR_FORCE colours a pipe; --color always does too.
+    env.zot(list)
+        .env("CLICOLOR_FORCE", "1")
+        .ok()
+        .stdout_has("\x1b[");
+    env.zot(list).ok().stdout_lacks("\x1b");
+    env.zot(["ext", "list", "--color", "always"])
+        .env("TERM", "dumb")
+        .ok()
+        .stdout_has("\x1b[");
+}
+
 #[test]
 fn quiet_silences_messages_but_not_data() {
     let env = Env::new();
@@ -164,7 +193,7 @@ fn quiet_silences_messages_but_not_data() {
         .stdout_is("")
         .stderr_is("");
     let listed = env.zot(["ext", "list", "--json", "--quiet"]).ok();
-    assert_eq!(listed.json()[0]["name"], "q");
+    assert_eq!(listed.extensions()[0]["name"], "q");
 }
 
 #[test]

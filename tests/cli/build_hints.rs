@@ -117,7 +117,7 @@ fn an_installed_copy_of_a_module_example_has_no_module() {
     // info names the same fix beside the program it cannot find.
     let fix = done["extensions"][0]["errors"][0]["fix"].as_str().unwrap();
     let info = env.zot(["ext", "info", "hello", "--json"]).ok().json();
-    let error = info["copies"][0]["exec"]["error"].as_str().unwrap();
+    let error = info["copies"][0]["program"]["error"].as_str().unwrap();
     assert!(error.ends_with(&format!("; {fix}")), "{info:#}");
 }
 

@@ -380,7 +380,7 @@ fn dry_run_changes_nothing_and_lists_the_plan() {
     let json = env
         .zot(["ext", "update", "dry", "--dry-run", "--json"])
         .ok()
-        .json();
+        .extensions();
     let plan = &json[0]["carry_over"];
     assert_eq!(plan["enabled"], false);
     let actions: Vec<(String, String)> = plan["items"]
@@ -414,7 +414,7 @@ fn dry_run_changes_nothing_and_lists_the_plan() {
             "--json",
         ])
         .ok()
-        .json();
+        .extensions();
     assert!(
         keep[0]["carry_over"]["items"]
             .to_string()

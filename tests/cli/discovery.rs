@@ -43,7 +43,7 @@ fn a_project_folder_hides_the_global_folder_of_the_same_folder_name() {
         &good_script("beta", &[cmd]),
     );
 
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["name"], "alpha");
     assert_eq!(list[0]["shadowed"], false);
     assert_eq!(list[1]["name"], "beta");
@@ -86,7 +86,7 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
     sh_extension(&env.project_root(), "other", "twin", &script);
     sh_extension(&env.global_root(), "twin", "twin", &script);
 
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list.as_array().unwrap().len(), 2);
     for entry in list.as_array().unwrap() {
         assert_eq!(entry["name"], "twin");
@@ -135,7 +135,7 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
         .ok()
         .stderr_has("also has the name \"twin\"")
         .stderr_has("--project/--global");
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["scope"], "project");
     assert_eq!(list[0]["enabled"], false);
     assert_eq!(list[1]["enabled"], true);

@@ -168,11 +168,11 @@ fn json_shape() {
     assert_eq!(report["scope"], "global");
     assert_eq!(report["loaded"], true);
     let top: Vec<String> = done.json().as_object().unwrap().keys().cloned().collect();
-    assert_eq!(top, ["extensions", "summary", "zot"]);
+    assert_eq!(top, ["schema_version", "extensions", "summary", "zot"]);
     let summary = &done.json()["summary"];
     assert_eq!(
         *summary,
-        serde_json::json!({"checked": 1, "ok": 1, "warnings": 0, "errors": 0})
+        serde_json::json!({"checked": 1, "ok": 1, "with_warnings": 0, "with_errors": 0})
     );
 }
 
@@ -598,7 +598,7 @@ fn extensions_are_checked_in_parallel() {
     }
     let (done, json, took) = doctor(&env, &["--timeout", "1", "--jobs", "3"]);
     assert_eq!(done.code, 1);
-    assert_eq!(json["summary"]["errors"], 3);
+    assert_eq!(json["summary"]["with_errors"], 3);
     assert!(took < Duration::from_millis(2800), "{took:?}");
 }
 
@@ -678,7 +678,7 @@ fn many_extensions_with_a_small_bound_all_pass() {
     assert_eq!(done.code, 0, "{done:#?}");
     assert_eq!(
         json["summary"],
-        serde_json::json!({"checked": 40, "ok": 40, "warnings": 0, "errors": 0})
+        serde_json::json!({"checked": 40, "ok": 40, "with_warnings": 0, "with_errors": 0})
     );
     let reports = json["extensions"].as_array().unwrap();
     for (i, report) in reports.iter().enumerate() {

@@ -458,7 +458,7 @@ fn json_output_of_a_git_install() {
     let daemon = GitDaemon::start(&root);
     let url = daemon.url("jsony");
 
-    let out = install_git_with(&env, &url, &["--ref", "v2", "--json"]).json();
+    let out = install_git_with(&env, &url, &["--ref", "v2", "--json"]).schema_first();
 
     let keys: Vec<&str> = out
         .as_object()
@@ -481,6 +481,7 @@ fn json_output_of_a_git_install() {
             "ref",
             "ref_kind",
             "replaced",
+            "schema_version",
             "scope",
             "source",
             "subdir",

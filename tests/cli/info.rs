@@ -25,9 +25,9 @@ fn shows_both_copies_winner_first_with_provenance_and_log() {
         (copies[1]["scope"].as_str(), copies[1]["shadowed"].as_bool()),
         (Some("global"), Some(true))
     );
-    assert_eq!(copies[0]["source"]["kind"], "path");
+    assert_eq!(copies[0]["record"]["kind"], "path");
     assert_eq!(copies[0]["log"]["bytes"], 5);
-    let resolved = copies[0]["exec"]["resolved"].as_str().unwrap();
+    let resolved = copies[0]["program"]["resolved"].as_str().unwrap();
     assert!(
         resolved.ends_with(".zot/extensions/dup/run.sh"),
         "{resolved}"
@@ -47,15 +47,15 @@ fn exec_on_path_and_missing_exec() {
     let bare = env.source_with_manifest("bare", "{\"name\": \"bare\", \"exec\": \"sh\"}");
     env.install(&bare);
     let info = env.zot(["ext", "info", "bare", "--json"]).ok().json();
-    let resolved = info["copies"][0]["exec"]["resolved"].as_str().unwrap();
+    let resolved = info["copies"][0]["program"]["resolved"].as_str().unwrap();
     assert!(resolved.ends_with("/sh"), "{resolved}");
     let missing =
         env.source_with_manifest("missing", "{\"name\": \"missing\", \"exec\": \"./nope\"}");
     env.install(&missing);
     let info = env.zot(["ext", "info", "missing", "--json"]).ok().json();
-    assert_eq!(info["copies"][0]["exec"]["resolved"], Value::Null);
+    assert_eq!(info["copies"][0]["program"]["resolved"], Value::Null);
     assert!(
-        info["copies"][0]["exec"]["error"]
+        info["copies"][0]["program"]["error"]
             .as_str()
             .unwrap()
             .contains("does not exist")
@@ -76,7 +76,7 @@ fn hand_copied_extensions_have_no_source() {
     )
     .unwrap();
     let info = env.zot(["ext", "info", "manual", "--json"]).ok().json();
-    assert_eq!(info["copies"][0]["source"], Value::Null);
+    assert_eq!(info["copies"][0]["record"], Value::Null);
     assert_eq!(info["copies"][0]["log"]["bytes"], Value::Null);
     env.zot(["ext", "info", "manual"])
         .ok()
@@ -125,9 +125,9 @@ fn an_unusable_install_record_is_named_not_taken_for_a_hand_copy() {
             "{source}"
         );
         let info = env.zot(["ext", "info", "rec", "--json"]).ok().json();
-        assert_eq!(info["copies"][0]["source"], Value::Null);
+        assert_eq!(info["copies"][0]["record"], Value::Null);
         assert!(
-            info["copies"][0]["source_error"]
+            info["copies"][0]["record_error"]
                 .as_str()
                 .unwrap()
                 .contains(said),

@@ -139,7 +139,7 @@ fn records_where_the_install_came_from() {
     assert_eq!(record["source"], src.display().to_string());
     assert_eq!(record["ref"], serde_json::Value::Null);
     assert!(record["installed_at"].as_str().unwrap().ends_with('Z'));
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(
         list.as_array().unwrap().len(),
         1,
@@ -296,9 +296,16 @@ fn progress_is_shown_only_when_stderr_is_a_terminal() {
     // No terminal, no progress.
     env.install(&src).stderr_is("");
     env.zot(["ext", "remove", "-y", "prog"]).ok();
-    env.zot_in_terminal(&["ext", "install", src.to_str().unwrap()], "")
+    let install = ["ext", "install", src.to_str().unwrap()];
+    env.zot_in_terminal_with(&install, "", &[("TERM", "xterm")])
         .success()
         .stdout_has("copying: ")
+        .stdout_has("installed prog 1.0.0");
+    // A dumb terminal cannot erase a line: no progress there either.
+    env.zot(["ext", "remove", "-y", "prog"]).ok();
+    env.zot_in_terminal(&install, "")
+        .success()
+        .stdout_lacks("copying: ")
         .stdout_has("installed prog 1.0.0");
 }
 

@@ -16,7 +16,7 @@ fn links_a_working_copy_and_lists_it_as_linked() {
     );
     let link = env.global_root().join("dev");
     assert_eq!(fs::read_link(&link).unwrap(), src);
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["linked"], src.display().to_string());
     let record = fs::read_to_string(env.home.join(".ext-store/sources/dev.json")).unwrap();
     assert!(record.contains("\"kind\": \"link\""), "{record}");
@@ -26,7 +26,7 @@ fn links_a_working_copy_and_lists_it_as_linked() {
         manifest("dev").replace("1.0.0", "9.9.9"),
     )
     .unwrap();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["version"], "9.9.9");
 }
 
@@ -36,7 +36,10 @@ fn update_skips_and_remove_unlinks() {
     let src = env.source("wc", "dev");
     env.zot(["ext", "link", "--project", src.to_str().unwrap()])
         .ok();
-    let out = env.zot(["ext", "update", "dev", "--json"]).fails(1).json();
+    let out = env
+        .zot(["ext", "update", "dev", "--json"])
+        .fails(1)
+        .extensions();
     assert_eq!(out[0]["status"], "skipped");
     env.zot(["ext", "remove", "-y", "dev"]).ok();
     assert!(src.join("extension.json").is_file());
@@ -49,7 +52,7 @@ fn a_vanished_target_is_listed_as_broken() {
     let src = env.source("wc", "dev");
     env.zot(["ext", "link", src.to_str().unwrap()]).ok();
     fs::remove_dir_all(&src).unwrap();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert!(
         list[0]["error"].as_str().unwrap().contains("broken link"),
         "{list}"

@@ -296,7 +296,7 @@ fn update_keeps_the_links_and_reports_them() {
     symlink("gone", src.join("dangling")).unwrap();
     let dry = zot_ok(&env, &["ext", "update", "--dry-run", "ext"]);
     assert!(!dry.stderr.contains("kept"), "{}", dry.stderr);
-    let dry = zot_ok(&env, &["ext", "update", "--dry-run", "--json", "ext"]).json();
+    let dry = zot_ok(&env, &["ext", "update", "--dry-run", "--json", "ext"]).extensions();
     assert_eq!(dry[0]["status"], "would-update");
     assert_eq!(dry[0]["outside_links"].as_array().unwrap().len(), 2);
     let done = zot_ok(&env, &["ext", "update", "ext"]);
@@ -317,7 +317,7 @@ fn update_keeps_the_links_and_reports_them() {
     assert_eq!(link_of(&dest.join("py")), "/usr/bin/python3");
     assert_eq!(link_of(&dest.join("dangling")), "gone");
     fs::write(src.join("changed"), "x").unwrap();
-    let out = zot_ok(&env, &["ext", "update", "--json", "ext"]).json();
+    let out = zot_ok(&env, &["ext", "update", "--json", "ext"]).extensions();
     assert_eq!(out[0]["status"], "updated");
     assert_eq!(
         listed(&out[0]["outside_links"]),

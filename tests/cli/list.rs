@@ -13,7 +13,7 @@ fn empty_store_hints_on_stderr_and_exits_zero() {
         .stderr_has("no extensions installed");
     env.zot(["ext", "list", "--json"])
         .ok()
-        .json_is(&serde_json::json!([]));
+        .json_is(&serde_json::json!({"extensions": []}));
 }
 
 #[test]
@@ -22,7 +22,7 @@ fn project_first_then_global_names_sorted() {
     env.installed("zeta", false);
     env.installed("alpha", false);
     env.installed("mid", true);
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     let order: Vec<(String, String)> = list
         .as_array()
         .unwrap()
@@ -46,7 +46,7 @@ fn project_first_then_global_names_sorted() {
 fn json_shape_is_stable() {
     let env = Env::new();
     env.installed("shape", false);
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     let entry = &list[0];
     let keys: Vec<&str> = entry
         .as_object()
@@ -93,7 +93,7 @@ fn global_copy_hidden_by_project_copy_is_marked_shadowed() {
     let env = Env::new();
     env.installed("dup", false);
     env.installed("dup", true);
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["scope"], "project");
     assert_eq!(list[0]["shadowed"], false);
     assert_eq!(list[1]["scope"], "global");
@@ -132,7 +132,7 @@ fn broken_manifests_are_listed_with_the_reason() {
     .unwrap();
     let empty = env.global_root().join("empty");
     fs::create_dir_all(&empty).unwrap();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     let names: Vec<&str> = list
         .as_array()
         .unwrap()
@@ -158,13 +158,13 @@ fn scope_filter() {
     let project = env
         .zot(["ext", "list", "--scope", "project", "--json"])
         .ok()
-        .json();
+        .extensions();
     assert_eq!(project.as_array().unwrap().len(), 1);
     assert_eq!(project[0]["name"], "p");
     let global = env
         .zot(["ext", "list", "--scope", "global", "--json"])
         .ok()
-        .json();
+        .extensions();
     assert_eq!(global.as_array().unwrap().len(), 1);
     assert_eq!(global[0]["name"], "g");
 }
@@ -174,7 +174,7 @@ fn plain_files_in_the_root_are_not_extensions() {
     let env = Env::new();
     env.installed("real", false);
     fs::write(env.global_root().join("README"), "x").unwrap();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list.as_array().unwrap().len(), 1);
 }
 
@@ -186,7 +186,7 @@ fn symlinked_extensions_show_their_target_and_broken_links_their_reason() {
     fs::create_dir_all(env.global_root()).unwrap();
     std::os::unix::fs::symlink(&src, env.global_root().join("linked")).unwrap();
     std::os::unix::fs::symlink(env.work.join("gone"), env.global_root().join("gone")).unwrap();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["name"], "gone");
     assert!(
         list[0]["error"].as_str().unwrap().contains("broken link"),
@@ -228,7 +228,7 @@ fn a_scope_filter_still_marks_shadowed_copies() {
     let global = env
         .zot(["ext", "list", "--scope", "global", "--json"])
         .ok()
-        .json();
+        .extensions();
     assert_eq!(global[0]["shadowed"], true);
     let empty = env.zot(["ext", "list", "--scope", "project", "--json"]);
     let _ = empty;

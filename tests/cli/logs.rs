@@ -151,9 +151,31 @@ fn prints_the_whole_log() {
     let content = "first\r\nsecond\n\nlast without newline";
     write_log(&env, "x", content);
     env.zot(["ext", "logs", "x"]).ok().stdout_is(content);
-    env.zot(["--json", "ext", "logs", "x"])
+    // With --json, one document per line (a `\r` before the newline is the line's own).
+    env.zot(["--json", "ext", "logs", "x"]).ok().stdout_is(
+        "{\"schema_version\":1,\"line\":\"first\\r\"}\n\
+         {\"schema_version\":1,\"line\":\"second\"}\n\
+         {\"schema_version\":1,\"line\":\"\"}\n\
+         {\"schema_version\":1,\"line\":\"last without newline\"}\n",
+    );
+    env.zot(["ext", "logs", "x", "--json", "-n", "1"])
         .ok()
-        .stdout_is(content);
+        .stdout_is("{\"schema_version\":1,\"line\":\"last without newline\"}\n");
+}
+
+#[test]
+fn follow_with_json_prints_a_document_per_complete_line() {
+    let env = Env::new();
+    env.installed("x", false);
+    let path = write_log(&env, "x", &numbered(1, 30));
+    let mut run = Running::spawn(&env, &["ext", "logs", "x", "-f", "-n", "1", "--json"]);
+    let mut expected = "{\"schema_version\":1,\"line\":\"line 30\"}\n".to_string();
+    run.expect_stdout(&expected);
+    append(&path, "partial");
+    append(&path, " end\n");
+    expected.push_str("{\"schema_version\":1,\"line\":\"partial end\"}\n");
+    run.expect_stdout(&expected);
+    assert_eq!(run.stop(), "");
 }
 
 #[test]

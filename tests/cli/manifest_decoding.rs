@@ -40,7 +40,7 @@ fn case_variant_keys_install_list_and_toggle_with_a_warning() {
         fs::read_to_string(&path).unwrap(),
         CASED.replace("\"Enabled\": true", "\"Enabled\": false")
     );
-    let json = env.zot(["--json", "ext", "list"]).ok().json();
+    let json = env.zot(["--json", "ext", "list"]).ok().extensions();
     assert_eq!(json[0]["enabled"], false, "{json}");
     env.zot(["ext", "enable", "cased"]).ok();
     assert_eq!(fs::read_to_string(&path).unwrap(), CASED);
@@ -94,12 +94,12 @@ fn lifecycle(name: &str) {
             .join("extension.json")
             .is_file()
     );
-    let json = env.zot(["--json", "ext", "list"]).ok().json();
+    let json = env.zot(["--json", "ext", "list"]).ok().extensions();
     assert_eq!(json[0]["name"], name, "{json}");
     env.zot(["ext", "list"]).ok().stdout_has(name);
     env.zot(["ext", "disable", name]).ok();
     assert_eq!(
-        env.zot(["--json", "ext", "list"]).ok().json()[0]["enabled"],
+        env.zot(["--json", "ext", "list"]).ok().extensions()[0]["enabled"],
         false
     );
     // Completion offers the name whole, as one candidate, in fish and in bash.
@@ -136,7 +136,7 @@ fn lifecycle(name: &str) {
     }
     env.zot(["ext", "enable", name]).ok();
     assert_eq!(
-        env.zot(["--json", "ext", "list"]).ok().json()[0]["enabled"],
+        env.zot(["--json", "ext", "list"]).ok().extensions()[0]["enabled"],
         true
     );
     let logs = env.home.join("logs");

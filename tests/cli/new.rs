@@ -276,7 +276,7 @@ fn new_writes_an_install_record_and_info_shows_where_it_came_from() {
     info.stdout_has("made by zot ext new from the node template")
         .stdout_lacks("copied in by hand");
     let json = env.zot(["ext", "info", "made", "--json"]).ok().json();
-    assert_eq!(json["copies"][0]["source"]["kind"], "new");
+    assert_eq!(json["copies"][0]["record"]["kind"], "new");
     // A folder made with --dir is not installed: no record anywhere.
     let dir = env.work.join("standalone");
     env.zot(["ext", "new", "solo", "--dir", dir.to_str().unwrap()])

@@ -192,7 +192,20 @@ fn json_output() {
     let out = env.zot(["ext", "remove", "-y", "--json", "j"]).ok().json();
     assert_eq!(out["name"], "j");
     assert_eq!(out["scope"], "project");
-    assert_eq!(out["linked"], false);
+    assert_eq!(out["linked"], serde_json::Value::Null);
+}
+
+#[test]
+fn json_names_the_working_copy_a_removed_link_pointed_to() {
+    let env = Env::new();
+    let src = env.source("working-copy", "linked");
+    fs::create_dir_all(env.global_root()).unwrap();
+    symlink(&src, env.global_root().join("linked")).unwrap();
+    let out = env
+        .zot(["ext", "remove", "-y", "--json", "linked"])
+        .ok()
+        .schema_first();
+    assert_eq!(out["linked"], src.display().to_string());
 }
 
 #[test]

@@ -203,7 +203,7 @@ fn a_password_with_odd_characters_is_used_but_never_shown_or_stored() {
         runs.push(done);
     }
     let info = zot(&env, &["ext", "info", "private", "--json"]).json();
-    assert_eq!(info["copies"][0]["source"]["source"], shown.as_str());
+    assert_eq!(info["copies"][0]["record"]["source"], shown.as_str());
     // The record keeps no credential, so update has none to send: it fails, naming the
     // redacted URL.
     for args in [
@@ -280,7 +280,7 @@ fn credentials_in_an_old_record_are_never_shown() {
     info.success().stdout_has(&shown);
     let info_json = zot(&env, &["ext", "info", "legacy", "--json"]);
     assert_eq!(
-        info_json.json()["copies"][0]["source"]["source"],
+        info_json.json()["copies"][0]["record"]["source"],
         shown.as_str()
     );
     let update = zot(&env, &["ext", "update", "legacy"]);

@@ -133,7 +133,7 @@ fn list_shows_a_special_manifest_as_broken_and_lists_the_rest() {
         let before = env.snapshot();
         let done = zot(&env, &["ext", "list", "--json"]);
         done.success();
-        let list = done.json();
+        let list = done.extensions();
         assert_eq!(list[0]["name"], "bad", "{special:?}");
         let error = list[0]["error"].as_str().unwrap();
         let problem = format!("bad/extension.json: {}", special.called());
@@ -358,7 +358,7 @@ fn a_manifest_that_is_a_link_to_a_regular_file_is_still_read() {
     let dir = env.global_root().join("linked");
     fs::create_dir_all(&dir).unwrap();
     std::os::unix::fs::symlink(&real, dir.join("extension.json")).unwrap();
-    let list = zot(&env, &["ext", "list", "--json"]).json();
+    let list = zot(&env, &["ext", "list", "--json"]).extensions();
     assert_eq!(list[0]["name"], "linked");
     assert_eq!(list[0]["error"], serde_json::Value::Null);
 }

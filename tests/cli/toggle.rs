@@ -85,7 +85,7 @@ fn list_reflects_the_change() {
     let env = Env::new();
     env.installed("flip", false);
     env.zot(["ext", "disable", "flip"]).ok();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["enabled"], false);
 }
 
@@ -95,11 +95,11 @@ fn targets_the_winning_copy_unless_a_scope_is_given() {
     env.installed("both", false);
     env.installed("both", true);
     env.zot(["ext", "disable", "both"]).ok();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["enabled"], false, "project copy");
     assert_eq!(list[1]["enabled"], true, "global copy");
     env.zot(["ext", "disable", "--global", "both"]).ok();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[1]["enabled"], false);
 }
 
@@ -165,7 +165,7 @@ fn duplicate_enabled_keys_are_all_changed() {
     let src = env.source_with_manifest("d", text);
     env.install(&src);
     env.zot(["ext", "disable", "d"]).ok();
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["enabled"], false);
     env.zot(["ext", "disable", "d"])
         .ok()

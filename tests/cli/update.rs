@@ -103,7 +103,10 @@ fn tracking_install_moves_to_the_new_tip_then_is_up_to_date() {
     assert_eq!(rev(&env, "trk"), "two\n");
     assert_eq!(record(&env, "trk")["commit"], second);
     assert_ne!(first, second);
-    let again = env.zot(["ext", "update", "trk", "--json"]).ok().json();
+    let again = env
+        .zot(["ext", "update", "trk", "--json"])
+        .ok()
+        .extensions();
     assert_eq!(again[0]["status"], "up-to-date");
     assert_eq!(again[0]["current"]["commit"], second);
     assert!(staging_is_empty(&env));
@@ -146,7 +149,7 @@ fn dry_run_reports_without_touching_the_store() {
     let out = env
         .zot(["ext", "update", "dry", "--dry-run", "--json"])
         .ok()
-        .json();
+        .extensions();
     assert_eq!(out[0]["status"], "would-update");
     assert_eq!(out[0]["current"]["version"], "1.0.0");
     assert_eq!(out[0]["current"]["commit"], old);
@@ -181,7 +184,10 @@ fn pinned_installs_are_skipped_until_re_pinned() {
         (rec["ref"].as_str(), rec["commit"].as_str()),
         (Some("v2"), Some(v2.as_str()))
     );
-    let all = env.zot(["ext", "update", "--all", "--json"]).ok().json();
+    let all = env
+        .zot(["ext", "update", "--all", "--json"])
+        .ok()
+        .extensions();
     assert_eq!(all[0]["status"], "skipped");
 }
 
@@ -195,7 +201,7 @@ fn commit_pins_are_pinned_and_a_branch_ref_keeps_tracking() {
     let daemon = GitDaemon::start(&root);
     env.install_with(daemon.url("br"), &["--ref", &first]);
     assert_eq!(record(&env, "br")["ref_kind"], "commit");
-    let out = env.zot(["ext", "update", "br", "--json"]).ok().json();
+    let out = env.zot(["ext", "update", "br", "--json"]).ok().extensions();
     assert_eq!(out[0]["status"], "skipped");
     env.zot(["ext", "update", "br", "--ref", "stable"]).ok();
     assert_eq!(record(&env, "br")["ref_kind"], "branch");
@@ -226,7 +232,7 @@ fn failed_update_keeps_the_old_version(name: &str, change: impl FnOnce(&Repo), e
     done.stderr_has("old version is still in place");
     assert_eq!(env.snapshot(), before);
     assert_eq!(rev(&env, name), "one\n");
-    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["error"], Value::Null);
     assert!(staging_is_empty(&env));
 }
@@ -275,7 +281,7 @@ fn unreachable_upstream_fails_and_keeps_the_old_version() {
     env.install(daemon.url("net"));
     drop(daemon);
     let done = env.zot(["ext", "update", "net", "--json"]).fails(1);
-    let out = done.json();
+    let out = done.extensions();
     assert_eq!(out[0]["status"], "failed");
     assert!(
         out[0]["message"].as_str().unwrap().contains("cannot fetch"),
@@ -291,7 +297,10 @@ fn folder_installs_are_copied_again() {
     fs::write(src.join("rev.txt"), "one\n").unwrap();
     env.install(&src);
     fs::write(src.join("rev.txt"), "two\n").unwrap();
-    let out = env.zot(["ext", "update", "local", "--json"]).ok().json();
+    let out = env
+        .zot(["ext", "update", "local", "--json"])
+        .ok()
+        .extensions();
     assert_eq!(out[0]["status"], "updated");
     assert_eq!(out[0]["kind"], "path");
     assert_eq!(rev(&env, "local"), "two\n");
@@ -314,7 +323,7 @@ fn hand_copied_extensions_are_an_unknown_source() {
     let out = env
         .zot(["ext", "update", "manual", "--json"])
         .fails(1)
-        .json();
+        .extensions();
     assert_eq!(out[0]["status"], "unknown-source");
     assert_eq!(out[0]["kind"], Value::Null);
     env.zot(["ext", "update", "--all"])

@@ -60,7 +60,10 @@ fn an_unchanged_folder_install_is_up_to_date_and_left_in_place() {
         (dir, file)
     );
     assert_eq!(env.snapshot(), before);
-    let out = env.zot(["ext", "update", "clock", "--json"]).ok().json();
+    let out = env
+        .zot(["ext", "update", "clock", "--json"])
+        .ok()
+        .extensions();
     assert_eq!(out[0]["status"], "up-to-date");
     env.zot(["ext", "update", "clock", "--dry-run"])
         .ok()
@@ -90,7 +93,10 @@ fn a_changed_folder_install_is_updated() {
         <fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644),
     )
     .unwrap();
-    let done = env.zot(["ext", "update", "clock", "--json"]).ok().json();
+    let done = env
+        .zot(["ext", "update", "clock", "--json"])
+        .ok()
+        .extensions();
     assert_eq!(done[0]["status"], "updated");
 }
 
@@ -142,7 +148,7 @@ fn re_pinning_to_a_tag_at_the_installed_commit_changes_only_the_record() {
     let out = env
         .zot(["ext", "update", "pin", "--ref", "v2", "--json"])
         .ok()
-        .json();
+        .extensions();
     assert_eq!(out[0]["status"], "re-pinned");
     assert_eq!(out[0]["available"]["commit"], empty.as_str());
     assert_eq!(inode(&dest), dir);
@@ -197,7 +203,7 @@ fn a_failure_and_its_reason_go_to_stderr_even_when_quiet() {
         .stdout_is("fine (global) is up to date (1.0.0)\n")
         .stderr_has("failed to update gone");
     let json = env.zot(["ext", "update", "gone", "--json"]).fails(1);
-    assert_eq!(json.json()[0]["status"], "failed");
+    assert_eq!(json.extensions()[0]["status"], "failed");
     json.stderr_has("does not exist");
 }
 
@@ -229,7 +235,7 @@ fn naming_an_extension_that_cannot_be_updated_fails_with_the_reason() {
     let out = env
         .zot(["ext", "update", "fresh", "--json"])
         .fails(1)
-        .json();
+        .extensions();
     assert_eq!(
         (out[0]["status"].as_str(), out[0]["kind"].as_str()),
         (Some("skipped"), Some("new"))
@@ -291,7 +297,7 @@ fn an_install_without_a_file_list_is_compared_whole_and_gets_one() {
     let out = env
         .zot(["ext", "update", "clock", "--dry-run", "--json"])
         .ok()
-        .json();
+        .extensions();
     assert_eq!(out[0]["status"], "would-update");
 }
 

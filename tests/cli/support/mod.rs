@@ -314,14 +314,42 @@ impl Done {
         self
     }
 
-    /// Asserts stdout is a JSON document equal to `expected`.
+    /// Asserts stdout is a JSON document equal to `expected` (an object) after
+    /// `"schema_version": 1`, its first key.
     #[track_caller]
     pub(crate) fn json_is(&self, expected: &Value) -> &Done {
+        let json = self.schema_first();
+        let Value::Object(fields) = expected.clone() else {
+            panic!("a JSON document is an object, not {expected}");
+        };
+        let mut expected = serde_json::Map::new();
+        expected.insert("schema_version".into(), 1.into());
+        expected.extend(fields);
+        let expected = Value::Object(expected);
         assert!(
-            self.json() == *expected,
+            json == expected,
             "stdout is not the JSON {expected:#}:\n{self:?}"
         );
         self
+    }
+
+    /// The `extensions` array of `list --json` and `update --json` (after checking
+    /// `schema_version`).
+    #[track_caller]
+    pub(crate) fn extensions(&self) -> Value {
+        self.schema_first()["extensions"].clone()
+    }
+
+    /// Stdout as one JSON object whose first key is `"schema_version": 1`.
+    #[track_caller]
+    pub(crate) fn schema_first(&self) -> Value {
+        let json = self.json();
+        let first = json.as_object().and_then(|o| o.iter().next());
+        assert!(
+            matches!(first, Some((key, value)) if key == "schema_version" && *value == 1),
+            "stdout does not start with \"schema_version\": 1:\n{self:?}"
+        );
+        json
     }
 }
 
@@ -460,6 +488,17 @@ impl Env {
     /// Runs `zot args` with a pseudo-terminal as stdin, stdout and stderr (through
     /// util-linux `script`), typing `input`; returns everything the terminal showed.
     pub(crate) fn zot_in_terminal(&self, args: &[&str], input: &str) -> Done {
+        self.zot_in_terminal_with(args, input, &[])
+    }
+
+    /// [`Env::zot_in_terminal`] with more environment variables (`TERM` is `dumb` unless
+    /// `vars` sets it).
+    pub(crate) fn zot_in_terminal_with(
+        &self,
+        args: &[&str],
+        input: &str,
+        vars: &[(&str, &str)],
+    ) -> Done {
         let mut line = shell_quote(env!("CARGO_BIN_EXE_zot"));
         for arg in args {
             line.push(' ');
@@ -474,7 +513,8 @@ impl Env {
                 .env("PATH", std::env::var_os("PATH").unwrap_or_default())
                 .env("HOME", &self.user_home)
                 .env("ZOT_HOME", &self.home)
-                .env("TERM", "dumb");
+                .env("TERM", "dumb")
+                .envs(vars.iter().copied());
             cmd
         };
         run.stdin(input).output()

@@ -1,0 +1,136 @@
+//! Doctor's progress while checks run: reports are handed on in load order, each as soon as
+//! it and every report before it are done (so a name two extensions register is judged
+//! against the ones loaded before it, and the order never depends on timing), and on a
+//! terminal stderr one live line says what is still running (spinner, names, elapsed time),
+//! redrawn in place and cleared at the end.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::catalog::target::Target;
+use crate::check::doctor::Report;
+use crate::output::{Output, clean};
+
+/// How often the live line is redrawn while nothing else happens.
+pub(super) const TICK: Duration = Duration::from_millis(100);
+
+const SPINNER: [char; 4] = ['|', '/', '-', '\\'];
+
+/// What a worker says.
+pub(super) enum Event {
+    Started(usize),
+    Done(usize, Box<Report>),
+}
+
+/// The reports so far, the ones waiting for an earlier one, and what is running.
+pub(super) struct Board<'a, F: FnMut(&mut Report)> {
+    targets: &'a [Target],
+    out: &'a Output,
+    show: F,
+    running: Vec<(usize, Instant)>,
+    waiting: BTreeMap<usize, Report>,
+    shown: Vec<Report>,
+    frame: usize,
+}
+
+impl<'a, F: FnMut(&mut Report)> Board<'a, F> {
+    /// `show` gets each report in the order of `targets`, with the live line cleared.
+    pub(super) fn new(targets: &'a [Target], out: &'a Output, show: F) -> Self {
+        Board {
+            targets,
+            out,
+            show,
+            running: Vec::new(),
+            waiting: BTreeMap::new(),
+            shown: Vec::new(),
+            frame: 0,
+        }
+    }
+
+    pub(super) fn record(&mut self, event: Event) {
+        match event {
+            Event::Started(index) => self.running.push((index, Instant::now())),
+            Event::Done(index, report) => {
+                self.running.retain(|(i, _)| *i != index);
+                self.waiting.insert(index, *report);
+                self.show_ready();
+            }
+        }
+    }
+
+    /// Hands on every report whose predecessors have all been handed on.
+    fn show_ready(&mut self) {
+        let mut cleared = false;
+        while let Some(mut report) = self.waiting.remove(&self.shown.len()) {
+            if !cleared {
+                self.out.progress_done();
+                cleared = true;
+            }
+            (self.show)(&mut report);
+            self.shown.push(report);
+        }
+    }
+
+    /// Redraws the live line (nothing unless stderr is a terminal).
+    pub(super) fn draw(&mut self) {
+        if self.running.is_empty() {
+            return;
+        }
+        self.frame = (self.frame + 1) % SPINNER.len();
+        let names: Vec<String> = self
+            .running
+            .iter()
+            .map(|(i, since)| {
+                let name = self.targets.get(*i).map_or("?", Target::name);
+                format!("{} {:.1}s", clean(name), since.elapsed().as_secs_f64())
+            })
+            .collect();
+        let line = format!(
+            "{} checked {} of {}; running: {}",
+            SPINNER[self.frame],
+            self.shown.len() + self.waiting.len(),
+            self.targets.len(),
+            names.join(", ")
+        );
+        self.out.progress(&fit(&line, stderr_width()));
+    }
+
+    /// Clears the live line; the reports in the order of the targets.
+    pub(super) fn finish(self) -> Vec<Report> {
+        self.out.progress_done();
+        self.shown
+    }
+}
+
+/// `line` cut to `width - 1` characters (the last column would wrap on some terminals,
+/// and a wrapped line can no longer be erased in place).
+fn fit(line: &str, width: usize) -> String {
+    let room = width.saturating_sub(1).max(10);
+    if line.chars().count() <= room {
+        return line.to_string();
+    }
+    let mut cut: String = line.chars().take(room - 3).collect();
+    cut.push_str("...");
+    cut
+}
+
+/// The width of the terminal on stderr, 80 if it does not say.
+fn stderr_width() -> usize {
+    rustix::termios::tcgetwinsize(io::stderr())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|&w| w > 0)
+        .unwrap_or(80)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_to_the_terminal() {
+        assert_eq!(fit("short", 80), "short");
+        assert_eq!(fit(&"x".repeat(100), 21), format!("{}...", "x".repeat(17)));
+    }
+}

@@ -1,0 +1,161 @@
+//! `zot ext doctor` while checks run: on a terminal each block appears as soon as it and the
+//! blocks before it are known, with a live line for the rest that is cleared at the end; in
+//! a pipe the same blocks in the same order, and no control sequence.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::Env;
+use crate::support::extensions::{good_script, sh_extension};
+
+/// Runs argv[1:] on a pseudo-terminal (its stdin, stdout and stderr) and prints, as JSON,
+/// every chunk the terminal received with the seconds since the start.
+const PTY_RECORDER: &str = r"
+import json, os, pty, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+start = time.monotonic()
+chunks = []
+while True:
+    try:
+        data = os.read(fd, 65536)
+    except OSError:
+        break
+    if not data:
+        break
+    chunks.append([time.monotonic() - start, data.decode('utf-8', 'replace')])
+_, status = os.waitpid(pid, 0)
+print(json.dumps({'status': os.waitstatus_to_exitcode(status), 'chunks': chunks}))
+";
+
+/// `a-fast` answers at once; `b-slow` (loaded after it) waits 3 s before its hello.
+fn fast_and_slow(env: &Env) {
+    let root = env.global_root();
+    sh_extension(&root, "a-fast", "a-fast", &good_script("a-fast", &[]));
+    let slow = format!("sleep 3\n{}", good_script("b-slow", &[]));
+    sh_extension(&root, "b-slow", "b-slow", &slow);
+}
+
+/// The chunks a terminal received from `zot args`: (seconds since start, text).
+fn on_terminal(env: &Env, args: &[&str]) -> Vec<(f64, String)> {
+    let out = Command::new("python3")
+        .args(["-c", PTY_RECORDER, env!("CARGO_BIN_EXE_zot")])
+        .args(args)
+        .current_dir(&env.project)
+        .env_clear()
+        .env("PATH", crate::support::path_without_agent())
+        .env("HOME", &env.user_home)
+        .env("ZOT_HOME", &env.home)
+        .env("TERM", "xterm")
+        .output()
+        .expect("python3 runs");
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no recording ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(json["status"], 0, "{json:#}");
+    json["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c[0].as_f64().unwrap(), c[1].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// When the text `needle` had fully arrived.
+fn arrival(chunks: &[(f64, String)], needle: &str) -> f64 {
+    let mut seen = String::new();
+    for (at, text) in chunks {
+        seen.push_str(text);
+        if seen.contains(needle) {
+            return *at;
+        }
+    }
+    panic!("{needle:?} never arrived: {seen:?}");
+}
+
+#[test]
+fn on_a_terminal_a_block_appears_while_later_ones_still_run() {
+    let env = Env::new();
+    fast_and_slow(&env);
+    let chunks = on_terminal(&env, &["ext", "doctor"]);
+    let fast = arrival(&chunks, "a-fast (global)");
+    let slow = arrival(&chunks, "b-slow (global)");
+    let all: String = chunks.iter().map(|(_, text)| text.as_str()).collect();
+    // b-slow takes 3 s before its hello: streaming shows a-fast's block well before.
+    assert!(
+        fast + 1.0 < slow,
+        "a-fast at {fast:.2}s, b-slow at {slow:.2}s: {all:?}"
+    );
+    assert!(all.find("a-fast (global)") < all.find("b-slow (global)"));
+    // The live line names what is still running and is erased before the summary.
+    let live = all.rfind("running: b-slow").expect("a live line");
+    let summary = all.find("2 extensions checked").expect("a summary");
+    assert!(live < summary, "{all:?}");
+    assert!(all[live..summary].contains("\r\x1b[2K"), "{all:?}");
+    assert!(!all[summary..].contains("running:"), "{all:?}");
+}
+
+#[test]
+fn in_a_pipe_blocks_come_in_load_order_without_control_sequences() {
+    let env = Env::new();
+    fast_and_slow(&env);
+    let done = env.zot(["ext", "doctor"]).env("TERM", "xterm").ok();
+    done.stdout_lacks("\x1b")
+        .stderr_lacks("\x1b")
+        .stdout_lacks("\r")
+        .stderr_lacks("running:");
+    let fast = done.stdout.find("a-fast (global)").unwrap();
+    let slow = done.stdout.find("b-slow (global)").unwrap();
+    assert!(fast < slow, "{done:?}");
+}
+
+#[test]
+fn a_broken_manifest_is_fixed_at_its_line_and_field() {
+    let env = Env::new();
+    let dir = env.global_root().join("broken");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        "{\n  \"name\": \"broken\",\n  \"exec\": 5\n}\n",
+    )
+    .unwrap();
+    let done = env.zot(["ext", "doctor", "--json"]).fails(1);
+    let json = done.schema_first();
+    let fix = json["extensions"][0]["errors"][0]["fix"].as_str().unwrap();
+    assert_eq!(
+        fix,
+        format!(
+            "{}:3:11: \"exec\" must be a string",
+            dir.join("extension.json").display()
+        )
+    );
+    // The failure line (a JSON error with --json) points at the JSON, not at text "above".
+    let error: serde_json::Value = serde_json::from_str(done.stderr.trim()).unwrap();
+    let message = error["error"].as_str().unwrap();
+    assert!(
+        message.contains("\"errors\" in the JSON on stdout") && !message.contains("above"),
+        "{message}"
+    );
+    env.zot(["ext", "doctor"])
+        .fails(1)
+        .stdout_has("fix: ")
+        .stdout_has(":3:11: \"exec\" must be a string")
+        .stderr_has("the report on stdout gives each error's fix");
+}
+
+#[test]
+fn a_dumb_terminal_gets_no_live_line_and_no_colour() {
+    let env = Env::new();
+    let root = env.global_root();
+    sh_extension(&root, "quick", "quick", &good_script("quick", &[]));
+    let done = env.zot_in_terminal(&["ext", "doctor"], "");
+    done.success()
+        .stdout_has("quick (global)  ok")
+        .stdout_lacks("running:")
+        .stdout_lacks("\x1b");
+}
