@@ -26,15 +26,20 @@ use crate::protocol::zot::{self, Discovery};
 use manifest::{Manifest, ManifestError};
 use paths::{Layout, Scope};
 
-/// One folder (or symlink) in an extensions root.
+/// One extension folder and what its manifest says. `S` says where it was found: a
+/// [`Scope`] for a folder in an extensions root ([`Installed`]), or `Option<Scope>` for an
+/// extension to check or call, which may also be a folder named on the command line
+/// ([`target::Target`], `None`).
 #[derive(Debug, Clone)]
-pub(crate) struct Installed {
-    pub scope: Scope,
+pub(crate) struct Found<S> {
+    pub scope: S,
     /// The folder name inside the root.
     pub dir_name: String,
     /// The path inside the root (a symlink for linked extensions).
     pub dir: PathBuf,
-    /// Where a symlinked extension points.
+    /// Where a symlinked extension points (`zot ext link` makes such folders).
+    // The link's target, not this struct's.
+    #[allow(clippy::struct_field_names)]
     pub link_target: Option<PathBuf>,
     pub manifest: Result<Manifest, ManifestError>,
     /// A project folder of the same folder name hides this global one; the host never
@@ -47,6 +52,9 @@ pub(crate) struct Installed {
     pub twins: Vec<Twin>,
 }
 
+/// One folder (or symlink) in an extensions root.
+pub(crate) type Installed = Found<Scope>;
+
 /// Another folder whose manifest has the same name as this one's.
 #[derive(Debug, Clone)]
 pub(crate) struct Twin {
@@ -55,12 +63,47 @@ pub(crate) struct Twin {
     pub enabled: bool,
 }
 
-impl Installed {
-    /// The folder's name in its root, exactly (`dir_name` is its lossy UTF-8 form).
+impl<S> Found<S> {
+    /// The folder's name, exactly (`dir_name` is its lossy UTF-8 form).
     pub(crate) fn folder_name(&self) -> &OsStr {
         self.dir.file_name().unwrap_or_default()
     }
 
+    /// The name the host knows it by: the manifest's, or the folder's when it is unreadable.
+    pub(crate) fn name(&self) -> &str {
+        match &self.manifest {
+            Ok(m) => &m.name,
+            Err(_) => &self.dir_name,
+        }
+    }
+
+    /// Whether its manifest is usable and says `enabled`.
+    pub(crate) fn enabled(&self) -> bool {
+        self.manifest.as_ref().is_ok_and(|m| m.enabled)
+    }
+
+    /// Whether zot starts it: enabled, not hidden by a project folder of the same name, and
+    /// not a linked folder the zot judged by skips.
+    pub(crate) fn loaded(&self) -> bool {
+        self.enabled() && !self.shadowed && !self.skipped
+    }
+
+    /// The same folder with `scope` mapped (an installed copy as a check target).
+    pub(crate) fn map_scope<T>(self, scope: impl FnOnce(S) -> T) -> Found<T> {
+        Found {
+            scope: scope(self.scope),
+            dir_name: self.dir_name,
+            dir: self.dir,
+            link_target: self.link_target,
+            manifest: self.manifest,
+            shadowed: self.shadowed,
+            skipped: self.skipped,
+            twins: self.twins,
+        }
+    }
+}
+
+impl Installed {
     /// A note for commands that act on this copy by name while another folder has the
     /// same manifest name: which one was taken and how to pick the other.
     pub(crate) fn twin_note(&self) -> Option<String> {
@@ -72,14 +115,6 @@ impl Installed {
             crate::output::printable(&self.dir.display().to_string()),
             self.scope
         ))
-    }
-
-    /// The name the host knows it by: the manifest's, or the folder's when it is unreadable.
-    pub(crate) fn name(&self) -> &str {
-        match &self.manifest {
-            Ok(m) => &m.name,
-            Err(_) => &self.dir_name,
-        }
     }
 }
 

@@ -2,96 +2,38 @@
 //! (a working copy, as with `zot --ext`).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, bail};
-use serde::Serialize;
 
-use crate::catalog::manifest::{self, Manifest, ManifestError};
+use crate::catalog::manifest;
 use crate::catalog::paths::{Layout, Scope};
-use crate::catalog::{self, Installed, Twin};
+use crate::catalog::{self, Found, Installed};
 use crate::fsx::bounded;
 use crate::protocol::zot::{self, Discovery};
 
-/// Where a target was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Origin {
-    Project,
-    Global,
-    /// A folder named on the command line.
-    Path,
+/// One extension folder to check or call: `scope` is where it is installed, or `None` for a
+/// folder named on the command line.
+pub(crate) type Target = Found<Option<Scope>>;
+
+/// How a target's place is shown (`--json` too): its scope, or `path` for a folder named on
+/// the command line.
+pub(crate) fn place(scope: Option<Scope>) -> &'static str {
+    scope.map_or("path", Scope::as_str)
 }
 
-impl Origin {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Origin::Project => "project",
-            Origin::Global => "global",
-            Origin::Path => "path",
-        }
-    }
-}
-
-impl From<Scope> for Origin {
-    fn from(scope: Scope) -> Origin {
-        match scope {
-            Scope::Project => Origin::Project,
-            Scope::Global => Origin::Global,
-        }
-    }
-}
-
-/// One extension folder and what its manifest says.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
-    pub origin: Origin,
-    pub dir_name: String,
-    pub dir: PathBuf,
-    pub manifest: Result<Manifest, ManifestError>,
-    /// A project folder of the same folder name hides it, so zot never starts this one.
-    pub shadowed: bool,
-    /// A linked folder the zot judged by skips.
-    pub skipped: bool,
-    /// Other folders whose manifests have the same name (zot starts every enabled one).
-    pub twins: Vec<Twin>,
-    /// Where the folder leads when it is a symbolic link (`zot ext link` makes one).
-    // The link's target, not this struct.
-    #[allow(clippy::struct_field_names)]
-    pub link_target: Option<PathBuf>,
+/// [`place`] for serde, whose `serialize_with` passes a reference.
+#[allow(clippy::ref_option, clippy::trivially_copy_pass_by_ref)]
+pub(crate) fn serialize_place<S: serde::Serializer>(
+    scope: &Option<Scope>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(place(*scope))
 }
 
 impl Target {
     fn installed(e: Installed) -> Target {
-        Target {
-            origin: e.scope.into(),
-            dir_name: e.dir_name,
-            dir: e.dir,
-            manifest: e.manifest,
-            shadowed: e.shadowed,
-            skipped: e.skipped,
-            twins: e.twins,
-            link_target: e.link_target,
-        }
-    }
-
-    /// The manifest's name, or the folder's when the manifest is unusable.
-    pub(crate) fn name(&self) -> &str {
-        match &self.manifest {
-            Ok(m) => &m.name,
-            Err(_) => &self.dir_name,
-        }
-    }
-
-    /// Whether zot starts it: enabled, not hidden by a project folder of the same name, and
-    /// not a linked folder the zot judged by skips.
-    pub(crate) fn loaded(&self) -> bool {
-        self.enabled() && !self.shadowed && !self.skipped
-    }
-
-    /// Whether its manifest is usable and says `enabled`.
-    pub(crate) fn enabled(&self) -> bool {
-        self.manifest.as_ref().is_ok_and(|m| m.enabled)
+        e.map_scope(Some)
     }
 
     /// Every installed extension of `scopes`, project first, folders sorted (the host's load
@@ -131,7 +73,7 @@ impl Target {
             Err(e) => bail!("cannot open the extension folder {}: {e}", path.display()),
         };
         Ok(Target {
-            origin: Origin::Path,
+            scope: None,
             dir_name: dir
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -177,8 +119,8 @@ mod tests {
         .unwrap();
         let t = Target::at(&dir).unwrap();
         assert_eq!(
-            (t.origin, t.name(), t.dir_name.as_str()),
-            (Origin::Path, "real", "wip")
+            (t.scope, t.name(), t.dir_name.as_str()),
+            (None, "real", "wip")
         );
         assert!(t.loaded());
         assert!(Target::at(&tmp.path().join("nope")).is_err());

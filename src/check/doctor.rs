@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::handshake::{self, Handshake, HostInfo};
 use super::{Level, Problem};
 use crate::catalog::manifest::Manifest;
-use crate::catalog::target::{Origin, Target};
+use crate::catalog::paths::Scope;
+use crate::catalog::target::{self, Target};
 use crate::cli::agent::{self, AgentVersion, NoAgent};
 use crate::host::{self, Leftover, Session, Stopped};
 use crate::output::printable;
@@ -166,7 +167,8 @@ pub(crate) struct Subscriptions {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Report {
     pub name: String,
-    pub scope: Origin,
+    #[serde(serialize_with = "target::serialize_place")]
+    pub scope: Option<Scope>,
     pub dir: String,
     pub status: Status,
     pub enabled: Option<bool>,
@@ -206,14 +208,14 @@ impl Report {
             version: manifest.and_then(|m| m.version.clone()),
             ..Report::blank(
                 target.name().to_string(),
-                target.origin,
+                target.scope,
                 target.dir.display().to_string(),
             )
         }
     }
 
     /// A report with nothing found yet.
-    fn blank(name: String, scope: Origin, dir: String) -> Report {
+    fn blank(name: String, scope: Option<Scope>, dir: String) -> Report {
         Report {
             name,
             scope,
@@ -280,7 +282,7 @@ pub(crate) fn check(target: &Target, options: &Options) -> Report {
 /// loads such a folder all the same (`loadOne` reads the name from extension.json only), so
 /// this is only a note.
 fn check_folder_name(report: &mut Report, target: &Target, manifest: &Manifest) {
-    if target.origin != Origin::Path && target.dir_name != manifest.name {
+    if target.scope.is_some() && target.dir_name != manifest.name {
         report.add(Problem::note(
             format!(
                 "the folder is named \"{}\" but extension.json names the extension \"{}\"",
@@ -333,7 +335,7 @@ fn check_linked(report: &mut Report, target: &Target, facts: &HostFacts) {
         .filter(|f| f.discovery.follows_linked_folders)
         .map(|f| f.label())
         .collect();
-    let project = if target.origin == Origin::Project {
+    let project = if target.scope == Some(Scope::Project) {
         " --project"
     } else {
         ""
@@ -633,8 +635,8 @@ pub(crate) fn add_conflicts(reports: &mut [Report]) {
 /// reports in load order, [`TakenNames::claim`] marks each name an earlier one took.
 #[derive(Debug, Default)]
 pub(crate) struct TakenNames {
-    commands: HashMap<String, (String, Origin)>,
-    tools: HashMap<String, (String, Origin)>,
+    commands: HashMap<String, (String, Option<Scope>)>,
+    tools: HashMap<String, (String, Option<Scope>)>,
 }
 
 impl TakenNames {
@@ -673,11 +675,11 @@ impl TakenNames {
     }
 }
 
-fn clash(what: &str, name: &str, (owner, scope): &(String, Origin)) -> Problem {
+fn clash(what: &str, name: &str, (owner, scope): &(String, Option<Scope>)) -> Problem {
     Problem::warning(
         format!(
             "{what}{name} is also registered by {owner} ({scope}); zot starts both at once and keeps whichever registers it first, so one of the two is ignored",
-            scope = scope.as_str()
+            scope = target::place(*scope)
         ),
         format!("rename it in one of the two, or disable one: zot ext disable {owner}"),
     )
@@ -687,7 +689,7 @@ fn clash(what: &str, name: &str, (owner, scope): &(String, Origin)) -> Problem {
 mod tests {
     use super::*;
 
-    fn report(name: &str, scope: Origin, commands: &[&str], tools: &[&str]) -> Report {
+    fn report(name: &str, scope: Option<Scope>, commands: &[&str], tools: &[&str]) -> Report {
         let named = |n: &&str| Named {
             name: n.to_string(),
             description: String::new(),
@@ -710,8 +712,8 @@ mod tests {
     #[test]
     fn the_first_loaded_keeps_a_name() {
         let mut reports = vec![
-            report("a", Origin::Project, &["go"], &["t"]),
-            report("b", Origin::Global, &["go", "Go", "own"], &["t", "u"]),
+            report("a", Some(Scope::Project), &["go"], &["t"]),
+            report("b", Some(Scope::Global), &["go", "Go", "own"], &["t", "u"]),
         ];
         add_conflicts(&mut reports);
         assert!(reports[0].warnings.is_empty());
@@ -734,16 +736,21 @@ mod tests {
 
     #[test]
     fn extensions_zot_does_not_load_take_no_names() {
-        let mut off = report("a", Origin::Project, &["go"], &[]);
+        let mut off = report("a", Some(Scope::Project), &["go"], &[]);
         off.loaded = false;
-        let mut reports = vec![off, report("b", Origin::Global, &["go"], &[])];
+        let mut reports = vec![off, report("b", Some(Scope::Global), &["go"], &[])];
         add_conflicts(&mut reports);
         assert!(reports.iter().all(|r| r.warnings.is_empty()));
     }
 
     #[test]
     fn builtins_take_extension_names() {
-        let mut r = report("x", Origin::Global, &["help", "mine"], &["bash", "fine"]);
+        let mut r = report(
+            "x",
+            Some(Scope::Global),
+            &["help", "mine"],
+            &["bash", "fine"],
+        );
         builtin_clashes(&mut r, zot::newest());
         assert_eq!(r.errors.len(), 2, "{r:?}");
         assert_eq!(
@@ -759,7 +766,7 @@ mod tests {
         let names = [
             "Help", "MODEL", "new", "cd", "swarm", "matrix", "settings", "yolo",
         ];
-        let mut r = report("x", Origin::Global, &names, &[]);
+        let mut r = report("x", Some(Scope::Global), &names, &[]);
         builtin_clashes(&mut r, &zot::ZOT_0_1_62);
         let messages: Vec<&str> = r.errors.iter().map(|p| p.message.as_str()).collect();
         assert_eq!(messages.len(), 1, "{messages:?}");
@@ -774,16 +781,16 @@ mod tests {
 
     #[test]
     fn glob_is_taken_only_by_newer_zot() {
-        let mut old = report("x", Origin::Global, &[], &["glob"]);
+        let mut old = report("x", Some(Scope::Global), &[], &["glob"]);
         builtin_clashes(&mut old, &zot::ZOT_0_1_62);
         assert!(old.errors.is_empty(), "{old:?}");
-        let mut new = report("x", Origin::Global, &[], &["glob"]);
+        let mut new = report("x", Some(Scope::Global), &[], &["glob"]);
         builtin_clashes(&mut new, &zot::NEWER);
         assert_eq!(new.errors.len(), 1, "{new:?}");
     }
 
     fn subscribed(events: &[&str], intercept: &[&str]) -> Report {
-        let mut r = report("x", Origin::Global, &[], &[]);
+        let mut r = report("x", Some(Scope::Global), &[], &[]);
         r.subscriptions = Subscriptions {
             events: events
                 .iter()
@@ -827,7 +834,7 @@ mod tests {
 
     #[test]
     fn notes_leave_the_status_alone() {
-        let mut r = report("x", Origin::Global, &[], &[]);
+        let mut r = report("x", Some(Scope::Global), &[], &[]);
         r.add(Problem::note("sent a frame of type \"x\"", ""));
         assert_eq!((r.status, r.notes.len()), (Status::Ok, 1));
     }
@@ -846,7 +853,7 @@ mod tests {
 
     #[test]
     fn exiting_before_shutdown_is_an_error() {
-        let mut r = report("x", Origin::Global, &[], &[]);
+        let mut r = report("x", Some(Scope::Global), &[], &[]);
         shutdown(&mut r, &stopped(true, Some(host::Exit::Code(0))));
         assert_eq!(r.errors.len(), 1, "{r:?}");
         assert!(r.warnings.is_empty(), "{r:?}");
@@ -854,7 +861,7 @@ mod tests {
             r.errors[0].message,
             "exited (exit status 0) right after ready, before zot asked it to stop; zot would lose its commands and tools"
         );
-        let mut r = report("x", Origin::Global, &[], &[]);
+        let mut r = report("x", Some(Scope::Global), &[], &[]);
         shutdown(&mut r, &stopped(false, Some(host::Exit::Code(0))));
         assert!(
             r.warnings[0]
@@ -865,7 +872,7 @@ mod tests {
 
     #[test]
     fn leftovers_are_warnings() {
-        let mut r = report("x", Origin::Global, &[], &[]);
+        let mut r = report("x", Some(Scope::Global), &[], &[]);
         let found = [Leftover {
             pid: 42,
             command: "sleep 300".into(),

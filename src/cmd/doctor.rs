@@ -336,7 +336,7 @@ fn render(r: &Report, out: &Output) -> String {
 }
 
 fn heading(r: &Report) -> String {
-    let mut notes = vec![r.scope.as_str().to_string()];
+    let mut notes = vec![crate::catalog::target::place(r.scope).to_string()];
     if r.enabled == Some(false) {
         notes.push("disabled".into());
     }
@@ -404,7 +404,7 @@ fn problem_lines(label: &str, problem: &Problem) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::target::Origin;
+    use crate::catalog::paths::Scope;
     use crate::check::doctor::Subscriptions;
 
     fn plain() -> Output {
@@ -414,7 +414,7 @@ mod tests {
     fn report() -> Report {
         Report {
             name: "clock".into(),
-            scope: Origin::Global,
+            scope: Some(Scope::Global),
             dir: "/x/clock".into(),
             status: Status::Warning,
             enabled: Some(true),

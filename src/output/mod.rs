@@ -5,19 +5,18 @@
 
 use std::io::{self, IsTerminal, Write};
 
-use anstyle::{AnsiColor, Style};
+use anstyle::Style;
 use serde::Serialize;
 
+pub mod escape;
 pub mod redact;
+pub mod style;
 pub mod table;
 
+pub use escape::{clean, printable};
 use redact::redact_text;
-
-pub const GOOD: Style = AnsiColor::Green.on_default();
-pub const WARN: Style = AnsiColor::Yellow.on_default();
-pub const BAD: Style = AnsiColor::Red.on_default().bold();
-pub const DIM: Style = Style::new().dimmed();
-pub const BOLD: Style = Style::new().bold();
+pub use style::{BAD, BOLD, DIM, GOOD, WARN, paint};
+pub use table::Cell;
 
 /// The global output settings of one run.
 #[derive(Debug, Clone)]
@@ -240,12 +239,6 @@ fn document<T: Serialize>(value: &T) -> io::Result<serde_json::Value> {
     Ok(doc)
 }
 
-/// A message as it may be shown: URL-shaped words redacted
-/// ([`redact::redact_text`]), then control characters escaped ([`printable`]).
-pub fn clean(message: &str) -> String {
-    printable(&redact_text(message))
-}
-
 /// Redacts the URLs in every string of a JSON value, keys included.
 fn redact_strings(value: &mut serde_json::Value) {
     use serde_json::Value;
@@ -261,60 +254,6 @@ fn redact_strings(value: &mut serde_json::Value) {
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
-}
-
-pub fn paint(enabled: bool, style: Style, text: &str) -> String {
-    if enabled {
-        format!("{}{text}{}", style.render(), style.render_reset())
-    } else {
-        text.to_string()
-    }
-}
-
-/// A table cell: its text and the style it is drawn in.
-pub struct Cell {
-    pub text: String,
-    pub style: Style,
-}
-
-impl Cell {
-    pub fn plain(text: impl Into<String>) -> Cell {
-        Cell::styled(text, Style::new())
-    }
-
-    /// `text` is [`clean`]ed: cells show manifest text, which any repository controls, and
-    /// must not move the cursor, restyle the terminal or show a credential.
-    pub fn styled(text: impl Into<String>, style: Style) -> Cell {
-        Cell {
-            text: clean(&text.into()),
-            style,
-        }
-    }
-}
-
-/// `text` with control characters (newlines, escape sequences), the Unicode line and
-/// paragraph separators and the bidirectional overrides written as escapes, so it stays on
-/// one line, reads in the order it is stored and cannot send commands to the terminal.
-pub fn printable(text: &str) -> String {
-    if !text.chars().any(needs_escape) {
-        return text.to_string();
-    }
-    text.chars()
-        .map(|c| {
-            if needs_escape(c) {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}')
-        || ('\u{202a}'..='\u{202e}').contains(&c)
-        || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 #[cfg(test)]

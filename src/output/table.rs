@@ -10,7 +10,31 @@ use std::io::{self, Write};
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::{BOLD, Cell, paint};
+use anstyle::Style;
+
+use super::escape::clean;
+use super::style::{BOLD, paint};
+
+/// A table cell: its text and the style it is drawn in.
+pub struct Cell {
+    pub text: String,
+    pub style: Style,
+}
+
+impl Cell {
+    pub fn plain(text: impl Into<String>) -> Cell {
+        Cell::styled(text, Style::new())
+    }
+
+    /// `text` is [`clean`]ed: cells show manifest text, which any repository controls, and
+    /// must not move the cursor, restyle the terminal or show a credential.
+    pub fn styled(text: impl Into<String>, style: Style) -> Cell {
+        Cell {
+            text: clean(&text.into()),
+            style,
+        }
+    }
+}
 
 /// The width assumed when neither the terminal nor `COLUMNS` tells one.
 pub const DEFAULT_WIDTH: usize = 80;
