@@ -596,7 +596,20 @@ impl Handshake {
 
     /// Records the subscriptions; which of them the host honours depends on its version,
     /// so they are judged later, against the chosen facts.
+    /// zot sends `session_start` right after it stops waiting (`EmitEvent` just after
+    /// `WaitForReady` in cli.go and rpc.go), so a subscription to it that comes later misses it.
     fn on_subscribe(&mut self, subscribe: Subscribe) {
+        if subscribe.events.iter().any(|e| e == "session_start")
+            && let Some(moved_on) = self.wait.moved_on_text()
+        {
+            self.problems.push(Problem::warning(
+                format!(
+                    "subscribes to session_start {} after hello, but zot had stopped waiting for registrations {moved_on} and sends session_start then, so this extension would miss it",
+                    tenths(self.wait.last.saturating_sub(self.wait.hello))
+                ),
+                "send subscribe right after hello, before any slow setup, then ready",
+            ));
+        }
         self.events.extend(subscribe.events);
         self.intercept.extend(subscribe.intercept);
     }

@@ -278,6 +278,28 @@ fn a_tool_registered_after_zot_stopped_waiting_is_named() {
     assert_eq!(names(&report, "tools"), ["weather"]);
 }
 
+/// zot sends session_start right after it stops waiting: a later subscription misses it.
+#[test]
+fn a_late_subscription_to_session_start_is_named() {
+    let env = Env::new();
+    let body = "hello(\"latesub\")\ntime.sleep(1)\nemit({\"type\": \"subscribe\", \"events\": [\"session_start\", \"turn_end\"]})\nready()\nserve()\n";
+    if python_extension(&env, "latesub", "latesub", body).is_none() {
+        return;
+    }
+    let (done, report, _) = doctor(&env, "latesub", &[]);
+    assert_eq!(done.code, 0, "{done:#?}");
+    let missed = find(&report, "warnings", "subscribes to session_start ");
+    assert!(
+        missed.ends_with("and sends session_start then, so this extension would miss it"),
+        "{missed}"
+    );
+    // Subscribed in time, session_start is fine.
+    let body = "hello(\"earlysub\")\nemit({\"type\": \"subscribe\", \"events\": [\"session_start\"]})\nready()\nserve()\n";
+    python_extension(&env, "earlysub", "earlysub", body);
+    let (_, report, _) = doctor(&env, "earlysub", &[]);
+    none_mention(&report, "session_start");
+}
+
 /// Commands are looked up when typed, so a late one works: nothing is said about it.
 #[test]
 fn a_command_registered_after_zot_stopped_waiting_is_fine() {
