@@ -278,7 +278,7 @@ fn a_tool_registered_after_zot_stopped_waiting_is_named() {
     assert_eq!(names(&report, "tools"), ["weather"]);
 }
 
-/// zot sends session_start right after it stops waiting: a later subscription misses it.
+/// zot sends `session_start` right after it stops waiting: a later subscription misses it.
 #[test]
 fn a_late_subscription_to_session_start_is_named() {
     let env = Env::new();
