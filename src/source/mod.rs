@@ -389,6 +389,15 @@ mod tests {
     }
 
     #[test]
+    fn a_wide_character_before_a_scheme_is_not_cut_in_half() {
+        assert_eq!(redact_text("é://x"), "é://x");
+        assert_eq!(
+            redact_text("cannot fetch ü𞹤https://u:pw@h/r"),
+            "cannot fetch ü𞹤https://***@h/r"
+        );
+    }
+
+    #[test]
     fn scrub_hides_secrets_in_messages() {
         let Source::Git(g) = Source::parse("https://alice:s3cret@host/r") else {
             panic!()
