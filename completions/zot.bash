@@ -27,6 +27,15 @@ _clap_complete_zot() {
     elif [[ $_CLAP_COMPLETE_SPACE == false ]] && [[ "${COMPREPLY-}" =~ [=/:]$ ]]; then
         compopt -o nospace
     fi
+    if [[ $_CLAP_COMPLETE_SPACE == false && "${COMPREPLY[*]-}" == */* ]]; then
+        compopt -o filenames
+        local i
+        for i in "${!COMPREPLY[@]}"; do
+            if [[ ${COMPREPLY[i]} == ?*/ ]]; then
+                COMPREPLY[i]=${COMPREPLY[i]%/}
+            fi
+        done
+    fi
 }
 if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
     complete -o nospace -o bashdefault -o nosort -F _clap_complete_zot zot
@@ -59,6 +68,15 @@ _clap_complete_zot_ext() {
         unset COMPREPLY
     elif [[ $_CLAP_COMPLETE_SPACE == false ]] && [[ "${COMPREPLY-}" =~ [=/:]$ ]]; then
         compopt -o nospace
+    fi
+    if [[ $_CLAP_COMPLETE_SPACE == false && "${COMPREPLY[*]-}" == */* ]]; then
+        compopt -o filenames
+        local i
+        for i in "${!COMPREPLY[@]}"; do
+            if [[ ${COMPREPLY[i]} == ?*/ ]]; then
+                COMPREPLY[i]=${COMPREPLY[i]%/}
+            fi
+        done
     fi
 }
 if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then

@@ -172,7 +172,7 @@ fn is_regular_file(path: &Path) -> bool {
 
 /// `word` as sh reads it back: as-is when it has only safe characters, else in single
 /// quotes (a quote inside written as `'\''`).
-fn quote(word: &str) -> String {
+pub(crate) fn quote(word: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "_./,:=@%+-".contains(c);
     if !word.is_empty() && word.chars().all(safe) {
         return word.to_string();

@@ -262,8 +262,8 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "Run the working copy in ~/src/weather as the installed extension weather.",
             ),
             (
-                "zot ext link . --project",
-                "Link the current folder into ./.zot/extensions/ for this project only.",
+                "zot ext link ~/src/weather --project",
+                "Link it into ./.zot/extensions/ of the project in the current folder only.",
             ),
         ],
     ),

@@ -42,8 +42,9 @@ impl Run for InstallArgs {
                 "the source is empty; give a folder that holds extension.json or a git URL",
             ));
         }
-        let source = Source::parse_on_disk(&self.source);
-        let subdir = self.subdir(&source)?;
+        let on_disk = Source::parse_on_disk(&self.source);
+        let source = on_disk.source;
+        let subdir = self.subdir(on_disk.subdir)?;
         if self.git_ref.is_some() && matches!(source, Source::Path(_)) {
             return Err(usage(format!(
                 "--ref applies to git sources only; {} is a local folder",
@@ -52,13 +53,20 @@ impl Run for InstallArgs {
         }
         let scope = self.scope.scope().unwrap_or(Scope::Global);
         let store = Store::open(ctx.layout.scope(scope))?;
+        if let Some(note) = &on_disk.note {
+            ctx.out.note(note);
+        }
+        let shown = match &source {
+            Source::Path(path) => path.display().to_string(),
+            Source::Git(_) => self.source.clone(),
+        };
         let request = Request {
             source: &source,
-            shown: &self.source,
+            shown: &shown,
             git_ref: self.git_ref.as_deref(),
             subdir: subdir.as_deref(),
         };
-        if let Some(name) = self.local_name(&store, &source) {
+        if let Some(name) = local_name(&store, &source, subdir.as_deref()) {
             self.refuse_existing(&store, &name)?;
         }
         let staged = fetch::stage(&store, &request, &ctx.out)?;
@@ -85,22 +93,22 @@ impl Run for InstallArgs {
     }
 }
 
-impl InstallArgs {
-    /// The name in a local source's manifest, read before anything is copied, so a clash is
-    /// refused at once rather than after copying a large tree. (The staged copy's manifest is
-    /// checked again: it is the one that counts.)
-    fn local_name(&self, store: &Store, source: &Source) -> Option<String> {
-        let Source::Path(path) = source else {
-            return None;
-        };
-        if self.subdir.is_some() {
-            return None; // the subfolder is checked link by link while staging
-        }
-        // A source the staging step would refuse anyway gets that step's message.
-        let path = fetch::check_local_source(path, &store.dirs).ok()?;
-        manifest::read(&path).ok().map(|m| m.name)
+/// The name in a local source's manifest, read before anything is copied, so a clash is
+/// refused at once rather than after copying a large tree. (The staged copy's manifest is
+/// checked again: it is the one that counts.)
+fn local_name(store: &Store, source: &Source, subdir: Option<&str>) -> Option<String> {
+    let Source::Path(path) = source else {
+        return None;
+    };
+    if subdir.is_some() {
+        return None; // the subfolder is checked link by link while staging
     }
+    // A source the staging step would refuse anyway gets that step's message.
+    let path = fetch::check_local_source(path, &store.dirs).ok()?;
+    manifest::read(&path).ok().map(|m| m.name)
+}
 
+impl InstallArgs {
     /// Fails when `name` is installed and `--force` was not given; otherwise says whether
     /// an installed copy will be replaced.
     fn refuse_existing(&self, store: &Store, name: &str) -> Result<bool> {
@@ -114,15 +122,11 @@ impl InstallArgs {
         Ok(exists)
     }
 
-    /// The subfolder from `--subdir` or a `URL#path` fragment (not both).
-    fn subdir(&self, source: &Source) -> Result<Option<String>> {
-        let fragment = match source {
-            Source::Git(url) => url.subdir.clone(),
-            Source::Path(_) => None,
-        };
+    /// The subfolder from `--subdir` or a `URL#path` (or `folder#path`) fragment (not both).
+    fn subdir(&self, fragment: Option<String>) -> Result<Option<String>> {
         match (&self.subdir, fragment) {
             (Some(_), Some(_)) => Err(usage(
-                "give the subfolder once: either --subdir or URL#path, not both",
+                "give the subfolder once: either --subdir or SOURCE#path, not both",
             )),
             (Some(flag), None) => Ok(Some(flag.clone())),
             (None, fragment) => Ok(fragment),
@@ -169,6 +173,11 @@ fn report(
     }
     if let Some(note) = copy::loose_note(&manifest.name, &staged.outside_links) {
         ctx.out.note(&format!("note: {note}"));
+    }
+    if staged.left_out_project_state {
+        ctx.out.note(
+            "note: left out the source's .zot/ folder (zot's state for that folder as a project: the extensions installed there and their store); it is never part of an extension",
+        );
     }
     shadow_note(ctx, &ctx.layout, &manifest.name, scope);
     Ok(())

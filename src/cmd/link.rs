@@ -13,6 +13,7 @@ use crate::cli::LinkArgs;
 use crate::cli::agent::{self, AgentVersion};
 use crate::protocol::zot;
 use crate::source::fetch::canonical_or_absolute;
+use crate::source::split_at_folder;
 use crate::store::Store;
 use crate::store::record::{Kind, Record};
 
@@ -103,15 +104,23 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
     ));
 }
 
-/// The working copy to link to, canonical. A link copies nothing, so a working copy may
-/// hold the store (linking a project's own extension into it is the point of --project);
-/// only a folder inside the extensions root is refused, as it would link to itself.
+/// The working copy to link to, canonical. A folder inside the extensions root is refused
+/// (it would link to itself), and so is one that holds the root (`zot ext link . --project`
+/// in the working copy): the link would lead back into the folder that holds it, a loop for
+/// anything that walks the tree. A project may still link an extension kept in a subfolder.
 fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
     let target = std::fs::canonicalize(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow::anyhow!(
-            "{} does not exist; give the folder of an extension's working copy",
-            path.display()
-        ),
+        std::io::ErrorKind::NotFound => match path.to_str().and_then(split_at_folder) {
+            Some((folder, sub)) => anyhow::anyhow!(
+                "{} does not exist; link takes the extension's own folder, not folder#path: zot ext link {}",
+                path.display(),
+                Path::new(folder).join(sub).display()
+            ),
+            None => anyhow::anyhow!(
+                "{} does not exist; give the folder of an extension's working copy",
+                path.display()
+            ),
+        },
         _ => anyhow::anyhow!("cannot resolve {}: {e}", path.display()),
     })?;
     if !target.is_dir() {
@@ -127,7 +136,30 @@ fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
             root.display()
         );
     }
+    if root.starts_with(&target) {
+        bail!("{}", holds_the_root(path, &target, &root, dirs.scope));
+    }
     Ok(target)
+}
+
+/// The refusal for a working copy that holds the extensions root it would be linked into.
+fn holds_the_root(path: &Path, target: &Path, root: &Path, scope: Scope) -> String {
+    let fix = match scope {
+        Scope::Project => format!(
+            "link it for every project instead (zot ext link {}), or run zot ext link --project {} in the project that uses it",
+            target.display(),
+            target.display()
+        ),
+        Scope::Global => {
+            "keep the extension in a folder of its own, or set ZOT_HOME to a folder outside it"
+                .to_string()
+        }
+    };
+    format!(
+        "{} holds the extensions folder {}, so the link would lead back into the folder that holds it; {fix} (nothing was linked)",
+        path.display(),
+        root.display()
+    )
 }
 
 fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {

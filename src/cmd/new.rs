@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::catalog::manifest;
 use crate::catalog::paths::Scope;
-use crate::check::build_hint::build_hint;
+use crate::check::build_hint::{build_hint, quote};
 use crate::cli::{Lang, NewArgs};
 use crate::error::usage;
 use crate::protocol::zot;
@@ -241,7 +241,7 @@ fn readme(lang: Lang, names: &Names, files: &[File], standalone: bool) -> String
     let (target, usage) = if standalone {
         (
             ".",
-            "Run these in this folder. Install it with `zot ext install .`, or load it for one zot session with `zot --ext .`.",
+            "Run these in this folder. To use it in zot, link it with `zot ext link .` (zot then runs this folder as you edit it), install a copy with `zot ext install .`, or load it for one zot session with `zot --ext .`.",
         )
     } else {
         (
@@ -393,7 +393,7 @@ fn report(
     ))?;
     let target = match scope {
         Some(_) => names.name.clone(),
-        None => dir.display().to_string(),
+        None => quote(&dir.display().to_string()),
     };
     if let Some(hint) = build_hint(dir, Some(language(lang)), &exec(lang, names), &names.name) {
         ctx.out.note(&hint);
@@ -402,6 +402,11 @@ fn report(
         "check it: zot ext doctor {target} && zot ext call {target} /{} hi",
         names.command
     ));
+    if scope.is_none() {
+        ctx.out.note(&format!(
+            "use it in zot: zot ext link {target} (zot runs this folder as you edit it; zot ext install {target} makes a copy instead)"
+        ));
+    }
     Ok(())
 }
 

@@ -155,9 +155,12 @@ pub(crate) fn redact_word(word: &str) -> String {
 pub(crate) fn url_starts(word: &str) -> Vec<usize> {
     word.match_indices("://")
         .filter_map(|(i, _)| {
+            // The scheme starts after the last character that cannot be part of one (which
+            // may take more than one byte).
             let start = word[..i]
-                .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-                .map_or(0, |j| j + 1);
+                .char_indices()
+                .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+                .map_or(0, |(j, c)| j + c.len_utf8());
             is_scheme(&word[start..i]).then_some(start)
         })
         .collect()

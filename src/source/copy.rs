@@ -1,7 +1,8 @@
 //! Extension trees on disk: the audit (special files refused, links that point outside the
 //! tree or nowhere listed), a recursive copy that keeps file modes, times and symbolic links
-//! (as links, whatever they point to) and leaves out `.git`, and working out where a link
-//! leads without ever opening what it points to.
+//! (as links, whatever they point to) and leaves out `.git` and the source's own `.zot/`
+//! (zot's state for that folder as a project), and working out where a link leads without
+//! ever opening what it points to.
 //!
 //! No function here follows a symbolic link to read or write: links are read with
 //! `readlink`, entries looked at with `lstat`, and only absolute targets are `stat`ed to
@@ -121,13 +122,38 @@ pub(crate) fn loose_note(name: &str, links: &[LooseLink]) -> Option<String> {
     ))
 }
 
-fn walk(root: &Path) -> impl Iterator<Item = walkdir::Result<DirEntry>> {
+/// The folder at the top of a working copy where zot keeps its state for that folder as a
+/// project (`.zot/extensions/`, and `.zot/.ext-store/` beside it): never part of an
+/// extension, so a local source's is neither audited nor copied.
+pub(crate) const PROJECT_STATE: &str = ".zot";
+
+/// What a walk covers: a tree as it is (`.git` left out), or a local source about to be
+/// copied (its top-level [`PROJECT_STATE`] folder left out too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    Tree,
+    Source,
+}
+
+fn walk(root: &Path, what: Walk) -> impl Iterator<Item = walkdir::Result<DirEntry>> {
     WalkDir::new(root)
         .follow_links(false)
         .follow_root_links(false)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git")
+        .filter_entry(move |e| {
+            e.depth() == 0
+                || (e.file_name() != ".git" && !(what == Walk::Source && is_project_state(e)))
+        })
+}
+
+fn is_project_state(entry: &DirEntry) -> bool {
+    entry.depth() == 1 && entry.file_name() == PROJECT_STATE && entry.file_type().is_dir()
+}
+
+/// Whether the local source at `root` has a [`PROJECT_STATE`] folder, which the copy leaves out.
+pub(crate) fn has_project_state(root: &Path) -> bool {
+    fs::symlink_metadata(root.join(PROJECT_STATE)).is_ok_and(|m| m.is_dir())
 }
 
 fn walk_error(e: walkdir::Error) -> anyhow::Error {
@@ -331,17 +357,26 @@ fn loose(tree: &Root, root: &Path, path: &Path) -> Result<Option<LooseLink>> {
 /// Messages show paths inside the tree after `prefix` instead of under `root` (a staging
 /// folder means nothing to the user; the source does): `"src/"` or `"<url> (<commit>): "`.
 pub(crate) fn audit(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
-    audit_tree(root).map_err(|e| {
+    audit_walk(root, prefix, Walk::Tree)
+}
+
+/// [`audit`] for a local source before it is copied: what [`copy`] leaves out is not looked at.
+pub(crate) fn audit_source(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
+    audit_walk(root, prefix, Walk::Source)
+}
+
+fn audit_walk(root: &Path, prefix: &str, what: Walk) -> Result<Vec<LooseLink>> {
+    audit_tree(root, what).map_err(|e| {
         let message = format!("{e:#}");
         let root = format!("{}/", root.display());
         anyhow::anyhow!("{}", printable(&message.replace(&root, prefix)))
     })
 }
 
-fn audit_tree(root: &Path) -> Result<Vec<LooseLink>> {
+fn audit_tree(root: &Path, what: Walk) -> Result<Vec<LooseLink>> {
     let tree = Root::new(root)?;
     let mut found = Vec::new();
-    for entry in walk(root) {
+    for entry in walk(root, what) {
         let entry = entry.map_err(walk_error)?;
         let kind = entry.file_type();
         if kind.is_symlink() {
@@ -397,7 +432,7 @@ pub(crate) fn loose_links(root: &Path, max_entries: usize) -> LinkScan {
         links: Vec::new(),
         complete: true,
     };
-    for (seen, entry) in walk(root).enumerate() {
+    for (seen, entry) in walk(root, Walk::Tree).enumerate() {
         if seen >= max_entries {
             scan.complete = false;
             break;
@@ -430,8 +465,9 @@ fn special_kind(kind: fs::FileType) -> &'static str {
     "not a regular file"
 }
 
-/// Copies `src` to `dst` (which must not exist), calling `progress` after each entry.
-/// Callers run [`audit`] first; special files are refused here all the same. Links are
+/// Copies the local source `src` to `dst` (which must not exist), calling `progress` after
+/// each entry; `.git` folders and the top-level [`PROJECT_STATE`] folder are left out.
+/// Callers run [`audit_source`] first; special files are refused here all the same. Links are
 /// copied as links, whatever they point to (see [`Root::relocate`]); nothing is followed.
 pub(crate) fn copy(
     src: &Path,
@@ -441,7 +477,7 @@ pub(crate) fn copy(
     let tree = Root::new(src)?;
     let mut stats = CopyStats::default();
     let mut dirs = Vec::new();
-    for entry in walk(src) {
+    for entry in walk(src, Walk::Source) {
         let entry = entry.map_err(walk_error)?;
         let relative = inside(src, entry.path());
         let to = dst.join(relative);

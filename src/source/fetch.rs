@@ -35,6 +35,8 @@ pub(crate) struct Staged {
     pub record: Record,
     /// Symbolic links in the tree that point outside it or nowhere: kept, and reported.
     pub outside_links: Vec<LooseLink>,
+    /// Whether the local source's own `.zot/` folder was left out of the copy.
+    pub left_out_project_state: bool,
 }
 
 /// What staging built, before the record gets its subfolder.
@@ -45,12 +47,15 @@ type Built = (Manifest, Record, Vec<LooseLink>);
 pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
     let subdir = request.subdir.map(check_subdir).transpose()?;
     let staging = store.stage()?;
-    let (manifest, record, outside_links) = match request.source {
+    let ((manifest, record, outside_links), left_out_project_state) = match request.source {
         Source::Path(path) => {
             let source = check_local_source(path, &store.dirs)?;
             copy_into(&staging, &source, subdir.as_deref(), request.shown, out)?
         }
-        Source::Git(url) => clone_into(&staging, url, request.git_ref, subdir.as_deref(), out)?,
+        Source::Git(url) => (
+            clone_into(&staging, url, request.git_ref, subdir.as_deref(), out)?,
+            false,
+        ),
     };
     crate::fsx::crashpoint::hit("stage.done");
     Ok(Staged {
@@ -61,6 +66,7 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<St
             ..record
         },
         outside_links,
+        left_out_project_state,
     })
 }
 
@@ -82,7 +88,7 @@ fn copy_into(
     subdir: Option<&Path>,
     shown: &str,
     out: &Output,
-) -> Result<Built> {
+) -> Result<(Built, bool)> {
     let shown = match subdir {
         Some(sub) => Path::new(shown).join(sub),
         None => PathBuf::from(shown),
@@ -92,7 +98,8 @@ fn copy_into(
         Some(sub) => real_subdir(source, sub, &source.display().to_string())?,
         None => source.to_path_buf(),
     };
-    copy::audit(&from, &prefix)?;
+    copy::audit_source(&from, &prefix)?;
+    let left_out = copy::has_project_state(&from);
     let copied = copy::copy(&from, &staging.tree(), &mut |stats| {
         if (stats.files + stats.dirs + stats.links) % 64 == 0 {
             out.progress(&format!(
@@ -108,7 +115,7 @@ fn copy_into(
     let outside_links = copy::audit(&staging.tree(), &prefix)?;
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
     let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
-    Ok((manifest, record, outside_links))
+    Ok(((manifest, record, outside_links), left_out))
 }
 
 fn clone_into(
@@ -322,7 +329,10 @@ pub(crate) fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBu
             root.display()
         );
     }
-    if root.starts_with(&source) || state.starts_with(&source) {
+    // The copy leaves out the source's own `.zot/`, so a project's store in it is no obstacle.
+    let own_state = source.join(copy::PROJECT_STATE);
+    let copied = |store: &Path| store.starts_with(&source) && !store.starts_with(&own_state);
+    if copied(&root) || copied(&state) {
         bail!(
             "{} contains the extensions folder {}; copying it would copy the store into itself",
             path.display(),

@@ -53,9 +53,11 @@ impl Source {
         Source::Path(PathBuf::from(arg))
     }
 
-    /// Like [`Source::parse`], but a local path ending in `.git` that is an extension folder
-    /// (it has `extension.json` at the top) is copied as a folder rather than cloned.
-    pub(crate) fn parse_on_disk(arg: &str) -> Source {
+    /// Like [`Source::parse`], but looking at the disk: a local path ending in `.git` that is
+    /// an extension folder (it has `extension.json` at the top) is copied as a folder rather
+    /// than cloned, and `folder#path` names the subfolder `path` of a local folder, as
+    /// `URL#path` does for a repository (see [`folder_fragment`]).
+    pub(crate) fn parse_on_disk(arg: &str) -> OnDisk {
         match Source::parse(arg) {
             Source::Git(url)
                 if url.local
@@ -63,9 +65,13 @@ impl Source {
                     && !url.url.to_ascii_lowercase().starts_with("file://")
                     && Path::new(&url.url).join("extension.json").is_file() =>
             {
-                Source::Path(PathBuf::from(arg))
+                OnDisk::plain(Source::Path(PathBuf::from(arg)))
             }
-            source => source,
+            Source::Git(url) => OnDisk {
+                subdir: url.subdir.clone(),
+                ..OnDisk::plain(Source::Git(url))
+            },
+            Source::Path(path) => folder_fragment(arg, path),
         }
     }
 
@@ -78,6 +84,62 @@ impl Source {
             subdir: fragment.filter(|f| !f.is_empty()).map(str::to_string),
         })
     }
+}
+
+/// An install argument read with the disk at hand: the source, the subfolder its `#path`
+/// names, and a note to show when the argument could be read two ways.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OnDisk {
+    pub source: Source,
+    /// The folder after `#`: a git URL's fragment, or the `path` of a local `folder#path`.
+    pub subdir: Option<String>,
+    /// Set when a local `folder#path` exists under that very name and `folder` has the
+    /// subfolder `path` too: the literal folder is used, and the note says how to get the other.
+    pub note: Option<String>,
+}
+
+impl OnDisk {
+    fn plain(source: Source) -> OnDisk {
+        OnDisk {
+            source,
+            subdir: None,
+            note: None,
+        }
+    }
+}
+
+/// A local argument with `#` in it: when nothing exists under the literal name and the part
+/// before a `#` is a folder, the part after it is a subfolder (as with `--subdir`); the first
+/// `#` whose left part is a folder counts. A literal path that exists always wins.
+fn folder_fragment(arg: &str, literal: PathBuf) -> OnDisk {
+    let Some((folder, fragment)) = split_at_folder(arg) else {
+        return OnDisk::plain(Source::Path(literal));
+    };
+    let subdir = Some(fragment.to_string()).filter(|f| !f.is_empty());
+    if std::fs::symlink_metadata(&literal).is_err() {
+        return OnDisk {
+            subdir,
+            ..OnDisk::plain(Source::Path(PathBuf::from(folder)))
+        };
+    }
+    let both = subdir
+        .as_ref()
+        .is_some_and(|sub| Path::new(folder).join(sub).exists());
+    OnDisk {
+        note: both.then(|| {
+            format!(
+                "note: {arg} exists under that name and is used as it is; for the folder {fragment} inside {folder}, give: zot ext install {folder} --subdir {fragment}"
+            )
+        }),
+        ..OnDisk::plain(Source::Path(literal))
+    }
+}
+
+/// `folder#path` split at the first `#` whose left part is an existing folder.
+pub(crate) fn split_at_folder(arg: &str) -> Option<(&str, &str)> {
+    arg.match_indices('#')
+        .map(|(i, _)| (&arg[..i], &arg[i + 1..]))
+        .find(|(folder, _)| !folder.is_empty() && Path::new(folder).is_dir())
 }
 
 impl GitUrl {
@@ -326,6 +388,15 @@ mod tests {
         assert_eq!(redact_text(&out), out);
         let plain = "extension \"a@b\" at /x/y: not found; mail me@example.com: ok";
         assert_eq!(redact_text(plain), plain);
+    }
+
+    #[test]
+    fn a_wide_character_before_a_scheme_is_not_cut_in_half() {
+        assert_eq!(redact_text("é://x"), "é://x");
+        assert_eq!(
+            redact_text("cannot fetch ü𞹤https://u:pw@h/r"),
+            "cannot fetch ü𞹤https://***@h/r"
+        );
     }
 
     #[test]

@@ -334,3 +334,70 @@ fn readme_exit_status_tables_match_the_page_data() {
         table("| command | status | when |", &particular),
     );
 }
+
+/// The `bash` code blocks of README's `## <title>` section, each as its lines.
+fn readme_bash_blocks(title: &str) -> Vec<Vec<String>> {
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("README has a \"## {title}\" section"));
+    let section = &readme[start + 4..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    section
+        .split("```bash\n")
+        .skip(1)
+        .map(|block| {
+            let code = &block[..block.find("```").expect("a closed code block")];
+            code.lines().map(str::to_string).collect()
+        })
+        .collect()
+}
+
+/// README's first commands install the example: they say where it goes, and every line that
+/// installs runs with a throwaway `ZOT_HOME`, so trying them leaves the real zot folder
+/// alone. Each `zot ext` command there works as written (from the repository's folder).
+#[test]
+fn readme_try_out_commands_use_a_throwaway_zot_home() {
+    let blocks = readme_bash_blocks("The two commands");
+    let mut installs = 0;
+    for block in &blocks {
+        // Each block starts from a fresh `ZOT_HOME`, as `$(mktemp -d)` gives.
+        let env = Env::new();
+        let mut exported = false;
+        for line in block {
+            exported |= line.starts_with("export ZOT_HOME=$(mktemp -d)");
+            let Some((before, args)) = line.split_once("cargo run --release -- ext ") else {
+                continue;
+            };
+            let args: Vec<&str> = args.split('#').next().unwrap().split_whitespace().collect();
+            if args[0] == "install" {
+                installs += 1;
+                assert!(
+                    exported || before == "ZOT_HOME=$(mktemp -d) ",
+                    "README's \"The two commands\" installs into the real ZOT_HOME: {line}"
+                );
+            }
+            if args[0] == "doctor" && Command::new("python3").arg("-V").output().is_err() {
+                continue;
+            }
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| match a.strip_prefix("examples/") {
+                    Some(_) => repo().join(a).display().to_string(),
+                    None => (*a).to_string(),
+                })
+                .collect();
+            let mut words = vec!["ext".to_string()];
+            words.extend(args);
+            env.zot(&words).ok();
+            if words[1] == "install" {
+                assert!(env.global_root().join("hello-py/extension.json").is_file());
+            }
+        }
+    }
+    assert!(installs >= 2, "{blocks:?}");
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    for says in ["`$ZOT_HOME/extensions/hello-py/`", "your real zot folder"] {
+        assert!(readme.contains(says), "README no longer says {says}");
+    }
+}

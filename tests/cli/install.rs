@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::support::{Env, manifest, write_executable};
 
 #[test]
@@ -383,4 +385,108 @@ fn a_clash_with_a_local_source_is_refused_before_copying() {
         .fails(1)
         .stderr_has("already installed")
         .stderr_lacks("special file");
+}
+
+/// `folder#path` names a subfolder of a local folder, as `URL#path` does for a repository
+/// and `--subdir` for both; the install is recorded with that subfolder, so `update` follows it.
+#[test]
+fn a_local_folder_takes_a_subfolder_after_a_hash() {
+    let env = Env::new();
+    let clock = env.source("repo/extensions/clock", "clock");
+    let arg = format!("{}#extensions/clock", env.work.join("repo").display());
+    let out = env.install_with(&arg, &["--json"]).json();
+    assert_eq!(out["name"], "clock");
+    assert_eq!(out["subdir"], "extensions/clock");
+    assert_eq!(out["source"], env.work.join("repo").display().to_string());
+    fs::write(clock.join("new.txt"), "x").unwrap();
+    env.zot(["ext", "update", "clock"]).ok();
+    assert!(env.global_root().join("clock/new.txt").exists());
+    // Relative to the current folder, as a path is.
+    env.zot([
+        "ext",
+        "install",
+        "../work/repo#extensions/clock",
+        "--project",
+    ])
+    .ok();
+    assert!(env.project_root().join("clock/extension.json").is_file());
+    // A missing subfolder is named; the fragment and --subdir together are a usage error.
+    env.zot(["ext", "install", "../work/repo#extensions/nope"])
+        .fails(1)
+        .stderr_has("has no folder extensions/nope");
+    env.zot([
+        "ext",
+        "install",
+        "../work/repo#extensions/clock",
+        "--subdir",
+        "extensions/clock",
+    ])
+    .fails(2)
+    .stderr_has("either --subdir or SOURCE#path");
+    env.zot(["ext", "install", "../work/repo#../repo"])
+        .fails(2)
+        .stderr_has("without \"..\"");
+}
+
+/// A folder literally named `folder#path` wins over the subfolder reading, and a note says
+/// how to get the other one.
+#[test]
+fn a_folder_named_with_a_hash_is_taken_literally() {
+    let env = Env::new();
+    env.source("repo/ext", "inner");
+    env.source("repo#ext", "literal");
+    let done = env.install("../work/repo#ext");
+    done.stdout_has("installed literal 1.0.0 (global)")
+        .stderr_has("note: ../work/repo#ext exists under that name and is used as it is; for the folder ext inside ../work/repo, give: zot ext install ../work/repo --subdir ext");
+    // No note when only the literal reading exists.
+    env.source("solo#x", "solo");
+    env.install("../work/solo#x").stderr_lacks("note:");
+}
+
+/// A working copy that is also a zot project has a `.zot/` folder (its extensions, the
+/// store's state): the copy leaves it out, says so, and the extension works without it.
+#[test]
+fn a_source_folder_s_own_zot_state_is_never_copied() {
+    let env = Env::new();
+    let src = env.source("wc", "wc");
+    fs::create_dir_all(src.join(".zot/.ext-store/staging")).unwrap();
+    fs::create_dir_all(src.join(".zot/extensions")).unwrap();
+    symlink(&src, src.join(".zot/extensions/wc")).unwrap();
+    // A named pipe would make the audit refuse the source; it is not looked at.
+    let ok = std::process::Command::new("mkfifo")
+        .arg(src.join(".zot/.ext-store/lock-pipe"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    // `.zot` below the top is the extension's own data.
+    fs::create_dir_all(src.join("data/.zot")).unwrap();
+    fs::write(src.join("data/.zot/keep"), "x").unwrap();
+    let done = env.install(&src);
+    done.stderr_has("note: left out the source's .zot/ folder");
+    let dest = env.global_root().join("wc");
+    assert!(!dest.join(".zot").exists());
+    assert!(dest.join("data/.zot/keep").is_file());
+    env.zot(["ext", "info", "wc", "--json"]).ok();
+    let list = env.zot(["ext", "list", "--json"]).ok().json();
+    let entry = &list["extensions"][0];
+    assert_eq!(entry["name"], "wc");
+    assert!(entry.get("error").is_none_or(Value::is_null), "{list}");
+    // Without a `.zot/` there is no note.
+    env.install(env.source("plain", "plain"))
+        .stderr_lacks("note:");
+}
+
+/// A project that is itself an extension installs into its own `.zot/extensions`: the copy
+/// leaves the store out, so it cannot copy the store into itself.
+#[test]
+fn a_project_installs_its_own_folder_without_its_store() {
+    let env = Env::new();
+    fs::write(env.project.join("extension.json"), manifest("self")).unwrap();
+    env.install_project(".");
+    let dest = env.project_root().join("self");
+    assert!(dest.join("extension.json").is_file());
+    assert!(!dest.join(".zot").exists());
+    env.zot(["ext", "install", ".", "--project", "--force"])
+        .ok();
+    assert!(!dest.join(".zot").exists());
 }

@@ -80,20 +80,36 @@ fn refuses_existing_names_unless_forced_and_folders_without_a_manifest() {
     );
 }
 
+/// `zot ext link . --project` in the working copy would put a link to the project inside
+/// the project: refused, naming the ways that work; an extension in a subfolder of the
+/// project may be linked into it.
 #[test]
-fn a_project_can_link_its_own_working_copy() {
+fn a_folder_is_never_linked_into_itself() {
     let env = Env::new();
     fs::write(env.project.join("extension.json"), manifest("self")).unwrap();
-    let done = env.zot(["ext", "link", ".", "--project"]).ok();
-    assert!(
-        done.stdout.contains("linked self (project)"),
-        "{}",
-        done.stdout
-    );
+    env.zot(["ext", "link", ".", "--project"])
+        .fails(1)
+        .stderr_one_line()
+        .stderr_has(&format!(
+            "error: . holds the extensions folder {}, so the link would lead back into the folder that holds it; link it for every project instead (zot ext link {}), or run zot ext link --project {} in the project that uses it (nothing was linked)",
+            env.project_root().display(),
+            env.project.display(),
+            env.project.display()
+        ));
+    assert!(!env.project_root().join("self").exists());
+    assert!(env.installed_names().is_empty());
+    // The same folder linked for every project is no loop.
+    env.zot(["ext", "link", "."]).ok();
     assert_eq!(
-        fs::read_link(env.project_root().join("self")).unwrap(),
+        fs::read_link(env.global_root().join("self")).unwrap(),
         env.project
     );
+    // Nor is an extension kept in a subfolder of the project.
+    let sub = env.project.join("tools/sub");
+    fs::create_dir_all(&sub).unwrap();
+    fs::write(sub.join("extension.json"), manifest("sub")).unwrap();
+    env.zot(["ext", "link", "tools/sub", "--project"]).ok();
+    assert_eq!(fs::read_link(env.project_root().join("sub")).unwrap(), sub);
     let inside = env.installed("inner", false);
     let done = env.zot(["ext", "link", inside.to_str().unwrap()]).fails(1);
     assert!(
@@ -101,4 +117,28 @@ fn a_project_can_link_its_own_working_copy() {
         "{}",
         done.stderr
     );
+}
+
+/// A global link from a working copy that holds `ZOT_HOME` would loop as well.
+#[test]
+fn a_working_copy_holding_zot_home_is_not_linked() {
+    let env = Env::new();
+    let wc = env.source("wc", "dev");
+    env.zot(["ext", "link", wc.to_str().unwrap()])
+        .env("ZOT_HOME", wc.join("state"))
+        .fails(1)
+        .stderr_has("holds the extensions folder")
+        .stderr_has("set ZOT_HOME to a folder outside it");
+    assert!(!wc.join("state/extensions/dev").exists());
+}
+
+/// `link` takes the extension's own folder; `folder#path` (an install source) is pointed there.
+#[test]
+fn a_folder_fragment_given_to_link_names_the_folder_to_give() {
+    let env = Env::new();
+    env.source("repo/ext/clock", "clock");
+    env.zot(["ext", "link", "../work/repo#ext/clock"])
+        .fails(1)
+        .stderr_one_line()
+        .stderr_has("link takes the extension's own folder, not folder#path: zot ext link ../work/repo/ext/clock");
 }

@@ -283,3 +283,44 @@ fn new_writes_an_install_record_and_info_shows_where_it_came_from() {
         .ok();
     assert!(!env.home.join(".ext-store/sources/solo.json").exists());
 }
+
+/// A folder made with `--dir` is not known to zot yet: the next steps end with the `link`
+/// command that makes it so (and `install` for a copy), quoted for the shell, and the command
+/// works as printed. An installed one needs no such step.
+#[test]
+fn a_folder_made_with_dir_names_the_link_step() {
+    let env = Env::new();
+    let dir = env.work.join("my ext");
+    let done = env
+        .zot(["ext", "new", "wip", "--dir", dir.to_str().unwrap()])
+        .ok();
+    let shown = format!("'{}'", dir.display());
+    let check = format!("check it: zot ext doctor {shown} && zot ext call {shown} /wip hi");
+    let link = format!(
+        "use it in zot: zot ext link {shown} (zot runs this folder as you edit it; zot ext install {shown} makes a copy instead)"
+    );
+    assert_eq!(
+        done.stderr.lines().collect::<Vec<_>>(),
+        [&check, &link],
+        "{done:?}"
+    );
+    let command = link
+        .strip_prefix("use it in zot: ")
+        .and_then(|l| l.split(" (").next())
+        .unwrap();
+    let ran = Command::new("sh")
+        .args([
+            "-c",
+            &format!("zot() {{ \"$ZOT_BIN\" \"$@\"; }}; {command}"),
+        ])
+        .env("ZOT_BIN", env!("CARGO_BIN_EXE_zot"))
+        .env("ZOT_HOME", &env.home)
+        .current_dir(&env.project)
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{ran:?}");
+    assert_eq!(fs::read_link(env.global_root().join("wip")).unwrap(), dir);
+    env.zot(["ext", "new", "other"])
+        .ok()
+        .stderr_lacks("zot ext link");
+}

@@ -405,3 +405,105 @@ fn elvish_completes_enabled_extensions_for_disable() {
         "elvish:\n{out}"
     );
 }
+
+/// Runs an interactive bash in a pseudo-terminal (python3's `pty`), loads `$ZOT_SCRIPT`,
+/// types `$ZOT_LINE` and two TABs, and prints what the terminal showed once `$ZOT_UNTIL`
+/// appears (or after 30 seconds), then ends that bash. Waits for text, never for a set time.
+const BASH_PTY: &str = r#"
+import os, pty, select, signal, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+def read_until(text):
+    out = b""
+    end = time.time() + 30
+    while time.time() < end and text.encode() not in out:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:
+                break
+    return out.decode(errors="replace")
+# The prompt is spelt so that the echo of this line does not look like it.
+os.write(fd, b"stty cols 200; PS1='RE''ADY> '; source \"$ZOT_SCRIPT\"\n")
+read_until("READY> ")
+os.write(fd, os.environ["ZOT_LINE"].encode() + b"\t\t")
+sys.stdout.write(read_until(os.environ["ZOT_UNTIL"]))
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+"#;
+
+/// The python3 interpreter itself (not a wrapper such as pyenv's, which needs the real
+/// home folder); a missing python3 fails under CI and skips elsewhere.
+fn python3() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .stderr(Stdio::null())
+        .output();
+    let path = out
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .filter(|p| p.is_absolute());
+    if path.is_none() {
+        assert!(
+            !required(),
+            "python3 is not installed, and CI must test completion at a terminal: apt-get install python3"
+        );
+        eprintln!("note: python3 is not installed; skipping the terminal completion test");
+    }
+    path
+}
+
+impl World {
+    /// What bash shows when `line` is completed at a terminal (see [`BASH_PTY`]).
+    fn bash_at_a_terminal(&self, python: &Path, line: &str, until: &str) -> String {
+        let driver = self.write("terminal.py", BASH_PTY);
+        let out = self.run(
+            python.to_str().unwrap(),
+            &[driver.to_str().unwrap()],
+            &[
+                ("ZOT_SCRIPT", &script("zot.bash")),
+                ("ZOT_LINE", Path::new(line)),
+                ("ZOT_UNTIL", Path::new(until)),
+            ],
+        );
+        // Only what follows the typed line: the listing and the line redrawn.
+        out.split_once(line)
+            .map_or(out.clone(), |(_, rest)| rest.to_string())
+    }
+}
+
+/// At a terminal, bash lists folder candidates by their last part, as its own file name
+/// completion does (`alpha/  weather/  with space/`, not `~/src/alpha/ ...`), and inserts
+/// one escaped once, with its `/`.
+#[test]
+fn bash_lists_folders_by_their_last_part() {
+    if !have("bash", true) {
+        return;
+    }
+    let Some(python) = python3() else { return };
+    let world = world();
+    world.folders();
+    for dir in ["src/alpha", "src/with space"] {
+        fs::create_dir_all(world.env.user_home.join(dir)).unwrap();
+    }
+    let listed = world.bash_at_a_terminal(&python, "zot ext install ~/src/", "with space/");
+    let names: Vec<&str> = listed
+        .lines()
+        .find(|l| l.contains("weather/"))
+        .unwrap_or_else(|| panic!("no listing:\n{listed}"))
+        .split("  ")
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .collect();
+    assert_eq!(names, ["alpha/", "weather/", "with space/"], "{listed:?}");
+    let inserted = world.bash_at_a_terminal(&python, "zot ext doctor ~/src/wi", "space/");
+    assert!(
+        inserted.contains("\\ space/") && !inserted.contains("\\\\"),
+        "{inserted:?}"
+    );
+    let inserted = world.bash_at_a_terminal(&python, "zot ext doctor ./m", "ext/");
+    assert!(inserted.starts_with("y-ext/"), "{inserted:?}");
+}
