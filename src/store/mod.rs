@@ -1,11 +1,13 @@
 //! Atomic changes to one scope's extensions root: the lock, staging, rename into place,
 //! replacement, removal, the journal that keeps install records matching trees whatever
-//! instant a run is killed at, and cleanup after a killed run.
+//! instant a run is killed at, and cleanup after a killed run. This is the top of the
+//! store: it uses the files below it ([`state`], [`staging`], [`journal`], [`backup`],
+//! [`record`], [`filelist`]), which never use it.
 //!
 //! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `files`,
 //! `pending`, `backup`)
-//! is untrusted: it is opened without following symbolic links (see [`fsx`]), and
-//! anything there that is not what it must be is an error that names it.
+//! is untrusted: it is opened without following symbolic links (see [`fsx`] and
+//! [`state`]), and anything there that is not what it must be is an error that names it.
 
 mod backup;
 pub(crate) mod carry;
@@ -445,7 +447,6 @@ impl Store {
     }
 }
 
-
 impl Folders {
     /// Opens (with `create`, makes) every folder of the state folder; `None` when one is
     /// missing and not created.
@@ -496,7 +497,6 @@ fn refuse_project_links(dirs: &ScopeDirs) -> Result<()> {
     }
     Ok(())
 }
-
 
 /// The lock file, never through a link and never blocking on a special file; `None` when
 /// it is missing and not created.
@@ -769,6 +769,58 @@ mod tests {
         s.remove("a").unwrap();
         assert!(FileList::load(&dirs, "a").is_none());
         assert!(!dirs.state().join("files/a.json").exists());
+    }
+
+    /// A journal entry as earlier versions of zot ext wrote it, typed.
+    #[derive(serde::Serialize)]
+    struct EarlierIntent {
+        record: Record,
+        tree: Identity,
+        files: Option<FileList>,
+    }
+
+    #[test]
+    fn a_journal_entry_is_written_byte_for_byte_as_before() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let staging = stage_with(&s, "f");
+        let tree = staging.identity().unwrap();
+        let files = FileList::scan(&staging.tree()).unwrap();
+        let r = record("a", "/src");
+        for listed in [None, Some(&files)] {
+            s.write_intent("a", &r, tree, listed).unwrap();
+            let written = fs::read(s.dirs.state().join("pending/a.json")).unwrap();
+            let earlier = EarlierIntent {
+                record: r.clone(),
+                tree,
+                files: listed.cloned(),
+            };
+            assert_eq!(written, serde_json::to_vec(&earlier).unwrap());
+        }
+    }
+
+    #[test]
+    fn an_entry_left_by_a_run_without_file_lists_is_settled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let staging = stage_with(&s, "new");
+        let tree = staging.identity().unwrap();
+        let entry = format!(
+            r#"{{"record":{{"name":"a","source":"/src/new","kind":"path","ref":null,"commit":null,"installed_at":"2026-01-01T00:00:00Z"}},"tree":{{"dev":{},"ino":{}}}}}"#,
+            tree.dev, tree.ino
+        );
+        fs::write(s.dirs.state().join("pending/a.json"), entry).unwrap();
+        s.place(&staging, "a", false).unwrap();
+        std::mem::forget(staging);
+        let dirs = s.dirs.clone();
+        assert_eq!(Record::load(&dirs, "a").unwrap().source, "/src/new");
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert!(pending_names(&s).is_empty());
+        let committed = fs::read(dirs.state().join("sources/a.json")).unwrap();
+        let committed: Record = serde_json::from_slice(&committed).unwrap();
+        assert_eq!(committed.installed_at, "2026-01-01T00:00:00Z");
+        assert!(FileList::load(&dirs, "a").is_none());
     }
 
     #[test]

@@ -35,7 +35,10 @@ pub(super) fn open_state(dirs: &ScopeDirs, create: bool) -> Result<Option<Folder
 }
 
 /// Without `create`, an I/O error opening a folder makes it count as missing.
-pub(super) fn lenient<T>(opened: Result<Option<T>, OpenError>, create: bool) -> Result<Option<T>, OpenError> {
+pub(super) fn lenient<T>(
+    opened: Result<Option<T>, OpenError>,
+    create: bool,
+) -> Result<Option<T>, OpenError> {
     match opened {
         Err(OpenError::Io(_)) if !create => Ok(None),
         other => other,
