@@ -8,7 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow};
 
-use super::{STATE, Staging, Store, open_state, state_error};
+use super::record::now_rfc3339;
+use super::staging::Staging;
+use super::state::{STATE, open_state, state_error};
 use crate::catalog::paths::ScopeDirs;
 
 /// How many saved copies are kept per extension.
@@ -16,55 +18,53 @@ pub(super) const KEPT: usize = 3;
 
 const BACKUP: &str = "backup";
 
-impl Store {
-    /// Moves the folder `sub` that `staging` holds beside its tree to
-    /// `backup/<name>/<now>/`, then flushes it; returns where it went.
-    pub(crate) fn keep_backup(&self, staging: &Staging, sub: &str, name: &str) -> Result<PathBuf> {
-        let state = self.state_folder()?;
-        let fail =
-            |e: std::io::Error| anyhow!("cannot save to {}: {e}", self.backup_root().display());
-        let backups = state
-            .sub(BACKUP, true)
-            .map_err(|e| state_error(&self.backup_root(), e))?
-            .ok_or_else(|| anyhow!("{BACKUP} is missing"))?;
-        let mine = backups
-            .sub(name, true)
-            .map_err(|e| state_error(&backups.path().join(name), e))?
-            .ok_or_else(|| anyhow!("{BACKUP}/{name} is missing"))?;
-        let mut when = crate::store::record::now_rfc3339();
-        if mine.stat(&when).map_err(fail)?.is_some() {
-            when = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-        }
-        staging.move_out(sub, &mine, &when).map_err(fail)?;
-        Ok(mine.path().join(when))
+/// Moves the folder `sub` that `staging` holds beside its tree to
+/// `backup/<name>/<now>/` in the state folder of `dirs`, then flushes it; returns where it
+/// went.
+pub(super) fn keep(dirs: &ScopeDirs, staging: &Staging, sub: &str, name: &str) -> Result<PathBuf> {
+    let state = state_folder(dirs)?;
+    let fail = |e: std::io::Error| anyhow!("cannot save to {}: {e}", backup_root(dirs).display());
+    let backups = state
+        .sub(BACKUP, true)
+        .map_err(|e| state_error(&backup_root(dirs), e))?
+        .ok_or_else(|| anyhow!("{BACKUP} is missing"))?;
+    let mine = backups
+        .sub(name, true)
+        .map_err(|e| state_error(&backups.path().join(name), e))?
+        .ok_or_else(|| anyhow!("{BACKUP}/{name} is missing"))?;
+    let mut when = now_rfc3339();
+    if mine.stat(&when).map_err(fail)?.is_some() {
+        when = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     }
+    staging.move_out(sub, &mine, &when).map_err(fail)?;
+    Ok(mine.path().join(when))
+}
 
-    /// Deletes all but the newest [`KEPT`] saved copies of `name`.
-    pub(crate) fn rotate_backups(&self, name: &str) -> Result<()> {
-        let state = self.state_folder()?;
-        let Some(backups) = state.sub(BACKUP, false).ok().flatten() else {
-            return Ok(());
-        };
-        let Some(mine) = backups.sub(name, false).ok().flatten() else {
-            return Ok(());
-        };
-        let mut names = mine.names()?;
-        sort_by_time(&mut names);
-        let excess = names.len().saturating_sub(KEPT);
-        for old in &names[..excess] {
-            mine.remove(old)
-                .with_context(|| format!("cannot delete {}", mine.path().join(old).display()))?;
-        }
-        Ok(())
+/// Deletes all but the newest [`KEPT`] saved copies of `name`.
+pub(super) fn rotate(dirs: &ScopeDirs, name: &str) -> Result<()> {
+    let state = state_folder(dirs)?;
+    let Some(backups) = state.sub(BACKUP, false).ok().flatten() else {
+        return Ok(());
+    };
+    let Some(mine) = backups.sub(name, false).ok().flatten() else {
+        return Ok(());
+    };
+    let mut names = mine.names()?;
+    sort_by_time(&mut names);
+    let excess = names.len().saturating_sub(KEPT);
+    for old in &names[..excess] {
+        mine.remove(old)
+            .with_context(|| format!("cannot delete {}", mine.path().join(old).display()))?;
     }
+    Ok(())
+}
 
-    fn backup_root(&self) -> PathBuf {
-        self.dirs.state().join(BACKUP)
-    }
+fn backup_root(dirs: &ScopeDirs) -> PathBuf {
+    dirs.state().join(BACKUP)
+}
 
-    fn state_folder(&self) -> Result<crate::fsx::Folder> {
-        open_state(&self.dirs, true)?.ok_or_else(|| anyhow!("{STATE} is missing"))
-    }
+fn state_folder(dirs: &ScopeDirs) -> Result<crate::fsx::Folder> {
+    open_state(dirs, true)?.ok_or_else(|| anyhow!("{STATE} is missing"))
 }
 
 /// The saved copies of `name` in this scope, oldest first (read-only: nothing is made).
@@ -99,6 +99,7 @@ fn sort_by_time(names: &mut [std::ffi::OsString]) {
 mod tests {
     use super::*;
     use crate::catalog::paths::Scope;
+    use crate::store::Store;
     use std::fs;
 
     #[test]

@@ -39,18 +39,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use rustix::fs::OFlags;
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::journal;
+use super::state::{MAX_FILE_LIST, read_state_file_up_to};
 use crate::catalog::paths::ScopeDirs;
 use crate::output::printable;
-use crate::store;
 
 /// The version of the file format.
 const FORMAT: u32 = 1;
-
-/// Longest file list read (about 300 000 entries).
-pub(crate) const MAX_FILE_LIST: u64 = 64 << 20;
 
 /// The type of an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -168,11 +167,13 @@ impl FileList {
     /// install by hand or by an older zot) or it cannot be read. While a change is being
     /// made, the journal's list counts as soon as its tree is in place.
     pub fn load(dirs: &ScopeDirs, name: &str) -> Option<FileList> {
-        if let Some(list) = store::journalled_files(dirs, name) {
+        // The entry's record is skipped, not parsed (the store writes only records that
+        // parse); an entry without a list falls back to the committed one.
+        let journalled = journal::journalled::<IgnoredAny, FileList>(dirs, name);
+        if let Some(list) = journalled.and_then(|intent| intent.files) {
             return Some(list);
         }
-        let bytes =
-            store::read_state_file_up_to(dirs, "files", &Self::file_name(name), MAX_FILE_LIST)?;
+        let bytes = read_state_file_up_to(dirs, "files", &Self::file_name(name), MAX_FILE_LIST)?;
         FileList::from_bytes(&bytes).ok()
     }
 

@@ -4,47 +4,35 @@
 //! the entry deleted. A run killed in between leaves the entry, and the next run decides
 //! from what is in the extensions root whether the rename happened: it commits the record
 //! or drops the entry. A removal's journal is its folder in the trash
-//! (`trash/<name>/<name>`, see [`Store::remove`]): an extension found there was moved out,
-//! so its record goes. Only these two folders (normally empty) are read, so no command's
-//! cost grows with the store.
+//! (`trash/<name>/<name>`, see [`crate::store::Store::remove`]): an extension found there was
+//! moved out, so its record goes. Only these two folders (normally empty) are read, so no
+//! command's cost grows with the store.
+//!
+//! An entry is generic in the record and the file list it holds: the store writes and
+//! settles it with both types, while a reader parses only its own part
+//! ([`crate::store::record::Record::load`], [`crate::store::filelist::FileList::load`]).
 
-use std::ffi::OsStr;
 use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{MAX_STATE_FILE, Store, identity_of};
+use super::state::{MAX_FILE_LIST, MAX_STATE_FILE, identity_of, read_state_file_up_to};
 use crate::catalog::paths::ScopeDirs;
-use crate::fsx::Identity;
-use crate::store::filelist::{FileList, MAX_FILE_LIST};
-use crate::store::record::Record;
+use crate::fsx::{Folder, Identity};
 
-/// The record of a tree about to be placed as `extensions/<name>`.
+/// The record `R` of a tree about to be placed as `extensions/<name>`, and its file list `F`.
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) struct Intent {
-    record: Record,
+#[serde(bound(deserialize = "R: Deserialize<'de>, F: Deserialize<'de>"))]
+pub(super) struct Intent<R, F> {
+    pub(super) record: R,
     /// The staged tree.
-    tree: Identity,
+    pub(super) tree: Identity,
     /// What the tree's install placed (committed with the record).
     #[serde(default)]
-    files: Option<FileList>,
-}
-
-impl Intent {
-    pub(super) fn install(record: &Record, tree: Identity) -> Intent {
-        Intent {
-            record: record.clone(),
-            tree,
-            files: None,
-        }
-    }
-
-    pub(super) fn with_files(mut self, files: &FileList) -> Intent {
-        self.files = Some(files.clone());
-        self
-    }
+    pub(super) files: Option<F>,
 }
 
 /// Longest journal entry read: a record and a file list.
@@ -54,94 +42,101 @@ fn file_name(name: &str) -> String {
     format!("{name}.json")
 }
 
-impl Store {
-    /// Writes the journal entry for `name`, flushed to disk.
-    pub(super) fn write_intent(&self, name: &str, intent: &Intent) -> Result<()> {
-        let pending = &self.folders.pending;
-        let bytes = serde_json::to_vec(intent)?;
-        self.folders
-            .staging
-            .replace_file(pending, file_name(name), &bytes, 0o644)
-            .with_context(|| format!("cannot write to {}", pending.path().display()))
-    }
+/// Writes the journal entry for `name` into `pending` (through `staging`), flushed to disk.
+pub(super) fn write<R: Serialize, F: Serialize>(
+    staging: &Folder,
+    pending: &Folder,
+    name: &str,
+    intent: &Intent<R, F>,
+) -> Result<()> {
+    let bytes = serde_json::to_vec(intent)?;
+    staging
+        .replace_file(pending, file_name(name), &bytes, 0o644)
+        .with_context(|| format!("cannot write to {}", pending.path().display()))
+}
 
-    pub(super) fn clear_intent(&self, name: &str) -> Result<()> {
-        let pending = &self.folders.pending;
+/// Deletes the journal entry for `name` from `pending`.
+pub(super) fn clear(pending: &Folder, name: &str) -> Result<()> {
+    pending
+        .unlink(file_name(name))
+        .with_context(|| format!("cannot delete from {}", pending.path().display()))
+}
+
+/// Applies or drops every install entry a killed run left in `pending`: `commit` is given
+/// each entry whose staged tree is in place as `extensions/<name>` (otherwise the rename
+/// never happened and the old record still describes the old tree); every entry is then
+/// deleted, an unreadable one too.
+pub(super) fn settle_installs<R, F>(
+    dirs: &ScopeDirs,
+    pending: &Folder,
+    mut commit: impl FnMut(&str, &Intent<R, F>) -> Result<()>,
+) -> Result<()>
+where
+    R: DeserializeOwned,
+    F: DeserializeOwned,
+{
+    for entry in pending.names()? {
+        let name = entry
+            .to_str()
+            .and_then(|n| n.strip_suffix(".json"))
+            .filter(|n| !n.is_empty());
+        let intent = name.and_then(|_| read_intent::<R, F>(pending, &entry));
+        if let (Some(name), Some(intent)) = (name, intent)
+            && in_place(dirs, name, intent.tree)
+        {
+            commit(name, &intent)?;
+        }
         pending
-            .unlink(file_name(name))
-            .with_context(|| format!("cannot delete from {}", pending.path().display()))
+            .remove(&entry)
+            .with_context(|| format!("cannot delete from {}", pending.path().display()))?;
     }
-
-    /// Applies or drops every journal entry a killed run left, installs and removals.
-    pub(super) fn resolve_journal(&self) -> Result<()> {
-        self.resolve_removals()?;
-        let pending = &self.folders.pending;
-        for entry in pending.names()? {
-            let name = entry
-                .to_str()
-                .and_then(|n| n.strip_suffix(".json"))
-                .filter(|n| !n.is_empty());
-            let intent = name.and_then(|_| read_intent(self, &entry));
-            if let (Some(name), Some(intent)) = (name, intent) {
-                self.apply(name, &intent)?;
-            }
-            pending
-                .remove(&entry)
-                .with_context(|| format!("cannot delete from {}", pending.path().display()))?;
-        }
-        Ok(())
-    }
-
-    /// Finishes one install: if the staged tree is in place, its record is the one;
-    /// otherwise the rename never happened and the old record still describes the old tree.
-    fn apply(&self, name: &str, intent: &Intent) -> Result<()> {
-        let now = fs::symlink_metadata(self.dirs.extension(name))
-            .ok()
-            .map(|meta| identity_of(&meta));
-        if now == Some(intent.tree) {
-            self.save_files(name, intent.files.as_ref())?;
-            self.save_record(&intent.record)?;
-        }
-        Ok(())
-    }
-
-    /// An extension found in its folder in the trash was moved out of the root by a killed
-    /// `remove`: its record goes too, unless the name is installed again. (The trash is
-    /// emptied afterwards.)
-    fn resolve_removals(&self) -> Result<()> {
-        let trash = &self.folders.trash;
-        for holder in trash.names()? {
-            let moved = trash.stat(Path::new(&holder).join(&holder)).ok().flatten();
-            let installed = fs::symlink_metadata(self.dirs.extensions().join(&holder)).is_ok();
-            if moved.is_some() && !installed {
-                self.delete_record(&holder.to_string_lossy())?;
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
-/// The record of `extensions/<name>` in the journal, if the journal has one and its tree is
-/// the one in place now (read without the lock: the rename happened, the record's commit
-/// may not have).
-pub(crate) fn journalled_record(dirs: &ScopeDirs, name: &str) -> Option<Record> {
-    journalled(dirs, name).map(|intent| intent.record)
+/// An extension found in its folder in `trash` was moved out of the root by a killed
+/// `remove`: `forget` is given its name so that its record goes too, unless the name is
+/// installed again. (The trash is emptied afterwards.)
+pub(super) fn settle_removals(
+    dirs: &ScopeDirs,
+    trash: &Folder,
+    mut forget: impl FnMut(&str) -> Result<()>,
+) -> Result<()> {
+    for holder in trash.names()? {
+        let moved = trash.stat(Path::new(&holder).join(&holder)).ok().flatten();
+        let installed = fs::symlink_metadata(dirs.extensions().join(&holder)).is_ok();
+        if moved.is_some() && !installed {
+            forget(&holder.to_string_lossy())?;
+        }
+    }
+    Ok(())
 }
 
-/// The file list of `extensions/<name>` in the journal, as [`journalled_record`]. (An entry
-/// without a list means the tree in place has none.)
-pub(crate) fn journalled_files(dirs: &ScopeDirs, name: &str) -> Option<FileList> {
-    journalled(dirs, name).and_then(|intent| intent.files)
-}
-
-fn journalled(dirs: &ScopeDirs, name: &str) -> Option<Intent> {
-    let bytes = super::read_state_file_up_to(dirs, "pending", &file_name(name), MAX_INTENT)?;
-    let intent: Intent = serde_json::from_slice(&bytes).ok()?;
+/// The journal entry of `extensions/<name>`, if the journal has one and its tree is the one
+/// in place now (read without the lock: the rename happened, the record's commit may not
+/// have). A reader names the part it does not need [`serde::de::IgnoredAny`].
+pub(super) fn journalled<R, F>(dirs: &ScopeDirs, name: &str) -> Option<Intent<R, F>>
+where
+    R: DeserializeOwned,
+    F: DeserializeOwned,
+{
+    let bytes = read_state_file_up_to(dirs, "pending", &file_name(name), MAX_INTENT)?;
+    let intent: Intent<R, F> = serde_json::from_slice(&bytes).ok()?;
     let now = fs::symlink_metadata(dirs.extension(name)).ok()?;
     (identity_of(&now) == intent.tree).then_some(intent)
 }
 
-fn read_intent(store: &Store, entry: &OsStr) -> Option<Intent> {
-    let bytes = store.folders.pending.read_file(entry, MAX_INTENT).ok()??;
+/// Whether the tree at `extensions/<name>` is `tree`.
+fn in_place(dirs: &ScopeDirs, name: &str, tree: Identity) -> bool {
+    let now = fs::symlink_metadata(dirs.extension(name))
+        .ok()
+        .map(|meta| identity_of(&meta));
+    now == Some(tree)
+}
+
+fn read_intent<R: DeserializeOwned, F: DeserializeOwned>(
+    pending: &Folder,
+    entry: &std::ffi::OsStr,
+) -> Option<Intent<R, F>> {
+    let bytes = pending.read_file(entry, MAX_INTENT).ok()??;
     serde_json::from_slice(&bytes).ok()
 }

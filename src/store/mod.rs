@@ -1,21 +1,24 @@
 //! Atomic changes to one scope's extensions root: the lock, staging, rename into place,
 //! replacement, removal, the journal that keeps install records matching trees whatever
-//! instant a run is killed at, and cleanup after a killed run.
+//! instant a run is killed at, and cleanup after a killed run. This is the top of the
+//! store: it uses the files below it ([`state`], [`staging`], [`journal`], [`backup`],
+//! [`record`], [`filelist`]), which never use it.
 //!
 //! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `files`,
 //! `pending`, `backup`)
-//! is untrusted: it is opened without following symbolic links (see [`fsx`]), and
-//! anything there that is not what it must be is an error that names it.
+//! is untrusted: it is opened without following symbolic links (see [`fsx`] and
+//! [`state`]), and anything there that is not what it must be is an error that names it.
 
 mod backup;
 pub(crate) mod carry;
 pub(crate) mod filelist;
 mod journal;
 pub(crate) mod record;
+mod staging;
+mod state;
 
 pub(crate) use backup::backups;
-
-pub(crate) use journal::{journalled_files, journalled_record};
+pub(crate) use staging::Staging;
 
 use std::ffi::OsStr;
 use std::fs::{self, File, TryLockError};
@@ -29,19 +32,15 @@ use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::catalog::paths::{Scope, ScopeDirs};
-use crate::fsx::{self, Folder, Identity, OpenError, Wrong, crashpoint, unique_name};
+use crate::fsx::{self, Folder, Identity, crashpoint};
 use crate::output::printable;
 use filelist::FileList;
+use journal::Intent;
 use record::Record;
+use state::{lenient, open_state, state_error};
 
 /// How long a second run waits for the store lock before giving up.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
-
-/// The state folder's name inside a scope's base.
-const STATE: &str = ".ext-store";
-
-/// Longest record or journal entry read (they are a few hundred bytes).
-pub(crate) const MAX_STATE_FILE: u64 = 1 << 20;
 
 /// An open, locked store for one scope. Dropping it releases the lock.
 pub(crate) struct Store {
@@ -60,49 +59,6 @@ struct Folders {
     /// File lists (`files/<name>.json`, see [`crate::store::filelist`]); made on first use, so a
     /// read-only command works on a store made by an older zot.
     files: Option<Folder>,
-}
-
-/// A directory under the store's staging folder, deleted on drop unless its tree was placed.
-pub(crate) struct Staging {
-    parent: Folder,
-    name: String,
-    path: PathBuf,
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        // Never through a link, and read-only folders of a staged copy are emptied too.
-        let _ = self.parent.remove(&self.name);
-    }
-}
-
-impl Staging {
-    /// Where the new extension tree is built.
-    pub(crate) fn tree(&self) -> PathBuf {
-        self.path.join("tree")
-    }
-
-    /// Scratch space beside the tree (for example a git object store).
-    pub(crate) fn scratch(&self, name: &str) -> PathBuf {
-        self.path.join(name)
-    }
-
-    /// Renames the folder `sub` beside the tree to `to_name` in `to`, then flushes `to`.
-    pub(crate) fn move_out(&self, sub: &str, to: &Folder, to_name: &str) -> io::Result<()> {
-        self.parent
-            .rename_to(&format!("{}/{sub}", self.name), to, to_name)
-    }
-
-    /// The staged tree's identity, which it keeps when renamed into place.
-    fn identity(&self) -> Result<Identity> {
-        let stat = self
-            .parent
-            .stat(format!("{}/tree", self.name))
-            .ok()
-            .flatten()
-            .ok_or_else(|| anyhow!("the staged tree in {} is missing", self.path.display()))?;
-        Ok(Identity::of(&stat))
-    }
 }
 
 /// What [`Store::publish`] did: where the tree is, and whether its record could not be
@@ -191,19 +147,7 @@ impl Store {
     /// A fresh staging directory on the same filesystem as the extensions root.
     pub(crate) fn stage(&self) -> Result<Staging> {
         self.check_same_filesystem()?;
-        let staging = &self.folders.staging;
-        let name = unique_name("stage-");
-        let path = staging.create_dir(&name).with_context(|| {
-            format!(
-                "cannot create a staging directory in {}",
-                staging.path().display()
-            )
-        })?;
-        Ok(Staging {
-            parent: staging.try_clone()?,
-            name,
-            path,
-        })
+        Staging::create_in(&self.folders.staging)
     }
 
     /// The staging folder, for temporary files that must be cleaned after a kill.
@@ -249,11 +193,7 @@ impl Store {
     ) -> Result<Published> {
         let tree = staging.identity()?;
         self.check_records_writable()?;
-        let mut intent = journal::Intent::install(record, tree);
-        if let Some(files) = files {
-            intent = intent.with_files(files);
-        }
-        self.write_intent(name, &intent)?;
+        self.write_intent(name, record, tree, files)?;
         crashpoint::hit("place.before");
         // Should the rename have happened after all (a flush after it failed), the journal
         // tells: it commits the record of whatever is in place now.
@@ -266,7 +206,7 @@ impl Store {
             .and_then(|()| self.save_record(record));
         crashpoint::hit("record.after");
         if saved.is_ok() {
-            let _ = self.clear_intent(name);
+            let _ = journal::clear(&self.folders.pending, name);
         }
         Ok(Published {
             dest,
@@ -415,6 +355,47 @@ impl Store {
         }
     }
 
+    /// Writes the journal entry of `name` (see [`journal`]): `record` and `files` for the
+    /// staged `tree`, flushed to disk.
+    fn write_intent(
+        &self,
+        name: &str,
+        record: &Record,
+        tree: Identity,
+        files: Option<&FileList>,
+    ) -> Result<()> {
+        let intent = Intent {
+            record,
+            tree,
+            files,
+        };
+        journal::write(&self.folders.staging, &self.folders.pending, name, &intent)
+    }
+
+    /// Applies or drops every journal entry a killed run left, removals and installs: an
+    /// install whose tree is in place gets its file list and record committed.
+    fn resolve_journal(&self) -> Result<()> {
+        journal::settle_removals(&self.dirs, &self.folders.trash, |name| {
+            self.delete_record(name)
+        })?;
+        let commit = |name: &str, intent: &Intent<Record, FileList>| {
+            self.save_files(name, intent.files.as_ref())?;
+            self.save_record(&intent.record)
+        };
+        journal::settle_installs(&self.dirs, &self.folders.pending, commit)
+    }
+
+    /// Moves the folder `sub` that `staging` holds beside its tree to
+    /// `backup/<name>/<now>/`, then flushes it; returns where it went.
+    pub(crate) fn keep_backup(&self, staging: &Staging, sub: &str, name: &str) -> Result<PathBuf> {
+        backup::keep(&self.dirs, staging, sub, name)
+    }
+
+    /// Deletes all but the newest few saved copies of `name` (see [`backup`]).
+    pub(crate) fn rotate_backups(&self, name: &str) -> Result<()> {
+        backup::rotate(&self.dirs, name)
+    }
+
     /// Writes the install record of `record.name` atomically and durably.
     pub(crate) fn save_record(&self, record: &Record) -> Result<()> {
         let file = Record::file_name(&record.name);
@@ -463,60 +444,6 @@ impl Store {
                 self.folders.sources.path().join(&file).display()
             )
         })
-    }
-}
-
-/// Reads `<state>/<sub>/<name>` without following links and at most [`MAX_STATE_FILE`]
-/// bytes; `None` when it is missing or cannot be read.
-pub(crate) fn read_state_file(dirs: &ScopeDirs, sub: &str, name: &str) -> Option<Vec<u8>> {
-    read_state_file_up_to(dirs, sub, name, MAX_STATE_FILE)
-}
-
-/// [`read_state_file`] with another limit.
-pub(crate) fn read_state_file_up_to(
-    dirs: &ScopeDirs,
-    sub: &str,
-    name: &str,
-    limit: u64,
-) -> Option<Vec<u8>> {
-    try_read_state_file_up_to(dirs, sub, name, limit).ok()?
-}
-
-/// [`read_state_file`], saying why a file that is there cannot be read (a link, a named
-/// pipe, a folder, too large); `Ok(None)` when it, or its folder, is missing.
-pub(crate) fn try_read_state_file(
-    dirs: &ScopeDirs,
-    sub: &str,
-    name: &str,
-) -> std::io::Result<Option<Vec<u8>>> {
-    try_read_state_file_up_to(dirs, sub, name, MAX_STATE_FILE)
-}
-
-fn try_read_state_file_up_to(
-    dirs: &ScopeDirs,
-    sub: &str,
-    name: &str,
-    limit: u64,
-) -> std::io::Result<Option<Vec<u8>>> {
-    let Some(state) = open_state(dirs, false).ok().flatten() else {
-        return Ok(None);
-    };
-    let Some(folder) = state.sub(sub, false).ok().flatten() else {
-        return Ok(None);
-    };
-    match folder.read_file(name, limit) {
-        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => Err(
-            std::io::Error::other("is a symbolic link, not a regular file"),
-        ),
-        other => other,
-    }
-}
-
-fn identity_of(meta: &fs::Metadata) -> Identity {
-    use std::os::unix::fs::MetadataExt;
-    Identity {
-        dev: meta.dev(),
-        ino: meta.ino(),
     }
 }
 
@@ -569,43 +496,6 @@ fn refuse_project_links(dirs: &ScopeDirs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `<base>/.ext-store`, never through a link; `None` when it is missing and not created.
-/// Without `create` (read-only commands), a folder that cannot be opened for another
-/// reason than being the wrong kind of file counts as missing.
-fn open_state(dirs: &ScopeDirs, create: bool) -> Result<Option<Folder>> {
-    let base = match Folder::open_path(&dirs.base) {
-        Ok(base) => base,
-        Err(_) if !create => return Ok(None),
-        Err(e) => return Err(anyhow!("cannot open {}: {e}", dirs.base.display())),
-    };
-    lenient(base.sub(STATE, create), create).map_err(|e| state_error(&dirs.state(), e))
-}
-
-/// Without `create`, an I/O error opening a folder makes it count as missing.
-fn lenient<T>(opened: Result<Option<T>, OpenError>, create: bool) -> Result<Option<T>, OpenError> {
-    match opened {
-        Err(OpenError::Io(_)) if !create => Ok(None),
-        other => other,
-    }
-}
-
-/// A state folder `path` that could not be opened: what is wrong, and the fix.
-fn state_error(path: &Path, e: OpenError) -> anyhow::Error {
-    let shown = printable(&path.display().to_string());
-    match e {
-        OpenError::Wrong(Wrong::Link) => anyhow!(
-            "{shown} is a symbolic link; zot ext never follows links in its state folder: remove it; zot ext recreates it (nothing was changed)"
-        ),
-        OpenError::Wrong(Wrong::NotFolder(kind)) => anyhow!(
-            "{shown} is {kind}, not a folder; zot ext keeps its state there: remove it; zot ext recreates it (nothing was changed)"
-        ),
-        OpenError::Io(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            anyhow!("cannot open {shown}: permission denied; zot ext needs write access there")
-        }
-        OpenError::Io(e) => anyhow!("cannot open {shown}: {e}"),
-    }
 }
 
 /// The lock file, never through a link and never blocking on a special file; `None` when
@@ -821,11 +711,8 @@ mod tests {
         let staging = stage_with(&s, "new");
         let r = record("a", "/src/new");
         // What publish does up to a kill right after the rename.
-        s.write_intent(
-            "a",
-            &journal::Intent::install(&r, staging.identity().unwrap()),
-        )
-        .unwrap();
+        s.write_intent("a", &r, staging.identity().unwrap(), None)
+            .unwrap();
         s.place(&staging, "a", false).unwrap();
         std::mem::forget(staging);
         let dirs = s.dirs.clone();
@@ -845,11 +732,8 @@ mod tests {
             .unwrap();
         let second = stage_with(&s, "new");
         let r = record("a", "/src/new");
-        s.write_intent(
-            "a",
-            &journal::Intent::install(&r, second.identity().unwrap()),
-        )
-        .unwrap();
+        s.write_intent("a", &r, second.identity().unwrap(), None)
+            .unwrap();
         // Before the rename: the old record describes the old tree.
         assert_eq!(Record::load(&s.dirs, "a").unwrap().source, "/src/old");
         s.place(&second, "a", true).unwrap();
@@ -871,9 +755,9 @@ mod tests {
         // for readers at once, and the next open commits it.
         let second = stage_with(&s, "new");
         let files = FileList::scan(&second.tree()).unwrap();
-        let intent = journal::Intent::install(&record("a", "/src/new"), second.identity().unwrap())
-            .with_files(&files);
-        s.write_intent("a", &intent).unwrap();
+        let r = record("a", "/src/new");
+        s.write_intent("a", &r, second.identity().unwrap(), Some(&files))
+            .unwrap();
         s.place(&second, "a", true).unwrap();
         assert_eq!(FileList::load(&s.dirs, "a").unwrap(), files);
         std::mem::forget(second);
@@ -887,6 +771,58 @@ mod tests {
         assert!(!dirs.state().join("files/a.json").exists());
     }
 
+    /// A journal entry as earlier versions of zot ext wrote it, typed.
+    #[derive(serde::Serialize)]
+    struct EarlierIntent {
+        record: Record,
+        tree: Identity,
+        files: Option<FileList>,
+    }
+
+    #[test]
+    fn a_journal_entry_is_written_byte_for_byte_as_before() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let staging = stage_with(&s, "f");
+        let tree = staging.identity().unwrap();
+        let files = FileList::scan(&staging.tree()).unwrap();
+        let r = record("a", "/src");
+        for listed in [None, Some(&files)] {
+            s.write_intent("a", &r, tree, listed).unwrap();
+            let written = fs::read(s.dirs.state().join("pending/a.json")).unwrap();
+            let earlier = EarlierIntent {
+                record: r.clone(),
+                tree,
+                files: listed.cloned(),
+            };
+            assert_eq!(written, serde_json::to_vec(&earlier).unwrap());
+        }
+    }
+
+    #[test]
+    fn an_entry_left_by_a_run_without_file_lists_is_settled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let staging = stage_with(&s, "new");
+        let tree = staging.identity().unwrap();
+        let entry = format!(
+            r#"{{"record":{{"name":"a","source":"/src/new","kind":"path","ref":null,"commit":null,"installed_at":"2026-01-01T00:00:00Z"}},"tree":{{"dev":{},"ino":{}}}}}"#,
+            tree.dev, tree.ino
+        );
+        fs::write(s.dirs.state().join("pending/a.json"), entry).unwrap();
+        s.place(&staging, "a", false).unwrap();
+        std::mem::forget(staging);
+        let dirs = s.dirs.clone();
+        assert_eq!(Record::load(&dirs, "a").unwrap().source, "/src/new");
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert!(pending_names(&s).is_empty());
+        let committed = fs::read(dirs.state().join("sources/a.json")).unwrap();
+        let committed: Record = serde_json::from_slice(&committed).unwrap();
+        assert_eq!(committed.installed_at, "2026-01-01T00:00:00Z");
+        assert!(FileList::load(&dirs, "a").is_none());
+    }
+
     #[test]
     fn a_tree_never_placed_keeps_the_old_record() {
         let tmp = tempfile::tempdir().unwrap();
@@ -898,7 +834,9 @@ mod tests {
         let second = stage_with(&s, "new");
         s.write_intent(
             "a",
-            &journal::Intent::install(&record("a", "/src/new"), second.identity().unwrap()),
+            &record("a", "/src/new"),
+            second.identity().unwrap(),
+            None,
         )
         .unwrap();
         std::mem::forget(second);

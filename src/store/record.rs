@@ -5,8 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::filelist::FileList;
+use super::journal;
+use super::state::{read_state_file, try_read_state_file};
 use crate::catalog::paths::ScopeDirs;
-use crate::store;
 
 /// How an extension was installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,11 +99,12 @@ impl Record {
     /// is read without following links and at most 1 MiB of it.
     /// While a change is being made, the journal's record counts as soon as its tree is in
     /// place, so a command reading without the lock never sees a tree without its record.
+    /// (An entry counts only whole, its file list read too, as when the store settles it.)
     pub(crate) fn load(dirs: &ScopeDirs, name: &str) -> Option<Record> {
-        if let Some(record) = store::journalled_record(dirs, name) {
-            return Some(record);
+        if let Some(intent) = journal::journalled::<Record, FileList>(dirs, name) {
+            return Some(intent.record);
         }
-        let bytes = store::read_state_file(dirs, "sources", &Self::file_name(name))?;
+        let bytes = read_state_file(dirs, "sources", &Self::file_name(name))?;
         serde_json::from_slice(&bytes).ok()
     }
 
@@ -111,7 +114,7 @@ impl Record {
     pub(crate) fn problem(dirs: &ScopeDirs, name: &str) -> Option<String> {
         let file = Self::file_name(name);
         let path = dirs.state().join("sources").join(&file);
-        let why = match store::try_read_state_file(dirs, "sources", &file) {
+        let why = match try_read_state_file(dirs, "sources", &file) {
             Ok(None) => return None,
             Ok(Some(bytes)) => match serde_json::from_slice::<Record>(&bytes) {
                 Ok(_) => return None,

@@ -11,10 +11,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow, bail};
 use git2::{Commit, ObjectType, Oid, Repository, Tree};
 
-use super::{Auth, GitUrl, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote};
+use super::transport::{
+    Auth, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote,
+};
 use crate::catalog::manifest;
 use crate::output::printable;
 use crate::output::redact::{is_scp_like, redact};
+use crate::source::GitUrl;
 
 /// Submodules nested deeper than this are refused (a chain that long is a mistake or a trap).
 const MAX_LEVEL: usize = 8;

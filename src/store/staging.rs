@@ -1,0 +1,69 @@
+//! A directory under the store's staging folder (`<base>/.ext-store/staging/stage-…`) where
+//! a new extension tree is built beside scratch space; deleted on drop, never through a
+//! link, unless its tree was placed.
+
+use std::io;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow};
+
+use crate::fsx::{Folder, Identity, unique_name};
+
+/// A directory under the store's staging folder, deleted on drop unless its tree was placed.
+pub(crate) struct Staging {
+    parent: Folder,
+    name: String,
+    path: PathBuf,
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // Never through a link, and read-only folders of a staged copy are emptied too.
+        let _ = self.parent.remove(&self.name);
+    }
+}
+
+impl Staging {
+    /// A fresh staging directory in `staging` (the store's staging folder).
+    pub(super) fn create_in(staging: &Folder) -> Result<Staging> {
+        let name = unique_name("stage-");
+        let path = staging.create_dir(&name).with_context(|| {
+            format!(
+                "cannot create a staging directory in {}",
+                staging.path().display()
+            )
+        })?;
+        Ok(Staging {
+            parent: staging.try_clone()?,
+            name,
+            path,
+        })
+    }
+
+    /// Where the new extension tree is built.
+    pub(crate) fn tree(&self) -> PathBuf {
+        self.path.join("tree")
+    }
+
+    /// Scratch space beside the tree (for example a git object store).
+    pub(crate) fn scratch(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Renames the folder `sub` beside the tree to `to_name` in `to`, then flushes `to`.
+    pub(crate) fn move_out(&self, sub: &str, to: &Folder, to_name: &str) -> io::Result<()> {
+        self.parent
+            .rename_to(&format!("{}/{sub}", self.name), to, to_name)
+    }
+
+    /// The staged tree's identity, which it keeps when renamed into place.
+    pub(super) fn identity(&self) -> Result<Identity> {
+        let stat = self
+            .parent
+            .stat(format!("{}/tree", self.name))
+            .ok()
+            .flatten()
+            .ok_or_else(|| anyhow!("the staged tree in {} is missing", self.path.display()))?;
+        Ok(Identity::of(&stat))
+    }
+}
