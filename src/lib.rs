@@ -20,6 +20,7 @@ mod host;
 mod logs;
 mod protocol;
 mod source;
+mod project;
 mod store;
 
 /// What the fuzz targets (`fuzz/`) and the integration tests reach beyond the command line:
