@@ -10,6 +10,7 @@
 mod backup;
 pub(crate) mod carry;
 pub(crate) mod filelist;
+pub(crate) mod install;
 mod journal;
 pub(crate) mod record;
 
