@@ -228,7 +228,9 @@ pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<(
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create {}", dir.display()))?;
     let folder = Folder::open_path(dir).with_context(|| format!("cannot open {}", dir.display()))?;
-    let temp = crate::fsx::unique_name(&format!(".{}.", name.to_string_lossy()));
+    let prefix = format!(".{}.", name.to_string_lossy());
+    clear_leftovers(&folder, &prefix);
+    let temp = crate::fsx::unique_name(&prefix);
     folder
         .write_new(&temp, contents, 0o644)
         .with_context(|| format!("cannot write {shown}"))?;
@@ -238,6 +240,23 @@ pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<(
             let _ = folder.unlink(&temp);
         })
         .with_context(|| format!("cannot write {shown}"))
+}
+
+/// Deletes the temporary files a killed write left beside the file (names starting with
+/// `prefix`; never through a link, never a folder). Every writer of these files holds the
+/// scope's store lock, so no other run's temporary file is deleted.
+fn clear_leftovers(folder: &Folder, prefix: &str) {
+    for name in folder.names().unwrap_or_default() {
+        let is_leftover = name.to_str().is_some_and(|n| n.starts_with(prefix));
+        let is_file = folder
+            .stat(&name)
+            .ok()
+            .flatten()
+            .is_some_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file());
+        if is_leftover && is_file {
+            let _ = folder.unlink(&name);
+        }
+    }
 }
 
 /// A JSON document parsed twice: strictly by serde_json (so only JSON is accepted), then
@@ -521,6 +540,21 @@ mod tests {
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(names.len(), 1, "no temporary file is left");
         assert_eq!(ProjectFile::load(&path).unwrap(), Some(file));
+    }
+
+    #[test]
+    fn a_write_deletes_what_a_killed_write_left() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(FILE);
+        std::fs::write(tmp.path().join(".extensions.json.tmp-1"), "half").unwrap();
+        std::fs::create_dir(tmp.path().join(".extensions.json.dir")).unwrap();
+        ProjectFile::default().save(&path).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".extensions.json.dir", FILE]);
     }
 
     #[test]

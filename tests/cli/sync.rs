@@ -483,3 +483,100 @@ fn global_scope_uses_the_file_in_zot_home() {
         .failure(1)
         .stderr_has("there is no project file");
 }
+
+/// One of two project files the kill test alternates between.
+fn variant(env: &Env, world: &World, second: bool) -> Value {
+    let notes = env.source("notes-src", "notes");
+    let hello = env.source("hello-src", "hello");
+    let mut extensions = serde_json::json!({
+        "clock": { "source": world.daemon_url("clock"), "ref": if second { "main" } else { "v1" } },
+        "radio": { "source": world.http_url("radio") },
+        "hello": { "source": hello.display().to_string(), "enabled": !second },
+    });
+    if !second {
+        extensions["notes"] = serde_json::json!({ "source": notes.display().to_string() });
+    }
+    serde_json::json!({ "extensions": extensions })
+}
+
+/// After a sync that ran to the end: the installed set, the enabled states and the lock are
+/// what the file says, and a second sync has nothing to do.
+#[track_caller]
+fn assert_converged(env: &Env, file: &Value, second: bool, attempt: &str) {
+    let again = zot(env, &["ext", "sync", "--prune"]);
+    assert!(
+        again.code == 0 && again.stdout.ends_with("\nup to date\n"),
+        "{attempt}: not converged:\n{again:?}"
+    );
+    let mut wanted: Vec<&String> = file["extensions"].as_object().unwrap().keys().collect();
+    wanted.sort();
+    let mut installed: Vec<String> = fs::read_dir(env.project_root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    installed.sort();
+    assert_eq!(installed.iter().collect::<Vec<_>>(), wanted, "{attempt}");
+    let lock = lock(env);
+    assert_eq!(
+        lock["extensions"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        wanted,
+        "{attempt}"
+    );
+    assert_eq!(rev(env, "clock"), if second { "two\n" } else { "one\n" }, "{attempt}");
+    assert_eq!(enabled(env, "hello"), !second, "{attempt}");
+    let stray: Vec<String> = fs::read_dir(env.project.join(".zot"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".extensions."))
+        .collect();
+    assert!(stray.is_empty(), "{attempt}: temporary files left: {stray:?}");
+}
+
+#[test]
+fn sync_killed_at_random_moments_converges_on_the_next_run() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let world = world();
+    let env = Env::new();
+    // How long a sync that switches variants takes, undisturbed.
+    let mut longest = Duration::ZERO;
+    for second in [false, true, false] {
+        let file = variant(&env, &world, second);
+        write_project_file(&env, &file.to_string());
+        let started = Instant::now();
+        zot(&env, &["ext", "sync", "--prune"]).success();
+        longest = longest.max(started.elapsed());
+        assert_converged(&env, &file, second, "calibration");
+    }
+    // A fixed linear congruential sequence: the same kill moments on every run.
+    let mut seed: u64 = 0x5eed_1234;
+    let mut killed = 0;
+    let mut attempt = 0;
+    // At least 20 kills that land while sync runs (a kill after it ended does not count).
+    while killed < 20 && attempt < 80 {
+        attempt += 1;
+        let second = attempt % 2 == 0;
+        let file = variant(&env, &world, second);
+        write_project_file(&env, &file.to_string());
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let fraction = (seed >> 33) % 1000;
+        let delay = longest.mul_f64(fraction as f64 / 1100.0);
+        let mut cmd = env.zot(["ext", "sync", "--prune"]).cmd;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.code().is_none() {
+            killed += 1;
+        }
+        let name = format!("attempt {attempt} (kill after {delay:?})");
+        zot(&env, &["ext", "sync", "--prune"]).success();
+        assert_converged(&env, &file, second, &name);
+    }
+    assert!(killed >= 20, "only {killed} of {attempt} kills landed before the sync ended");
+}
