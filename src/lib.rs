@@ -18,9 +18,9 @@ mod check;
 mod fsx;
 mod host;
 mod logs;
+mod project;
 mod protocol;
 mod source;
-mod project;
 mod store;
 
 /// What the fuzz targets (`fuzz/`) and the integration tests reach beyond the command line:

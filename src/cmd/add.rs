@@ -121,10 +121,12 @@ impl AddArgs {
         };
         let local = matches!(source, Source::Path(_))
             || matches!(source, Source::Git(url) if url.local && !url.url.to_ascii_lowercase().starts_with("file://"));
-        if at.scope == Scope::Global && local && std::path::Path::new(&without_fragment).is_relative() {
-            if let Ok(absolute) = std::path::absolute(&without_fragment) {
-                return absolute.display().to_string();
-            }
+        if at.scope == Scope::Global
+            && local
+            && std::path::Path::new(&without_fragment).is_relative()
+            && let Ok(absolute) = std::path::absolute(&without_fragment)
+        {
+            return absolute.display().to_string();
         }
         without_fragment
     }
@@ -171,4 +173,3 @@ fn report(
     ))?;
     Ok(())
 }
-

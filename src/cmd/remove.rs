@@ -283,10 +283,10 @@ impl RemoveArgs {
         if drop {
             file.extensions.remove(&target.dir_name);
             file.save(&path)?;
-            if let Some(mut lock) = Lock::load(&at.lock_file())? {
-                if lock.extensions.remove(&target.dir_name).is_some() {
-                    lock.save(&at.lock_file())?;
-                }
+            if let Some(mut lock) = Lock::load(&at.lock_file())?
+                && lock.extensions.remove(&target.dir_name).is_some()
+            {
+                lock.save(&at.lock_file())?;
             }
         }
         Ok(Some(InFile {

@@ -177,12 +177,7 @@ impl SyncArgs {
 
     /// Stages every extension to fetch in parallel, then (with `--frozen`, only when every
     /// one staged and checked out) places them, sets enabled states and prunes.
-    fn apply(
-        &self,
-        at: &Where,
-        store: &Store,
-        items: &[Item],
-    ) -> Result<Vec<Report>> {
+    fn apply(&self, at: &Where, store: &Store, items: &[Item]) -> Result<Vec<Report>> {
         let fetching: Vec<&Item> = items
             .iter()
             .filter(|i| matches!(i.action, Action::Install | Action::Update))
@@ -344,7 +339,10 @@ fn drift(
 
 /// How a lock entry differs from the file's entry, if it does.
 fn disagreement(locked: &lock::Entry, entry: &project::Entry) -> Option<String> {
-    let shown = |v: &Option<String>| v.as_deref().map_or("none".to_string(), |s| format!("\"{s}\""));
+    let shown = |v: &Option<String>| {
+        v.as_deref()
+            .map_or("none".to_string(), |s| format!("\"{s}\""))
+    };
     if locked.source != redact(&entry.source) {
         return Some(format!(
             "source differs: the file says \"{}\", the lock \"{}\"",
@@ -381,7 +379,10 @@ fn check_frozen(at: &Where, file: &ProjectFile, lock: &Lock) -> Result<()> {
                 if let Some(why) = disagreement(locked, entry) {
                     problems.push(format!("{name}: {why}"));
                 } else if locked.commit.is_none()
-                    && matches!(Source::parse_on_disk(&at.resolve(&entry.source)), Source::Git(_))
+                    && matches!(
+                        Source::parse_on_disk(&at.resolve(&entry.source)),
+                        Source::Git(_)
+                    )
                 {
                     problems.push(format!("{name}: the lock has no commit for a git source"));
                 }
@@ -480,13 +481,15 @@ fn stage_one(at: &Where, store: &Store, item: &Item, frozen: bool, out: &Output)
 /// Places a staged extension and sets its enabled state.
 fn place(store: &Store, item: &Item, staged: Result<Ready>) -> Report {
     let mut report = empty_report(item);
-    let placed = staged.and_then(|ready| ready.place(store)).and_then(|done| {
-        let want = item.entry.as_ref().is_none_or(|e| e.enabled);
-        if done.manifest.enabled != want {
-            manifest::set_enabled(&done.dest, want, store.scratch_folder())?;
-        }
-        Ok(done)
-    });
+    let placed = staged
+        .and_then(|ready| ready.place(store))
+        .and_then(|done| {
+            let want = item.entry.as_ref().is_none_or(|e| e.enabled);
+            if done.manifest.enabled != want {
+                manifest::set_enabled(&done.dest, want, store.scratch_folder())?;
+            }
+            Ok(done)
+        });
     match placed {
         Ok(done) => {
             report.status = match item.action {
@@ -652,7 +655,11 @@ fn summary_line(s: &Summary, dry_run: bool) -> String {
             parts.push(format!("{n} {what}"));
         }
     }
-    let tail = if dry_run { " (dry run: nothing was changed)" } else { "" };
+    let tail = if dry_run {
+        " (dry run: nothing was changed)"
+    } else {
+        ""
+    };
     format!("{}{tail}", parts.join(", "))
 }
 
@@ -660,13 +667,21 @@ fn summary_line(s: &Summary, dry_run: bool) -> String {
 /// to date`, `- old removed`, `! broken: <reason>`.
 fn line(r: &Report) -> String {
     let name = printable(&r.name);
-    let version = r.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+    let version = r
+        .version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
     let commit = r
         .commit
         .as_deref()
         .map(|c| format!(" ({})", &c[..c.len().min(7)]))
         .unwrap_or_default();
-    let why = r.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
+    let why = r
+        .message
+        .as_deref()
+        .map(|m| format!(": {m}"))
+        .unwrap_or_default();
     match r.status {
         Status::Installed => format!("+ {name}{version}{commit}"),
         Status::Updated => format!("~ {name} updated{version}{commit}{why}"),

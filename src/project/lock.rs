@@ -125,9 +125,12 @@ mod tests {
 
     #[test]
     fn unknown_fields_and_other_versions_are_refused() {
-        let err = Lock::parse("{\"version\": 1, \"extensions\": {}, \"x\": 1}", Path::new("l"))
-            .unwrap_err()
-            .to_string();
+        let err = Lock::parse(
+            "{\"version\": 1, \"extensions\": {}, \"x\": 1}",
+            Path::new("l"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.starts_with("l:1:"), "{err}");
         assert!(err.contains("unknown field `x`"), "{err}");
         let err = Lock::parse("{\"version\": 2, \"extensions\": {}}", Path::new("l"))

@@ -1,7 +1,7 @@
 //! The project file `extensions.json` (`.zot/extensions.json`, or `$ZOT_HOME/extensions.json`
 //! for the global scope): which extensions a scope should have, from where, and whether
 //! enabled. Parsing is strict (an unknown field or a value of the wrong type is an error
-//! with file:line:column); saving writes the whole file atomically, keys sorted.
+//! with `file:line:column`); saving writes the whole file atomically, keys sorted.
 //! The lock file beside it is [`lock`].
 
 pub(crate) mod lock;
@@ -143,41 +143,21 @@ impl ProjectFile {
         let mut file = ProjectFile::default();
         let mut seen_extensions = false;
         for prop in &top.properties {
-            let key = doc.key(prop)?;
-            if !TOP_FIELDS.contains(&key.as_str()) {
+            let field = key(prop);
+            if !TOP_FIELDS.contains(&field.as_str()) {
                 return Err(doc.error(
                     prop.name.start(),
                     format!(
                         "unknown field \"{}\"; the fields are \"$schema\" and \"extensions\"",
-                        crate::output::printable(&key)
+                        crate::output::printable(&field)
                     ),
                 ));
             }
-            match key.as_str() {
-                "$schema" => file.schema = Some(doc.string(&prop.value, "\"$schema\"")?),
-                _ => {
-                    seen_extensions = true;
-                    let object = doc.object(&prop.value, "\"extensions\"")?;
-                    for entry in &object.properties {
-                        let name = doc.key(entry)?;
-                        if let Err(why) = crate::catalog::manifest::check_name(&name) {
-                            return Err(doc.error(
-                                entry.name.start(),
-                                format!("the name \"{}\" {why}", crate::output::printable(&name)),
-                            ));
-                        }
-                        let parsed = doc.entry(&name, &entry.value)?;
-                        if file.extensions.insert(name.clone(), parsed).is_some() {
-                            return Err(doc.error(
-                                entry.name.start(),
-                                format!(
-                                    "\"{}\" is listed twice; keep one entry",
-                                    crate::output::printable(&name)
-                                ),
-                            ));
-                        }
-                    }
-                }
+            if field == "$schema" {
+                file.schema = Some(doc.string(&prop.value, "\"$schema\"")?);
+            } else {
+                seen_extensions = true;
+                file.extensions = doc.extensions(&prop.value)?;
             }
         }
         if !seen_extensions {
@@ -225,9 +205,9 @@ pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<(
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         anyhow::bail!("{shown} is not a file path");
     };
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
-    let folder = Folder::open_path(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let folder =
+        Folder::open_path(dir).with_context(|| format!("cannot open {}", dir.display()))?;
     let prefix = format!(".{}.", name.to_string_lossy());
     clear_leftovers(&folder, &prefix);
     let temp = crate::fsx::unique_name(&prefix);
@@ -259,7 +239,7 @@ fn clear_leftovers(folder: &Folder, prefix: &str) {
     }
 }
 
-/// A JSON document parsed twice: strictly by serde_json (so only JSON is accepted), then
+/// A JSON document parsed twice: strictly by `serde_json` (so only JSON is accepted), then
 /// into an AST for positions.
 pub(crate) struct Doc<'a> {
     text: &'a str,
@@ -356,9 +336,26 @@ impl<'a> Doc<'a> {
         )
     }
 
-    /// A property's key.
-    pub(crate) fn key(&self, prop: &ast::ObjectProp<'a>) -> Result<String, ParseError> {
-        Ok(prop.name.as_str().to_string())
+    /// The `extensions` object: entries by name, each name usable as a folder name and
+    /// given once.
+    fn extensions(&self, value: &ast::Value<'a>) -> Result<BTreeMap<String, Entry>, ParseError> {
+        let object = self.object(value, "\"extensions\"")?;
+        let mut entries = BTreeMap::new();
+        for prop in &object.properties {
+            let name = key(prop);
+            let shown = crate::output::printable(&name);
+            if let Err(why) = crate::catalog::manifest::check_name(&name) {
+                return Err(self.error(prop.name.start(), format!("the name \"{shown}\" {why}")));
+            }
+            let parsed = self.entry(&name, &prop.value)?;
+            if entries.insert(name.clone(), parsed).is_some() {
+                return Err(self.error(
+                    prop.name.start(),
+                    format!("\"{shown}\" is listed twice; keep one entry"),
+                ));
+            }
+        }
+        Ok(entries)
     }
 
     fn entry(&self, name: &str, value: &ast::Value<'a>) -> Result<Entry, ParseError> {
@@ -372,7 +369,7 @@ impl<'a> Doc<'a> {
             enabled: true,
         };
         for prop in &object.properties {
-            let key = self.key(prop)?;
+            let key = key(prop);
             if !ENTRY_FIELDS.contains(&key.as_str()) {
                 return Err(self.error(
                     prop.name.start(),
@@ -407,6 +404,11 @@ impl<'a> Doc<'a> {
         }
         Ok(entry)
     }
+}
+
+/// A property's key.
+fn key(prop: &ast::ObjectProp) -> String {
+    prop.name.as_str().to_string()
 }
 
 /// What a JSON value is, for messages.
@@ -456,8 +458,9 @@ mod tests {
 
     #[test]
     fn unknown_fields_and_wrong_types_name_line_and_column() {
-        let err = parse("{\n  \"extensions\": {\n    \"a\": {\"source\": \"./a\", \"sorce\": 1}\n  }\n}")
-            .unwrap_err();
+        let err =
+            parse("{\n  \"extensions\": {\n    \"a\": {\"source\": \"./a\", \"sorce\": 1}\n  }\n}")
+                .unwrap_err();
         assert!(
             err.starts_with(".zot/extensions.json:3:28: unknown field \"sorce\""),
             "{err}"
@@ -469,15 +472,26 @@ mod tests {
             "{err}"
         );
         let err = parse("{\"extensions\": [], \"x\": 1}").unwrap_err();
-        assert!(err.contains(":1:16: \"extensions\" must be an object"), "{err}");
+        assert!(
+            err.contains(":1:16: \"extensions\" must be an object"),
+            "{err}"
+        );
         let err = parse("{\"extensions\": {}, \"x\": 1}").unwrap_err();
         assert!(err.contains(":1:20: unknown field \"x\""), "{err}");
     }
 
     #[test]
     fn syntax_errors_missing_source_and_bad_names_are_refused() {
-        assert!(parse("{\"extensions\": {},}").unwrap_err().contains("invalid JSON"));
-        assert!(parse("{}").unwrap_err().contains("missing field \"extensions\""));
+        assert!(
+            parse("{\"extensions\": {},}")
+                .unwrap_err()
+                .contains("invalid JSON")
+        );
+        assert!(
+            parse("{}")
+                .unwrap_err()
+                .contains("missing field \"extensions\"")
+        );
         assert!(
             parse("{\"extensions\": {\"a\": {}}}")
                 .unwrap_err()
@@ -510,7 +524,12 @@ mod tests {
         let schema: serde_json::Value =
             serde_json::from_str(include_str!("../../schema/extensions.schema.json")).unwrap();
         let names = |v: &serde_json::Value| {
-            let mut keys: Vec<String> = v["properties"].as_object().unwrap().keys().cloned().collect();
+            let mut keys: Vec<String> = v["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
             keys.sort();
             keys
         };

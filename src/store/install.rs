@@ -66,9 +66,7 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Re
     if let Some(want) = request.expect_tree {
         let found = FileList::scan(&staged.staging.tree())?.tree_hash();
         if found != want {
-            bail!(
-                "the fetched tree hashes to {found}, not {want} as locked; nothing was changed"
-            );
+            bail!("the fetched tree hashes to {found}, not {want} as locked; nothing was changed");
         }
     }
     let mut carry = request.carry;

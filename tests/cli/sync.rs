@@ -167,7 +167,10 @@ fn first_sync_installs_six_and_a_second_one_is_offline_and_up_to_date() {
     let info = zot(&env, &["ext", "info", "radio", "--json"]);
     let shown = info.success().json().to_string();
     let tree = entries["radio"]["tree"].as_str().unwrap();
-    assert!(tree.starts_with("sha256:") && shown.contains(tree), "{shown}");
+    assert!(
+        tree.starts_with("sha256:") && shown.contains(tree),
+        "{shown}"
+    );
 
     world.stop();
     let before = env.snapshot();
@@ -210,7 +213,10 @@ fn frozen_installs_the_locked_commits_after_upstream_moved() {
         .stdout_has("+ radio 1.0.0 (")
         .stdout_has("6 installed");
     assert_eq!(rev(&other, "radio"), "one\n");
-    assert_eq!(lock(&other)["extensions"]["radio"]["commit"], world.radio_head.as_str());
+    assert_eq!(
+        lock(&other)["extensions"]["radio"]["commit"],
+        world.radio_head.as_str()
+    );
     assert_eq!(
         fs::read_to_string(other.project.join(".zot/extensions.lock")).unwrap(),
         lock_text,
@@ -297,7 +303,9 @@ fn drift_is_repaired_and_a_changed_ref_updates() {
         lock(&env)["extensions"]["clock"]["commit"],
         world.clock.head_commit().as_str()
     );
-    zot(&env, &["ext", "sync"]).success().stdout_has("\nup to date\n");
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
 }
 
 #[test]
@@ -306,14 +314,18 @@ fn prune_removes_what_the_file_does_not_name_in_that_scope_only() {
     let keep = env.source("keep-src", "keep");
     write_project_file(
         &env,
-        &format!(r#"{{"extensions": {{"keep": {{"source": "{}"}}}}}}"#, keep.display()),
+        &format!(
+            r#"{{"extensions": {{"keep": {{"source": "{}"}}}}}}"#,
+            keep.display()
+        ),
     );
     env.install_project(env.source("extra-src", "extra"));
     env.install(env.source("global-src", "elsewhere"));
-    zot(&env, &["ext", "sync"])
-        .success()
-        .stdout_lacks("extra");
-    assert!(env.project_root().join("extra").exists(), "kept without --prune");
+    zot(&env, &["ext", "sync"]).success().stdout_lacks("extra");
+    assert!(
+        env.project_root().join("extra").exists(),
+        "kept without --prune"
+    );
     zot(&env, &["ext", "sync", "--prune"])
         .success()
         .stdout_has("- extra removed")
@@ -328,7 +340,10 @@ fn one_broken_source_fails_while_the_others_land() {
     let mut entries = serde_json::Map::new();
     for name in ["a1", "a2", "a3", "a4"] {
         let src = env.source(&format!("{name}-src"), name);
-        entries.insert(name.into(), serde_json::json!({ "source": src.display().to_string() }));
+        entries.insert(
+            name.into(),
+            serde_json::json!({ "source": src.display().to_string() }),
+        );
     }
     entries.insert(
         "broken".into(),
@@ -372,11 +387,29 @@ fn add_installs_and_creates_the_project_file_and_lock() {
         .stdout_has("added hello 1.0.0 (project) to ");
     zot(
         &env,
-        &["ext", "add", &world.daemon_url("clock"), "--ref", "v1", "--disabled"],
+        &[
+            "ext",
+            "add",
+            &world.daemon_url("clock"),
+            "--ref",
+            "v1",
+            "--disabled",
+        ],
     )
     .success()
-    .stdout_has(&format!("added clock 1.0.0 ({}) (project, disabled)", &world.clock_v1[..12]));
-    zot(&env, &["ext", "add", &format!("{}#ext/weather", world.http_url("mono"))]).success();
+    .stdout_has(&format!(
+        "added clock 1.0.0 ({}) (project, disabled)",
+        &world.clock_v1[..12]
+    ));
+    zot(
+        &env,
+        &[
+            "ext",
+            "add",
+            &format!("{}#ext/weather", world.http_url("mono")),
+        ],
+    )
+    .success();
 
     let file: Value = serde_json::from_str(
         &fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap(),
@@ -391,7 +424,10 @@ fn add_installs_and_creates_the_project_file_and_lock() {
         }})
     );
     let lock = lock(&env);
-    assert_eq!(lock["extensions"]["clock"]["commit"], world.clock_v1.as_str());
+    assert_eq!(
+        lock["extensions"]["clock"]["commit"],
+        world.clock_v1.as_str()
+    );
     assert!(!enabled(&env, "clock"));
     // What add wrote is what sync wants: nothing to do.
     zot(&env, &["ext", "sync"])
@@ -408,7 +444,10 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
     let src = env.source("one-src", "one");
     write_project_file(
         &env,
-        &format!(r#"{{"extensions": {{"one": {{"source": "{}"}}}}}}"#, src.display()),
+        &format!(
+            r#"{{"extensions": {{"one": {{"source": "{}"}}}}}}"#,
+            src.display()
+        ),
     );
     let before = env.snapshot();
     zot(&env, &["ext", "sync", "--dry-run"])
@@ -465,7 +504,9 @@ fn remove_drops_the_entry_without_a_terminal_and_keeps_it_when_asked() {
         .cloned()
         .collect();
     assert_eq!(names, ["b"]);
-    zot(&env, &["ext", "sync"]).success().stdout_has("+ b 1.0.0");
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("+ b 1.0.0");
 }
 
 #[test]
@@ -518,18 +559,29 @@ fn assert_converged(env: &Env, file: &Value, second: bool, attempt: &str) {
     assert_eq!(installed.iter().collect::<Vec<_>>(), wanted, "{attempt}");
     let lock = lock(env);
     assert_eq!(
-        lock["extensions"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        lock["extensions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
         wanted,
         "{attempt}"
     );
-    assert_eq!(rev(env, "clock"), if second { "two\n" } else { "one\n" }, "{attempt}");
+    assert_eq!(
+        rev(env, "clock"),
+        if second { "two\n" } else { "one\n" },
+        "{attempt}"
+    );
     assert_eq!(enabled(env, "hello"), !second, "{attempt}");
     let stray: Vec<String> = fs::read_dir(env.project.join(".zot"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(".extensions."))
         .collect();
-    assert!(stray.is_empty(), "{attempt}: temporary files left: {stray:?}");
+    assert!(
+        stray.is_empty(),
+        "{attempt}: temporary files left: {stray:?}"
+    );
 }
 
 #[test]
@@ -578,5 +630,8 @@ fn sync_killed_at_random_moments_converges_on_the_next_run() {
         zot(&env, &["ext", "sync", "--prune"]).success();
         assert_converged(&env, &file, second, &name);
     }
-    assert!(killed >= 20, "only {killed} of {attempt} kills landed before the sync ended");
+    assert!(
+        killed >= 20,
+        "only {killed} of {attempt} kills landed before the sync ended"
+    );
 }
