@@ -635,3 +635,21 @@ fn sync_killed_at_random_moments_converges_on_the_next_run() {
         "only {killed} of {attempt} kills landed before the sync ended"
     );
 }
+
+#[test]
+fn remove_at_a_terminal_asks_whether_to_drop_the_entry() {
+    let env = Env::new();
+    let a = env.source("a-src", "a");
+    let b = env.source("b-src", "b");
+    zot(&env, &["ext", "add", a.to_str().unwrap()]).success();
+    zot(&env, &["ext", "add", b.to_str().unwrap()]).success();
+    let kept = env.zot_in_terminal(&["ext", "remove", "a"], "y\nn\n");
+    assert!(
+        kept.stdout.contains("also drop a from") && kept.stdout.contains("kept it in"),
+        "{kept:?}"
+    );
+    let dropped = env.zot_in_terminal(&["ext", "remove", "b"], "y\ny\n");
+    assert!(dropped.stdout.contains("dropped it from"), "{dropped:?}");
+    let file = fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap();
+    assert!(file.contains("\"a\"") && !file.contains("\"b\""), "{file}");
+}
