@@ -70,7 +70,9 @@ fn with_examples(cmd: clap::Command, path: &str) -> clap::Command {
 /// zot ext manages extensions (folders with an extension.json manifest and a program that
 /// speaks newline-delimited JSON) in the project scope, ./.zot/extensions/, or the global
 /// scope, $ZOT_HOME/extensions/: install, new and link add them; list and info show them;
-/// enable, disable, update and remove change them; logs, doctor and call look inside them.
+/// enable, disable, update and remove change them; logs, doctor and call look inside them;
+/// add records one in the project file .zot/extensions.json and sync makes the installed set
+/// match that file and its lock.
 /// zot completions prints the shell completion script.
 ///
 /// zot shares its name with the zot agent: any other command line (zot --ext ./x, and with
@@ -107,7 +109,9 @@ Extension commands:
   zot ext new <name>              Create a new extension from a template
   zot ext update [<name>...]      Update extensions from where they were installed from
   zot ext link <path>             Register a working copy as an extension, by symbolic link
-  zot ext info <name>             Show where an extension came from and which copy wins";
+  zot ext info <name>             Show where an extension came from and which copy wins
+  zot ext add <path|git-url>      Install an extension and record it in the project file
+  zot ext sync                    Make the installed extensions match the project file";
 
 /// Flags accepted by every subcommand, listed after its own under their own heading.
 #[derive(Debug, Clone, Args)]
@@ -150,7 +154,9 @@ pub enum Command {
     /// list and info show what is installed and which copy wins; enable and disable turn one
     /// on and off, update fetches it again from its source and remove deletes it; logs prints
     /// its log, doctor checks it by starting it as zot does, and call runs one of its
-    /// commands or tools without the agent.
+    /// commands or tools without the agent. add installs one and records it in the project
+    /// file (.zot/extensions.json); sync installs, updates and removes until the installed
+    /// set matches that file and its lock (.zot/extensions.lock).
     ///
     /// Extensions live in two scopes: the project scope, ./.zot/extensions/<name>/ under the
     /// current directory, and the global scope, $ZOT_HOME/extensions/<name>/. A project copy
@@ -214,7 +220,11 @@ pub enum ExtCommand {
     /// wins is removed. Files in the folder that the install did not place (the extension's
     /// data) are deleted with it, and named first; --keep-data saves them to
     /// <base>/.ext-store/backup/<name>/<time>/ (the last 3 are kept). An extension without a
-    /// file list (copied in by hand or installed by an older zot) is saved whole.
+    /// file list (copied in by hand or installed by an older zot) is saved whole. When the
+    /// scope's project file (extensions.json) names the extension, a terminal is asked
+    /// whether to drop it from the file too; without a terminal it is dropped (with its lock
+    /// entry) and the output says so; --keep-in-file keeps it, so zot ext sync installs it
+    /// again.
     #[command(visible_alias = "rm")]
     Remove(RemoveArgs),
     /// Re-enable a disabled extension
@@ -294,6 +304,77 @@ pub enum ExtCommand {
     /// PATH), the source, kind, ref (pinned or tracking), commit and install time from the
     /// install record, and the log file with its size.
     Info(InfoArgs),
+    /// Install an extension and record it in the project file
+    ///
+    /// Installs the source exactly as install does (into ./.zot/extensions/, or
+    /// $ZOT_HOME/extensions/ with --global), then records it under its name in the project
+    /// file ./.zot/extensions.json ($ZOT_HOME/extensions.json with --global), creating the
+    /// file, and writes what was installed (commit and tree hash) to the lock file beside it,
+    /// extensions.lock. With --disabled the extension is installed disabled and recorded
+    /// with "enabled": false. Commit both files: zot ext sync installs the same set
+    /// elsewhere.
+    Add(AddArgs),
+    /// Make the installed extensions match the project file
+    ///
+    /// Reads ./.zot/extensions.json ($ZOT_HOME/extensions.json with --global) and its lock,
+    /// then installs what is missing, updates what drifted (its source, ref or subdir
+    /// changed against the lock, or the installed files no longer hash to the lock's tree
+    /// hash), sets each extension's enabled state, and with --prune removes the scope's
+    /// extensions the file does not name. When the lock pins every extension and every
+    /// installed tree matches it, nothing is fetched and it says "up to date". Extensions are
+    /// fetched in parallel (--jobs), each placed atomically on its own; one that fails is
+    /// named and the others still land (exit status 1). The lock is then written. With
+    /// --frozen the lock is the truth: every entry must agree with the file, the locked
+    /// commits are fetched, and every fetched tree must hash to the lock, all checked before
+    /// anything is placed; any disagreement changes nothing and exits 1. --dry-run prints
+    /// the plan and changes nothing.
+    Sync(SyncArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// A folder holding extension.json, or a git URL (URL#path for a subfolder)
+    #[arg(value_name = "PATH|GIT-URL", value_hint = clap::ValueHint::DirPath)]
+    pub source: String,
+
+    /// Branch, tag or commit to install (git sources only)
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
+
+    /// Install the extension in this folder of the source
+    #[arg(long, value_name = "PATH")]
+    pub subdir: Option<String>,
+
+    /// Use the global project file and scope, $ZOT_HOME/extensions.json
+    #[arg(short, long)]
+    pub global: bool,
+
+    /// Install it disabled and record "enabled": false
+    #[arg(long)]
+    pub disabled: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Install exactly the locked commits and trees; fail if file and lock disagree
+    #[arg(long)]
+    pub frozen: bool,
+
+    /// Print the plan and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// How many extensions to fetch at once (default: the number of cores)
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+
+    /// Remove the scope's extensions the project file does not name
+    #[arg(long)]
+    pub prune: bool,
+
+    /// Use the global project file and scope, $ZOT_HOME/extensions.json
+    #[arg(short, long)]
+    pub global: bool,
 }
 
 #[derive(Debug, Args)]
@@ -450,6 +531,10 @@ pub struct RemoveArgs {
     /// Save the files the install did not place (the extension's data) to .ext-store/backup
     #[arg(long)]
     pub keep_data: bool,
+
+    /// Keep the extension's entry in the project file (extensions.json)
+    #[arg(long)]
+    pub keep_in_file: bool,
 
     #[command(flatten)]
     pub scope: ScopeSelect,

@@ -285,6 +285,44 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "zot ext add",
+        &[
+            (
+                "zot ext add https://example.com/zot-clock.git --ref v1.2.0",
+                "Install clock at the tag v1.2.0 and record it in ./.zot/extensions.json and its lock.",
+            ),
+            (
+                "zot ext add ./tools/hello-py --disabled",
+                "Install a folder of the project, disabled, and record it with \"enabled\": false.",
+            ),
+            (
+                "zot ext add https://example.com/mono.git --subdir ext/weather -g",
+                "Install a subfolder of a repository and record it in $ZOT_HOME/extensions.json.",
+            ),
+        ],
+    ),
+    (
+        "zot ext sync",
+        &[
+            (
+                "zot ext sync",
+                "Install what ./.zot/extensions.json names and is missing, update what drifted.",
+            ),
+            (
+                "zot ext sync --frozen",
+                "In CI: exactly the locked commits and trees, or fail and change nothing.",
+            ),
+            (
+                "zot ext sync --dry-run",
+                "Print what would be installed, updated or removed; change nothing.",
+            ),
+            (
+                "zot ext sync --prune --jobs 8",
+                "Also remove project extensions the file does not name; fetch 8 at a time.",
+            ),
+        ],
+    ),
+    (
         "zot completions",
         &[
             (
@@ -614,6 +652,32 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
                 "1",
                 "No copy of that name is installed in either scope (in the scope given).",
             ),
+        ],
+    ),
+    (
+        "zot ext add",
+        &[
+            (
+                "1",
+                "The source cannot be installed (as for install), an extension of that name is \
+                 installed already, or the project file or lock cannot be read or written.",
+            ),
+            (
+                "2",
+                "--ref for a folder source, or a subfolder given twice (--subdir and URL#path).",
+            ),
+        ],
+    ),
+    (
+        "zot ext sync",
+        &[
+            (
+                "1",
+                "There is no project file, it or the lock is invalid, or an extension failed \
+                 (the others are still in place); with --frozen, the file and the lock \
+                 disagree or a fetched tree does not hash to the lock (then nothing changed).",
+            ),
+            ("2", "--jobs is not a number of at least 1."),
         ],
     ),
     (

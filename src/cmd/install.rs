@@ -1,8 +1,7 @@
-//! `zot ext install`: stage a copy or clone, validate it, then rename it into place.
+//! `zot ext install`: the arguments checked, then [`crate::store::install`] stages a copy or
+//! clone, validates it and renames it into place.
 
-use std::path::Path;
-
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::{Context, Run};
@@ -13,9 +12,10 @@ use crate::cli::InstallArgs;
 use crate::error::usage;
 use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
-use crate::source::fetch::{self, Request, Staged};
+use crate::source::fetch::{self, Request};
 use crate::store::Store;
-use crate::store::carry::{self, Plan};
+use crate::store::carry::Plan;
+use crate::store::install;
 use crate::store::record::Record;
 
 /// `zot ext install --json` output.
@@ -60,36 +60,28 @@ impl Run for InstallArgs {
             Source::Path(path) => path.display().to_string(),
             Source::Git(_) => self.source.clone(),
         };
-        let request = Request {
-            source: &source,
-            shown: &shown,
-            git_ref: self.git_ref.as_deref(),
-            subdir: subdir.as_deref(),
+        let request = install::Request {
+            fetch: Request {
+                source: &source,
+                shown: &shown,
+                git_ref: self.git_ref.as_deref(),
+                subdir: subdir.as_deref(),
+            },
+            replace: self.force,
+            carry: self.carry.options(),
+            as_fetched: false,
+            expect_tree: None,
         };
         if let Some(name) = local_name(&store, &source, subdir.as_deref()) {
-            self.refuse_existing(&store, &name)?;
+            install::refuse_existing(&store, &name, self.force)?;
         }
-        let staged = fetch::stage(&store, &request, &ctx.out)?;
-        let name = &staged.manifest.name;
-        let replaced = self.refuse_existing(&store, name)?;
-        let options = self.carry.options();
-        let dirs = store.dirs.clone();
-        let prepared = carry::prepare(&store, &dirs, &staged.staging, name, options)?;
-        let published = store.publish_listed(
-            &staged.staging,
-            name,
-            self.force,
-            &staged.record,
-            Some(&prepared.files),
-        )?;
-        let _ = store.rotate_backups(name);
-        if let Some(e) = published.record_error {
+        let done = install::install_one(&store, &request, &ctx.out)?;
+        if let Some(e) = &done.record_error {
             ctx.out.warn(&format!(
                 "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
             ));
         }
-        let carried = replaced.then_some(&prepared.plan);
-        report(ctx, &staged, scope, &published.dest, carried)
+        report(ctx, &done, scope)
     }
 }
 
@@ -109,19 +101,6 @@ fn local_name(store: &Store, source: &Source, subdir: Option<&str>) -> Option<St
 }
 
 impl InstallArgs {
-    /// Fails when `name` is installed and `--force` was not given; otherwise says whether
-    /// an installed copy will be replaced.
-    fn refuse_existing(&self, store: &Store, name: &str) -> Result<bool> {
-        let exists = store.existing(name).is_some();
-        if exists && !self.force {
-            bail!(
-                "extension \"{name}\" is already installed at {}; pass --force to replace it (nothing was changed)",
-                store.dirs.extension(name).display()
-            );
-        }
-        Ok(exists)
-    }
-
     /// The subfolder from `--subdir` or a `URL#path` (or `folder#path`) fragment (not both).
     fn subdir(&self, fragment: Option<String>) -> Result<Option<String>> {
         match (&self.subdir, fragment) {
@@ -134,14 +113,10 @@ impl InstallArgs {
     }
 }
 
-fn report(
-    ctx: &Context,
-    staged: &Staged,
-    scope: Scope,
-    dest: &Path,
-    carried: Option<&Plan>,
-) -> Result<()> {
-    let manifest = &staged.manifest;
+fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
+    let manifest = &done.manifest;
+    let carried = done.carried.as_ref();
+    let dest = &done.dest;
     let replaced = carried.is_some();
     if ctx.out.json {
         return Ok(ctx.out.json(&Installed {
@@ -149,8 +124,8 @@ fn report(
             scope,
             dir: dest.display().to_string(),
             replaced,
-            record: &staged.record,
-            outside_links: &staged.outside_links,
+            record: &done.record,
+            outside_links: &done.outside_links,
             carry_over: carried,
         })?);
     }
@@ -171,10 +146,10 @@ fn report(
     for note in &manifest.notes {
         ctx.out.warn(note);
     }
-    if let Some(note) = copy::loose_note(&manifest.name, &staged.outside_links) {
+    if let Some(note) = copy::loose_note(&manifest.name, &done.outside_links) {
         ctx.out.note(&format!("note: {note}"));
     }
-    if staged.left_out_project_state {
+    if done.left_out_project_state {
         ctx.out.note(
             "note: left out the source's .zot/ folder (zot's state for that folder as a project: the extensions installed there and their store); it is never part of an extension",
         );

@@ -1,5 +1,6 @@
 //! One module per `zot` and `zot ext` subcommand, each implementing [`Run`] on its clap arguments.
 
+mod add;
 mod call;
 mod completions;
 mod doctor;
@@ -10,6 +11,7 @@ mod list;
 mod logs;
 mod new;
 mod remove;
+mod sync;
 mod toggle;
 mod update;
 
@@ -50,6 +52,8 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::Update(args) => args.run(&ctx),
             ExtCommand::Link(args) => args.run(&ctx),
             ExtCommand::Info(args) => args.run(&ctx),
+            ExtCommand::Add(args) => args.run(&ctx),
+            ExtCommand::Sync(args) => args.run(&ctx),
         },
         Command::Completions(args) => args.run(&ctx),
     }

@@ -16,6 +16,8 @@ use crate::catalog::{self, Installed};
 use crate::cli::RemoveArgs;
 use crate::error::usage;
 use crate::output::Output;
+use crate::project::lock::Lock;
+use crate::project::{ProjectFile, Where};
 use crate::store::Store;
 use crate::store::carry;
 use crate::store::filelist::{self, FileList, Standing};
@@ -32,6 +34,17 @@ struct Removed<'a> {
     data: Option<Vec<String>>,
     /// Where `--keep-data` saved them; null without it or when there was nothing to save.
     backup: Option<String>,
+    /// The project file that named it, with whether its entry was dropped; null when no
+    /// project file of its scope names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_file: Option<InFile>,
+}
+
+/// What became of the removed extension's entry in its scope's project file.
+#[derive(Debug, Serialize)]
+struct InFile {
+    path: String,
+    dropped: bool,
 }
 
 /// The extension's own data in an installed copy.
@@ -189,6 +202,7 @@ impl Run for RemoveArgs {
             (data, None)
         };
         store.remove(target.folder_name())?;
+        let in_file = self.drop_from_file(ctx, &target, at_terminal)?;
         let linked = target.link_target.is_some();
         if ctx.out.json {
             return Ok(ctx.out.json(&Removed {
@@ -198,6 +212,7 @@ impl Run for RemoveArgs {
                 linked: target.link_target.as_ref().map(|t| t.display().to_string()),
                 data: data.names(),
                 backup: backup.map(|b| b.display().to_string()),
+                project_file: in_file,
             })?);
         }
         let what = if linked { "unlinked" } else { "removed" };
@@ -219,6 +234,17 @@ impl Run for RemoveArgs {
             ctx.out
                 .say(&format!("  kept {saved} in {}", backup.display()))?;
         }
+        if let Some(in_file) = &in_file {
+            let said = if in_file.dropped {
+                format!("  dropped it from {}", in_file.path)
+            } else {
+                format!(
+                    "  kept it in {} (zot ext sync installs it again)",
+                    in_file.path
+                )
+            };
+            ctx.out.say(&said)?;
+        }
         if let Ok(other) = catalog::find(&ctx.layout, target.name(), None) {
             ctx.out.note(&format!(
                 "note: the {} copy in {} is still installed",
@@ -227,6 +253,46 @@ impl Run for RemoveArgs {
             ));
         }
         Ok(())
+    }
+}
+
+impl RemoveArgs {
+    /// When the scope's project file names the removed extension: keeps the entry with
+    /// `--keep-in-file`, asks at a terminal, and otherwise drops it (and its lock entry).
+    fn drop_from_file(
+        &self,
+        ctx: &Context,
+        target: &Installed,
+        at_terminal: bool,
+    ) -> Result<Option<InFile>> {
+        let at = Where::of(&ctx.layout, target.scope);
+        let path = at.project_file();
+        let Some(mut file) = ProjectFile::load(&path)? else {
+            return Ok(None);
+        };
+        if !file.extensions.contains_key(&target.dir_name) {
+            return Ok(None);
+        }
+        let shown = path.display().to_string();
+        let drop = !self.keep_in_file
+            && (!at_terminal
+                || confirm(
+                    &ctx.out,
+                    &format!("also drop {} from {shown}? [y/N] ", target.name()),
+                )?);
+        if drop {
+            file.extensions.remove(&target.dir_name);
+            file.save(&path)?;
+            if let Some(mut lock) = Lock::load(&at.lock_file())?
+                && lock.extensions.remove(&target.dir_name).is_some()
+            {
+                lock.save(&at.lock_file())?;
+            }
+        }
+        Ok(Some(InFile {
+            path: shown,
+            dropped: drop,
+        }))
     }
 }
 

@@ -12,6 +12,7 @@
 mod backup;
 pub(crate) mod carry;
 pub(crate) mod filelist;
+pub(crate) mod install;
 mod journal;
 pub(crate) mod record;
 mod staging;

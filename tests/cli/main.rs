@@ -36,6 +36,7 @@ mod special_files;
 mod ssh_install;
 mod store_safety;
 mod submodules;
+mod sync;
 mod toggle;
 mod torture_crash;
 mod torture_races;

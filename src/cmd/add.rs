@@ -1,0 +1,180 @@
+//! `zot ext add`: install a source as `install` does, record it in the project file
+//! (creating it) and write its lock entry.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{Context, Run};
+use crate::catalog::manifest;
+use crate::catalog::paths::Scope;
+use crate::cli::AddArgs;
+use crate::error::usage;
+use crate::output::printable;
+use crate::project::lock::{self, Lock};
+use crate::project::{self, ProjectFile, Where};
+use crate::source::Source;
+use crate::source::fetch::{self, short};
+use crate::store::Store;
+use crate::store::install::{self, Outcome};
+
+/// `zot ext add --json` output.
+#[derive(Debug, Serialize)]
+struct Added<'a> {
+    name: &'a str,
+    version: Option<&'a str>,
+    scope: Scope,
+    dir: String,
+    project_file: String,
+    lock_file: String,
+    entry: &'a project::Entry,
+    lock: &'a lock::Entry,
+}
+
+impl Run for AddArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        if self.source.trim().is_empty() {
+            return Err(usage(
+                "the source is empty; give a folder that holds extension.json or a git URL",
+            ));
+        }
+        if crate::output::redact::redact(&self.source) != self.source {
+            return Err(usage(format!(
+                "{} holds credentials, and the project file is meant to be shared, so they are not written into it (nothing was changed); give the URL without them and let git supply them (a credential helper, or an SSH key)",
+                crate::output::redact::redact(&self.source)
+            )));
+        }
+        let scope = if self.global {
+            Scope::Global
+        } else {
+            Scope::Project
+        };
+        let at = Where::of(&ctx.layout, scope);
+        // Read first: a broken project file stops the run before anything is installed.
+        let mut file = ProjectFile::load(&at.project_file())?.unwrap_or_default();
+        let mut locked = Lock::load(&at.lock_file())?.unwrap_or_default();
+        let (source, subdir) = self.source_and_subdir()?;
+        let store = Store::open(ctx.layout.scope(scope))?;
+        let request = install::Request {
+            fetch: fetch::Request {
+                source: &source,
+                shown: &self.source,
+                git_ref: self.git_ref.as_deref(),
+                subdir: subdir.as_deref(),
+            },
+            replace: false,
+            carry: crate::store::carry::Options::default(),
+            as_fetched: true,
+            expect_tree: None,
+        };
+        let done = install::install_one(&store, &request, &ctx.out)?;
+        if let Some(e) = &done.record_error {
+            ctx.out.warn(&format!(
+                "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
+            ));
+        }
+        if self.disabled {
+            manifest::set_enabled(&done.dest, false, store.scratch_folder())?;
+        }
+        let name = done.manifest.name.clone();
+        let entry = project::Entry {
+            source: self.recorded_source(&at, &source),
+            git_ref: self.git_ref.clone(),
+            subdir: subdir.clone(),
+            enabled: !self.disabled,
+        };
+        let lock_entry = super::sync::lock_entry(&entry, &done.record, &done.tree);
+        file.extensions.insert(name.clone(), entry.clone());
+        locked.extensions.insert(name.clone(), lock_entry.clone());
+        file.save(&at.project_file())?;
+        locked.save(&at.lock_file())?;
+        report(ctx, &at, &done, &entry, &lock_entry)
+    }
+}
+
+impl AddArgs {
+    /// The source to install and the subfolder from `--subdir` or `URL#path` (not both).
+    fn source_and_subdir(&self) -> Result<(Source, Option<String>)> {
+        let on_disk = Source::parse_on_disk(&self.source);
+        let (source, fragment) = (on_disk.source, on_disk.subdir);
+        if self.git_ref.is_some() && matches!(source, Source::Path(_)) {
+            return Err(usage(format!(
+                "--ref applies to git sources only; {} is a local folder",
+                self.source
+            )));
+        }
+        let subdir = match (&self.subdir, fragment) {
+            (Some(_), Some(_)) => {
+                return Err(usage(
+                    "give the subfolder once: either --subdir or SOURCE#path, not both",
+                ));
+            }
+            (Some(flag), None) => Some(flag.clone()),
+            (None, fragment) => fragment,
+        };
+        Ok((source, subdir))
+    }
+
+    /// The source as the project file keeps it: without a `#path` fragment (that is
+    /// `subdir`); a relative local path as given when the file is the project's (whose
+    /// root is the working folder), made absolute for the global file.
+    fn recorded_source(&self, at: &Where, source: &Source) -> String {
+        let without_fragment = match source {
+            Source::Git(url) if url.subdir.is_some() => url.url.clone(),
+            // `folder#path`: the folder; the path is `subdir`.
+            Source::Path(path) => path.display().to_string(),
+            Source::Git(_) => self.source.clone(),
+        };
+        let local = matches!(source, Source::Path(_))
+            || matches!(source, Source::Git(url) if url.local && !url.url.to_ascii_lowercase().starts_with("file://"));
+        if at.scope == Scope::Global
+            && local
+            && std::path::Path::new(&without_fragment).is_relative()
+            && let Ok(absolute) = std::path::absolute(&without_fragment)
+        {
+            return absolute.display().to_string();
+        }
+        without_fragment
+    }
+}
+
+fn report(
+    ctx: &Context,
+    at: &Where,
+    done: &Outcome,
+    entry: &project::Entry,
+    lock_entry: &lock::Entry,
+) -> Result<()> {
+    let name = &done.manifest.name;
+    if ctx.out.json {
+        return Ok(ctx.out.json(&Added {
+            name,
+            version: done.manifest.version.as_deref(),
+            scope: at.scope,
+            dir: done.dest.display().to_string(),
+            project_file: at.project_file().display().to_string(),
+            lock_file: at.lock_file().display().to_string(),
+            entry,
+            lock: lock_entry,
+        })?);
+    }
+    let version = done
+        .manifest
+        .version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    let commit = done
+        .record
+        .commit
+        .as_deref()
+        .map(|c| format!(" ({})", short(c)))
+        .unwrap_or_default();
+    let disabled = if entry.enabled { "" } else { ", disabled" };
+    ctx.out.say(&format!(
+        "added {}{version}{commit} ({}{disabled}) to {}",
+        printable(name),
+        at.scope,
+        at.project_file().display()
+    ))?;
+    Ok(())
+}

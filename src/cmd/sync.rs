@@ -1,0 +1,703 @@
+//! `zot ext sync`: make one scope's installed extensions match its project file. The plan
+//! is worked out offline from the project file, the lock, the install records and a re-hash
+//! of every installed tree; what must be fetched is staged in parallel, then placed one by
+//! one (each atomically), enabled states are set, `--prune` removes what the file does not
+//! name, and the lock is written.
+//!
+//! Up to date means: the lock entry agrees with the file (source, ref, subdir), the file
+//! list recorded at install hashes to the lock's tree hash, and re-hashing the installed
+//! files against that list finds none edited or missing. The re-hash (rather than trusting
+//! the recorded hash alone) catches a tree changed by hand; it reads only local files, so an
+//! up-to-date sync needs no network. `extension.json` is left out of it, since enable and
+//! disable rewrite it (its `enabled` is set from the file on every sync), and files the
+//! install did not place are the extension's own data.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Result, anyhow, bail};
+use serde::Serialize;
+
+use super::{Context, Run};
+use crate::catalog;
+use crate::catalog::manifest;
+use crate::catalog::paths::{Scope, ScopeDirs};
+use crate::cli::SyncArgs;
+use crate::output::redact::redact;
+use crate::output::{ColorChoice, Output, printable};
+use crate::project::lock::{self, Lock};
+use crate::project::{self, ProjectFile, Where};
+use crate::source::Source;
+use crate::source::fetch;
+use crate::store::Store;
+use crate::store::filelist::{FileList, Standing};
+use crate::store::install::{self, Ready};
+use crate::store::record::Record;
+
+/// What the plan does with one extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Action {
+    Install,
+    Update,
+    UpToDate,
+    Remove,
+}
+
+/// What happened to one extension (or, with `--dry-run`, would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Status {
+    Installed,
+    Updated,
+    UpToDate,
+    Removed,
+    Failed,
+    WouldInstall,
+    WouldUpdate,
+    WouldRemove,
+}
+
+/// One extension in the plan.
+#[derive(Debug, Clone)]
+struct Item {
+    name: String,
+    action: Action,
+    /// Why it is updated.
+    reason: Option<String>,
+    /// The file's entry (none for a removal).
+    entry: Option<project::Entry>,
+    /// The lock entry when it agrees with the file.
+    locked: Option<lock::Entry>,
+    /// The enabled state to set on an extension that stays (`None`: already right).
+    set_enabled: Option<bool>,
+}
+
+/// One element of `zot ext sync --json`, and one line of text.
+#[derive(Debug, Serialize)]
+struct Report {
+    name: String,
+    status: Status,
+    version: Option<String>,
+    commit: Option<String>,
+    tree: Option<String>,
+    enabled: Option<bool>,
+    /// Why it was updated, or why it failed.
+    message: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Summary {
+    installed: usize,
+    updated: usize,
+    up_to_date: usize,
+    removed: usize,
+    failed: usize,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    scope: Scope,
+    project_file: String,
+    lock_file: String,
+    frozen: bool,
+    dry_run: bool,
+    extensions: &'a [Report],
+    summary: &'a Summary,
+}
+
+impl Run for SyncArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let scope = if self.global {
+            Scope::Global
+        } else {
+            Scope::Project
+        };
+        let at = Where::of(&ctx.layout, scope);
+        let dirs = ctx.layout.scope(scope);
+        let Some(file) = ProjectFile::load(&at.project_file())? else {
+            bail!(
+                "there is no project file {}; create it with zot ext add <source>",
+                at.project_file().display()
+            );
+        };
+        let lock = Lock::load(&at.lock_file())?.unwrap_or_default();
+        if self.frozen {
+            check_frozen(&at, &file, &lock)?;
+        }
+        if self.dry_run {
+            Store::tidy(dirs)?;
+            let items = self.plan(ctx, &at, dirs, &file, &lock)?;
+            let reports: Vec<Report> = items.iter().map(dry_report).collect();
+            return self.finish(ctx, &at, &reports);
+        }
+        let store = Store::open(dirs)?;
+        let items = self.plan(ctx, &at, dirs, &file, &lock)?;
+        let reports = self.apply(&at, &store, &items)?;
+        if !self.frozen {
+            save_lock(&at, &store.dirs, &lock, &file, &reports)?;
+        }
+        self.finish(ctx, &at, &reports)
+    }
+}
+
+impl SyncArgs {
+    /// What to do with each extension, worked out without the network.
+    fn plan(
+        &self,
+        ctx: &Context,
+        at: &Where,
+        dirs: &ScopeDirs,
+        file: &ProjectFile,
+        lock: &Lock,
+    ) -> Result<Vec<Item>> {
+        let mut items: Vec<Item> = file
+            .extensions
+            .iter()
+            .map(|(name, entry)| plan_one(dirs, name, entry, lock.extensions.get(name)))
+            .collect();
+        if self.prune {
+            for found in catalog::scan(&ctx.layout, &[at.scope])? {
+                if !file.extensions.contains_key(&found.dir_name) {
+                    items.push(Item {
+                        name: found.dir_name.clone(),
+                        action: Action::Remove,
+                        reason: None,
+                        entry: None,
+                        locked: None,
+                        set_enabled: None,
+                    });
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    /// Stages every extension to fetch in parallel, then (with `--frozen`, only when every
+    /// one staged and checked out) places them, sets enabled states and prunes.
+    fn apply(&self, at: &Where, store: &Store, items: &[Item]) -> Result<Vec<Report>> {
+        let fetching: Vec<&Item> = items
+            .iter()
+            .filter(|i| matches!(i.action, Action::Install | Action::Update))
+            .collect();
+        let jobs = self.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            usize::from,
+        );
+        let staged = stage_all(at, store, &fetching, jobs, self.frozen);
+        if self.frozen && staged.iter().any(Result::is_err) {
+            let problems: Vec<String> = fetching
+                .iter()
+                .zip(&staged)
+                .filter_map(|(item, r)| r.as_ref().err().map(|e| format!("{}: {e:#}", item.name)))
+                .collect();
+            for line in &problems {
+                fail_line(line);
+            }
+            bail!(
+                "{} of {} extensions did not match the lock (see above); nothing was changed",
+                problems.len(),
+                fetching.len()
+            );
+        }
+        let mut ready: BTreeMap<&str, Result<Ready>> = fetching
+            .iter()
+            .map(|i| i.name.as_str())
+            .zip(staged)
+            .collect();
+        let mut reports = Vec::new();
+        for item in items {
+            let report = match item.action {
+                Action::Install | Action::Update => {
+                    let staged = ready.remove(item.name.as_str()).expect("staged");
+                    place(store, item, staged)
+                }
+                Action::UpToDate => keep(store, item),
+                Action::Remove => remove(store, item),
+            };
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+
+    fn finish(&self, ctx: &Context, at: &Where, reports: &[Report]) -> Result<()> {
+        let summary = summarize(reports);
+        if ctx.out.json {
+            ctx.out.json(&Document {
+                scope: at.scope,
+                project_file: at.project_file().display().to_string(),
+                lock_file: at.lock_file().display().to_string(),
+                frozen: self.frozen,
+                dry_run: self.dry_run,
+                extensions: reports,
+                summary: &summary,
+            })?;
+        } else {
+            for report in reports {
+                match report.status {
+                    Status::Failed => fail_line(&line(report)),
+                    _ => ctx.out.say(&line(report))?,
+                }
+            }
+            ctx.out.say(&summary_line(&summary, self.dry_run))?;
+        }
+        if summary.failed > 0 {
+            bail!(
+                "{} of {} extensions failed (see above); the others are in place",
+                summary.failed,
+                reports.len()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The plan for one entry of the file.
+fn plan_one(
+    dirs: &ScopeDirs,
+    name: &str,
+    entry: &project::Entry,
+    locked: Option<&lock::Entry>,
+) -> Item {
+    let agrees = locked.filter(|l| disagreement(l, entry).is_none()).cloned();
+    let mut item = Item {
+        name: name.to_string(),
+        action: Action::UpToDate,
+        reason: None,
+        entry: Some(entry.clone()),
+        locked: agrees.clone(),
+        set_enabled: None,
+    };
+    match drift(dirs, name, locked, entry) {
+        Ok(()) => {
+            let enabled = manifest::read(&dirs.extension(name)).map(|m| m.enabled);
+            item.set_enabled = (enabled.ok() != Some(entry.enabled)).then_some(entry.enabled);
+        }
+        Err(Drift::Missing) => item.action = Action::Install,
+        Err(Drift::Changed(why)) => {
+            item.action = Action::Update;
+            item.reason = Some(why);
+        }
+    }
+    item
+}
+
+/// Why an installed extension is not what the lock says.
+enum Drift {
+    Missing,
+    Changed(String),
+}
+
+/// Checks the installed copy of `name` against its lock entry (see the module doc).
+fn drift(
+    dirs: &ScopeDirs,
+    name: &str,
+    locked: Option<&lock::Entry>,
+    entry: &project::Entry,
+) -> Result<(), Drift> {
+    let dir = dirs.extension(name);
+    let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+        return Err(Drift::Missing);
+    };
+    let changed = |why: &str| Drift::Changed(why.to_string());
+    let Some(locked) = locked else {
+        return Err(changed("not in the lock"));
+    };
+    if let Some(why) = disagreement(locked, entry) {
+        return Err(Drift::Changed(why));
+    }
+    if !meta.is_dir() {
+        return Err(changed("installed as a link, not from the source"));
+    }
+    let record = Record::load(dirs, name).ok_or_else(|| changed("no install record"))?;
+    if record.commit != locked.commit {
+        return Err(changed("the installed commit is not the locked one"));
+    }
+    let list = FileList::load(dirs, name).ok_or_else(|| changed("no file list"))?;
+    if list.tree_hash() != locked.tree {
+        return Err(changed("the installed tree is not the locked one"));
+    }
+    let classified = list
+        .classify(&dir)
+        .map_err(|e| Drift::Changed(format!("cannot read the installed copy: {e:#}")))?;
+    let edited: Vec<String> = classified
+        .iter()
+        .filter(|c| matches!(c.standing, Standing::Edited | Standing::Missing))
+        .filter(|c| c.path != manifest::FILE.as_bytes())
+        .map(|c| crate::store::filelist::shown(&c.path))
+        .collect();
+    if !edited.is_empty() {
+        return Err(Drift::Changed(format!(
+            "files changed since it was installed: {}",
+            edited.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// How a lock entry differs from the file's entry, if it does.
+fn disagreement(locked: &lock::Entry, entry: &project::Entry) -> Option<String> {
+    let shown = |v: &Option<String>| {
+        v.as_deref()
+            .map_or("none".to_string(), |s| format!("\"{s}\""))
+    };
+    if locked.source != redact(&entry.source) {
+        return Some(format!(
+            "source differs: the file says \"{}\", the lock \"{}\"",
+            redact(&entry.source),
+            locked.source
+        ));
+    }
+    if locked.git_ref != entry.git_ref {
+        return Some(format!(
+            "ref differs: the file says {}, the lock {}",
+            shown(&entry.git_ref),
+            shown(&locked.git_ref)
+        ));
+    }
+    if locked.subdir != entry.subdir {
+        return Some(format!(
+            "subdir differs: the file says {}, the lock {}",
+            shown(&entry.subdir),
+            shown(&locked.subdir)
+        ));
+    }
+    None
+}
+
+/// `--frozen`: every entry of the file is in the lock and agrees with it, every git entry
+/// has a commit, and the lock names nothing else. Checked before anything is fetched.
+fn check_frozen(at: &Where, file: &ProjectFile, lock: &Lock) -> Result<()> {
+    let mut problems = Vec::new();
+    for (name, entry) in &file.extensions {
+        let name = printable(name);
+        match lock.extensions.get(name.as_str()) {
+            None => problems.push(format!("{name}: in the project file but not in the lock")),
+            Some(locked) => {
+                if let Some(why) = disagreement(locked, entry) {
+                    problems.push(format!("{name}: {why}"));
+                } else if locked.commit.is_none()
+                    && matches!(
+                        Source::parse_on_disk(&at.resolve(&entry.source)).source,
+                        Source::Git(_)
+                    )
+                {
+                    problems.push(format!("{name}: the lock has no commit for a git source"));
+                }
+            }
+        }
+    }
+    for name in lock.extensions.keys() {
+        if !file.extensions.contains_key(name) {
+            problems.push(format!(
+                "{}: in the lock but not in the project file",
+                printable(name)
+            ));
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow!(
+        "--frozen: {} and {} disagree: {}; nothing was changed (run zot ext sync without --frozen to update the lock)",
+        at.project_file().display(),
+        at.lock_file().display(),
+        problems.join("; ")
+    ))
+}
+
+/// Stages the items in parallel, `jobs` at a time; results in the items' order.
+fn stage_all(
+    at: &Where,
+    store: &Store,
+    items: &[&Item],
+    jobs: usize,
+    frozen: bool,
+) -> Vec<Result<Ready>> {
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<Ready>>>> =
+        items.iter().map(|_| Mutex::new(None)).collect();
+    // Progress lines of parallel fetches would overwrite each other.
+    let silent = Output::new(ColorChoice::Never, true, true);
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(items.len()) {
+            s.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(index) else { break };
+                    let staged = stage_one(at, store, item, frozen, &silent);
+                    *results[index].lock().expect("not poisoned") = Some(staged);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().expect("not poisoned").expect("staged"))
+        .collect()
+}
+
+/// Fetches one extension: the locked commit when the lock agrees with the file (the ref
+/// otherwise), checked against the locked tree hash with `--frozen`.
+fn stage_one(at: &Where, store: &Store, item: &Item, frozen: bool, out: &Output) -> Result<Ready> {
+    let entry = item.entry.as_ref().expect("an entry to install");
+    let resolved = at.resolve(&entry.source);
+    let source = Source::parse_on_disk(&resolved).source;
+    let pinned = item.locked.as_ref().and_then(|l| l.commit.clone());
+    let git_ref = match source {
+        Source::Git(_) => pinned.or_else(|| entry.git_ref.clone()),
+        Source::Path(_) => None,
+    };
+    let request = install::Request {
+        fetch: fetch::Request {
+            source: &source,
+            shown: &entry.source,
+            git_ref: git_ref.as_deref(),
+            subdir: entry.subdir.as_deref(),
+        },
+        replace: item.action == Action::Update,
+        carry: crate::store::carry::Options::default(),
+        as_fetched: true,
+        expect_tree: if frozen {
+            item.locked.as_ref().map(|l| l.tree.as_str())
+        } else {
+            None
+        },
+    };
+    let ready = install::stage(store, &request, out)?;
+    let named = &ready.staged.manifest.name;
+    if *named != item.name {
+        bail!(
+            "its extension.json names it \"{}\", not \"{}\"; use its name as the key in the project file",
+            printable(named),
+            printable(&item.name)
+        );
+    }
+    Ok(ready)
+}
+
+/// Places a staged extension and sets its enabled state.
+fn place(store: &Store, item: &Item, staged: Result<Ready>) -> Report {
+    let mut report = empty_report(item);
+    let placed = staged
+        .and_then(|ready| ready.place(store))
+        .and_then(|done| {
+            let want = item.entry.as_ref().is_none_or(|e| e.enabled);
+            if done.manifest.enabled != want {
+                manifest::set_enabled(&done.dest, want, store.scratch_folder())?;
+            }
+            Ok(done)
+        });
+    match placed {
+        Ok(done) => {
+            report.status = match item.action {
+                Action::Install => Status::Installed,
+                _ => Status::Updated,
+            };
+            report.version = done.manifest.version;
+            report.commit = done.record.commit;
+            report.tree = Some(done.tree);
+            report.message.clone_from(&item.reason);
+        }
+        Err(e) => {
+            report.status = Status::Failed;
+            report.message = Some(format!("{e:#}"));
+        }
+    }
+    report
+}
+
+/// An extension that stays: only its enabled state may change.
+fn keep(store: &Store, item: &Item) -> Report {
+    let mut report = empty_report(item);
+    report.status = Status::UpToDate;
+    let dirs = &store.dirs;
+    report.commit = Record::load(dirs, &item.name).and_then(|r| r.commit);
+    report.tree = item.locked.as_ref().map(|l| l.tree.clone());
+    let dir = dirs.extension(&item.name);
+    report.version = manifest::read(&dir).ok().and_then(|m| m.version);
+    if let Some(want) = item.set_enabled {
+        match manifest::set_enabled(&dir, want, store.scratch_folder()) {
+            Ok(_) => report.message = Some(if want { "enabled" } else { "disabled" }.into()),
+            Err(e) => {
+                report.status = Status::Failed;
+                report.message = Some(format!("cannot set \"enabled\": {e:#}"));
+            }
+        }
+    }
+    report
+}
+
+/// `--prune`: removes an extension the file does not name.
+fn remove(store: &Store, item: &Item) -> Report {
+    let mut report = empty_report(item);
+    match store.remove(&item.name) {
+        Ok(_) => report.status = Status::Removed,
+        Err(e) => {
+            report.status = Status::Failed;
+            report.message = Some(format!("{e:#}"));
+        }
+    }
+    report
+}
+
+fn empty_report(item: &Item) -> Report {
+    Report {
+        name: item.name.clone(),
+        status: Status::Failed,
+        version: None,
+        commit: None,
+        tree: None,
+        enabled: item.entry.as_ref().map(|e| e.enabled),
+        message: None,
+    }
+}
+
+/// What `--dry-run` says about one item.
+fn dry_report(item: &Item) -> Report {
+    let mut report = empty_report(item);
+    report.status = match item.action {
+        Action::Install => Status::WouldInstall,
+        Action::Update => Status::WouldUpdate,
+        Action::UpToDate => Status::UpToDate,
+        Action::Remove => Status::WouldRemove,
+    };
+    report.commit = item.locked.as_ref().and_then(|l| l.commit.clone());
+    report.tree = item.locked.as_ref().map(|l| l.tree.clone());
+    report.message = match item.set_enabled {
+        Some(true) => Some("would enable".into()),
+        Some(false) => Some("would disable".into()),
+        None => item.reason.clone(),
+    };
+    report
+}
+
+/// The lock entry for what was installed from `entry`.
+pub(crate) fn lock_entry(entry: &project::Entry, record: &Record, tree: &str) -> lock::Entry {
+    lock::Entry {
+        source: redact(&entry.source),
+        git_ref: entry.git_ref.clone(),
+        subdir: entry.subdir.clone(),
+        commit: record.commit.clone(),
+        tree: tree.to_string(),
+    }
+}
+
+/// Writes the lock: an entry for every extension of the file that is in place as planned
+/// (a failed one keeps its old entry), none for anything else. Unchanged text is not
+/// rewritten.
+fn save_lock(
+    at: &Where,
+    dirs: &ScopeDirs,
+    old: &Lock,
+    file: &ProjectFile,
+    reports: &[Report],
+) -> Result<()> {
+    let mut new = Lock::default();
+    for report in reports {
+        let Some(entry) = file.extensions.get(&report.name) else {
+            continue;
+        };
+        let locked = match (report.status, &report.tree) {
+            (Status::Installed | Status::Updated, Some(tree)) => {
+                Record::load(dirs, &report.name).map(|r| lock_entry(entry, &r, tree))
+            }
+            _ => old.extensions.get(&report.name).cloned(),
+        };
+        if let Some(locked) = locked {
+            new.extensions.insert(report.name.clone(), locked);
+        }
+    }
+    let unchanged = project::read_text(&at.lock_file())
+        .ok()
+        .flatten()
+        .is_some_and(|text| text == new.to_text());
+    if !unchanged {
+        new.save(&at.lock_file())?;
+    }
+    Ok(())
+}
+
+fn summarize(reports: &[Report]) -> Summary {
+    let mut summary = Summary::default();
+    for report in reports {
+        match report.status {
+            Status::Installed | Status::WouldInstall => summary.installed += 1,
+            Status::Updated | Status::WouldUpdate => summary.updated += 1,
+            Status::UpToDate => summary.up_to_date += 1,
+            Status::Removed | Status::WouldRemove => summary.removed += 1,
+            Status::Failed => summary.failed += 1,
+        }
+    }
+    summary
+}
+
+fn summary_line(s: &Summary, dry_run: bool) -> String {
+    if s.installed + s.updated + s.removed + s.failed == 0 {
+        return "up to date".into();
+    }
+    let (install, update, remove) = if dry_run {
+        ("to install", "to update", "to remove")
+    } else {
+        ("installed", "updated", "removed")
+    };
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (s.installed, install),
+        (s.updated, update),
+        (s.up_to_date, "up to date"),
+        (s.removed, remove),
+        (s.failed, "failed"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    let tail = if dry_run {
+        " (dry run: nothing was changed)"
+    } else {
+        ""
+    };
+    format!("{}{tail}", parts.join(", "))
+}
+
+/// One line per extension: `+ clock 1.2.0 (3f2c1ab)`, `~ weather updated`, `= hello-py up
+/// to date`, `- old removed`, `! broken: <reason>`.
+fn line(r: &Report) -> String {
+    let name = printable(&r.name);
+    let version = r
+        .version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    let commit = r
+        .commit
+        .as_deref()
+        .map(|c| format!(" ({})", &c[..c.len().min(7)]))
+        .unwrap_or_default();
+    let why = r
+        .message
+        .as_deref()
+        .map(|m| format!(": {m}"))
+        .unwrap_or_default();
+    match r.status {
+        Status::Installed => format!("+ {name}{version}{commit}"),
+        Status::Updated => format!("~ {name} updated{version}{commit}{why}"),
+        Status::UpToDate => match r.message.as_deref() {
+            Some(changed) => format!("= {name} up to date ({changed})"),
+            None => format!("= {name} up to date"),
+        },
+        Status::Removed => format!("- {name} removed"),
+        Status::Failed => format!("! {name}{why}"),
+        Status::WouldInstall => format!("+ {name} would be installed"),
+        Status::WouldUpdate => format!("~ {name} would be updated{why}"),
+        Status::WouldRemove => format!("- {name} would be removed"),
+    }
+}
+
+/// A failure line on stderr, shown even with `--quiet` and `--json`.
+fn fail_line(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{}", crate::output::clean(text));
+}

@@ -1,0 +1,129 @@
+//! One extension installed from a source, the pipeline `install`, `add` and `sync` share:
+//! stage (copy or clone, validate), then place (carry the replaced copy's files over,
+//! publish tree, record and file list through the journal). Staging changes nothing in the
+//! extensions root, so a caller may stage several extensions, check them all, and place
+//! them only then.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+
+use crate::catalog::manifest::Manifest;
+use crate::output::Output;
+use crate::source::copy::LooseLink;
+use crate::source::fetch::{self, Staged};
+use crate::store::Store;
+use crate::store::carry::{self, Options, Plan};
+use crate::store::filelist::FileList;
+use crate::store::record::Record;
+
+/// What to install, and how.
+pub(crate) struct Request<'a> {
+    pub fetch: fetch::Request<'a>,
+    /// Replace an installed copy of the same name (carrying its files over); without it, an
+    /// installed copy is an error.
+    pub replace: bool,
+    pub carry: Options,
+    /// Place the tree exactly as fetched: `enabled` is not written into the staged manifest
+    /// (the caller sets it afterwards), so the file list's tree hash is the fetched tree's.
+    pub as_fetched: bool,
+    /// The tree hash the fetched tree must have (`sync --frozen`); a different one fails
+    /// before anything is placed.
+    pub expect_tree: Option<&'a str>,
+}
+
+/// A validated tree in staging, not placed yet.
+pub(crate) struct Ready {
+    pub staged: Staged,
+    carry: Options,
+    replace: bool,
+}
+
+/// What [`Ready::place`] did.
+pub(crate) struct Outcome {
+    pub manifest: Manifest,
+    pub record: Record,
+    pub outside_links: Vec<LooseLink>,
+    /// Whether the local source's own `.zot/` folder was left out of the copy.
+    pub left_out_project_state: bool,
+    pub dest: PathBuf,
+    /// An installed copy was replaced; then what was carried over, saved or overwritten.
+    pub carried: Option<Plan>,
+    /// The tree hash of the placed file list (what `zot ext info` shows as `tree_hash`).
+    pub tree: String,
+    /// The tree is in place but its record was not saved (the journal saves it next run).
+    pub record_error: Option<anyhow::Error>,
+}
+
+/// Stages `request` and places it: [`stage`] then [`Ready::place`].
+pub(crate) fn install_one(store: &Store, request: &Request, out: &Output) -> Result<Outcome> {
+    stage(store, request, out)?.place(store)
+}
+
+/// Copies or clones the source into staging and validates it; refuses an installed copy of
+/// the same name unless `replace`. Nothing in the extensions root changes.
+pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Ready> {
+    let staged = fetch::stage(store, &request.fetch, out)?;
+    refuse_existing(store, &staged.manifest.name, request.replace)?;
+    if let Some(want) = request.expect_tree {
+        let found = FileList::scan(&staged.staging.tree())?.tree_hash();
+        if found != want {
+            bail!("the fetched tree hashes to {found}, not {want} as locked; nothing was changed");
+        }
+    }
+    let mut carry = request.carry;
+    if request.as_fetched {
+        carry.enabled = Some(staged.manifest.enabled);
+    }
+    Ok(Ready {
+        staged,
+        carry,
+        replace: request.replace,
+    })
+}
+
+impl Ready {
+    /// Carries the replaced copy's files into the staged tree and publishes it atomically.
+    pub(crate) fn place(self, store: &Store) -> Result<Outcome> {
+        let Ready {
+            staged,
+            carry: options,
+            replace,
+        } = self;
+        let name = staged.manifest.name.clone();
+        let replaced = refuse_existing(store, &name, replace)?;
+        let dirs = store.dirs.clone();
+        let prepared = carry::prepare(store, &dirs, &staged.staging, &name, options)?;
+        let published = store.publish_listed(
+            &staged.staging,
+            &name,
+            replace,
+            &staged.record,
+            Some(&prepared.files),
+        )?;
+        let _ = store.rotate_backups(&name);
+        Ok(Outcome {
+            manifest: staged.manifest,
+            record: staged.record,
+            outside_links: staged.outside_links,
+            left_out_project_state: staged.left_out_project_state,
+            dest: published.dest,
+            carried: replaced.then_some(prepared.plan),
+            tree: prepared.files.tree_hash(),
+            record_error: published.record_error,
+        })
+    }
+}
+
+/// Fails when `name` is installed and `replace` is off; otherwise says whether an installed
+/// copy will be replaced.
+pub(crate) fn refuse_existing(store: &Store, name: &str, replace: bool) -> Result<bool> {
+    let exists = store.existing(name).is_some();
+    if exists && !replace {
+        bail!(
+            "extension \"{name}\" is already installed at {}; pass --force to replace it (nothing was changed)",
+            store.dirs.extension(name).display()
+        );
+    }
+    Ok(exists)
+}

@@ -1,0 +1,672 @@
+//! `zot ext sync` and `zot ext add`: a project file of extensions from a git daemon, smart
+//! HTTP and local folders, made to match, kept offline when nothing changed, `--frozen`
+//! against the lock, `--prune`, `--dry-run`, failures that leave the others in place, and
+//! `remove` of an extension the project file names.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::git_install::{served, zot};
+use crate::support::git_servers::{GitDaemon, HttpGit, Repo};
+use crate::support::{Env, manifest};
+
+/// A served root with the five repositories the project file of [`project_file`] names
+/// (`clock` tagged `v1` then moved on, `radio`, `mono` holding `ext/weather`, `news`), and
+/// the servers in front of it.
+struct World {
+    _tmp: TempDir,
+    clock: Repo,
+    radio: Repo,
+    daemon: Option<GitDaemon>,
+    http: Option<HttpGit>,
+    clock_v1: String,
+    radio_head: String,
+}
+
+fn extension_files(name: &str) -> Vec<(String, String)> {
+    vec![
+        ("extension.json".into(), manifest(name)),
+        ("run.sh".into(), "#!/bin/sh\nexit 0\n".into()),
+        ("rev.txt".into(), "one\n".into()),
+    ]
+}
+
+fn repo(root: &Path, name: &str, files: &[(String, String)]) -> Repo {
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    Repo::with_files(root, name, &files)
+}
+
+fn world() -> World {
+    let (tmp, root) = served();
+    let clock = repo(&root, "clock", &extension_files("clock"));
+    let clock_v1 = clock.head_commit();
+    clock.tag("v1");
+    clock.commit(&[("rev.txt", "two\n")]);
+    let radio = repo(&root, "radio", &extension_files("radio"));
+    let radio_head = radio.head_commit();
+    let weather: Vec<(String, String)> = extension_files("weather")
+        .into_iter()
+        .map(|(p, t)| (format!("ext/weather/{p}"), t))
+        .chain([("README".to_string(), "mono\n".to_string())])
+        .collect();
+    repo(&root, "mono", &weather);
+    repo(&root, "news", &extension_files("news"));
+    let daemon = GitDaemon::start(&root);
+    let http = HttpGit::start(&root);
+    World {
+        _tmp: tmp,
+        clock,
+        radio,
+        daemon: Some(daemon),
+        http: Some(http),
+        clock_v1,
+        radio_head,
+    }
+}
+
+impl World {
+    fn daemon_url(&self, name: &str) -> String {
+        self.daemon.as_ref().unwrap().url(name)
+    }
+
+    fn http_url(&self, name: &str) -> String {
+        self.http.as_ref().unwrap().url(name)
+    }
+
+    /// Stops both servers: from now on nothing can be fetched.
+    fn stop(&mut self) {
+        self.daemon = None;
+        self.http = None;
+    }
+}
+
+/// Six extensions: two over the git daemon (one pinned to a tag), two over smart HTTP (one
+/// in a subfolder), two local folders (one relative and disabled).
+fn project_file(env: &Env, world: &World) -> String {
+    let hello = env.project.join("tools/hello-py");
+    fs::create_dir_all(&hello).unwrap();
+    fs::write(hello.join("extension.json"), manifest("hello-py")).unwrap();
+    let notes = env.source("notes-src", "notes");
+    serde_json::to_string_pretty(&serde_json::json!({
+        "$schema": "https://example.com/extensions.schema.json",
+        "extensions": {
+            "clock": { "source": world.daemon_url("clock"), "ref": "v1" },
+            "radio": { "source": world.daemon_url("radio") },
+            "weather": { "source": world.http_url("mono"), "subdir": "ext/weather" },
+            "news": { "source": world.http_url("news") },
+            "hello-py": { "source": "./tools/hello-py", "enabled": false },
+            "notes": { "source": notes.display().to_string() },
+        }
+    }))
+    .unwrap()
+}
+
+fn write_project_file(env: &Env, text: &str) -> PathBuf {
+    let path = env.project.join(".zot/extensions.json");
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, text).unwrap();
+    path
+}
+
+fn lock(env: &Env) -> Value {
+    let text = fs::read_to_string(env.project.join(".zot/extensions.lock")).unwrap();
+    assert!(text.ends_with("}\n"), "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn rev(env: &Env, name: &str) -> String {
+    fs::read_to_string(env.project_root().join(name).join("rev.txt")).unwrap()
+}
+
+fn enabled(env: &Env, name: &str) -> bool {
+    let text = fs::read_to_string(env.project_root().join(name).join("extension.json")).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["enabled"] == true
+}
+
+const SIX: [&str; 6] = ["clock", "hello-py", "news", "notes", "radio", "weather"];
+
+#[test]
+fn first_sync_installs_six_and_a_second_one_is_offline_and_up_to_date() {
+    let mut world = world();
+    let env = Env::new();
+    write_project_file(&env, &project_file(&env, &world));
+
+    let done = zot(&env, &["ext", "sync", "--jobs", "3"]);
+    done.success()
+        .stdout_has("+ clock 1.0.0 (")
+        .stdout_has("+ weather 1.0.0 (")
+        .stdout_has("+ hello-py 1.0.0\n")
+        .stdout_has("6 installed\n");
+    let mut names: Vec<String> = fs::read_dir(env.project_root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, SIX);
+    assert_eq!(rev(&env, "clock"), "one\n", "the tag, not the moved branch");
+    assert!(!enabled(&env, "hello-py"));
+    assert!(enabled(&env, "notes"));
+    assert!(!env.project_root().join("weather/README").exists());
+
+    let lock = lock(&env);
+    assert_eq!(lock["version"], 1);
+    let entries = lock["extensions"].as_object().unwrap();
+    assert_eq!(entries.keys().collect::<Vec<_>>(), SIX);
+    assert_eq!(entries["clock"]["commit"], world.clock_v1.as_str());
+    assert_eq!(entries["clock"]["ref"], "v1");
+    assert_eq!(entries["weather"]["subdir"], "ext/weather");
+    assert_eq!(entries["hello-py"]["commit"], Value::Null);
+    assert_eq!(entries["hello-py"]["source"], "./tools/hello-py");
+    // The tree hash is the one info shows.
+    let info = zot(&env, &["ext", "info", "radio", "--json"]);
+    let shown = info.success().json().to_string();
+    let tree = entries["radio"]["tree"].as_str().unwrap();
+    assert!(
+        tree.starts_with("sha256:") && shown.contains(tree),
+        "{shown}"
+    );
+
+    world.stop();
+    let before = env.snapshot();
+    let again = zot(&env, &["ext", "sync"]);
+    again
+        .success()
+        .stdout_has("= clock up to date\n")
+        .stdout_has("= weather up to date\n")
+        .stdout_has("= hello-py up to date\n");
+    assert!(again.stdout.ends_with("\nup to date\n"), "{again:?}");
+    zot(&env, &["ext", "sync", "--frozen"])
+        .success()
+        .stdout_has("up to date");
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn frozen_installs_the_locked_commits_after_upstream_moved() {
+    let world = world();
+    let first = Env::new();
+    let file = project_file(&first, &world);
+    write_project_file(&first, &file);
+    zot(&first, &["ext", "sync"]).success();
+    world.radio.commit(&[("rev.txt", "moved\n")]);
+
+    // A checkout elsewhere: the same two files.
+    let other = Env::new();
+    let file = project_file(&other, &world);
+    write_project_file(&other, &file);
+    let lock_text = fs::read_to_string(first.project.join(".zot/extensions.lock")).unwrap();
+    // The local folders live in each checkout's own tree: only the git entries are copied.
+    fs::write(other.project.join(".zot/extensions.lock"), &lock_text).unwrap();
+    let mut file_json: Value = serde_json::from_str(&file).unwrap();
+    file_json["extensions"]["notes"]["source"] =
+        Value::String(first.work.join("notes-src").display().to_string());
+    write_project_file(&other, &file_json.to_string());
+
+    zot(&other, &["ext", "sync", "--frozen"])
+        .success()
+        .stdout_has("+ radio 1.0.0 (")
+        .stdout_has("6 installed");
+    assert_eq!(rev(&other, "radio"), "one\n");
+    assert_eq!(
+        lock(&other)["extensions"]["radio"]["commit"],
+        world.radio_head.as_str()
+    );
+    assert_eq!(
+        fs::read_to_string(other.project.join(".zot/extensions.lock")).unwrap(),
+        lock_text,
+        "--frozen leaves the lock as it is"
+    );
+}
+
+#[test]
+fn frozen_refuses_a_tree_that_does_not_hash_to_the_lock_and_changes_nothing() {
+    let world = world();
+    let env = Env::new();
+    write_project_file(&env, &project_file(&env, &world));
+    zot(&env, &["ext", "sync"]).success();
+    zot(&env, &["ext", "remove", "radio", "--yes", "--keep-in-file"])
+        .success()
+        .stdout_has("kept it in");
+    zot(&env, &["ext", "remove", "notes", "--yes", "--keep-in-file"]).success();
+    let path = env.project.join(".zot/extensions.lock");
+    let mut locked: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    locked["extensions"]["radio"]["tree"] = Value::String(format!("sha256:{}", "0".repeat(64)));
+    fs::write(&path, serde_json::to_string_pretty(&locked).unwrap() + "\n").unwrap();
+    let before = env.snapshot();
+
+    zot(&env, &["ext", "sync", "--frozen"])
+        .failure(1)
+        .stderr_has("radio: the fetched tree hashes to sha256:")
+        .stderr_has("nothing was changed");
+    assert_eq!(env.snapshot(), before, "notes was not installed either");
+}
+
+#[test]
+fn frozen_refuses_a_file_and_lock_that_disagree() {
+    let world = world();
+    let env = Env::new();
+    let file = project_file(&env, &world);
+    write_project_file(&env, &file);
+    zot(&env, &["ext", "sync"]).success();
+    let mut changed: Value = serde_json::from_str(&file).unwrap();
+    changed["extensions"]["clock"]["ref"] = Value::String("main".into());
+    changed["extensions"]
+        .as_object_mut()
+        .unwrap()
+        .remove("news");
+    write_project_file(&env, &changed.to_string());
+    let before = env.snapshot();
+    zot(&env, &["ext", "sync", "--frozen"])
+        .failure(1)
+        .stderr_has("clock: ref differs: the file says \"main\", the lock \"v1\"")
+        .stderr_has("news: in the lock but not in the project file");
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn drift_is_repaired_and_a_changed_ref_updates() {
+    let world = world();
+    let env = Env::new();
+    let file = project_file(&env, &world);
+    write_project_file(&env, &file);
+    zot(&env, &["ext", "sync"]).success();
+    fs::write(env.project_root().join("radio/rev.txt"), "edited\n").unwrap();
+    fs::write(env.project_root().join("radio/data.db"), "mine\n").unwrap();
+    let mut changed: Value = serde_json::from_str(&file).unwrap();
+    changed["extensions"]["clock"]["ref"] = Value::String("main".into());
+    changed["extensions"]["hello-py"]["enabled"] = Value::Bool(true);
+    write_project_file(&env, &changed.to_string());
+
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("~ radio updated 1.0.0 (")
+        .stdout_has("files changed since it was installed: rev.txt")
+        .stdout_has("~ clock updated 1.0.0 (")
+        .stdout_has("ref differs")
+        .stdout_has("= hello-py up to date (enabled)");
+    assert_eq!(rev(&env, "radio"), "one\n");
+    assert_eq!(
+        fs::read_to_string(env.project_root().join("radio/data.db")).unwrap(),
+        "mine\n",
+        "the extension's own data is carried over"
+    );
+    assert_eq!(rev(&env, "clock"), "two\n");
+    assert!(enabled(&env, "hello-py"));
+    assert_eq!(lock(&env)["extensions"]["clock"]["ref"], "main");
+    assert_eq!(
+        lock(&env)["extensions"]["clock"]["commit"],
+        world.clock.head_commit().as_str()
+    );
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
+}
+
+#[test]
+fn prune_removes_what_the_file_does_not_name_in_that_scope_only() {
+    let env = Env::new();
+    let keep = env.source("keep-src", "keep");
+    write_project_file(
+        &env,
+        &format!(
+            r#"{{"extensions": {{"keep": {{"source": "{}"}}}}}}"#,
+            keep.display()
+        ),
+    );
+    env.install_project(env.source("extra-src", "extra"));
+    env.install(env.source("global-src", "elsewhere"));
+    zot(&env, &["ext", "sync"]).success().stdout_lacks("extra");
+    assert!(
+        env.project_root().join("extra").exists(),
+        "kept without --prune"
+    );
+    zot(&env, &["ext", "sync", "--prune"])
+        .success()
+        .stdout_has("- extra removed")
+        .stdout_has("= keep up to date");
+    assert!(!env.project_root().join("extra").exists());
+    assert!(env.global_root().join("elsewhere").exists());
+}
+
+#[test]
+fn one_broken_source_fails_while_the_others_land() {
+    let env = Env::new();
+    let mut entries = serde_json::Map::new();
+    for name in ["a1", "a2", "a3", "a4"] {
+        let src = env.source(&format!("{name}-src"), name);
+        entries.insert(
+            name.into(),
+            serde_json::json!({ "source": src.display().to_string() }),
+        );
+    }
+    entries.insert(
+        "broken".into(),
+        serde_json::json!({ "source": env.work.join("missing").display().to_string() }),
+    );
+    let wrong = env.source("wrong-src", "other-name");
+    entries.insert(
+        "wrong".into(),
+        serde_json::json!({ "source": wrong.display().to_string() }),
+    );
+    write_project_file(
+        &env,
+        &serde_json::json!({ "extensions": entries }).to_string(),
+    );
+    let done = zot(&env, &["ext", "sync", "--jobs", "4"]);
+    done.failure(1)
+        .stderr_has("! broken: ")
+        .stderr_has("does not exist")
+        .stderr_has("! wrong: its extension.json names it \"other-name\", not \"wrong\"")
+        .stderr_has("2 of 6 extensions failed")
+        .stdout_has("+ a4 1.0.0\n")
+        .stdout_has("4 installed, 2 failed");
+    for name in ["a1", "a2", "a3", "a4"] {
+        assert!(env.project_root().join(name).exists(), "{name}");
+    }
+    let lock = lock(&env);
+    let names: Vec<&String> = lock["extensions"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["a1", "a2", "a3", "a4"]);
+}
+
+#[test]
+fn add_installs_and_creates_the_project_file_and_lock() {
+    let world = world();
+    let env = Env::new();
+    let tools = env.project.join("tools/hello");
+    fs::create_dir_all(&tools).unwrap();
+    fs::write(tools.join("extension.json"), manifest("hello")).unwrap();
+
+    zot(&env, &["ext", "add", "./tools/hello"])
+        .success()
+        .stdout_has("added hello 1.0.0 (project) to ");
+    zot(
+        &env,
+        &[
+            "ext",
+            "add",
+            &world.daemon_url("clock"),
+            "--ref",
+            "v1",
+            "--disabled",
+        ],
+    )
+    .success()
+    .stdout_has(&format!(
+        "added clock 1.0.0 ({}) (project, disabled)",
+        &world.clock_v1[..12]
+    ));
+    zot(
+        &env,
+        &[
+            "ext",
+            "add",
+            &format!("{}#ext/weather", world.http_url("mono")),
+        ],
+    )
+    .success();
+
+    let file: Value = serde_json::from_str(
+        &fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        file,
+        serde_json::json!({"extensions": {
+            "clock": {"source": world.daemon_url("clock"), "ref": "v1", "enabled": false},
+            "hello": {"source": "./tools/hello"},
+            "weather": {"source": world.http_url("mono"), "subdir": "ext/weather"},
+        }})
+    );
+    let lock = lock(&env);
+    assert_eq!(
+        lock["extensions"]["clock"]["commit"],
+        world.clock_v1.as_str()
+    );
+    assert!(!enabled(&env, "clock"));
+    // What add wrote is what sync wants: nothing to do.
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
+    zot(&env, &["ext", "add", "./tools/hello"])
+        .failure(1)
+        .stderr_has("already installed");
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_changes_nothing() {
+    let env = Env::new();
+    let src = env.source("one-src", "one");
+    write_project_file(
+        &env,
+        &format!(
+            r#"{{"extensions": {{"one": {{"source": "{}"}}}}}}"#,
+            src.display()
+        ),
+    );
+    let before = env.snapshot();
+    zot(&env, &["ext", "sync", "--dry-run"])
+        .success()
+        .stdout_has("+ one would be installed\n")
+        .stdout_has("1 to install (dry run: nothing was changed)");
+    let json = zot(&env, &["ext", "sync", "--dry-run", "--json"]);
+    let doc = json.success().schema_first();
+    assert_eq!(doc["extensions"][0]["status"], "would-install");
+    assert_eq!(doc["summary"]["installed"], 1);
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.project.join(".zot/extensions.lock").exists());
+    assert!(!env.project.join(".zot/.ext-store").exists());
+}
+
+#[test]
+fn unknown_fields_are_named_with_file_line_and_column() {
+    let env = Env::new();
+    let path = write_project_file(
+        &env,
+        "{\n  \"extensions\": {\n    \"one\": { \"source\": \"./one\", \"sorce\": \"x\" }\n  }\n}\n",
+    );
+    zot(&env, &["ext", "sync"])
+        .failure(1)
+        .stderr_one_line()
+        .stderr_has(&format!(
+            "{}:3:33: unknown field \"sorce\" in the entry \"one\"",
+            path.display()
+        ));
+    zot(&env, &["ext", "add", "./x"])
+        .failure(1)
+        .stderr_has(":3:33: unknown field");
+}
+
+#[test]
+fn remove_drops_the_entry_without_a_terminal_and_keeps_it_when_asked() {
+    let env = Env::new();
+    let a = env.source("a-src", "a");
+    let b = env.source("b-src", "b");
+    zot(&env, &["ext", "add", a.to_str().unwrap()]).success();
+    zot(&env, &["ext", "add", b.to_str().unwrap()]).success();
+    zot(&env, &["ext", "remove", "a", "--yes"])
+        .success()
+        .stdout_has("dropped it from");
+    zot(&env, &["ext", "remove", "b", "--yes", "--keep-in-file"])
+        .success()
+        .stdout_has("kept it in");
+    let file = fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap();
+    assert!(!file.contains("\"a\"") && file.contains("\"b\""), "{file}");
+    let names: Vec<String> = lock(&env)["extensions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(names, ["b"]);
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("+ b 1.0.0");
+}
+
+#[test]
+fn global_scope_uses_the_file_in_zot_home() {
+    let env = Env::new();
+    let src = env.source("g-src", "g");
+    zot(&env, &["ext", "add", "-g", src.to_str().unwrap()]).success();
+    assert!(env.home.join("extensions.json").exists());
+    assert!(env.home.join("extensions.lock").exists());
+    assert!(env.global_root().join("g").exists());
+    zot(&env, &["ext", "sync", "--global"])
+        .success()
+        .stdout_has("= g up to date");
+    zot(&env, &["ext", "sync"])
+        .failure(1)
+        .stderr_has("there is no project file");
+}
+
+/// One of two project files the kill test alternates between.
+fn variant(env: &Env, world: &World, second: bool) -> Value {
+    let notes = env.source("notes-src", "notes");
+    let hello = env.source("hello-src", "hello");
+    let mut extensions = serde_json::json!({
+        "clock": { "source": world.daemon_url("clock"), "ref": if second { "main" } else { "v1" } },
+        "radio": { "source": world.http_url("radio") },
+        "hello": { "source": hello.display().to_string(), "enabled": !second },
+    });
+    if !second {
+        extensions["notes"] = serde_json::json!({ "source": notes.display().to_string() });
+    }
+    serde_json::json!({ "extensions": extensions })
+}
+
+/// After a sync that ran to the end: the installed set, the enabled states and the lock are
+/// what the file says, and a second sync has nothing to do.
+#[track_caller]
+fn assert_converged(env: &Env, file: &Value, second: bool, attempt: &str) {
+    let again = zot(env, &["ext", "sync", "--prune"]);
+    assert!(
+        again.code == 0 && again.stdout.ends_with("\nup to date\n"),
+        "{attempt}: not converged:\n{again:?}"
+    );
+    let mut wanted: Vec<&String> = file["extensions"].as_object().unwrap().keys().collect();
+    wanted.sort();
+    let mut installed: Vec<String> = fs::read_dir(env.project_root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    installed.sort();
+    assert_eq!(installed.iter().collect::<Vec<_>>(), wanted, "{attempt}");
+    let lock = lock(env);
+    assert_eq!(
+        lock["extensions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        wanted,
+        "{attempt}"
+    );
+    assert_eq!(
+        rev(env, "clock"),
+        if second { "two\n" } else { "one\n" },
+        "{attempt}"
+    );
+    assert_eq!(enabled(env, "hello"), !second, "{attempt}");
+    let stray: Vec<String> = fs::read_dir(env.project.join(".zot"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".extensions."))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "{attempt}: temporary files left: {stray:?}"
+    );
+}
+
+#[test]
+fn sync_killed_at_random_moments_converges_on_the_next_run() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let world = world();
+    let env = Env::new();
+    // How long a sync that switches variants takes, undisturbed.
+    let mut longest = Duration::ZERO;
+    for second in [false, true, false] {
+        let file = variant(&env, &world, second);
+        write_project_file(&env, &file.to_string());
+        let started = Instant::now();
+        zot(&env, &["ext", "sync", "--prune"]).success();
+        longest = longest.max(started.elapsed());
+        assert_converged(&env, &file, second, "calibration");
+    }
+    // A fixed linear congruential sequence: the same kill moments on every run.
+    let mut seed: u64 = 0x5eed_1234;
+    let mut killed = 0;
+    let mut attempt = 0;
+    // At least 20 kills that land while sync runs (a kill after it ended does not count).
+    while killed < 20 && attempt < 80 {
+        attempt += 1;
+        let second = attempt % 2 == 0;
+        let file = variant(&env, &world, second);
+        write_project_file(&env, &file.to_string());
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let fraction = (seed >> 33) % 1000;
+        let delay = longest.mul_f64(fraction as f64 / 1100.0);
+        let mut cmd = env.zot(["ext", "sync", "--prune"]).cmd;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.code().is_none() {
+            killed += 1;
+        }
+        let name = format!("attempt {attempt} (kill after {delay:?})");
+        zot(&env, &["ext", "sync", "--prune"]).success();
+        assert_converged(&env, &file, second, &name);
+    }
+    assert!(
+        killed >= 20,
+        "only {killed} of {attempt} kills landed before the sync ended"
+    );
+}
+
+#[test]
+fn remove_at_a_terminal_asks_whether_to_drop_the_entry() {
+    let env = Env::new();
+    let a = env.source("a-src", "a");
+    let b = env.source("b-src", "b");
+    zot(&env, &["ext", "add", a.to_str().unwrap()]).success();
+    zot(&env, &["ext", "add", b.to_str().unwrap()]).success();
+    let kept = env.zot_in_terminal(&["ext", "remove", "a"], "y\nn\n");
+    assert!(
+        kept.stdout.contains("also drop a from") && kept.stdout.contains("kept it in"),
+        "{kept:?}"
+    );
+    let dropped = env.zot_in_terminal(&["ext", "remove", "b"], "y\ny\n");
+    assert!(dropped.stdout.contains("dropped it from"), "{dropped:?}");
+    let file = fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap();
+    assert!(file.contains("\"a\"") && !file.contains("\"b\""), "{file}");
+}
+
+#[test]
+fn add_never_writes_credentials_into_the_project_file() {
+    let env = Env::new();
+    zot(
+        &env,
+        &[
+            "ext",
+            "add",
+            "https://alice:s3cr3t-pw@127.0.0.1:9/clock.git",
+        ],
+    )
+    .failure(2)
+    .stderr_has("https://***@127.0.0.1:9/clock.git holds credentials")
+    .stderr_lacks("s3cr3t-pw");
+    assert!(!env.project.join(".zot/extensions.json").exists());
+}
