@@ -15,6 +15,7 @@ use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
 use crate::source::fetch::{self, Request, Staged};
 use crate::store::Store;
+use crate::store::cache::Cache;
 use crate::store::carry::{self, Plan};
 use crate::store::record::Record;
 
@@ -52,11 +53,13 @@ impl Run for InstallArgs {
         }
         let scope = self.scope.scope().unwrap_or(Scope::Global);
         let store = Store::open(ctx.layout.scope(scope))?;
+        let cache = fetch_cache(ctx, &source)?;
         let request = Request {
             source: &source,
             shown: &self.source,
             git_ref: self.git_ref.as_deref(),
             subdir: subdir.as_deref(),
+            cache: cache.as_ref(),
         };
         if let Some(name) = self.local_name(&store, &source) {
             self.refuse_existing(&store, &name)?;
@@ -198,5 +201,13 @@ fn shadow_note(ctx: &Context, layout: &Layout, name: &str, scope: Scope) {
             ),
         };
         ctx.out.note(&message);
+    }
+}
+
+/// The fetch cache, for a git source (a folder is copied as it is now).
+pub(super) fn fetch_cache(ctx: &Context, source: &Source) -> Result<Option<Cache>> {
+    match source {
+        Source::Git(_) => Ok(Some(Cache::open(&ctx.layout)?)),
+        Source::Path(_) => Ok(None),
     }
 }

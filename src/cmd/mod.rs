@@ -1,5 +1,6 @@
 //! One module per `zot` and `zot ext` subcommand, each implementing [`Run`] on its clap arguments.
 
+mod cache;
 mod call;
 mod completions;
 mod doctor;
@@ -12,6 +13,7 @@ mod new;
 mod remove;
 mod toggle;
 mod update;
+mod verify;
 
 use anyhow::Result;
 
@@ -50,6 +52,8 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::Update(args) => args.run(&ctx),
             ExtCommand::Link(args) => args.run(&ctx),
             ExtCommand::Info(args) => args.run(&ctx),
+            ExtCommand::Verify(args) => args.run(&ctx),
+            ExtCommand::Cache(args) => args.run(&ctx),
         },
         Command::Completions(args) => args.run(&ctx),
     }

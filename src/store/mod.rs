@@ -3,11 +3,12 @@
 //! instant a run is killed at, and cleanup after a killed run.
 //!
 //! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `files`,
-//! `pending`, `backup`)
+//! `pending`, `backup`, and in `$ZOT_HOME` the fetch cache `cache`, see [`cache`])
 //! is untrusted: it is opened without following symbolic links (see [`fsx`]), and
 //! anything there that is not what it must be is an error that names it.
 
 mod backup;
+pub(crate) mod cache;
 pub(crate) mod carry;
 pub(crate) mod filelist;
 mod journal;

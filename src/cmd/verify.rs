@@ -1,0 +1,298 @@
+//! `zot ext verify`: each installed extension's folder against the file list its install
+//! recorded (`store::filelist`, classified as carry-over classifies it), and against the
+//! scope's lock file where there is one.
+//!
+//! Only what the install placed counts: a placed file edited, deleted, or replaced by
+//! another kind of entry (a link, a folder, a special file) is a modification; files the
+//! install did not place are the extension's data ([`crate::store::carry`]) and never count.
+//! A manifest that differs only in `enabled` (`zot ext enable`/`disable`) is not modified.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use super::{Context, Run};
+use crate::catalog::paths::{Scope, ScopeDirs};
+use crate::catalog::{self, Installed};
+use crate::cli::VerifyArgs;
+use crate::fsx::bounded::{self, ReadError};
+use crate::output::{BAD, GOOD, WARN, printable};
+use crate::store::Store;
+use crate::store::carry::manifest_toggled_only;
+use crate::store::filelist::{self, EntryKind, FileList, Standing};
+
+/// The lock file's name beside a scope's extensions folder.
+const LOCK_FILE: &str = "extensions.lock";
+
+/// Longest lock file read.
+const MAX_LOCK: u64 = 16 << 20;
+
+// replaced by project::lock::Lock at merge
+/// The part of the lock file verify reads: each extension's tree hash.
+#[derive(Debug, Deserialize)]
+struct Lock {
+    extensions: BTreeMap<String, LockEntry>,
+}
+
+// replaced by project::lock::Lock at merge
+#[derive(Debug, Deserialize)]
+struct LockEntry {
+    tree: String,
+}
+
+/// How one extension stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Status {
+    /// As placed, and as locked where a lock file names it.
+    Ok,
+    /// A placed file was edited, deleted or replaced.
+    Modified,
+    /// Named in the lock file, not installed.
+    Missing,
+    /// As placed, but the lock records another tree.
+    DiffersFromLock,
+    /// Installed, the scope has a lock file, and it does not name the extension.
+    NotInLock,
+    /// No file list: copied in by hand, linked, or installed by an older zot ext.
+    NoFileList,
+    /// The folder could not be read.
+    Unreadable,
+}
+
+impl Status {
+    fn fails(self) -> bool {
+        matches!(
+            self,
+            Status::Modified | Status::Missing | Status::DiffersFromLock | Status::Unreadable
+        )
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Modified => "modified",
+            Status::Missing => "missing: in the lock file, not installed",
+            Status::DiffersFromLock => "differs from the lock: another tree is installed",
+            Status::NotInLock => "not in the lock",
+            Status::NoFileList => "no file list: cannot verify",
+            Status::Unreadable => "cannot be read",
+        }
+    }
+}
+
+/// One extension's verdict, as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct Report {
+    name: String,
+    scope: Scope,
+    /// The extension's folder (where it is or, for a missing one, would be).
+    dir: String,
+    status: Status,
+    /// Placed files edited or replaced (a folder with `/`).
+    changed: Vec<String>,
+    /// Placed files gone (a folder gone is named once, with `/`).
+    removed: Vec<String>,
+    /// The tree hash of what the install placed (its file list), if there is one.
+    tree_hash: Option<String>,
+    /// The tree hash the lock file records, if it names the extension.
+    lock_tree_hash: Option<String>,
+    /// Why the status is what it is, beyond the files (no file list, unreadable).
+    reason: Option<String>,
+}
+
+impl Report {
+    fn new(name: &str, scope: Scope, dir: &Path, status: Status) -> Report {
+        Report {
+            name: name.to_string(),
+            scope,
+            dir: dir.display().to_string(),
+            status,
+            changed: Vec::new(),
+            removed: Vec::new(),
+            tree_hash: None,
+            lock_tree_hash: None,
+            reason: None,
+        }
+    }
+}
+
+impl Run for VerifyArgs {
+    fn run(&self, ctx: &Context) -> Result<()> {
+        let scopes = self.scope.scopes();
+        for scope in Scope::ALL {
+            Store::tidy(ctx.layout.scope(scope))?;
+        }
+        let installed = catalog::scan(&ctx.layout, &scopes)?;
+        let mut reports = Vec::new();
+        for scope in &scopes {
+            let dirs = ctx.layout.scope(*scope);
+            let lock = load_lock(dirs)?;
+            let here: Vec<&Installed> = installed.iter().filter(|e| e.scope == *scope).collect();
+            for e in here.iter().filter(|e| self.wants(&e.dir_name, e.name())) {
+                let locked = lock.as_ref().map(|l| l.extensions.get(&e.dir_name));
+                reports.push(check(dirs, e, locked));
+            }
+            for (name, _) in lock.iter().flat_map(|l| &l.extensions) {
+                let present = here.iter().any(|e| e.dir_name == *name || e.name() == name);
+                if !present && self.wants(name, name) {
+                    let mut report =
+                        Report::new(name, *scope, &dirs.extension(name), Status::Missing);
+                    report.lock_tree_hash = lock.as_ref().map(|l| l.extensions[name].tree.clone());
+                    reports.push(report);
+                }
+            }
+        }
+        self.check_names(ctx, &reports)?;
+        print(ctx, &reports)?;
+        verdict(&reports)
+    }
+}
+
+impl VerifyArgs {
+    /// Whether the extension (folder `dir_name`, manifest name `name`) is asked for.
+    fn wants(&self, dir_name: &str, name: &str) -> bool {
+        self.names.is_empty() || self.names.iter().any(|n| n == dir_name || n == name)
+    }
+
+    /// A name that matched nothing is the catalog's "not installed" error (with the names
+    /// it is close to).
+    fn check_names(&self, ctx: &Context, reports: &[Report]) -> Result<()> {
+        for name in &self.names {
+            let matched = reports
+                .iter()
+                .any(|r| r.name == *name || Path::new(&r.dir).file_name() == Some(name.as_ref()));
+            if !matched {
+                catalog::find(&ctx.layout, name, self.scope.scope())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The lock file of `dirs`' scope; `None` when there is none.
+fn load_lock(dirs: &ScopeDirs) -> Result<Option<Lock>> {
+    let path = dirs.base.join(LOCK_FILE);
+    let shown = printable(&path.display().to_string());
+    let bytes = match bounded::read(&path, MAX_LOCK) {
+        Ok(bytes) => bytes,
+        Err(ReadError::Missing) => return Ok(None),
+        Err(e) => bail!("the lock file {shown} {e}"),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| anyhow!("the lock file {shown} is not valid: {e}; fix it or write it again with zot ext sync"))
+}
+
+/// Verifies one installed extension; `locked` is `None` without a lock file, `Some(None)`
+/// when the lock file does not name it.
+fn check(dirs: &ScopeDirs, e: &Installed, locked: Option<Option<&LockEntry>>) -> Report {
+    let mut report = Report::new(e.name(), dirs.scope, &e.dir, Status::Ok);
+    report.lock_tree_hash = locked.flatten().map(|l| l.tree.clone());
+    let list = match (&e.link_target, FileList::load(dirs, &e.dir_name)) {
+        (None, Some(list)) => list,
+        (linked, _) => {
+            report.status = Status::NoFileList;
+            report.reason = Some(if linked.is_some() {
+                "a linked working copy (zot ext link) has no file list".into()
+            } else {
+                "copied in by hand or installed by an older zot ext".into()
+            });
+            return report;
+        }
+    };
+    report.tree_hash = Some(list.tree_hash());
+    if let Err(e) = compare(&list, &e.dir, &mut report) {
+        report.status = Status::Unreadable;
+        report.reason = Some(format!("{e:#}"));
+        return report;
+    }
+    report.status = if !report.changed.is_empty() || !report.removed.is_empty() {
+        Status::Modified
+    } else {
+        match locked {
+            None => Status::Ok,
+            Some(None) => Status::NotInLock,
+            Some(Some(l)) if Some(&l.tree) == report.tree_hash.as_ref() => Status::Ok,
+            Some(Some(_)) => Status::DiffersFromLock,
+        }
+    };
+    report
+}
+
+/// Fills `report`'s changed and removed files: the folder at `dir` against `list`.
+fn compare(list: &FileList, dir: &Path, report: &mut Report) -> Result<()> {
+    let mut removed_dirs: Vec<Vec<u8>> = Vec::new();
+    for entry in list.classify(dir)? {
+        let shown = || {
+            let slash = if entry.kind == EntryKind::Dir { "/" } else { "" };
+            format!("{}{slash}", filelist::shown(&entry.path))
+        };
+        match entry.standing {
+            Standing::Unchanged | Standing::NotPlaced => {}
+            Standing::Edited if manifest_toggled_only(dir, Some(list), &entry) => {}
+            Standing::Edited => report.changed.push(shown()),
+            // A special file counts only where the install placed something.
+            Standing::Special if list.get(&entry.path).is_some() => report.changed.push(shown()),
+            Standing::Special => {}
+            Standing::Missing => {
+                let inside_removed = removed_dirs.iter().any(|d| {
+                    entry.path.len() > d.len()
+                        && entry.path.starts_with(d)
+                        && entry.path[d.len()] == b'/'
+                });
+                if !inside_removed {
+                    report.removed.push(shown());
+                }
+                if entry.kind == EntryKind::Dir {
+                    removed_dirs.push(entry.path.clone());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print(ctx: &Context, reports: &[Report]) -> Result<()> {
+    if ctx.out.json {
+        ctx.out
+            .json(&serde_json::json!({ "extensions": reports }))?;
+        return Ok(());
+    }
+    if reports.is_empty() {
+        ctx.out.note("no extensions installed and no lock file: nothing to verify");
+    }
+    for r in reports {
+        let style = match r.status {
+            Status::Ok => GOOD,
+            s if s.fails() => BAD,
+            _ => WARN,
+        };
+        let status = ctx.out.paint(style, r.status.words());
+        ctx.out
+            .say(&format!("{} ({}): {status}", printable(&r.name), r.scope))?;
+        for (what, paths) in [("changed", &r.changed), ("removed", &r.removed)] {
+            for path in paths {
+                ctx.out.say(&format!("  {what}: {path}"))?;
+            }
+        }
+        if let Some(reason) = &r.reason {
+            ctx.out.say(&format!("  {reason}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Exit 1 when any extension does not match.
+fn verdict(reports: &[Report]) -> Result<()> {
+    let failed = reports.iter().filter(|r| r.status.fails()).count();
+    if failed > 0 {
+        bail!(
+            "{failed} of {} extensions do not match what was installed or locked; see the report on stdout",
+            reports.len()
+        );
+    }
+    Ok(())
+}
