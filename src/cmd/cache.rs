@@ -7,7 +7,7 @@ use super::{Context, Run};
 use crate::cli::{CacheArgs, CacheCommand};
 use crate::fsx::bounded::human_size;
 use crate::output::printable;
-use crate::store::cache::{Cache, Stats};
+use crate::store::cache::Cache;
 
 /// `zot ext cache clean --json` output.
 #[derive(Debug, Serialize)]
@@ -29,15 +29,9 @@ impl Run for CacheArgs {
 }
 
 fn clean(ctx: &Context) -> Result<()> {
-    let cache = Cache::open_existing(&ctx.layout)?;
-    let stats = match &cache {
-        Some(cache) => cache.clean()?,
-        None => Stats::default(),
-    };
-    let dir = cache.as_ref().map_or_else(
-        || ctx.layout.global.state().join("cache"),
-        |c| c.path().to_path_buf(),
-    );
+    let cache = Cache::open(&ctx.layout)?;
+    let stats = cache.clean()?;
+    let dir = cache.path();
     if ctx.out.json {
         return Ok(ctx.out.json(&Cleaned {
             dir: dir.display().to_string(),

@@ -177,9 +177,9 @@ fn from_cache(cache: Option<&Cache>, git_ref: Option<&str>, dir: &Path) -> Resul
     }))
 }
 
-/// Fetches with git into `dir`, then puts the checkout in the cache. A checkout limited to
-/// a subfolder whose repository has submodules is not the whole tree and is not cached;
-/// a cache that cannot take it is only a note.
+/// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads.
+/// A checkout limited to a subfolder whose repository has submodules is not the whole tree
+/// and is not cached; a cache that cannot take it is only a note.
 fn fetch_and_cache(
     staging: &Staging,
     url: &GitUrl,
@@ -203,8 +203,14 @@ fn fetch_and_cache(
     );
     out.progress_done();
     let checkout = checkout?;
+    // Only a tree that installs (its manifest reads) is cached: a failed install leaves the
+    // store as it was.
     let whole = subdir.is_none() || fs::symlink_metadata(dir.join(".gitmodules")).is_err();
-    if let (Some(cache), true) = (request.cache, whole)
+    let installs = match subdir {
+        Some(sub) => real_subdir(dir, sub, "").is_ok_and(|p| manifest::read(&p).is_ok()),
+        None => manifest::read(dir).is_ok(),
+    };
+    if let (Some(cache), true, true) = (request.cache, whole, installs)
         && let Err(e) = cache.put(&checkout.commit, dir)
     {
         out.note(&format!("note: {e:#}; the next install fetches it again"));

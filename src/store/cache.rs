@@ -16,6 +16,7 @@
 //! without following links ([`crate::fsx::Folder`]), and a link or a file in its place is an
 //! error that names it.
 
+use std::cell::OnceCell;
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 use rustix::fs::{FileType, OFlags};
 
-use crate::catalog::paths::Layout;
+use crate::catalog::paths::{Layout, ScopeDirs};
 use crate::fsx::{Folder, unique_name};
 use crate::store::filelist::{EntryKind, FileList};
 use crate::store::{create_dir, lenient, open_state, state_error};
@@ -36,9 +37,13 @@ const CACHE: &str = "cache";
 /// Longest tree record read (`sha256:` and 64 hexadecimal digits).
 const MAX_RECORD: u64 = 256;
 
-/// The fetch cache, open.
+/// The fetch cache. The folder is made by the first put, so a command that only reads it
+/// changes nothing.
 pub(crate) struct Cache {
-    folder: Folder,
+    /// `$ZOT_HOME`'s scope, where the state folder is.
+    global: ScopeDirs,
+    /// The cache folder, once it exists.
+    folder: OnceCell<Folder>,
 }
 
 /// What [`Cache::clean`] removed.
@@ -51,47 +56,42 @@ pub(crate) struct Stats {
 }
 
 impl Cache {
-    /// Opens the cache of `layout`'s `$ZOT_HOME`, making it when missing.
+    /// Opens the cache of `layout`'s `$ZOT_HOME` (made by the first put when missing). A
+    /// link or a file in place of the state folder or the cache folder is an error.
     pub(crate) fn open(layout: &Layout) -> Result<Cache> {
-        create_dir(&layout.global.base)?;
-        let state = open_state(&layout.global, true)?.expect("created");
-        let folder = state
-            .sub(CACHE, true)
-            .map_err(|e| state_error(&state.path().join(CACHE), e))?
-            .expect("created");
-        Ok(Cache { folder })
+        let folder = OnceCell::new();
+        if let Some(existing) = existing(&layout.global)? {
+            let _ = folder.set(existing);
+        }
+        Ok(Cache {
+            global: layout.global.clone(),
+            folder,
+        })
     }
 
-    /// Opens the cache if there is one; `None` when it (or the state folder) is missing.
-    /// A link or a file in its place is an error.
-    pub(crate) fn open_existing(layout: &Layout) -> Result<Option<Cache>> {
-        let Some(state) = open_state(&layout.global, false)? else {
-            return Ok(None);
-        };
-        let folder = lenient(state.sub(CACHE, false), false)
-            .map_err(|e| state_error(&state.path().join(CACHE), e))?;
-        Ok(folder.map(|folder| Cache { folder }))
+    /// The cache folder (where it is or would be).
+    pub(crate) fn path(&self) -> PathBuf {
+        self.global.state().join(CACHE)
     }
 
     /// The cached tree of `commit`, after hashing it afresh against its record; `None` when
     /// there is none or it does not match (the entry is then deleted).
     pub(crate) fn get(&self, commit: &str) -> Result<Option<PathBuf>> {
-        if !is_commit_id(commit) {
-            return Ok(None);
-        }
-        let Some(recorded) = self.recorded(commit) else {
+        let Some(folder) = self.folder.get().filter(|_| is_commit_id(commit)) else {
             return Ok(None);
         };
-        let is_dir = self
-            .folder
+        let Some(recorded) = recorded(folder, commit) else {
+            return Ok(None);
+        };
+        let is_dir = folder
             .stat(commit)?
             .is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
-        let path = self.folder.path().join(commit);
+        let path = folder.path().join(commit);
         let fresh = is_dir.then(|| FileList::scan(&path).ok()).flatten();
         if fresh.is_some_and(|list| list.tree_hash() == recorded) {
             return Ok(Some(path));
         }
-        self.forget(commit);
+        forget(folder, commit);
         Ok(None)
     }
 
@@ -102,33 +102,35 @@ impl Cache {
         if !is_commit_id(commit) {
             return Err(anyhow!("\"{commit}\" is not a commit id"));
         }
-        if self.recorded(commit).is_some() && self.folder.stat(commit)?.is_some() {
+        let folder = self.made()?;
+        if recorded(&folder, commit).is_some() && folder.stat(commit)?.is_some() {
             return Ok(());
         }
         let list = FileList::scan(tree)?;
         let temp = unique_name(".put-");
-        let built = self.folder.create_dir(&temp).map_err(anyhow::Error::from);
+        let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
         let result = built.and_then(|dir| {
             copy_listed(&list, tree, &dir.join("tree"))?;
             fs::write(dir.join("record"), format!("{}\n", list.tree_hash()))?;
-            self.forget(commit);
-            self.folder
-                .rename_to(&format!("{temp}/tree"), &self.folder, commit)?;
-            self.folder
-                .rename_to(&format!("{temp}/record"), &self.folder, record_name(commit))?;
+            forget(&folder, commit);
+            folder.rename_to(&format!("{temp}/tree"), &folder, commit)?;
+            folder.rename_to(&format!("{temp}/record"), &folder, record_name(commit))?;
             Ok(())
         });
-        let _ = self.folder.remove(&temp);
-        result.with_context(|| format!("cannot cache {commit} in {}", self.folder.path().display()))
+        let _ = folder.remove(&temp);
+        result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
     }
 
     /// Deletes every entry (and what a killed put left); the cache folder stays.
     pub(crate) fn clean(&self) -> Result<Stats> {
         let mut stats = Stats::default();
-        for name in self.folder.names()? {
-            let path = self.folder.path().join(&name);
+        let Some(folder) = self.folder.get() else {
+            return Ok(stats);
+        };
+        for name in folder.names()? {
+            let path = folder.path().join(&name);
             let bytes = size_of(&path);
-            self.folder
+            folder
                 .remove(&name)
                 .with_context(|| format!("cannot delete {}", path.display()))?;
             if !name.as_bytes().starts_with(b".") && !name.as_bytes().ends_with(b".tree") {
@@ -139,27 +141,42 @@ impl Cache {
         Ok(stats)
     }
 
-    /// The cache folder.
-    pub(crate) fn path(&self) -> &Path {
-        self.folder.path()
+    /// The cache folder, made when missing.
+    fn made(&self) -> Result<Folder> {
+        if let Some(folder) = self.folder.get() {
+            return Ok(folder.try_clone()?);
+        }
+        create_dir(&self.global.base)?;
+        let state = open_state(&self.global, true)?.expect("created");
+        let folder = state
+            .sub(CACHE, true)
+            .map_err(|e| state_error(&state.path().join(CACHE), e))?
+            .expect("created");
+        let _ = self.folder.set(folder.try_clone()?);
+        Ok(folder)
     }
+}
 
-    /// The tree hash recorded for `commit`, if a readable record is there.
-    fn recorded(&self, commit: &str) -> Option<String> {
-        let bytes = self
-            .folder
-            .read_file(record_name(commit), MAX_RECORD)
-            .ok()??;
-        let text = String::from_utf8(bytes).ok()?;
-        let hash = text.trim();
-        hash.starts_with("sha256:").then(|| hash.to_string())
-    }
+/// The cache folder of `global` if it exists; a link or a file in its place is an error.
+fn existing(global: &ScopeDirs) -> Result<Option<Folder>> {
+    let Some(state) = open_state(global, false)? else {
+        return Ok(None);
+    };
+    lenient(state.sub(CACHE, false), false).map_err(|e| state_error(&state.path().join(CACHE), e))
+}
 
-    /// Deletes the entry of `commit`, record first (a tree without one is never served).
-    fn forget(&self, commit: &str) {
-        let _ = self.folder.unlink(record_name(commit));
-        let _ = self.folder.remove(commit);
-    }
+/// The tree hash recorded for `commit` in `folder`, if a readable record is there.
+fn recorded(folder: &Folder, commit: &str) -> Option<String> {
+    let bytes = folder.read_file(record_name(commit), MAX_RECORD).ok()??;
+    let text = String::from_utf8(bytes).ok()?;
+    let hash = text.trim();
+    hash.starts_with("sha256:").then(|| hash.to_string())
+}
+
+/// Deletes the entry of `commit`, record first (a tree without one is never served).
+fn forget(folder: &Folder, commit: &str) {
+    let _ = folder.unlink(record_name(commit));
+    let _ = folder.remove(commit);
 }
 
 fn record_name(commit: &str) -> String {
@@ -278,8 +295,9 @@ mod tests {
     fn a_tree_without_its_record_is_replaced() {
         let tmp = tempfile::tempdir().unwrap();
         let src = tree(tmp.path());
-        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        fs::create_dir(cache.path().join(COMMIT)).unwrap();
+        let home = tmp.path().join("home");
+        fs::create_dir_all(home.join(".ext-store/cache").join(COMMIT)).unwrap();
+        let cache = Cache::open(&layout(&home)).unwrap();
         assert!(cache.get(COMMIT).unwrap().is_none());
         cache.put(COMMIT, &src).unwrap();
         assert!(cache.get(COMMIT).unwrap().is_some());
@@ -294,7 +312,7 @@ mod tests {
         let stats = cache.clean().unwrap();
         assert_eq!(stats.entries, 1);
         assert_eq!(stats.bytes, 2 + 10 + 72);
-        assert!(cache.folder.is_empty().unwrap());
+        assert_eq!(fs::read_dir(cache.path()).unwrap().count(), 0);
     }
 
     #[test]
