@@ -225,6 +225,7 @@ fn check(dirs: &ScopeDirs, e: &Installed, locked: Option<Option<&LockEntry>>) ->
 /// Fills `report`'s changed and removed files: the folder at `dir` against `list`.
 fn compare(list: &FileList, dir: &Path, report: &mut Report) -> Result<()> {
     let mut removed_dirs: Vec<Vec<u8>> = Vec::new();
+    let mut replaced: Vec<Vec<u8>> = Vec::new();
     for entry in list.classify(dir)? {
         let shown = || {
             let slash = if entry.kind == EntryKind::Dir { "/" } else { "" };
@@ -234,9 +235,14 @@ fn compare(list: &FileList, dir: &Path, report: &mut Report) -> Result<()> {
             Standing::Unchanged | Standing::NotPlaced => {}
             Standing::Edited if manifest_toggled_only(dir, Some(list), &entry) => {}
             Standing::Edited => report.changed.push(shown()),
-            // A special file counts only where the install placed something.
-            Standing::Special if list.get(&entry.path).is_some() => report.changed.push(shown()),
+            // A special file counts only where the install placed something (which the
+            // classification also reports missing).
+            Standing::Special if list.get(&entry.path).is_some() => {
+                report.changed.push(shown());
+                replaced.push(entry.path.clone());
+            }
             Standing::Special => {}
+            Standing::Missing if replaced.contains(&entry.path) => {}
             Standing::Missing => {
                 let inside_removed = removed_dirs.iter().any(|d| {
                     entry.path.len() > d.len()
