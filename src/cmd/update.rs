@@ -371,7 +371,12 @@ impl UpdateArgs {
     ) -> Result<Status> {
         let record = job.record;
         let source = Source::parse(&record.source);
-        let cache = super::install::fetch_cache(ctx, &source)?;
+        // A dry run changes nothing, the cache included.
+        let cache = if self.dry_run {
+            None
+        } else {
+            super::install::fetch_cache(ctx, &source)?
+        };
         let request = Request {
             source: &source,
             shown: &record.source,
