@@ -292,10 +292,7 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "Check every installed extension against what its install placed (and the \
                  lock file, where the scope has one).",
             ),
-            (
-                "zot ext verify clock -p",
-                "Only the project's clock.",
-            ),
+            ("zot ext verify clock -p", "Only the project's clock."),
             (
                 "zot ext verify --json | jq -r '.extensions[] | select(.status != \"ok\") | .name'",
                 "The names of the extensions that are not ok.",

@@ -39,7 +39,11 @@ fn clean(ctx: &Context) -> Result<()> {
             bytes: stats.bytes,
         })?);
     }
-    let commits = if stats.entries == 1 { "commit" } else { "commits" };
+    let commits = if stats.entries == 1 {
+        "commit"
+    } else {
+        "commits"
+    };
     ctx.out.say(&format!(
         "cleaned {}: {} cached {commits}, {} freed",
         printable(&dir.display().to_string()),

@@ -83,6 +83,15 @@ impl Status {
     }
 }
 
+/// What the scope's lock file says about one installed extension.
+enum Locked<'a> {
+    /// The scope has no lock file.
+    NoLockFile,
+    /// The lock file does not name it.
+    Absent,
+    Entry(&'a LockEntry),
+}
+
 /// One extension's verdict, as `--json` prints it.
 #[derive(Debug, Serialize)]
 struct Report {
@@ -132,8 +141,14 @@ impl Run for VerifyArgs {
             let lock = load_lock(dirs)?;
             let here: Vec<&Installed> = installed.iter().filter(|e| e.scope == *scope).collect();
             for e in here.iter().filter(|e| self.wants(&e.dir_name, e.name())) {
-                let locked = lock.as_ref().map(|l| l.extensions.get(&e.dir_name));
-                reports.push(check(dirs, e, locked));
+                let locked = match &lock {
+                    None => Locked::NoLockFile,
+                    Some(l) => l
+                        .extensions
+                        .get(&e.dir_name)
+                        .map_or(Locked::Absent, Locked::Entry),
+                };
+                reports.push(check(dirs, e, &locked));
             }
             for (name, _) in lock.iter().flat_map(|l| &l.extensions) {
                 let present = here.iter().any(|e| e.dir_name == *name || e.name() == name);
@@ -181,16 +196,19 @@ fn load_lock(dirs: &ScopeDirs) -> Result<Option<Lock>> {
         Err(ReadError::Missing) => return Ok(None),
         Err(e) => bail!("the lock file {shown} {e}"),
     };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| anyhow!("the lock file {shown} is not valid: {e}; fix it or write it again with zot ext sync"))
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        anyhow!(
+            "the lock file {shown} is not valid: {e}; fix it or write it again with zot ext sync"
+        )
+    })
 }
 
-/// Verifies one installed extension; `locked` is `None` without a lock file, `Some(None)`
-/// when the lock file does not name it.
-fn check(dirs: &ScopeDirs, e: &Installed, locked: Option<Option<&LockEntry>>) -> Report {
+/// Verifies one installed extension.
+fn check(dirs: &ScopeDirs, e: &Installed, locked: &Locked) -> Report {
     let mut report = Report::new(e.name(), dirs.scope, &e.dir, Status::Ok);
-    report.lock_tree_hash = locked.flatten().map(|l| l.tree.clone());
+    if let Locked::Entry(entry) = locked {
+        report.lock_tree_hash = Some(entry.tree.clone());
+    }
     let list = match (&e.link_target, FileList::load(dirs, &e.dir_name)) {
         (None, Some(list)) => list,
         (linked, _) => {
@@ -213,10 +231,10 @@ fn check(dirs: &ScopeDirs, e: &Installed, locked: Option<Option<&LockEntry>>) ->
         Status::Modified
     } else {
         match locked {
-            None => Status::Ok,
-            Some(None) => Status::NotInLock,
-            Some(Some(l)) if Some(&l.tree) == report.tree_hash.as_ref() => Status::Ok,
-            Some(Some(_)) => Status::DiffersFromLock,
+            Locked::NoLockFile => Status::Ok,
+            Locked::Absent => Status::NotInLock,
+            Locked::Entry(l) if Some(&l.tree) == report.tree_hash.as_ref() => Status::Ok,
+            Locked::Entry(_) => Status::DiffersFromLock,
         }
     };
     report
@@ -228,22 +246,24 @@ fn compare(list: &FileList, dir: &Path, report: &mut Report) -> Result<()> {
     let mut replaced: Vec<Vec<u8>> = Vec::new();
     for entry in list.classify(dir)? {
         let shown = || {
-            let slash = if entry.kind == EntryKind::Dir { "/" } else { "" };
+            let slash = if entry.kind == EntryKind::Dir {
+                "/"
+            } else {
+                ""
+            };
             format!("{}{slash}", filelist::shown(&entry.path))
         };
         match entry.standing {
-            Standing::Unchanged | Standing::NotPlaced => {}
-            Standing::Edited if manifest_toggled_only(dir, Some(list), &entry) => {}
-            Standing::Edited => report.changed.push(shown()),
+            Standing::Edited if !manifest_toggled_only(dir, Some(list), &entry) => {
+                report.changed.push(shown());
+            }
             // A special file counts only where the install placed something (which the
             // classification also reports missing).
             Standing::Special if list.get(&entry.path).is_some() => {
                 report.changed.push(shown());
                 replaced.push(entry.path.clone());
             }
-            Standing::Special => {}
-            Standing::Missing if replaced.contains(&entry.path) => {}
-            Standing::Missing => {
+            Standing::Missing if !replaced.contains(&entry.path) => {
                 let inside_removed = removed_dirs.iter().any(|d| {
                     entry.path.len() > d.len()
                         && entry.path.starts_with(d)
@@ -256,6 +276,12 @@ fn compare(list: &FileList, dir: &Path, report: &mut Report) -> Result<()> {
                     removed_dirs.push(entry.path.clone());
                 }
             }
+            // As placed, the extension's own data, or only `enabled` toggled.
+            Standing::Unchanged
+            | Standing::NotPlaced
+            | Standing::Edited
+            | Standing::Special
+            | Standing::Missing => {}
         }
     }
     Ok(())
@@ -268,7 +294,8 @@ fn print(ctx: &Context, reports: &[Report]) -> Result<()> {
         return Ok(());
     }
     if reports.is_empty() {
-        ctx.out.note("no extensions installed and no lock file: nothing to verify");
+        ctx.out
+            .note("no extensions installed and no lock file: nothing to verify");
     }
     for r in reports {
         let style = match r.status {

@@ -16,7 +16,7 @@ use crate::source::copy::{self, LooseLink};
 use crate::source::git::{self, Checkout};
 use crate::source::{GitUrl, Source};
 use crate::store::cache::{Cache, is_commit_id};
-use crate::store::record::{Kind, RefKind, Record};
+use crate::store::record::{Kind, Record, RefKind};
 use crate::store::{Staging, Store};
 
 /// What to stage.
@@ -158,7 +158,11 @@ fn clone_into(
 
 /// The checkout of a pinned full commit id from the cache, copied to `dir`; `None` when
 /// the ref is not a full commit id or the cache does not hold it (or no cache is given).
-fn from_cache(cache: Option<&Cache>, git_ref: Option<&str>, dir: &Path) -> Result<Option<Checkout>> {
+fn from_cache(
+    cache: Option<&Cache>,
+    git_ref: Option<&str>,
+    dir: &Path,
+) -> Result<Option<Checkout>> {
     let (Some(cache), Some(commit)) = (cache, git_ref.map(str::to_ascii_lowercase)) else {
         return Ok(None);
     };

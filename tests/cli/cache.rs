@@ -54,7 +54,10 @@ fn a_commit_installed_twice_is_fetched_once() {
     install_in(&env, &second, &url, &commit);
     assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
     let installed = second.join(".zot/extensions/cached");
-    assert_eq!(fs::read_to_string(installed.join("rev.txt")).unwrap(), "two\n");
+    assert_eq!(
+        fs::read_to_string(installed.join("rev.txt")).unwrap(),
+        "two\n"
+    );
     let record: serde_json::Value = serde_json::from_str(
         &fs::read_to_string(second.join(".zot/.ext-store/sources/cached.json")).unwrap(),
     )

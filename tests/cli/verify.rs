@@ -194,7 +194,10 @@ fn a_lock_file_names_missing_and_unlocked_extensions() {
     // Another tree than the lock's.
     write_lock(
         &env,
-        &[("hello", "sha256:1234"), ("other", &tree_hash(&base, "other"))],
+        &[
+            ("hello", "sha256:1234"),
+            ("other", &tree_hash(&base, "other")),
+        ],
     );
     let done = verify(&env, &["-p", "--json"]);
     done.failure(1);
