@@ -33,8 +33,12 @@ const MAX_LOCK: u64 = 16 << 20;
 /// The part of the lock file verify reads: each extension's tree hash.
 #[derive(Debug, Deserialize)]
 struct Lock {
+    version: u32,
     extensions: BTreeMap<String, LockEntry>,
 }
+
+/// The lock file format verify reads.
+const LOCK_VERSION: u32 = 1;
 
 // replaced by project::lock::Lock at merge
 #[derive(Debug, Deserialize)]
@@ -196,11 +200,18 @@ fn load_lock(dirs: &ScopeDirs) -> Result<Option<Lock>> {
         Err(ReadError::Missing) => return Ok(None),
         Err(e) => bail!("the lock file {shown} {e}"),
     };
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+    let lock: Lock = serde_json::from_slice(&bytes).map_err(|e| {
         anyhow!(
             "the lock file {shown} is not valid: {e}; fix it or write it again with zot ext sync"
         )
-    })
+    })?;
+    if lock.version != LOCK_VERSION {
+        bail!(
+            "the lock file {shown} has version {}, which this zot ext does not read (it reads {LOCK_VERSION}); update zot ext",
+            lock.version
+        );
+    }
+    Ok(Some(lock))
 }
 
 /// Verifies one installed extension.

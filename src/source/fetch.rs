@@ -172,8 +172,11 @@ fn from_cache(
     let Some(cached) = cache.get(&commit)? else {
         return Ok(None);
     };
-    copy::copy(&cached, dir, &mut |_| {})
-        .with_context(|| format!("cannot copy {} from the fetch cache", short(&commit)))?;
+    // An entry deleted meanwhile (`cache clean` in another shell) is fetched after all.
+    if copy::copy(&cached, dir, &mut |_| {}).is_err() {
+        let _ = fs::remove_dir_all(dir);
+        return Ok(None);
+    }
     Ok(Some(Checkout {
         commit,
         ref_kind: RefKind::Commit,

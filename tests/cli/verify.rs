@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::git_install::bounded;
 use crate::support::hostile::mkfifo;
 use crate::support::{Done, Env};
 
@@ -27,10 +28,12 @@ fn install_hello(env: &Env, project: bool) -> PathBuf {
     }
 }
 
+/// `zot ext verify <args>`, killed (and failed) if it does not finish in time: a run that
+/// opened a named pipe would block.
 fn verify(env: &Env, args: &[&str]) -> Done {
     let mut all = vec!["ext", "verify"];
     all.extend_from_slice(args);
-    env.zot(all).output()
+    bounded(env.zot(&all), &all)
 }
 
 /// The tree hash the install recorded for `name` in the scope whose base is `base`.
@@ -119,7 +122,6 @@ fn a_link_replaced_by_a_file_and_a_file_by_a_pipe_are_changed() {
     fs::write(dir.join("run"), "#!/bin/sh\n").unwrap();
     fs::remove_file(dir.join("lib/code.txt")).unwrap();
     mkfifo(&dir.join("lib/code.txt"));
-    // Bounded by the harness: a read of the pipe would block for ever.
     verify(&env, &[])
         .failure(1)
         .stdout_is("hello (global): modified\n  changed: lib/code.txt\n  changed: run\n");
@@ -211,10 +213,23 @@ fn a_lock_file_names_missing_and_unlocked_extensions() {
 fn an_invalid_lock_file_is_an_error_naming_it() {
     let env = Env::new();
     install_hello(&env, true);
-    fs::write(env.project.join(".zot/extensions.lock"), "{ nope").unwrap();
+    let lock = env.project.join(".zot/extensions.lock");
+    fs::write(&lock, "{ nope").unwrap();
     verify(&env, &["-p"])
         .failure(1)
         .stderr_has("extensions.lock is not valid")
+        .stderr_one_line();
+    fs::write(&lock, r#"{"version": 2, "extensions": {}}"#).unwrap();
+    verify(&env, &["-p"])
+        .failure(1)
+        .stderr_has("has version 2")
+        .stderr_one_line();
+    // A named pipe is refused, never read.
+    fs::remove_file(&lock).unwrap();
+    mkfifo(&lock);
+    verify(&env, &["-p"])
+        .failure(1)
+        .stderr_has("extensions.lock is a named pipe")
         .stderr_one_line();
 }
 
