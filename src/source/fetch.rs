@@ -129,7 +129,7 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let checkout = match from_cache(request.cache, git_ref, &checkout_dir)? {
+    let checkout = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
         Some(checkout) => checkout,
         None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
     };
@@ -156,9 +156,11 @@ fn clone_into(
     Ok((manifest, record, outside_links))
 }
 
-/// The checkout of a pinned full commit id from the cache, copied to `dir`; `None` when
-/// the ref is not a full commit id or the cache does not hold it (or no cache is given).
+/// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
+/// scratch folder of `staging`, so a failed copy leaves `dir` free); `None` when the ref is
+/// not a full commit id, no cache is given, or the cache does not hold it.
 fn from_cache(
+    staging: &Staging,
     cache: Option<&Cache>,
     git_ref: Option<&str>,
     dir: &Path,
@@ -172,11 +174,14 @@ fn from_cache(
     let Some(cached) = cache.get(&commit)? else {
         return Ok(None);
     };
-    // An entry deleted meanwhile (`cache clean` in another shell) is fetched after all.
-    if copy::copy(&cached, dir, &mut |_| {}).is_err() {
-        let _ = fs::remove_dir_all(dir);
+    // An entry deleted meanwhile (`cache clean` in another shell) is fetched after all; the
+    // half copy goes with the staging folder.
+    let copied = staging.scratch("cached");
+    if copy::copy(&cached, &copied, &mut |_| {}).is_err() {
         return Ok(None);
     }
+    fs::rename(&copied, dir)
+        .with_context(|| format!("cannot move {} into staging", copied.display()))?;
     Ok(Some(Checkout {
         commit,
         ref_kind: RefKind::Commit,
@@ -210,8 +215,7 @@ fn fetch_and_cache(
     );
     out.progress_done();
     let checkout = checkout?;
-    // Only a tree that installs (its manifest reads) is cached: a failed install leaves the
-    // store as it was.
+    // Only a tree that can install (its manifest reads) is cached.
     let whole = subdir.is_none() || fs::symlink_metadata(dir.join(".gitmodules")).is_err();
     let installs = match subdir {
         Some(sub) => real_subdir(dir, sub, "").is_ok_and(|p| manifest::read(&p).is_ok()),
