@@ -6,8 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::git_install::{extension_repo, served};
-use crate::support::git_servers::HttpGit;
-use crate::support::{Done, Env};
+use crate::support::git_servers::{HttpGit, Repo};
+use crate::support::{Done, Env, manifest};
 
 /// Requests that fetch objects (`POST .../git-upload-pack`) so far.
 fn uploads(http: &HttpGit) -> usize {
@@ -74,6 +74,49 @@ fn a_commit_installed_twice_is_fetched_once() {
         serde_json::from_str::<serde_json::Value>(&list).unwrap()["tree_hash"].clone()
     };
     assert_eq!(hash(&env.project), hash(&second));
+}
+
+#[test]
+fn the_whole_tree_is_cached_so_another_subfolder_needs_no_fetch() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = Repo::with_files(
+        &root,
+        "mono",
+        &[
+            ("ext/one/extension.json", &manifest("one")),
+            ("ext/one/run.sh", "#!/bin/sh\n"),
+            ("ext/two/extension.json", &manifest("two")),
+            ("ext/two/run.sh", "#!/bin/sh\n"),
+        ],
+    );
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("mono");
+    let install = |subdir: &str| {
+        env.zot([
+            "ext",
+            "install",
+            &url,
+            "--ref",
+            &commit,
+            "--subdir",
+            subdir,
+            "--project",
+        ])
+        .ok();
+    };
+    install("ext/one");
+    let requests = http.requests().len();
+    assert!(
+        cached(&env, &commit)
+            .join("ext/two/extension.json")
+            .exists()
+    );
+    install("ext/two");
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    assert!(env.project_root().join("two/run.sh").exists());
+    assert!(!env.project_root().join("two/ext").exists());
 }
 
 #[test]
