@@ -72,8 +72,8 @@ fn with_examples(cmd: clap::Command, path: &str) -> clap::Command {
 /// scope, $ZOT_HOME/extensions/: install, new and link add them; list and info show them;
 /// enable, disable, update and remove change them; logs, doctor and call look inside them;
 /// add records one in the project file .zot/extensions.json and sync makes the installed set
-/// match that file and its lock.
-/// zot completions prints the shell completion script.
+/// match that file and its lock; verify checks them against their file lists and lock file,
+/// and cache clean empties the fetch cache. zot completions prints the shell completion script.
 ///
 /// zot shares its name with the zot agent: any other command line (zot --ext ./x, and with
 /// the agent installed also the bare zot, --help and --version) is handed to the agent,
@@ -111,7 +111,9 @@ Extension commands:
   zot ext link <path>             Register a working copy as an extension, by symbolic link
   zot ext info <name>             Show where an extension came from and which copy wins
   zot ext add <path|git-url>      Install an extension and record it in the project file
-  zot ext sync                    Make the installed extensions match the project file";
+  zot ext sync                    Make the installed extensions match the project file
+  zot ext verify [<name>...]      Check installed files against their file lists and lock file
+  zot ext cache clean             Empty the fetch cache of git commits";
 
 /// Flags accepted by every subcommand, listed after its own under their own heading.
 #[derive(Debug, Clone, Args)]
@@ -156,7 +158,9 @@ pub enum Command {
     /// its log, doctor checks it by starting it as zot does, and call runs one of its
     /// commands or tools without the agent. add installs one and records it in the project
     /// file (.zot/extensions.json); sync installs, updates and removes until the installed
-    /// set matches that file and its lock (.zot/extensions.lock).
+    /// set matches that file and its lock (.zot/extensions.lock). verify checks the installed
+    /// files against what the install placed and the lock file records; cache clean empties
+    /// the fetch cache.
     ///
     /// Extensions live in two scopes: the project scope, ./.zot/extensions/<name>/ under the
     /// current directory, and the global scope, $ZOT_HOME/extensions/<name>/. A project copy
@@ -329,6 +333,53 @@ pub enum ExtCommand {
     /// anything is placed; any disagreement changes nothing and exits 1. --dry-run prints
     /// the plan and changes nothing.
     Sync(SyncArgs),
+    /// Check installed extensions against their file lists and the lock file
+    ///
+    /// For each named extension (every installed one when none is named), compares the files
+    /// in its folder with the file list its install recorded: a file the install placed that
+    /// was edited, deleted, or replaced (by a link, a folder or a special file) makes it
+    /// modified. Files the install did not place are the extension's own data (state,
+    /// caches) and never count. Where the scope has a lock file (extensions.lock beside its
+    /// extensions folder), the tree hash of each install is compared with the lock's, an
+    /// extension the lock names but that is not installed is missing, and one installed but
+    /// not in the lock is noted. An extension without a file list (copied in by hand, linked,
+    /// or installed by an older zot ext) cannot be verified and is said so. Links are never
+    /// followed and special files never opened. Exits 1 on any mismatch.
+    Verify(VerifyArgs),
+    /// Manage the fetch cache of git commits
+    ///
+    /// Git installs keep each commit they fetch in $ZOT_HOME/.ext-store/cache/, so installing
+    /// the same commit again (into any project or the global scope, with --ref <commit>)
+    /// needs no network. An entry is used only when its files still hash to the tree hash
+    /// recorded with it. cache clean deletes every entry.
+    #[command(arg_required_else_help = true)]
+    Cache(CacheArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Extensions to verify, by name (default: every installed one)
+    #[arg(value_name = "NAME", add = names(Offer::Installed))]
+    pub names: Vec<String>,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
+}
+
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub command: CacheCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Delete every entry of the fetch cache
+    ///
+    /// Deletes everything in $ZOT_HOME/.ext-store/cache/ (never through a link: a link in its
+    /// place is an error) and says how many commits and bytes were freed. Installed
+    /// extensions are not touched; the next install of a commit fetches it again.
+    Clean,
 }
 
 #[derive(Debug, Args)]
@@ -761,7 +812,7 @@ mod tests {
         let ext = cmd.find_subcommand("ext").unwrap();
         let scoped = [
             "list", "install", "remove", "enable", "disable", "update", "new", "link", "info",
-            "doctor",
+            "doctor", "verify",
         ];
         for name in scoped {
             let sub = ext.find_subcommand(name).unwrap();
@@ -775,7 +826,7 @@ mod tests {
                 assert_eq!(arg.get_short(), short, "{name} --{long}");
             }
         }
-        for name in ["logs", "call"] {
+        for name in ["logs", "call", "cache"] {
             let sub = ext.find_subcommand(name).unwrap();
             assert!(
                 !sub.get_arguments().any(|a| a.get_long() == Some("scope")),

@@ -302,6 +302,21 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "zot ext verify",
+        &[
+            (
+                "zot ext verify",
+                "Check every installed extension against what its install placed (and the \
+                 lock file, where the scope has one).",
+            ),
+            ("zot ext verify clock -p", "Only the project's clock."),
+            (
+                "zot ext verify --json | jq -r '.extensions[] | select(.status != \"ok\") | .name'",
+                "The names of the extensions that are not ok.",
+            ),
+        ],
+    ),
+    (
         "zot ext sync",
         &[
             (
@@ -319,6 +334,32 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             (
                 "zot ext sync --prune --jobs 8",
                 "Also remove project extensions the file does not name; fetch 8 at a time.",
+            ),
+        ],
+    ),
+    (
+        "zot ext cache",
+        &[
+            (
+                "zot ext cache clean",
+                "Delete every fetched commit kept in $ZOT_HOME/.ext-store/cache/.",
+            ),
+            (
+                "zot ext cache clean --json",
+                "The same, saying how many commits and bytes were freed as JSON.",
+            ),
+        ],
+    ),
+    (
+        "zot ext cache clean",
+        &[
+            (
+                "zot ext cache clean",
+                "Delete every fetched commit kept in $ZOT_HOME/.ext-store/cache/.",
+            ),
+            (
+                "zot ext cache clean -q",
+                "The same, printing nothing but errors.",
             ),
         ],
     ),
@@ -428,6 +469,17 @@ pub const FILES: &[(&str, &str)] = &[
          backup/<name>/<time>/ (what update and install --force saved; the last 3 kept) and \
          pending/, a journal that is empty except while a change is being made. Never followed \
          through a symbolic link: a link there is an error naming it.",
+    ),
+    (
+        "$ZOT_HOME/.ext-store/cache/",
+        "The fetch cache: <commit>/ the checked-out tree of each git commit fetched, and \
+         <commit>.tree its tree hash; used only while the files still hash to it. Emptied by \
+         zot ext cache clean.",
+    ),
+    (
+        "extensions.lock",
+        "Beside each extensions folder (./.zot/ and $ZOT_HOME/): the lock file, read by \
+         zot ext verify: each extension's source, ref, commit and tree hash.",
     ),
 ];
 
@@ -664,7 +716,25 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "2",
-                "--ref for a folder source, or a subfolder given twice (--subdir and URL#path).",
+                "--ref for a folder source, a subfolder given twice (--subdir and URL#path), or a \
+                 URL with credentials (they are never written into the project file).",
+            ),
+        ],
+    ),
+    (
+        "zot ext verify",
+        &[
+            (
+                "0",
+                "Also when an extension is not in the lock file, or has no file list (it \
+                 cannot be verified; the report says so), and when nothing is installed.",
+            ),
+            (
+                "1",
+                "A file an install placed was edited, deleted or replaced; an extension the \
+                 lock file names is not installed; an installed tree is not the one the lock \
+                 file records; an extension folder or the lock file cannot be read; or a \
+                 named extension is neither installed nor in the lock file.",
             ),
         ],
     ),
@@ -679,6 +749,18 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             ("2", "--jobs is not a number of at least 1."),
         ],
+    ),
+    (
+        "zot ext cache",
+        &[("2", "Without a subcommand: the help is printed instead.")],
+    ),
+    (
+        "zot ext cache clean",
+        &[(
+            "1",
+            "The cache folder, or the state folder holding it, is a symbolic link or not a \
+             folder, or an entry cannot be deleted.",
+        )],
     ),
     (
         "zot completions",

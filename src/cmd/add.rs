@@ -54,12 +54,14 @@ impl Run for AddArgs {
         let mut locked = Lock::load(&at.lock_file())?.unwrap_or_default();
         let (source, subdir) = self.source_and_subdir()?;
         let store = Store::open(ctx.layout.scope(scope))?;
+        let cache = super::install::fetch_cache(ctx, &source)?;
         let request = install::Request {
             fetch: fetch::Request {
                 source: &source,
                 shown: &self.source,
                 git_ref: self.git_ref.as_deref(),
                 subdir: subdir.as_deref(),
+                cache: cache.as_ref(),
             },
             replace: false,
             carry: crate::store::carry::Options::default(),

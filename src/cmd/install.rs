@@ -14,6 +14,7 @@ use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
 use crate::source::fetch::{self, Request};
 use crate::store::Store;
+use crate::store::cache::Cache;
 use crate::store::carry::Plan;
 use crate::store::install;
 use crate::store::record::Record;
@@ -56,6 +57,7 @@ impl Run for InstallArgs {
         if let Some(note) = &on_disk.note {
             ctx.out.note(note);
         }
+        let cache = fetch_cache(ctx, &source)?;
         let shown = match &source {
             Source::Path(path) => path.display().to_string(),
             Source::Git(_) => self.source.clone(),
@@ -66,6 +68,7 @@ impl Run for InstallArgs {
                 shown: &shown,
                 git_ref: self.git_ref.as_deref(),
                 subdir: subdir.as_deref(),
+                cache: cache.as_ref(),
             },
             replace: self.force,
             carry: self.carry.options(),
@@ -182,5 +185,13 @@ fn shadow_note(ctx: &Context, layout: &Layout, name: &str, scope: Scope) {
             ),
         };
         ctx.out.note(&message);
+    }
+}
+
+/// The fetch cache, for a git source (a folder is copied as it is now).
+pub(super) fn fetch_cache(ctx: &Context, source: &Source) -> Result<Option<Cache>> {
+    match source {
+        Source::Git(_) => Ok(Some(Cache::open(&ctx.layout)?)),
+        Source::Path(_) => Ok(None),
     }
 }

@@ -1,6 +1,7 @@
 //! One module per `zot` and `zot ext` subcommand, each implementing [`Run`] on its clap arguments.
 
 mod add;
+mod cache;
 mod call;
 mod completions;
 mod doctor;
@@ -14,6 +15,7 @@ mod remove;
 mod sync;
 mod toggle;
 mod update;
+mod verify;
 
 use anyhow::Result;
 
@@ -54,6 +56,8 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::Info(args) => args.run(&ctx),
             ExtCommand::Add(args) => args.run(&ctx),
             ExtCommand::Sync(args) => args.run(&ctx),
+            ExtCommand::Verify(args) => args.run(&ctx),
+            ExtCommand::Cache(args) => args.run(&ctx),
         },
         Command::Completions(args) => args.run(&ctx),
     }

@@ -32,6 +32,7 @@ use crate::project::{self, ProjectFile, Where};
 use crate::source::Source;
 use crate::source::fetch;
 use crate::store::Store;
+use crate::store::cache::Cache;
 use crate::store::filelist::{FileList, Standing};
 use crate::store::install::{self, Ready};
 use crate::store::record::Record;
@@ -135,7 +136,7 @@ impl Run for SyncArgs {
         }
         let store = Store::open(dirs)?;
         let items = self.plan(ctx, &at, dirs, &file, &lock)?;
-        let reports = self.apply(&at, &store, &items)?;
+        let reports = self.apply(&at, &store, &items, &ctx.layout.global)?;
         if !self.frozen {
             save_lock(&at, &store.dirs, &lock, &file, &reports)?;
         }
@@ -177,7 +178,13 @@ impl SyncArgs {
 
     /// Stages every extension to fetch in parallel, then (with `--frozen`, only when every
     /// one staged and checked out) places them, sets enabled states and prunes.
-    fn apply(&self, at: &Where, store: &Store, items: &[Item]) -> Result<Vec<Report>> {
+    fn apply(
+        &self,
+        at: &Where,
+        store: &Store,
+        items: &[Item],
+        global: &ScopeDirs,
+    ) -> Result<Vec<Report>> {
         let fetching: Vec<&Item> = items
             .iter()
             .filter(|i| matches!(i.action, Action::Install | Action::Update))
@@ -186,7 +193,7 @@ impl SyncArgs {
             || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             usize::from,
         );
-        let staged = stage_all(at, store, &fetching, jobs, self.frozen);
+        let staged = stage_all(at, store, &fetching, jobs, self.frozen, global);
         if self.frozen && staged.iter().any(Result::is_err) {
             let problems: Vec<String> = fetching
                 .iter()
@@ -415,6 +422,7 @@ fn stage_all(
     items: &[&Item],
     jobs: usize,
     frozen: bool,
+    global: &ScopeDirs,
 ) -> Vec<Result<Ready>> {
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Result<Ready>>>> =
@@ -427,7 +435,7 @@ fn stage_all(
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(index) else { break };
-                    let staged = stage_one(at, store, item, frozen, &silent);
+                    let staged = stage_one(at, store, item, frozen, global, &silent);
                     *results[index].lock().expect("not poisoned") = Some(staged);
                 }
             });
@@ -441,7 +449,14 @@ fn stage_all(
 
 /// Fetches one extension: the locked commit when the lock agrees with the file (the ref
 /// otherwise), checked against the locked tree hash with `--frozen`.
-fn stage_one(at: &Where, store: &Store, item: &Item, frozen: bool, out: &Output) -> Result<Ready> {
+fn stage_one(
+    at: &Where,
+    store: &Store,
+    item: &Item,
+    frozen: bool,
+    global: &ScopeDirs,
+    out: &Output,
+) -> Result<Ready> {
     let entry = item.entry.as_ref().expect("an entry to install");
     let resolved = at.resolve(&entry.source);
     let source = Source::parse_on_disk(&resolved).source;
@@ -450,12 +465,17 @@ fn stage_one(at: &Where, store: &Store, item: &Item, frozen: bool, out: &Output)
         Source::Git(_) => pinned.or_else(|| entry.git_ref.clone()),
         Source::Path(_) => None,
     };
+    let cache = match source {
+        Source::Git(_) => Some(Cache::in_scope(global)?),
+        Source::Path(_) => None,
+    };
     let request = install::Request {
         fetch: fetch::Request {
             source: &source,
             shown: &entry.source,
             git_ref: git_ref.as_deref(),
             subdir: entry.subdir.as_deref(),
+            cache: cache.as_ref(),
         },
         replace: item.action == Action::Update,
         carry: crate::store::carry::Options::default(),

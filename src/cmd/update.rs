@@ -371,11 +371,18 @@ impl UpdateArgs {
     ) -> Result<Status> {
         let record = job.record;
         let source = Source::parse(&record.source);
+        // A dry run changes nothing, the cache included.
+        let cache = if self.dry_run {
+            None
+        } else {
+            super::install::fetch_cache(ctx, &source)?
+        };
         let request = Request {
             source: &source,
             shown: &record.source,
             git_ref: job.git_ref,
             subdir: record.subdir.as_deref(),
+            cache: cache.as_ref(),
         };
         let staged = fetch::stage(store, &request, &ctx.out)?;
         outcome.available = Some(Version {

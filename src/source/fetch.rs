@@ -13,9 +13,10 @@ use crate::error::usage;
 use crate::fsx::bounded;
 use crate::output::Output;
 use crate::source::copy::{self, LooseLink};
-use crate::source::git;
+use crate::source::git::{self, Checkout};
 use crate::source::{GitUrl, Source};
-use crate::store::record::{Kind, Record};
+use crate::store::cache::{Cache, is_commit_id};
+use crate::store::record::{Kind, Record, RefKind};
 use crate::store::{Staging, Store};
 
 /// What to stage.
@@ -26,6 +27,9 @@ pub(crate) struct Request<'a> {
     pub git_ref: Option<&'a str>,
     /// A folder inside the source that holds the extension.
     pub subdir: Option<&'a str>,
+    /// The fetch cache: a git source pinned to a full commit id is taken from it when
+    /// there, and every fetched commit is put in it.
+    pub cache: Option<&'a Cache>,
 }
 
 /// A validated tree in staging, ready to be placed.
@@ -53,7 +57,7 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<St
             copy_into(&staging, &source, subdir.as_deref(), request.shown, out)?
         }
         Source::Git(url) => (
-            clone_into(&staging, url, request.git_ref, subdir.as_deref(), out)?,
+            clone_into(&staging, url, request, subdir.as_deref(), out)?,
             false,
         ),
     };
@@ -121,31 +125,21 @@ fn copy_into(
 fn clone_into(
     staging: &Staging,
     url: &GitUrl,
-    git_ref: Option<&str>,
+    request: &Request,
     subdir: Option<&Path>,
     out: &Output,
 ) -> Result<Built> {
+    let git_ref = request.git_ref;
     check_local_repository(url)?;
     check_scp_password(url)?;
     let checkout_dir = match subdir {
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let checkout = git::fetch(
-        url,
-        git_ref,
-        &staging.scratch("git"),
-        &checkout_dir,
-        subdir,
-        &mut |received, total, bytes| {
-            out.progress(&format!(
-                "receiving objects: {received}/{total}, {:.1} KiB",
-                bytes as f64 / 1024.0
-            ));
-        },
-    );
-    out.progress_done();
-    let checkout = checkout?;
+    let checkout = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
+        Some(checkout) => checkout,
+        None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
+    };
     let label = format!("{} ({})", url.display, short(&checkout.commit));
     let inside = match subdir {
         Some(sub) => {
@@ -167,6 +161,79 @@ fn clone_into(
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
     Ok((manifest, record, outside_links))
+}
+
+/// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
+/// scratch folder of `staging`, so a failed copy leaves `dir` free); `None` when the ref is
+/// not a full commit id, no cache is given, or the cache does not hold it.
+fn from_cache(
+    staging: &Staging,
+    cache: Option<&Cache>,
+    git_ref: Option<&str>,
+    dir: &Path,
+) -> Result<Option<Checkout>> {
+    let (Some(cache), Some(commit)) = (cache, git_ref.map(str::to_ascii_lowercase)) else {
+        return Ok(None);
+    };
+    if !is_commit_id(&commit) {
+        return Ok(None);
+    }
+    let Some(cached) = cache.get(&commit)? else {
+        return Ok(None);
+    };
+    // An entry deleted meanwhile (`cache clean` in another shell) is fetched after all; the
+    // half copy goes with the staging folder.
+    let copied = staging.scratch("cached");
+    if copy::copy(&cached, &copied, &mut |_| {}).is_err() {
+        return Ok(None);
+    }
+    fs::rename(&copied, dir)
+        .with_context(|| format!("cannot move {} into staging", copied.display()))?;
+    Ok(Some(Checkout {
+        commit,
+        ref_kind: RefKind::Commit,
+        branch: None,
+    }))
+}
+
+/// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads.
+/// A checkout limited to a subfolder whose repository has submodules is not the whole tree
+/// and is not cached; a cache that cannot take it is only a note.
+fn fetch_and_cache(
+    staging: &Staging,
+    url: &GitUrl,
+    request: &Request,
+    subdir: Option<&Path>,
+    dir: &Path,
+    out: &Output,
+) -> Result<Checkout> {
+    let checkout = git::fetch(
+        url,
+        request.git_ref,
+        &staging.scratch("git"),
+        dir,
+        subdir,
+        &mut |received, total, bytes| {
+            out.progress(&format!(
+                "receiving objects: {received}/{total}, {:.1} KiB",
+                bytes as f64 / 1024.0
+            ));
+        },
+    );
+    out.progress_done();
+    let checkout = checkout?;
+    // Only a tree that can install (its manifest reads) is cached.
+    let whole = subdir.is_none() || fs::symlink_metadata(dir.join(".gitmodules")).is_err();
+    let installs = match subdir {
+        Some(sub) => real_subdir(dir, sub, "").is_ok_and(|p| manifest::read(&p).is_ok()),
+        None => manifest::read(dir).is_ok(),
+    };
+    if let (Some(cache), true, true) = (request.cache, whole, installs)
+        && let Err(e) = cache.put(&checkout.commit, dir)
+    {
+        out.note(&format!("note: {e:#}; the next install fetches it again"));
+    }
+    Ok(checkout)
 }
 
 /// A local repository path must exist and be a repository; libgit2 would only say

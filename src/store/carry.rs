@@ -381,7 +381,11 @@ fn free_to_write(new: &Path, path: &[u8], exists_ok: bool) -> bool {
 
 /// An edited `extension.json` whose only change is `enabled` (by `zot ext enable` or
 /// `disable`): not a local edit, since `enabled` is carried on its own.
-fn manifest_toggled_only(old: &Path, list: Option<&FileList>, entry: &Classified) -> bool {
+pub(crate) fn manifest_toggled_only(
+    old: &Path,
+    list: Option<&FileList>,
+    entry: &Classified,
+) -> bool {
     let (Some(list), true) = (list, entry.path == manifest::FILE.as_bytes()) else {
         return false;
     };

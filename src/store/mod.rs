@@ -5,11 +5,12 @@
 //! [`record`], [`filelist`]), which never use it.
 //!
 //! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `files`,
-//! `pending`, `backup`)
+//! `pending`, `backup`, and in `$ZOT_HOME` the fetch cache `cache`, see [`cache`])
 //! is untrusted: it is opened without following symbolic links (see [`fsx`] and
 //! [`state`]), and anything there that is not what it must be is an error that names it.
 
 mod backup;
+pub(crate) mod cache;
 pub(crate) mod carry;
 pub(crate) mod filelist;
 pub(crate) mod install;

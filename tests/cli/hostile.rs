@@ -117,6 +117,15 @@ fn state_folder_cases() -> Vec<Case> {
                 install_x(w, &["--project"])
             },
         ),
+        // the fetch cache is state too: cleaning must not empty the folder a link points to
+        Case::fails("cache_link_then_cache_clean", 1, "cache", |w| {
+            replace_with_link(&w.global_state().join("cache"), &w.victim);
+            ext(["cache", "clean"])
+        }),
+        Case::fails("cache_link_then_git_install", 1, "cache", |w| {
+            replace_with_link(&w.global_state().join("cache"), &w.victim);
+            install_url(local_repo(w))
+        }),
         Case::fails("sources_folder_is_a_link", 1, "sources", |w| {
             replace_with_link(&w.global_state().join("sources"), &w.victim);
             install_x(w, &[])

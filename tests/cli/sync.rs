@@ -670,3 +670,42 @@ fn add_never_writes_credentials_into_the_project_file() {
     .stderr_lacks("s3cr3t-pw");
     assert!(!env.project.join(".zot/extensions.json").exists());
 }
+
+/// The fetch cache is shared: a second checkout of the project (another folder, the same
+/// project file and lock) installs its git extensions with the servers stopped.
+#[test]
+fn a_second_project_syncs_the_locked_commits_from_the_cache() {
+    let mut world = world();
+    let env = Env::new();
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "extensions": {
+            "clock": { "source": world.daemon_url("clock"), "ref": "v1" },
+            "weather": { "source": world.http_url("mono"), "subdir": "ext/weather" },
+        }
+    }))
+    .unwrap();
+    write_project_file(&env, &text);
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("2 installed\n");
+    let locked = fs::read_to_string(env.project.join(".zot/extensions.lock")).unwrap();
+
+    world.stop();
+    let second = env.project.parent().unwrap().join("second");
+    fs::create_dir_all(second.join(".zot")).unwrap();
+    fs::write(second.join(".zot/extensions.json"), &text).unwrap();
+    fs::write(second.join(".zot/extensions.lock"), &locked).unwrap();
+    env.zot(["ext", "sync", "--frozen"])
+        .current_dir(&second)
+        .ok()
+        .stdout_has("2 installed\n");
+    assert_eq!(
+        fs::read_to_string(second.join(".zot/extensions/clock/rev.txt")).unwrap(),
+        "one\n"
+    );
+    assert!(
+        second
+            .join(".zot/extensions/weather/extension.json")
+            .is_file()
+    );
+}

@@ -131,7 +131,8 @@ impl Env {
     }
 
     /// A listing of every file under the two scope bases with contents, for "nothing
-    /// changed" assertions (the lock file is ignored).
+    /// changed" assertions (the lock file and the fetch cache are ignored: a run that
+    /// fetched a commit keeps it in the cache even when it then refuses to install it).
     pub(crate) fn snapshot(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for base in [&self.home, &self.project.join(".zot")] {
@@ -145,7 +146,7 @@ impl Env {
                     .strip_prefix(&self.project)
                     .unwrap_or(entry.path());
                 let rel = rel.display().to_string();
-                if rel.ends_with(".ext-store/lock") {
+                if rel.ends_with(".ext-store/lock") || rel.contains(".ext-store/cache") {
                     continue;
                 }
                 let content = if entry.file_type().is_file() {

@@ -1,0 +1,331 @@
+//! The shared fetch cache: `$ZOT_HOME/.ext-store/cache/<commit>/` holds the whole checked-out
+//! tree of a git commit (without `.git`, before any subfolder is picked) and
+//! `<commit>.tree` its tree hash ([`FileList::tree_hash`]), so installing a commit that was
+//! fetched before, into either scope, needs no network.
+//!
+//! **Trust.** An entry is served only when a fresh hash of the cached tree matches the
+//! recorded one ([`Cache::get`]); anything else (a file edited, added or removed, a special
+//! file, a missing record) makes the entry a miss and it is deleted. Hashing again costs
+//! about what copying the tree out costs (extensions are small), and it is the only check
+//! that catches an edit which keeps sizes and times. Entries are content-addressed: a commit
+//! id names the same tree in every repository, so an entry serves any URL.
+//!
+//! **Atomic.** An entry is built in `cache/.put-<unique>/` and renamed into place, the tree
+//! first and its record last; a run killed in between leaves a tree without a record, which
+//! is a miss and is replaced by the next put. The cache folder is state: it is opened
+//! without following links ([`crate::fsx::Folder`]), and a link or a file in its place is an
+//! error that names it.
+
+use std::cell::OnceCell;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow};
+use rustix::fs::{FileType, OFlags};
+
+use crate::catalog::paths::{Layout, ScopeDirs};
+use crate::fsx::{Folder, unique_name};
+use crate::store::filelist::{EntryKind, FileList};
+use crate::store::{create_dir, lenient, open_state, state_error};
+
+/// The cache folder's name inside the global state folder.
+const CACHE: &str = "cache";
+
+/// Longest tree record read (`sha256:` and 64 hexadecimal digits).
+const MAX_RECORD: u64 = 256;
+
+/// The fetch cache. The folder is made by the first put, so a command that only reads it
+/// changes nothing.
+pub(crate) struct Cache {
+    /// `$ZOT_HOME`'s scope, where the state folder is.
+    global: ScopeDirs,
+    /// The cache folder, once it exists.
+    folder: OnceCell<Folder>,
+}
+
+/// What [`Cache::clean`] removed.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub(crate) struct Stats {
+    /// Cached commits removed.
+    pub entries: u64,
+    /// Bytes of the files removed (their sizes).
+    pub bytes: u64,
+}
+
+impl Cache {
+    /// Opens the cache of `layout`'s `$ZOT_HOME` (made by the first put when missing). A
+    /// link or a file in place of the state folder or the cache folder is an error.
+    pub(crate) fn open(layout: &Layout) -> Result<Cache> {
+        Cache::in_scope(&layout.global)
+    }
+
+    /// [`Cache::open`] given the global scope's folders (one handle per thread: the folder
+    /// is opened lazily and not shared).
+    pub(crate) fn in_scope(global: &ScopeDirs) -> Result<Cache> {
+        let folder = OnceCell::new();
+        if let Some(existing) = existing(global)? {
+            let _ = folder.set(existing);
+        }
+        Ok(Cache {
+            global: global.clone(),
+            folder,
+        })
+    }
+
+    /// The cache folder (where it is or would be).
+    pub(crate) fn path(&self) -> PathBuf {
+        self.global.state().join(CACHE)
+    }
+
+    /// The cached tree of `commit`, after hashing it afresh against its record; `None` when
+    /// there is none or it does not match (the entry is then deleted).
+    pub(crate) fn get(&self, commit: &str) -> Result<Option<PathBuf>> {
+        let Some(folder) = self.folder.get().filter(|_| is_commit_id(commit)) else {
+            return Ok(None);
+        };
+        let Some(recorded) = recorded(folder, commit) else {
+            return Ok(None);
+        };
+        let is_dir = folder
+            .stat(commit)?
+            .is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
+        let path = folder.path().join(commit);
+        let fresh = is_dir.then(|| FileList::scan(&path).ok()).flatten();
+        if fresh.is_some_and(|list| list.tree_hash() == recorded) {
+            return Ok(Some(path));
+        }
+        forget(folder, commit);
+        Ok(None)
+    }
+
+    /// Stores a copy of `tree` (a checked-out commit, a real folder) as `commit`, unless a
+    /// complete entry is there already. Links are copied as links, never followed; a
+    /// special file in `tree` is an error.
+    pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<()> {
+        if !is_commit_id(commit) {
+            return Err(anyhow!("\"{commit}\" is not a commit id"));
+        }
+        let folder = self.made()?;
+        if recorded(&folder, commit).is_some() && folder.stat(commit)?.is_some() {
+            return Ok(());
+        }
+        let list = FileList::scan(tree)?;
+        let temp = unique_name(".put-");
+        let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
+        let result = built.and_then(|dir| {
+            copy_listed(&list, tree, &dir.join("tree"))?;
+            fs::write(dir.join("record"), format!("{}\n", list.tree_hash()))?;
+            forget(&folder, commit);
+            folder.rename_to(&format!("{temp}/tree"), &folder, commit)?;
+            folder.rename_to(&format!("{temp}/record"), &folder, record_name(commit))?;
+            Ok(())
+        });
+        let _ = folder.remove(&temp);
+        result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
+    }
+
+    /// Deletes every entry (and what a killed put left); the cache folder stays.
+    pub(crate) fn clean(&self) -> Result<Stats> {
+        let mut stats = Stats::default();
+        let Some(folder) = self.folder.get() else {
+            return Ok(stats);
+        };
+        for name in folder.names()? {
+            let path = folder.path().join(&name);
+            let bytes = size_of(&path);
+            folder
+                .remove(&name)
+                .with_context(|| format!("cannot delete {}", path.display()))?;
+            if !name.as_bytes().starts_with(b".") && !name.as_bytes().ends_with(b".tree") {
+                stats.entries += 1;
+            }
+            stats.bytes += bytes;
+        }
+        Ok(stats)
+    }
+
+    /// The cache folder, made when missing.
+    fn made(&self) -> Result<Folder> {
+        if let Some(folder) = self.folder.get() {
+            return Ok(folder.try_clone()?);
+        }
+        create_dir(&self.global.base)?;
+        let state = open_state(&self.global, true)?.expect("created");
+        let folder = state
+            .sub(CACHE, true)
+            .map_err(|e| state_error(&state.path().join(CACHE), e))?
+            .expect("created");
+        let _ = self.folder.set(folder.try_clone()?);
+        Ok(folder)
+    }
+}
+
+/// The cache folder of `global` if it exists; a link or a file in its place is an error.
+fn existing(global: &ScopeDirs) -> Result<Option<Folder>> {
+    let Some(state) = open_state(global, false)? else {
+        return Ok(None);
+    };
+    lenient(state.sub(CACHE, false), false).map_err(|e| state_error(&state.path().join(CACHE), e))
+}
+
+/// The tree hash recorded for `commit` in `folder`, if a readable record is there.
+fn recorded(folder: &Folder, commit: &str) -> Option<String> {
+    let bytes = folder.read_file(record_name(commit), MAX_RECORD).ok()??;
+    let text = String::from_utf8(bytes).ok()?;
+    let hash = text.trim();
+    hash.starts_with("sha256:").then(|| hash.to_string())
+}
+
+/// Deletes the entry of `commit`, record first (a tree without one is never served).
+fn forget(folder: &Folder, commit: &str) {
+    let _ = folder.unlink(record_name(commit));
+    let _ = folder.remove(commit);
+}
+
+fn record_name(commit: &str) -> String {
+    format!("{commit}.tree")
+}
+
+/// A full commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hexadecimal digits.
+pub(crate) fn is_commit_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64)
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Copies the entries of `list` (the listing of `from`) into the new folder `to`: folders,
+/// files (opened without following links and without blocking) and links as links. Folder
+/// modes are set last, deepest first, so a read-only folder is filled before it is closed.
+fn copy_listed(list: &FileList, from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir(to)?;
+    for entry in list.entries() {
+        let target = to.join(entry.rel());
+        match entry.kind {
+            EntryKind::Dir => fs::create_dir(&target)?,
+            EntryKind::Link => std::os::unix::fs::symlink(
+                std::ffi::OsStr::from_bytes(entry.target.as_deref().unwrap_or_default()),
+                &target,
+            )?,
+            EntryKind::File => copy_file(&from.join(entry.rel()), &target, entry.mode)?,
+        }
+    }
+    for entry in list.entries().iter().rev() {
+        if entry.kind == EntryKind::Dir {
+            fs::set_permissions(to.join(entry.rel()), fs::Permissions::from_mode(entry.mode))?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_file(from: &Path, to: &Path, mode: u32) -> Result<()> {
+    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK;
+    let mut source = File::options()
+        .read(true)
+        .custom_flags(flags.bits().cast_signed())
+        .open(from)?;
+    if !source.metadata()?.is_file() {
+        return Err(anyhow!("{} is not a regular file", from.display()));
+    }
+    let mut copy = File::options().write(true).create_new(true).open(to)?;
+    io::copy(&mut source, &mut copy)?;
+    copy.set_permissions(fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
+/// The bytes of the files under `path` (links not followed, the root included).
+fn size_of(path: &Path) -> u64 {
+    walkdir::WalkDir::new(path)
+        .follow_links(false)
+        .follow_root_links(false)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .filter(fs::Metadata::is_file)
+        .map(|m| m.len())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(home: &Path) -> Layout {
+        Layout::new(home.to_path_buf(), home)
+    }
+
+    fn tree(dir: &Path) -> PathBuf {
+        let tree = dir.join("src");
+        fs::create_dir_all(tree.join("sub")).unwrap();
+        fs::write(tree.join("extension.json"), "{}").unwrap();
+        fs::write(tree.join("sub/run.sh"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(tree.join("sub/run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("sub/run.sh", tree.join("run")).unwrap();
+        tree
+    }
+
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    #[test]
+    fn a_put_tree_is_served_with_the_same_hash() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        assert!(cache.get(COMMIT).unwrap().is_none());
+        cache.put(COMMIT, &src).unwrap();
+        let got = cache.get(COMMIT).unwrap().unwrap();
+        assert_eq!(
+            FileList::scan(&got).unwrap().tree_hash(),
+            FileList::scan(&src).unwrap().tree_hash()
+        );
+    }
+
+    #[test]
+    fn an_edited_entry_is_not_served_and_is_deleted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        cache.put(COMMIT, &src).unwrap();
+        let got = cache.get(COMMIT).unwrap().unwrap();
+        fs::write(got.join("extension.json"), "{\"x\":1}").unwrap();
+        assert!(cache.get(COMMIT).unwrap().is_none());
+        assert!(!got.exists());
+        cache.put(COMMIT, &src).unwrap();
+        assert!(cache.get(COMMIT).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_tree_without_its_record_is_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let home = tmp.path().join("home");
+        fs::create_dir_all(home.join(".ext-store/cache").join(COMMIT)).unwrap();
+        let cache = Cache::open(&layout(&home)).unwrap();
+        assert!(cache.get(COMMIT).unwrap().is_none());
+        cache.put(COMMIT, &src).unwrap();
+        assert!(cache.get(COMMIT).unwrap().is_some());
+    }
+
+    #[test]
+    fn clean_counts_entries_and_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        cache.put(COMMIT, &src).unwrap();
+        let stats = cache.clean().unwrap();
+        assert_eq!(stats.entries, 1);
+        assert_eq!(stats.bytes, 2 + 10 + 72);
+        assert_eq!(fs::read_dir(cache.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn only_full_lowercase_ids_are_commits() {
+        assert!(is_commit_id(COMMIT));
+        assert!(!is_commit_id(&COMMIT.to_uppercase()));
+        assert!(!is_commit_id("0123abc"));
+        assert!(!is_commit_id("../../../../../../../../../../../../../etc"));
+    }
+}

@@ -1,0 +1,182 @@
+//! The fetch cache (`$ZOT_HOME/.ext-store/cache/`): a commit installed twice is fetched once
+//! (counted on the smart-HTTP server), an entry whose files no longer hash to its record is
+//! not served, and `zot ext cache clean` empties it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::git_install::{extension_repo, served};
+use crate::support::git_servers::{HttpGit, Repo};
+use crate::support::{Done, Env, manifest};
+
+/// Requests that fetch objects (`POST .../git-upload-pack`) so far.
+fn uploads(http: &HttpGit) -> usize {
+    http.requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/git-upload-pack"))
+        .count()
+}
+
+/// A second project folder beside the env's own.
+fn other_project(env: &Env, name: &str) -> PathBuf {
+    let dir = env.work.join(name);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `zot ext install <url> --ref <commit> --project` run in `project`.
+fn install_in(env: &Env, project: &Path, url: &str, commit: &str) -> Done {
+    env.zot(["ext", "install", url, "--ref", commit, "--project"])
+        .current_dir(project)
+        .ok()
+}
+
+fn cached(env: &Env, commit: &str) -> PathBuf {
+    env.home.join(".ext-store/cache").join(commit)
+}
+
+#[test]
+fn a_commit_installed_twice_is_fetched_once() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.commit(&[("rev.txt", "two\n")]);
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+
+    install_in(&env, &env.project, &url, &commit);
+    let fetched = uploads(&http);
+    let requests = http.requests().len();
+    assert!(fetched > 0, "{:#?}", http.requests());
+    assert!(cached(&env, &commit).join("rev.txt").exists());
+
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &url, &commit);
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let installed = second.join(".zot/extensions/cached");
+    assert_eq!(
+        fs::read_to_string(installed.join("rev.txt")).unwrap(),
+        "two\n"
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(second.join(".zot/.ext-store/sources/cached.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["commit"], commit.as_str());
+    assert_eq!(record["ref"], commit.as_str());
+    // The same tree as the fetched one, and it verifies.
+    env.zot(["ext", "verify", "-p"])
+        .current_dir(&second)
+        .ok()
+        .stdout_is("cached (project): ok\n");
+    let hash = |project: &Path| {
+        let list = fs::read_to_string(project.join(".zot/.ext-store/files/cached.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&list).unwrap()["tree_hash"].clone()
+    };
+    assert_eq!(hash(&env.project), hash(&second));
+}
+
+#[test]
+fn the_whole_tree_is_cached_so_another_subfolder_needs_no_fetch() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = Repo::with_files(
+        &root,
+        "mono",
+        &[
+            ("ext/one/extension.json", &manifest("one")),
+            ("ext/one/run.sh", "#!/bin/sh\n"),
+            ("ext/two/extension.json", &manifest("two")),
+            ("ext/two/run.sh", "#!/bin/sh\n"),
+        ],
+    );
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("mono");
+    let install = |subdir: &str| {
+        env.zot([
+            "ext",
+            "install",
+            &url,
+            "--ref",
+            &commit,
+            "--subdir",
+            subdir,
+            "--project",
+        ])
+        .ok();
+    };
+    install("ext/one");
+    let requests = http.requests().len();
+    assert!(
+        cached(&env, &commit)
+            .join("ext/two/extension.json")
+            .exists()
+    );
+    install("ext/two");
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    assert!(env.project_root().join("two/run.sh").exists());
+    assert!(!env.project_root().join("two/ext").exists());
+}
+
+#[test]
+fn a_corrupted_entry_is_not_served_but_fetched_again() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+    install_in(&env, &env.project, &url, &commit);
+    let fetched = uploads(&http);
+
+    // Same size, other content: only a fresh hash tells.
+    fs::write(cached(&env, &commit).join("rev.txt"), "eno\n").unwrap();
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &url, &commit);
+    assert!(uploads(&http) > fetched, "the corrupted entry was served");
+    let installed = second.join(".zot/extensions/cached/rev.txt");
+    assert_eq!(fs::read_to_string(installed).unwrap(), "one\n");
+    // The entry was replaced by the fresh fetch.
+    assert_eq!(
+        fs::read_to_string(cached(&env, &commit).join("rev.txt")).unwrap(),
+        "one\n"
+    );
+}
+
+#[test]
+fn cache_clean_empties_the_cache_and_says_what_it_freed() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+    install_in(&env, &env.project, &url, &commit);
+
+    let done = env.zot(["ext", "cache", "clean", "--json"]).ok();
+    let json = done.schema_first();
+    assert_eq!(json["entries"], 1, "{done:?}");
+    assert!(json["bytes"].as_u64().unwrap() > 0, "{done:?}");
+    let cache = env.home.join(".ext-store/cache");
+    assert_eq!(fs::read_dir(&cache).unwrap().count(), 0);
+    // Installed extensions are not touched.
+    assert!(env.project_root().join("cached/rev.txt").exists());
+
+    env.zot(["ext", "cache", "clean"])
+        .ok()
+        .stdout_has("0 cached commits, 0 bytes freed");
+    // The next install of the commit fetches it again.
+    let fetched = uploads(&http);
+    install_in(&env, &other_project(&env, "again"), &url, &commit);
+    assert!(uploads(&http) > fetched);
+}
+
+#[test]
+fn cache_clean_without_a_cache_changes_nothing() {
+    let env = Env::new();
+    env.zot(["ext", "cache", "clean"])
+        .ok()
+        .stdout_has("0 cached commits");
+    assert!(!env.home.join(".ext-store").exists());
+}
