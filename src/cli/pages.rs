@@ -84,7 +84,7 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "Every description and folder whole, even on a narrow terminal.",
             ),
             (
-                "zot ext list --json | jq -r '.[] | select(.error) | .name'",
+                "zot ext list --json | jq -r '.extensions[] | select(.error) | .name'",
                 "The names of broken extensions, through jq.",
             ),
         ],
@@ -494,7 +494,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
         "Failure: what was asked could not be done, for instance because a file could not \
          be read or written. The error is printed to stderr as error: ..., naming the file, \
          field or flag involved; with --json, as one line of JSON instead: \
-         {\"error\": \"...\", \"suggestions\": [...]}.",
+         {\"schema_version\": 1, \"error\": \"...\", \"suggestions\": [...]}.",
     ),
     (
         "2",

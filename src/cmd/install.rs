@@ -122,7 +122,7 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
     let dest = &done.dest;
     let replaced = carried.is_some();
     if ctx.out.json {
-        return Ok(ctx.out.json(&Installed {
+        ctx.out.json(&Installed {
             version: manifest.version.as_deref(),
             scope,
             dir: dest.display().to_string(),
@@ -130,22 +130,24 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
             record: &done.record,
             outside_links: &done.outside_links,
             carry_over: carried,
-        })?);
+        })?;
+    } else {
+        let version = manifest
+            .version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        let verb = if replaced { "replaced" } else { "installed" };
+        ctx.out.say(&format!(
+            "{verb} {}{version} ({scope}) in {}",
+            manifest.name,
+            dest.display()
+        ))?;
+        for line in carried.iter().flat_map(|p| p.lines(true)) {
+            ctx.out.say(&format!("  {line}"))?;
+        }
     }
-    let version = manifest
-        .version
-        .as_deref()
-        .map(|v| format!(" {v}"))
-        .unwrap_or_default();
-    let verb = if replaced { "replaced" } else { "installed" };
-    ctx.out.say(&format!(
-        "{verb} {}{version} ({scope}) in {}",
-        manifest.name,
-        dest.display()
-    ))?;
-    for line in carried.iter().flat_map(|p| p.lines(true)) {
-        ctx.out.say(&format!("  {line}"))?;
-    }
+    // Warnings and notes go to stderr as text, with --json too.
     for note in &manifest.notes {
         ctx.out.warn(note);
     }

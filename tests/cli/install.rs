@@ -490,3 +490,23 @@ fn a_project_installs_its_own_folder_without_its_store() {
         .ok();
     assert!(!dest.join(".zot").exists());
 }
+
+#[test]
+fn json_keeps_warnings_and_notes_on_stderr() {
+    let env = Env::new();
+    let src = env.work.join("cased");
+    fs::create_dir_all(src.join(".zot")).unwrap();
+    fs::write(
+        src.join("extension.json"),
+        r#"{"Name": "cased", "exec": "./run"}"#,
+    )
+    .unwrap();
+    write_executable(&src.join("run"), "#!/bin/sh\n");
+    let done = env
+        .zot(["ext", "--json", "install", src.to_str().unwrap()])
+        .ok();
+    assert_eq!(done.schema_first()["name"], "cased");
+    done.stderr_has("warning: ")
+        .stderr_has("\"Name\"")
+        .stderr_has("note: left out the source's .zot/ folder");
+}
