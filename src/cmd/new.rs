@@ -31,7 +31,8 @@ struct Names {
     name: String,
     command: String,
     tool: String,
-    /// Binary, Go module and Cargo package name.
+    /// Binary, Go module and Cargo package name (`--json` shows it for compiled templates).
+    #[serde(skip)]
     binary: String,
 }
 
@@ -40,6 +41,8 @@ struct Names {
 struct Created<'a> {
     #[serde(flatten)]
     names: &'a Names,
+    /// The binary a build produces; `None` for a script.
+    binary: Option<&'a str>,
     language: &'static str,
     scope: Option<Scope>,
     dir: String,
@@ -51,16 +54,15 @@ struct Created<'a> {
 /// Narrower than what zot loads ([`manifest::check_name`]) because the name is written
 /// unquoted into generated source, build commands and the README.
 fn check_new_name(name: &str) -> Result<(), String> {
-    manifest::check_name(name)?;
-    match name
+    if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
-        Some(bad) => Err(format!(
+        return Err(format!(
             "contains {bad:?}; use only letters, digits, '.', '_' and '-'"
-        )),
-        None => Ok(()),
+        ));
     }
+    manifest::check_name(name)
 }
 
 impl Run for NewArgs {
@@ -86,11 +88,17 @@ impl Names {
         let tool: String = name.replace(['.', '-'], "_").chars().take(64).collect();
         Names {
             name: name.to_string(),
-            command: avoid(command, zot::any_command, "-ext"),
+            command: avoid(command, taken_command, "-ext"),
             tool: avoid(tool, zot::any_tool, "_ext"),
             binary: binary_name(name),
         }
     }
+}
+
+/// Whether some zot version has `/name` as a command of its own, or runs its own command
+/// when `/name` is picked from the suggestions (`/settings`, `/tg` in zot 0.1.62).
+fn taken_command(name: &str) -> bool {
+    zot::any_command(name) || zot::any_picked_command(name)
 }
 
 /// `name`, or `name` + `suffix` when some zot version already uses `name` itself.
@@ -374,6 +382,7 @@ fn report(
     if ctx.out.json {
         return Ok(ctx.out.json(&Created {
             names,
+            binary: matches!(lang, Lang::Go | Lang::Rust).then_some(names.binary.as_str()),
             language: language(lang),
             scope,
             dir: dir.display().to_string(),

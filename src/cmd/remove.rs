@@ -83,33 +83,43 @@ impl Data {
         }
     }
 
-    /// What removing deletes besides the extension's files, for a note; None for nothing.
+    /// What removing deletes besides the extension's files, for a note; None for nothing,
+    /// and None with `--keep-data`: what it keeps is said once, after the removal.
     fn warning(&self, name: &str, keep: bool) -> Option<String> {
-        let how = if keep {
-            "--keep-data saves"
-        } else {
-            "--keep-data keeps"
-        };
         match self {
             Data::Linked => None,
+            Data::Listed(_) if keep => None,
             Data::Listed(items) if items.is_empty() => None,
             Data::Listed(items) => Some(format!(
-                "removes {} created by the extension ({}); {how} them in .ext-store/backup",
-                count(items.len()),
-                shown_list(items)
+                "removes {} created by the extension ({}); --keep-data keeps {} in .ext-store/backup",
+                count(items),
+                shown_list(items),
+                if items.len() == 1 { "it" } else { "them" }
             )),
             Data::Unknown => Some(format!(
-                "zot cannot tell {name}'s data from its files (it has no file list: copied in by hand or installed by an older zot); --keep-data saves the whole folder in .ext-store/backup"
+                "zot cannot tell {name}'s data from its files (it has no file list: copied in by hand or installed by an older zot); {}",
+                if keep {
+                    "--keep-data saves the whole folder"
+                } else {
+                    "--keep-data saves the whole folder in .ext-store/backup"
+                }
             )),
         }
     }
 }
 
-fn count(n: usize) -> String {
-    if n == 1 {
-        "1 file".into()
-    } else {
-        format!("{n} files")
+/// `1 folder and 2 files`: a shown name ending in `/` is a folder.
+fn count(items: &[(Vec<u8>, String)]) -> String {
+    let folders = items.iter().filter(|(_, n)| n.ends_with('/')).count();
+    let files = items.len() - folders;
+    let plural = |n: usize, one: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {one}s"),
+    };
+    match (folders, files) {
+        (0, files) => plural(files, "file"),
+        (folders, 0) => plural(folders, "folder"),
+        (folders, files) => format!("{} and {}", plural(folders, "folder"), plural(files, "file")),
     }
 }
 
@@ -226,7 +236,7 @@ impl Run for RemoveArgs {
             let saved = match &data {
                 Data::Listed(items) => format!(
                     "{} created by the extension ({})",
-                    count(items.len()),
+                    count(items),
                     shown_list(items)
                 ),
                 _ => "the whole folder".into(),

@@ -43,10 +43,12 @@ pub fn redact(source: &str) -> String {
 }
 
 /// A free-form message with every URL-shaped word redacted: `scheme://` URLs (also several
-/// in one word, or after a quote or bracket) and scp-like `user:password@host:path`. The
-/// last line of defence for errors built from a raw URL (deep inside libgit2, say).
+/// in one word, or after a quote or bracket) and scp-like `user:password@host:path`, and
+/// the values of secret `?name=value` / `&name=value` parameters in any word, URL or not (a
+/// server quotes the path it was asked for: `not exported: /r?token=abc`). The last line
+/// of defence for errors built from a raw URL (deep inside libgit2, say).
 pub fn redact_text(text: &str) -> String {
-    if !text.contains('@') && !text.contains("://") {
+    if !text.contains('@') && !text.contains("://") && !text.contains('=') {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len());
@@ -134,8 +136,13 @@ pub(crate) fn is_secret_param(name: &str) -> bool {
     SECRET_PARAMS.iter().any(|word| name.contains(word))
 }
 
-/// One word of a message with the URLs in it redacted.
+/// One word of a message with the URLs and secret query parameters in it redacted.
 pub(crate) fn redact_word(word: &str) -> String {
+    redact_loose_query(&redact_urls(word))
+}
+
+/// One word of a message with the URLs in it redacted.
+pub(crate) fn redact_urls(word: &str) -> String {
     let Some(&first) = url_starts(word).first() else {
         return redact(word);
     };
@@ -148,6 +155,30 @@ pub(crate) fn redact_word(word: &str) -> String {
         let end = starts.get(n + 1).copied().unwrap_or(outer.len());
         out.push_str(&redact(&outer[start..end]));
     }
+    out
+}
+
+/// `word` with the value of every secret parameter that follows a `?` or `&` hidden,
+/// whatever precedes it and at any length. A value runs to the next `&` or `#`.
+pub(crate) fn redact_loose_query(word: &str) -> String {
+    if !word.contains('=') {
+        return word.to_string();
+    }
+    let mut out = String::with_capacity(word.len());
+    let mut rest = word;
+    while let Some(sep) = rest.find(['?', '&']) {
+        out.push_str(&rest[..=sep]);
+        rest = &rest[sep + 1..];
+        let param = &rest[..rest.find(['&', '#']).unwrap_or(rest.len())];
+        match secret_value_start(param) {
+            Some(start) if start < param.len() && !already_hidden(&param[start..]) => {
+                let _ = write!(out, "{}{HIDDEN}", &param[..start]);
+                rest = &rest[param.len()..];
+            }
+            _ => {}
+        }
+    }
+    out.push_str(rest);
     out
 }
 

@@ -298,34 +298,31 @@ fn write_detail(
     Ok(())
 }
 
-/// `text` in lines of at most `max` display columns (at least one word each, words longer
-/// than a line split between characters), broken at spaces.
+/// `text` in lines of at most `max` display columns, broken at spaces only. A word longer
+/// than a line starts a line of its own and breaks only after a `/` (a path), never inside
+/// a folder or file name: `extension.json:2:19` stays whole, longer than the line if need be.
 pub fn wrap(text: &str, max: usize) -> Vec<String> {
     let max = max.max(1);
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split(' ') {
         let needed = display_width(word) + usize::from(!line.is_empty());
-        if !line.is_empty() && display_width(&line) + needed > max {
-            lines.push(std::mem::take(&mut line));
+        if display_width(&line) + needed <= max {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+            continue;
         }
         if !line.is_empty() {
-            line.push(' ');
-        }
-        let mut rest = word;
-        while display_width(&line) + display_width(rest) > max && !rest.is_empty() {
-            let room = max.saturating_sub(display_width(&line));
-            let piece = take_width(rest.chars(), room);
-            let piece = if piece.is_empty() && line.is_empty() {
-                rest.chars().next().map(String::from).unwrap_or_default()
-            } else {
-                piece
-            };
-            rest = &rest[piece.len()..];
-            line.push_str(&piece);
             lines.push(std::mem::take(&mut line));
         }
-        line.push_str(rest);
+        for piece in word.split_inclusive('/') {
+            if !line.is_empty() && display_width(&line) + display_width(piece) > max {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.push_str(piece);
+        }
     }
     if !line.is_empty() || lines.is_empty() {
         lines.push(line);
@@ -524,8 +521,27 @@ mod tests {
     #[test]
     fn wrap_breaks_at_spaces_and_splits_only_overlong_words() {
         assert_eq!(wrap("a bb ccc", 4), ["a bb", "ccc"]);
-        assert_eq!(wrap("abcdefgh", 3), ["abc", "def", "gh"]);
-        assert_eq!(wrap("天気予報", 3), ["天", "気", "予", "報"]);
+        assert_eq!(wrap("abcdefgh", 3), ["abcdefgh"]);
+        assert_eq!(wrap("天気予報 x", 3), ["天気予報", "x"]);
         assert_eq!(wrap("", 5), [""]);
+    }
+
+    #[test]
+    fn wrap_never_splits_a_word_or_a_file_line_column_token() {
+        let reason = "/home/u/.zot/extensions/bad/extension.json:2:19: invalid JSON";
+        assert_eq!(
+            wrap(reason, 40),
+            ["/home/u/.zot/extensions/bad/", "extension.json:2:19: invalid JSON"]
+        );
+        assert_eq!(
+            wrap(&format!("cannot read {reason}"), 30),
+            [
+                "cannot read",
+                "/home/u/.zot/extensions/bad/",
+                "extension.json:2:19: invalid",
+                "JSON"
+            ]
+        );
+        assert_eq!(wrap("unknown field `descripton`", 10), ["unknown", "field", "`descripton`"]);
     }
 }

@@ -259,6 +259,11 @@ pub(crate) fn any_command(name: &str) -> bool {
     KNOWN.iter().any(|f| f.has_command(name))
 }
 
+/// Commands some known version runs itself when picked from the suggestions.
+pub(crate) fn any_picked_command(name: &str) -> bool {
+    KNOWN.iter().any(|f| f.picks_own_command(name))
+}
+
 /// Built-in tools of any known version.
 pub(crate) fn any_tool(name: &str) -> bool {
     KNOWN.iter().any(|f| f.has_tool(name))

@@ -391,6 +391,25 @@ mod tests {
     }
 
     #[test]
+    fn query_secrets_in_words_that_are_not_urls_are_redacted() {
+        let message = "cannot fetch git://h/single?token=***: remote error: \
+             access denied or repository not exported: /single?token=abc";
+        assert_eq!(
+            redact_text(message),
+            "cannot fetch git://h/single?token=***: remote error: \
+             access denied or repository not exported: /single?token=***"
+        );
+        assert_eq!(redact_text("(/r?ref=main&Key=k;sig=z#top)"), "(/r?ref=main&Key=***#top)");
+        assert_eq!(redact_text("/r?a=1?pass=x y"), "/r?a=1?pass=*** y");
+        assert_eq!(redact_text("keys: a=b ?ref=main"), "keys: a=b ?ref=main");
+        let Source::Git(g) = Source::parse("git://127.0.0.1:1/single?token=abc") else {
+            panic!()
+        };
+        let out = scrub("not exported: /single?token=abc", &g);
+        assert_eq!(out, "not exported: /single?token=***");
+    }
+
+    #[test]
     fn a_wide_character_before_a_scheme_is_not_cut_in_half() {
         assert_eq!(redact_text("é://x"), "é://x");
         assert_eq!(
@@ -536,6 +555,15 @@ mod tests {
                 prop_assert_eq!(&out, &format!("cannot fetch https://{HOST}{PATH}?{name}=*** refused"));
                 let shown = redact_text(&format!("cannot fetch {}: refused", redact(&url)));
                 prop_assert_eq!(&shown, &format!("cannot fetch https://{HOST}{PATH}?{name}=***: refused"));
+            }
+
+            #[test]
+            fn server_text_never_shows_query_secrets(secret in "[!-\"$-%'-~é]{1,24}", name in secret_name()) {
+                prop_assume!(!secret.starts_with(HIDDEN));
+                let message = format!("not exported: /owner/repo?ref=main&{name}={secret}");
+                let out = redact_text(&message);
+                prop_assert_eq!(&out, &format!("not exported: /owner/repo?ref=main&{name}=***"));
+                prop_assert_eq!(redact_text(&out), out.clone());
             }
 
             #[test]

@@ -243,7 +243,7 @@ fn names_are_checked_and_builtins_avoided() {
     let env = Env::new();
     env.zot(["ext", "new", "no/slash"]).fails(2).stderr_is(
         "error: the name \"no/slash\" contains '/'; \
-             a name must be one folder name: no '/', '\\' or control characters\n",
+             use only letters, digits, '.', '_' and '-'\n",
     );
     env.zot(["ext", "new", "ok", "--lang", "cobol"]).fails(2);
     let json = env.zot(["ext", "new", "help", "--json"]).ok().json();
@@ -256,6 +256,19 @@ fn names_are_checked_and_builtins_avoided() {
             .join("main.py")
             .is_file()
     );
+    assert_eq!(json["binary"], serde_json::Value::Null);
+}
+
+#[test]
+fn names_zot_picks_itself_get_a_suffix() {
+    let env = Env::new();
+    for name in ["settings", "tg"] {
+        let json = env.zot(["ext", "new", name, "--json"]).ok().json();
+        assert_eq!(json["command"], format!("{name}-ext"));
+        env.zot(["ext", "doctor", name, "--strict"])
+            .output()
+            .success();
+    }
 }
 
 #[test]

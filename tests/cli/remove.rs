@@ -275,7 +275,7 @@ fn remove_names_the_files_the_install_did_not_place() {
     let env = Env::new();
     with_data(&env, "loop");
     env.zot(["ext", "remove", "-y", "loop"]).ok().stderr_has(
-        "removes 2 files created by the extension (cache/, state.json); \
+        "removes 1 folder and 1 file created by the extension (cache/, state.json); \
          --keep-data keeps them in .ext-store/backup",
     );
     assert!(env.installed_names().is_empty());
@@ -285,6 +285,16 @@ fn remove_names_the_files_the_install_did_not_place() {
     let done = env.zot(["ext", "remove", "-y", "plain", "--json"]).ok();
     done.stderr_is("");
     assert_eq!(done.json()["data"], serde_json::json!([]));
+}
+
+#[test]
+fn keep_data_says_once_what_it_keeps() {
+    let env = Env::new();
+    with_data(&env, "loop");
+    env.zot(["ext", "remove", "-y", "loop", "--keep-data"])
+        .ok()
+        .stderr_is("")
+        .stdout_has("kept 1 folder and 1 file created by the extension (cache/, state.json) in ");
 }
 
 #[test]
@@ -325,7 +335,7 @@ fn keep_data_keeps_the_last_three_backups() {
         fs::write(dir.join("round"), round.to_string()).unwrap();
         env.zot(["ext", "remove", "-y", "loop", "--keep-data"])
             .ok()
-            .stdout_has("kept 3 files created by the extension");
+            .stdout_has("kept 1 folder and 2 files created by the extension");
         // A different second for each backup folder.
         std::thread::sleep(std::time::Duration::from_millis(1100));
     }
