@@ -240,6 +240,18 @@ pub(crate) fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<
 }
 
 /// [`find`] as a host with these discovery rules sees it (see [`scan_as`]).
+/// When `name` is not in `scope` but in the other scope: says so and how to reach it.
+fn copy_elsewhere(layout: &Layout, name: &str, scope: Scope, rules: Discovery) -> Option<String> {
+    let other = Scope::ALL.into_iter().find(|s| *s != scope)?;
+    find_as(layout, name, Some(other), rules).ok()?;
+    let short = |s: Scope| if s == Scope::Project { "-p" } else { "-g" };
+    Some(format!(
+        "there is a {other} copy: drop {} or use {}",
+        short(scope),
+        short(other)
+    ))
+}
+
 pub(crate) fn find_as(
     layout: &Layout,
     name: &str,
@@ -268,6 +280,7 @@ pub(crate) fn find_as(
         .collect();
     let suggestions = error::closest(name, all.iter().flat_map(|e| [e.name(), &e.dir_name]));
     let hint = error::did_you_mean(&suggestions)
+        .or_else(|| copy_elsewhere(layout, name, scope?, rules))
         .unwrap_or_else(|| "`zot ext list` shows what is".to_owned());
     let message = format!(
         "no extension named \"{name}\" is installed (looked in {}); {hint}",

@@ -9,6 +9,7 @@ use anyhow::{Result, bail};
 use crate::catalog::manifest;
 use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::{self, Found, Installed};
+use crate::error;
 use crate::fsx::bounded;
 use crate::protocol::zot::{self, Discovery};
 
@@ -59,7 +60,9 @@ impl Target {
         if looks_like_path(arg) {
             return Target::at(Path::new(arg));
         }
-        catalog::find_as(layout, arg, scope, rules).map(Target::installed)
+        catalog::find_as(layout, arg, scope, rules)
+            .map(Target::installed)
+            .map_err(|e| with_folder_hint(e, arg))
     }
 
     fn at(path: &Path) -> Result<Target> {
@@ -69,6 +72,14 @@ impl Target {
                 "{} is {}, not a folder; give an extension folder or an installed name",
                 path.display(),
                 fs::metadata(&dir).map_or("a file", |m| bounded::kind_name(m.file_type()))
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+                "{} does not exist; give an extension folder or an installed name",
+                path.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => bail!(
+                "cannot open the extension folder {}: permission denied",
+                path.display()
             ),
             Err(e) => bail!("cannot open the extension folder {}: {e}", path.display()),
         };
@@ -86,6 +97,27 @@ impl Target {
             link_target: None,
         })
     }
+}
+
+/// A "not installed" error for `arg` with no closer name, when `arg` is also a folder in
+/// the current directory: it suggests `./arg`, the way to name that folder.
+fn with_folder_hint(error: anyhow::Error, arg: &str) -> anyhow::Error {
+    let Some(found) = error.downcast_ref::<error::Suggested>() else {
+        return error;
+    };
+    let generic = "; `zot ext list` shows what is";
+    if !found.suggestions.is_empty() || !found.message.ends_with(generic) || !Path::new(arg).is_dir() {
+        return error;
+    }
+    let folder = format!("./{arg}");
+    error::Suggested {
+        message: format!(
+            "{}; did you mean {folder}? (a folder in the current directory)",
+            &found.message[..found.message.len() - generic.len()]
+        ),
+        suggestions: vec![folder],
+    }
+    .into()
 }
 
 /// A name never contains a separator, so anything with one (or `.`/`..`) is a path.

@@ -449,10 +449,16 @@ impl Handshake {
                 HOST_READY_GRACE.as_secs()
             ),
         };
-        self.problems.push(Problem::warning(
-            message,
-            "send {\"type\":\"ready\"} after the last register_*/subscribe frame",
-        ));
+        let fix = "send {\"type\":\"ready\"} after the last register_*/subscribe frame";
+        if self.tools.is_empty() {
+            // Commands are looked up live: a late one still works, only tools are fixed then.
+            self.problems.push(Problem::note(
+                format!("{message}; it registered no tool, and zot looks commands up live, so nothing is lost"),
+                fix,
+            ));
+        } else {
+            self.problems.push(Problem::warning(message, fix));
+        }
     }
 
     fn on_frame(&mut self, frame: FromExt, raw: &Value) {

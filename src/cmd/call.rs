@@ -25,6 +25,12 @@ impl Run for CallArgs {
             .manifest
             .as_ref()
             .map_err(|e| anyhow!("{e}; fix the manifest first (zot ext doctor shows more)"))?;
+        if target.scope.is_some() && !manifest.enabled {
+            ctx.out.note(&format!(
+                "note: {} is disabled: zot does not start it (zot ext enable {} turns it on); calling it anyway",
+                manifest.name, manifest.name
+            ));
+        }
         let launch =
             check::launch(&target, manifest).map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
         let timeout = self.timeout.unwrap_or_else(|| request.limit());

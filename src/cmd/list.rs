@@ -54,13 +54,13 @@ impl Run for ListArgs {
         }
         let found = catalog::scan(&ctx.layout, &scopes)?;
         if found.is_empty() {
-            let scope = self
-                .scope
-                .scope()
-                .map(|s| format!(" in the {s} scope"))
-                .unwrap_or_default();
+            let scope = self.scope.scope();
+            let (within, flag) = match scope {
+                Some(s) => (format!(" in the {s} scope"), format!(" --{s}")),
+                None => (String::new(), String::new()),
+            };
             ctx.out.note(&format!(
-                "no extensions installed{scope}; add one with `zot ext install <path|git-url>`"
+                "no extensions installed{within}; add one with `zot ext install{flag} <path|git-url>`"
             ));
         }
         let entries: Vec<Entry> = found.iter().map(Entry::new).collect();

@@ -514,3 +514,35 @@ fn help_states_zots_limits_as_the_default_timeout() {
     );
     assert!(!flat.contains("[default: 10]"), "{help}");
 }
+
+#[test]
+fn a_folder_here_named_like_the_argument_is_suggested_as_a_path() {
+    let env = Env::new();
+    sh_extension(&env.project, "d1", "d1", &good_script("d1", &[]));
+    for command in [&["ext", "call", "d1", "/d1"][..], &["ext", "doctor", "d1"]] {
+        env.zot(command).fails(1).stderr_has(
+            "; did you mean ./d1? (a folder in the current directory)\n",
+        );
+    }
+}
+
+#[test]
+fn a_missing_folder_is_named_without_os_error_text() {
+    let env = Env::new();
+    for command in [&["ext", "call", "./nonexist", "/x"][..], &["ext", "doctor", "./nonexist"]] {
+        env.zot(command).fails(1).stderr_is(
+            "error: ./nonexist does not exist; give an extension folder or an installed name\n",
+        );
+    }
+}
+
+#[test]
+fn calling_a_disabled_extension_notes_that_zot_does_not_start_it() {
+    let env = Env::new();
+    let script = good_script("off", &[r#"{"type":"register_command","name":"off"}"#]);
+    sh_extension(&env.global_root(), "off", "off", &script);
+    env.zot(["ext", "disable", "off"]).ok();
+    env.zot(["ext", "call", "off", "/off"]).output().stderr_has(
+        "note: off is disabled: zot does not start it (zot ext enable off turns it on); calling it anyway\n",
+    );
+}

@@ -360,7 +360,7 @@ fn writes_text_between_frames() {
 fn a_missing_ready_is_a_warning_and_strict_fails_it() {
     let env = Env::new();
     let script = format!(
-        "{HELLO}echo '{{\"type\":\"register_command\",\"name\":\"late\"}}'\nsleep 0.6\necho '{{\"type\":\"register_command\",\"name\":\"later\"}}'\n{}",
+        "{HELLO}echo '{{\"type\":\"register_tool\",\"name\":\"t\",\"description\":\"td\",\"schema\":{{\"type\":\"object\"}}}}'\necho '{{\"type\":\"register_command\",\"name\":\"late\"}}'\nsleep 0.6\necho '{{\"type\":\"register_command\",\"name\":\"later\"}}'\n{}",
         crate::support::extensions::SERVE
     );
     let (done, report, _) = check(&env, "noready", &script, "2");

@@ -237,7 +237,10 @@ fn a_scope_filter_still_marks_shadowed_copies() {
     only_global
         .zot(["ext", "list", "--scope", "project"])
         .ok()
-        .stderr_has("no extensions installed in the project scope");
+        .stderr_has(
+            "no extensions installed in the project scope; \
+             add one with `zot ext install --project <path|git-url>`",
+        );
 }
 
 #[test]
