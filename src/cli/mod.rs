@@ -452,7 +452,8 @@ pub struct InstallArgs {
     #[arg(short, long)]
     pub force: bool,
 
-    /// Install only this folder of the source (also written URL#path for git sources)
+    /// Install only this folder of the source (also written SOURCE#path, for a folder or a git
+    /// URL)
     #[arg(long, value_name = "PATH")]
     pub subdir: Option<String>,
 
@@ -632,8 +633,13 @@ fn line_count(text: &str) -> Result<u64, String> {
     if let Some(count) = text.strip_prefix('-')
         && count.parse::<u64>().is_ok()
     {
+        let last = if count.parse::<u64>() == Ok(1) {
+            "line".to_string()
+        } else {
+            format!("{count} lines")
+        };
         return Err(format!(
-            "a count of lines is 0 or more: use -n {count} for the last {count}, or leave -n out for the whole log"
+            "a count of lines is 0 or more: use -n {count} for the last {last}, or leave -n out for the whole log"
         ));
     }
     text.parse()
@@ -659,7 +665,7 @@ pub struct DoctorArgs {
 
     /// Seconds to wait at most for hello, and for ready, after starting an extension (only a
     /// bound: the report shows how long each took, and a hello after 1 s is a warning)
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", default_value = "30", allow_negative_numbers = true, value_parser = seconds)]
     pub timeout: Duration,
 
     /// Exit 1 on warnings too, not only on errors (notes never fail)
@@ -700,7 +706,7 @@ pub struct CallArgs {
 
     /// Seconds to wait for the extension to start, and again for its answer [default: 30
     /// for a command, 60 for a tool: zot's own limits]
-    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = seconds)]
     pub timeout: Option<Duration>,
 }
 

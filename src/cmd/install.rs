@@ -84,7 +84,14 @@ impl Run for InstallArgs {
                 "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
             ));
         }
-        report(ctx, &done, scope)
+        report(ctx, &done, scope)?;
+        if self.carry.keep_local && done.carried.is_none() {
+            ctx.out.note(&format!(
+                "note: --keep-local had no effect: no copy of {} was installed before, so there were no local edits to keep",
+                done.manifest.name
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -111,7 +118,12 @@ impl InstallArgs {
                 "give the subfolder once: either --subdir or SOURCE#path, not both",
             )),
             (Some(flag), None) => Ok(Some(flag.clone())),
-            (None, fragment) => Ok(fragment),
+            (None, Some(fragment)) => {
+                let form = format!("the subfolder \"{fragment}\" after # in {}", self.source);
+                fetch::check_subdir_as(&fragment, &form)?;
+                Ok(Some(fragment))
+            }
+            (None, None) => Ok(None),
         }
     }
 }

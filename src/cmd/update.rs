@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::catalog::paths::{Scope, ScopeDirs};
 use crate::catalog::{self, Installed};
+use crate::check::build_hint::quote;
 use crate::cli::UpdateArgs;
 use crate::error::usage;
 use crate::output::printable;
@@ -78,8 +79,13 @@ impl Run for UpdateArgs {
         let problems: Vec<String> = outcomes
             .iter()
             .filter(|o| self.is_problem(o))
-            .map(describe)
+            .map(|o| describe(o, self.dry_run))
             .collect();
+        // Extensions skipped by choice (pinned) or that cannot be updated do not count.
+        let tried = outcomes
+            .iter()
+            .filter(|o| self.is_problem(o) || !(o.refused || o.status == Status::Skipped))
+            .count();
         if ctx.out.json {
             ctx.out
                 .json(&serde_json::json!({ "extensions": outcomes }))?;
@@ -89,15 +95,15 @@ impl Run for UpdateArgs {
         match problems.as_slice() {
             [] => Ok(()),
             // One extension: its reason is the error (main prints it on stderr).
-            [only] if outcomes.len() == 1 => bail!("{only}"),
+            [only] if tried <= 1 => bail!("{only}"),
+            [only] => bail!("{only} (1 of {tried} extensions tried)"),
             _ => {
                 for line in &problems {
                     ctx.out.fail(line);
                 }
                 bail!(
-                    "{} of {} extensions were not updated (see above); the old versions are still in place",
+                    "{} of {tried} extensions tried were not updated (see above); the old versions are still in place",
                     problems.len(),
-                    outcomes.len()
                 )
             }
         }
@@ -126,7 +132,7 @@ impl UpdateArgs {
                 ));
                 continue;
             }
-            ctx.out.say(&describe(outcome))?;
+            ctx.out.say(&describe(outcome, self.dry_run))?;
             let done = outcome.status == Status::Updated;
             for line in outcome.carry_over.iter().flat_map(|p| p.lines(done)) {
                 ctx.out.say(&format!("  {line}"))?;
@@ -186,10 +192,15 @@ impl UpdateArgs {
             }
             return Ok(all);
         }
-        self.names
-            .iter()
-            .map(|name| catalog::find(&ctx.layout, name, self.scope.scope()))
-            .collect()
+        let mut found: Vec<Installed> = Vec::new();
+        for name in &self.names {
+            let target = catalog::find(&ctx.layout, name, self.scope.scope())?;
+            // `update clock clock`, or a name and its folder name: once.
+            if !found.iter().any(|f| f.dir == target.dir) {
+                found.push(target);
+            }
+        }
+        Ok(found)
     }
 
     fn update(&self, ctx: &Context, target: &Installed) -> Outcome {
@@ -279,7 +290,7 @@ impl UpdateArgs {
                     return Ok(status);
                 }
             }
-            Kind::Path => {}
+            Kind::Path => source_folder_exists(record, &outcome.name).map_err(failed)?,
         }
         // A dry run stages into a scratch store, so the real one is never touched.
         let (store, _scratch) = if self.dry_run {
@@ -392,9 +403,10 @@ impl UpdateArgs {
         outcome.outside_links.clone_from(&staged.outside_links);
         if staged.manifest.name != outcome.name {
             bail!(
-                "the new version's extension.json names it \"{}\", not \"{}\"; install it separately",
+                "the new version's extension.json names it \"{}\", not \"{}\"; install it under its new name with: {}",
                 staged.manifest.name,
-                outcome.name
+                outcome.name,
+                install_command(record)
             );
         }
         let installed = Record {
@@ -645,6 +657,30 @@ fn scratch_store(scope: Scope) -> Result<(Store, Option<tempfile::TempDir>)> {
     Ok((store, Some(base)))
 }
 
+/// A folder install's source must still be where the record says: without it there is
+/// nothing to update from (install-time advice about what to give does not help here).
+fn source_folder_exists(record: &Record, name: &str) -> Result<()> {
+    let source = Path::new(&record.source);
+    match std::fs::symlink_metadata(source) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            "the source folder {} recorded at install is gone; if it moved, install it from there with zot ext install --force <new place>, else remove it with zot ext remove {}",
+            source.display(),
+            quote(name)
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// `zot ext install <source> [--subdir <path>]` for the recorded source (credentials left
+/// out: the record keeps none).
+fn install_command(record: &Record) -> String {
+    let mut command = format!("zot ext install {}", quote(&redact(&record.source)));
+    if let Some(subdir) = &record.subdir {
+        command.push_str(&format!(" --subdir {}", quote(subdir)));
+    }
+    command
+}
+
 /// Why an extension was not updated.
 struct Skip {
     status: Status,
@@ -695,7 +731,7 @@ fn describe_version(v: &Version) -> String {
     }
 }
 
-fn describe(o: &Outcome) -> String {
+fn describe(o: &Outcome, dry_run: bool) -> String {
     let who = format!("{} ({})", o.name, o.scope);
     let current = describe_version(&o.current);
     let available = o
@@ -717,6 +753,7 @@ fn describe(o: &Outcome) -> String {
         Status::WouldRePin => format!(
             "would re-pin {who} to {reason}: {current} -> {available}, no file would change"
         ),
+        Status::Failed if dry_run => format!("would fail to update {who}: {reason}"),
         Status::Failed => {
             format!("failed to update {who}: {reason}; the old version is still in place")
         }

@@ -76,11 +76,17 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<St
 
 /// A subfolder must be a plain relative path inside the source.
 fn check_subdir(subdir: &str) -> Result<PathBuf> {
+    check_subdir_as(subdir, &format!("--subdir \"{subdir}\""))
+}
+
+/// [`check_subdir`], the error naming the subfolder as `form` says (the way the user wrote
+/// it: `--subdir "x"`, or the `#x` part of a source).
+pub(crate) fn check_subdir_as(subdir: &str, form: &str) -> Result<PathBuf> {
     let path = Path::new(subdir.trim_end_matches('/'));
     let plain = path.components().all(|c| matches!(c, Component::Normal(_)));
     if subdir.is_empty() || !plain {
         return Err(usage(format!(
-            "--subdir \"{subdir}\" must be a relative folder inside the source, without \"..\""
+            "{form} must be a relative folder inside the source, without \"..\""
         )));
     }
     Ok(path.to_path_buf())

@@ -244,9 +244,12 @@ fn a_negative_line_count_says_what_works() {
     ] {
         env.zot(args)
             .fails(2)
-            .stderr_has("a count of lines is 0 or more: use -n 1 for the last 1, or leave -n out")
+            .stderr_has("a count of lines is 0 or more: use -n 1 for the last line, or leave -n out")
             .stderr_lacks("-- -1");
     }
+    env.zot(["ext", "logs", "x", "-n", "-5"])
+        .fails(2)
+        .stderr_has("use -n 5 for the last 5 lines, or leave -n out");
     env.zot(["ext", "logs", "x", "-n", "1"])
         .ok()
         .stdout_is("b\n");
@@ -254,6 +257,20 @@ fn a_negative_line_count_says_what_works() {
     env.zot(["ext", "logs", "x", "-n", "many"])
         .fails(2)
         .stderr_has("\"many\" is not a count of lines");
+}
+
+#[test]
+fn a_negative_timeout_says_what_works() {
+    let env = Env::new();
+    for args in [
+        &["ext", "doctor", "--timeout", "-1"][..],
+        &["ext", "call", "--timeout", "-1", "x", "/x"],
+    ] {
+        env.zot(args)
+            .fails(2)
+            .stderr_has("must be more than 0 and at most 86400 seconds")
+            .stderr_lacks("-- -1");
+    }
 }
 
 #[test]

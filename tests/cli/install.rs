@@ -510,3 +510,25 @@ fn json_keeps_warnings_and_notes_on_stderr() {
         .stderr_has("\"Name\"")
         .stderr_has("note: left out the source's .zot/ folder");
 }
+
+#[test]
+fn a_bad_subfolder_after_a_hash_is_named_as_written() {
+    let env = Env::new();
+    let src = env.source("we", "we");
+    let arg = format!("{}#../..", src.display());
+    env.zot(["ext", "install", &arg])
+        .fails(2)
+        .stderr_is(&format!(
+            "error: the subfolder \"../..\" after # in {arg} must be a relative folder inside \
+             the source, without \"..\"\n"
+        ));
+}
+
+#[test]
+fn keep_local_with_nothing_installed_says_it_had_no_effect() {
+    let env = Env::new();
+    let src = env.source("we", "we");
+    env.zot(["ext", "install", src.to_str().unwrap(), "--keep-local"])
+        .ok()
+        .stderr_has("note: --keep-local had no effect: no copy of we was installed before");
+}

@@ -307,7 +307,7 @@ fn folder_installs_are_copied_again() {
     fs::remove_dir_all(&src).unwrap();
     env.zot(["ext", "update", "local"])
         .fails(1)
-        .stderr_has("does not exist");
+        .stderr_has("recorded at install is gone");
     assert_eq!(rev(&env, "local"), "two\n");
     env.zot(["ext", "update", "local", "--ref", "v1"])
         .fails(2)

@@ -188,23 +188,44 @@ fn a_failure_and_its_reason_go_to_stderr_even_when_quiet() {
     env.install(&src);
     env.installed("fine", false);
     fs::remove_dir_all(&src).unwrap();
-    let done = env.zot(["ext", "update", "gone", "-q"]).fails(1);
-    done.stdout_is("")
-        .stderr_has("failed to update gone (global)")
-        .stderr_has("does not exist");
-    done.stderr_one_line();
+    let gone = format!(
+        "failed to update gone (global): the source folder {} recorded at install is gone; \
+         if it moved, install it from there with zot ext install --force <new place>, \
+         else remove it with zot ext remove gone; the old version is still in place",
+        fs::canonicalize(src.parent().unwrap())
+            .unwrap()
+            .join("gone-src")
+            .display()
+    );
+    let done = env.zot(["ext", "update", "gone", "gone", "-q"]).fails(1);
+    done.stdout_is("").stderr_is(&format!("error: {gone}\n"));
+    env.zot(["ext", "update", "gone", "--dry-run"])
+        .fails(1)
+        .stderr_has("error: would fail to update gone (global): the source folder ")
+        .stderr_lacks("still in place");
     env.zot(["ext", "update", "--all", "-q"])
         .fails(1)
         .stdout_is("")
-        .stderr_has("does not exist")
-        .stderr_has("1 of 2 extensions were not updated");
+        .stderr_is(&format!("error: {gone} (1 of 2 extensions tried)\n"));
     env.zot(["ext", "update", "--all"])
         .fails(1)
         .stdout_is("fine (global) is up to date (1.0.0)\n")
         .stderr_has("failed to update gone");
     let json = env.zot(["ext", "update", "gone", "--json"]).fails(1);
     assert_eq!(json.extensions()[0]["status"], "failed");
-    json.stderr_has("does not exist");
+    json.stderr_has("recorded at install is gone");
+}
+
+#[test]
+fn a_source_whose_manifest_renamed_it_gets_the_install_command() {
+    let env = Env::new();
+    let src = env.source("ren-src", "ren");
+    env.install(&src);
+    fs::write(src.join("extension.json"), manifest("renamed")).unwrap();
+    env.zot(["ext", "update", "ren"]).fails(1).stderr_has(&format!(
+        "names it \"renamed\", not \"ren\"; install it under its new name with: zot ext install {}",
+        fs::canonicalize(&src).unwrap().display()
+    ));
 }
 
 /// A linked extension, one copied in by hand and one made by `zot ext new`.
