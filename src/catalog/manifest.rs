@@ -114,6 +114,13 @@ impl ManifestError {
         if let Some(field) = message.strip_prefix("missing required field ") {
             return format!("add {field} to the top-level object of {file}");
         }
+        if message.starts_with("broken link:") {
+            let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+            return format!(
+                "restore the folder it points to, or remove the link with zot ext remove {}",
+                crate::check::build_hint::quote(&name)
+            );
+        }
         if message.starts_with("not found;") {
             return format!(
                 "create {file}: a JSON object with at least \"name\" and \"exec\" (zot ext new writes one)"

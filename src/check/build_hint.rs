@@ -55,11 +55,35 @@ pub(crate) fn build_hint(
     exec: &str,
     name: &str,
 ) -> Option<String> {
+    if let Some(hint) = venv_hint(dir, exec) {
+        return Some(hint);
+    }
     match language? {
         "go" => Some(go_hint(dir, exec, name)),
         "rust" => Some(rust_hint(dir, exec)),
         _ => None,
     }
+}
+
+/// For a Python interpreter inside a virtual environment (`.venv/bin/python`), the command
+/// that creates that environment; `None` for any other program.
+fn venv_hint(dir: &Path, exec: &str) -> Option<String> {
+    let program = Path::new(exec);
+    let python = program
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("python"));
+    let venv = program
+        .parent()
+        .filter(|bin| bin.file_name().is_some_and(|n| n == "bin"))
+        .and_then(Path::parent)
+        .filter(|venv| !venv.as_os_str().is_empty())?;
+    python.then(|| {
+        format!(
+            "create the virtual environment: cd {} && python3 -m venv {} (then install into it what the extension needs), or correct \"exec\" in extension.json",
+            quote(&dir.to_string_lossy()),
+            quote(&venv.to_string_lossy())
+        )
+    })
 }
 
 fn go_hint(dir: &Path, exec: &str, name: &str) -> String {

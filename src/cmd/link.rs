@@ -98,9 +98,15 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
         ));
         return;
     }
+    let project = if scope == Scope::Project {
+        " --project"
+    } else {
+        ""
+    };
     ctx.out.note(&format!(
-        "note: zot {} and earlier do not load linked extension folders; use zot ext install there",
-        newest_skipping.versions
+        "note: zot {} and earlier do not load linked extension folders; for those, install a copy instead: zot ext install --force{project} {}",
+        newest_skipping.versions,
+        crate::check::build_hint::quote(&target.display().to_string())
     ));
 }
 

@@ -224,3 +224,18 @@ fn the_printed_go_commands_build_the_program() {
     run_offline(&commands(&hint)[0], &cache);
     assert!(inner.join("hello").is_file(), "{hint}");
 }
+
+#[test]
+fn a_python_in_a_missing_virtual_environment_gets_the_command_that_creates_it() {
+    let env = Env::new();
+    let dir = extension(&env.work, "venv", "venv", "python", ".venv/bin/python");
+    fs::write(dir.join("main.py"), "print()\n").unwrap();
+    assert_eq!(
+        printed_hint(&env, &dir),
+        format!(
+            "create the virtual environment: cd {} && python3 -m venv .venv (then install into it \
+             what the extension needs), or correct \"exec\" in extension.json",
+            fs::canonicalize(&dir).unwrap().display()
+        )
+    );
+}

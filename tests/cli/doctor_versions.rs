@@ -204,7 +204,11 @@ fn a_linked_folder_is_an_error_only_at_0_1_62() {
     let link = env.zot(["ext", "link", wc.to_str().unwrap()]).ok();
     assert_eq!(
         link.stderr,
-        "note: zot 0.1.62 and earlier do not load linked extension folders; use zot ext install there\n"
+        format!(
+            "note: zot 0.1.62 and earlier do not load linked extension folders; \
+             for those, install a copy instead: zot ext install --force {}\n",
+            std::fs::canonicalize(&wc).unwrap().display()
+        )
     );
     let (done, json) = doctor_json(&env, &["linked", "--zot-version", "0.1.62"], None);
     assert_eq!(done.code, 1, "{done:#?}");

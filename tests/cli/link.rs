@@ -57,6 +57,11 @@ fn a_vanished_target_is_listed_as_broken() {
         list[0]["error"].as_str().unwrap().contains("broken link"),
         "{list}"
     );
+    let doctor = env.zot(["ext", "doctor", "dev", "--json"]).fails(1).json();
+    assert_eq!(
+        doctor["extensions"][0]["errors"][0]["fix"],
+        "restore the folder it points to, or remove the link with zot ext remove dev"
+    );
     env.zot(["ext", "remove", "-y", "dev"]).ok();
 }
 
