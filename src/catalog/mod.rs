@@ -109,11 +109,23 @@ impl Installed {
     pub(crate) fn twin_note(&self) -> Option<String> {
         let other = self.twins.first()?;
         Some(format!(
-            "note: another folder, {}, also has the name \"{}\" (zot starts both); acting on {} ({}); pick the other by its folder name or with --project/--global",
+            "note: another folder, {}, also has the name \"{}\" (zot starts both); acting on {} ({}); pick the other by its folder name, {}{}",
             crate::output::printable(&other.dir.display().to_string()),
             crate::output::printable(self.name()),
             crate::output::printable(&self.dir.display().to_string()),
-            self.scope
+            self.scope,
+            crate::output::printable(
+                &other
+                    .dir
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+            ),
+            if other.scope == self.scope {
+                String::new()
+            } else {
+                format!(", with --{}", other.scope)
+            }
         ))
     }
 }
@@ -239,7 +251,6 @@ pub(crate) fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<
     find_as(layout, name, scope, zot::newest().discovery)
 }
 
-/// [`find`] as a host with these discovery rules sees it (see [`scan_as`]).
 /// When `name` is not in `scope` but in the other scope: says so and how to reach it.
 fn copy_elsewhere(layout: &Layout, name: &str, scope: Scope, rules: Discovery) -> Option<String> {
     let other = Scope::ALL.into_iter().find(|s| *s != scope)?;
@@ -252,6 +263,7 @@ fn copy_elsewhere(layout: &Layout, name: &str, scope: Scope, rules: Discovery) -
     ))
 }
 
+/// [`find`] as a host with these discovery rules sees it (see [`scan_as`]).
 pub(crate) fn find_as(
     layout: &Layout,
     name: &str,

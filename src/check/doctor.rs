@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::handshake::{self, Handshake, HostInfo};
 use super::{Level, Problem};
 use crate::catalog::manifest::Manifest;
-use crate::catalog::paths::Scope;
+use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::target::{self, Target};
 use crate::cli::agent::{self, AgentVersion, NoAgent};
 use crate::host::{self, Leftover, Session, Stopped};
@@ -187,7 +187,7 @@ pub(crate) struct Report {
     pub stderr: Option<String>,
     /// Why an enabled extension is not loaded (the text heading says).
     #[serde(skip)]
-    pub not_loaded_because: &'static str,
+    pub not_loaded_because: String,
 }
 
 fn millis(d: Duration) -> u64 {
@@ -201,9 +201,9 @@ impl Report {
             enabled: manifest.map(|m| m.enabled),
             loaded: target.loaded(),
             not_loaded_because: if target.skipped {
-                "linked: the zot judged by skips linked folders"
+                "linked: the zot judged by skips linked folders".into()
             } else {
-                "shadowed: zot skips it for the project folder of the same folder name"
+                "shadowed: zot skips it for the project folder of the same folder name".into()
             },
             version: manifest.and_then(|m| m.version.clone()),
             ..Report::blank(
@@ -235,7 +235,7 @@ impl Report {
             warnings: Vec::new(),
             notes: Vec::new(),
             stderr: None,
-            not_loaded_because: "",
+            not_loaded_because: String::new(),
         }
     }
 
@@ -258,6 +258,13 @@ impl Report {
 /// Checks one extension: its manifest and exec, then a live handshake and shutdown.
 pub(crate) fn check(target: &Target, options: &Options) -> Report {
     let mut report = Report::new(target);
+    if target.shadowed && !target.skipped {
+        let project = Layout::new(PathBuf::new(), &options.host.cwd);
+        report.not_loaded_because = format!(
+            "shadowed by {}: zot skips it for the project folder of the same folder name",
+            project.project.extension(&target.dir_name).display()
+        );
+    }
     let manifest = match &target.manifest {
         Ok(manifest) => manifest,
         Err(e) => {

@@ -341,7 +341,7 @@ fn heading(r: &Report) -> String {
         notes.push("disabled".into());
     }
     if r.enabled == Some(true) && !r.loaded {
-        notes.push(r.not_loaded_because.into());
+        notes.push(r.not_loaded_because.clone());
     }
     clean(&format!("{} ({})", r.name, notes.join(", ")))
 }
@@ -434,7 +434,7 @@ mod tests {
             warnings: vec![Problem::warning("did not send ready", "send ready")],
             notes: Vec::new(),
             stderr: None,
-            not_loaded_because: "",
+            not_loaded_because: String::new(),
         }
     }
 

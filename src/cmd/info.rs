@@ -94,7 +94,20 @@ impl Run for InfoArgs {
             catalog::find(&ctx.layout, &self.name, self.scope.scope())?;
             bail!("no extension named \"{}\" is installed", self.name);
         }
-        let copies: Vec<Copy> = found.iter().map(|e| describe(&ctx.layout, e)).collect();
+        let copies: Vec<Copy> = found
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                // zot starts every copy it does not skip, but commands act on the first.
+                let first = !found[..i]
+                    .iter()
+                    .any(|earlier| !earlier.shadowed && earlier.name() == e.name());
+                Copy {
+                    wins: !e.shadowed && first,
+                    ..describe(&ctx.layout, e)
+                }
+            })
+            .collect();
         if ctx.out.json {
             return Ok(ctx.out.json(&Info {
                 name: &self.name,
@@ -186,8 +199,10 @@ fn render(name: &str, c: &Copy) -> Vec<String> {
     };
     let standing = if c.wins {
         "wins"
-    } else {
+    } else if c.shadowed {
         "shadowed by the project folder of the same folder name"
+    } else {
+        "started too; zot ext commands act on the copy above"
     };
     let mut head = format!("{name} ({} copy, {standing})", c.scope);
     if let Some(m) = c.manifest {

@@ -72,9 +72,10 @@ fn a_project_folder_hides_the_global_folder_of_the_same_folder_name() {
     assert_eq!(json["extensions"][0]["name"], "alpha");
     assert_eq!(json["extensions"][0]["loaded"], true);
     let doctor = env.zot(["ext", "doctor"]).output();
-    doctor.stdout_has(
-        "beta (global, shadowed: zot skips it for the project folder of the same folder name)",
-    );
+    doctor.stdout_has(&format!(
+        "beta (global, shadowed by {}: zot skips it for the project folder of the same folder name)",
+        env.project_root().join("same").display()
+    ));
     // No twin warning: the hidden folder never runs.
     doctor.stdout_lacks("says hello last");
 }
@@ -97,11 +98,10 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
     let info = env.zot(["ext", "info", "twin", "--json"]).ok().json();
     let copies = info["copies"].as_array().unwrap();
     assert_eq!(copies.len(), 2);
-    assert!(
-        copies
-            .iter()
-            .all(|c| c["wins"] == true && c["shadowed"] == false)
-    );
+    // zot starts both; commands act on the first in load order.
+    assert_eq!(copies[0]["wins"], true);
+    assert_eq!(copies[1]["wins"], false);
+    assert!(copies.iter().all(|c| c["shadowed"] == false));
     assert!(
         copies[0]["same_name"][0]
             .as_str()
@@ -111,7 +111,8 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
     );
     env.zot(["ext", "info", "twin"])
         .ok()
-        .stdout_has("zot starts both and keeps whichever says hello last");
+        .stdout_has("zot starts both and keeps whichever says hello last")
+        .stdout_has("(global copy, started too; zot ext commands act on the copy above)");
 
     let done = env.zot(["ext", "doctor", "--json"]).output();
     done.success();
@@ -134,7 +135,7 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
     env.zot(["ext", "disable", "twin"])
         .ok()
         .stderr_has("also has the name \"twin\"")
-        .stderr_has("--project/--global");
+        .stderr_has("pick the other by its folder name, twin, with --global\n");
     let list = env.zot(["ext", "list", "--json"]).ok().extensions();
     assert_eq!(list[0]["scope"], "project");
     assert_eq!(list[0]["enabled"], false);
@@ -146,6 +147,26 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
         !found.iter().any(|m| m.contains("says hello last")),
         "{found:?}"
     );
+}
+
+#[test]
+fn two_global_folders_with_one_name_are_told_apart_by_folder_name() {
+    let env = Env::new();
+    let script = good_script("dup", &[]);
+    sh_extension(&env.global_root(), "dup1", "dup", &script);
+    sh_extension(&env.global_root(), "dup2", "dup", &script);
+    let info = env.zot(["ext", "info", "dup", "--json"]).ok().json();
+    let wins: Vec<_> = info["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["wins"].clone())
+        .collect();
+    assert_eq!(wins, [true, false]);
+    env.zot(["ext", "disable", "dup"])
+        .ok()
+        .stderr_has("pick the other by its folder name, dup2\n")
+        .stderr_lacks("--");
 }
 
 #[test]
