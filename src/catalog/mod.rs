@@ -114,13 +114,7 @@ impl Installed {
             crate::output::printable(self.name()),
             crate::output::printable(&self.dir.display().to_string()),
             self.scope,
-            crate::output::printable(
-                &other
-                    .dir
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-            ),
+            crate::output::printable(&other.dir.file_name().unwrap_or_default().to_string_lossy()),
             if other.scope == self.scope {
                 String::new()
             } else {

@@ -106,7 +106,10 @@ fn with_folder_hint(error: anyhow::Error, arg: &str) -> anyhow::Error {
         return error;
     };
     let generic = "; `zot ext list` shows what is";
-    if !found.suggestions.is_empty() || !found.message.ends_with(generic) || !Path::new(arg).is_dir() {
+    if !found.suggestions.is_empty()
+        || !found.message.ends_with(generic)
+        || !Path::new(arg).is_dir()
+    {
         return error;
     }
     let folder = format!("./{arg}");

@@ -119,7 +119,11 @@ fn count(items: &[(Vec<u8>, String)]) -> String {
     match (folders, files) {
         (0, files) => plural(files, "file"),
         (folders, 0) => plural(folders, "folder"),
-        (folders, files) => format!("{} and {}", plural(folders, "folder"), plural(files, "file")),
+        (folders, files) => format!(
+            "{} and {}",
+            plural(folders, "folder"),
+            plural(files, "file")
+        ),
     }
 }
 

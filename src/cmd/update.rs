@@ -674,11 +674,12 @@ fn source_folder_exists(record: &Record, name: &str) -> Result<()> {
 /// `zot ext install <source> [--subdir <path>]` for the recorded source (credentials left
 /// out: the record keeps none).
 fn install_command(record: &Record) -> String {
-    let mut command = format!("zot ext install {}", quote(&redact(&record.source)));
-    if let Some(subdir) = &record.subdir {
-        command.push_str(&format!(" --subdir {}", quote(subdir)));
-    }
-    command
+    let subdir = record
+        .subdir
+        .as_ref()
+        .map(|s| format!(" --subdir {}", quote(s)))
+        .unwrap_or_default();
+    format!("zot ext install {}{subdir}", quote(&redact(&record.source)))
 }
 
 /// Why an extension was not updated.

@@ -531,7 +531,10 @@ mod tests {
         let reason = "/home/u/.zot/extensions/bad/extension.json:2:19: invalid JSON";
         assert_eq!(
             wrap(reason, 40),
-            ["/home/u/.zot/extensions/bad/", "extension.json:2:19: invalid JSON"]
+            [
+                "/home/u/.zot/extensions/bad/",
+                "extension.json:2:19: invalid JSON"
+            ]
         );
         assert_eq!(
             wrap(&format!("cannot read {reason}"), 30),
@@ -542,6 +545,9 @@ mod tests {
                 "JSON"
             ]
         );
-        assert_eq!(wrap("unknown field `descripton`", 10), ["unknown", "field", "`descripton`"]);
+        assert_eq!(
+            wrap("unknown field `descripton`", 10),
+            ["unknown", "field", "`descripton`"]
+        );
     }
 }

@@ -399,7 +399,10 @@ mod tests {
             "cannot fetch git://h/single?token=***: remote error: \
              access denied or repository not exported: /single?token=***"
         );
-        assert_eq!(redact_text("(/r?ref=main&Key=k;sig=z#top)"), "(/r?ref=main&Key=***#top)");
+        assert_eq!(
+            redact_text("(/r?ref=main&Key=k;sig=z#top)"),
+            "(/r?ref=main&Key=***#top)"
+        );
         assert_eq!(redact_text("/r?a=1?pass=x y"), "/r?a=1?pass=*** y");
         assert_eq!(redact_text("keys: a=b ?ref=main"), "keys: a=b ?ref=main");
         let Source::Git(g) = Source::parse("git://127.0.0.1:1/single?token=abc") else {

@@ -520,16 +520,19 @@ fn a_folder_here_named_like_the_argument_is_suggested_as_a_path() {
     let env = Env::new();
     sh_extension(&env.project, "d1", "d1", &good_script("d1", &[]));
     for command in [&["ext", "call", "d1", "/d1"][..], &["ext", "doctor", "d1"]] {
-        env.zot(command).fails(1).stderr_has(
-            "; did you mean ./d1? (a folder in the current directory)\n",
-        );
+        env.zot(command)
+            .fails(1)
+            .stderr_has("; did you mean ./d1? (a folder in the current directory)\n");
     }
 }
 
 #[test]
 fn a_missing_folder_is_named_without_os_error_text() {
     let env = Env::new();
-    for command in [&["ext", "call", "./nonexist", "/x"][..], &["ext", "doctor", "./nonexist"]] {
+    for command in [
+        &["ext", "call", "./nonexist", "/x"][..],
+        &["ext", "doctor", "./nonexist"],
+    ] {
         env.zot(command).fails(1).stderr_is(
             "error: ./nonexist does not exist; give an extension folder or an installed name\n",
         );

@@ -244,7 +244,9 @@ fn a_negative_line_count_says_what_works() {
     ] {
         env.zot(args)
             .fails(2)
-            .stderr_has("a count of lines is 0 or more: use -n 1 for the last line, or leave -n out")
+            .stderr_has(
+                "a count of lines is 0 or more: use -n 1 for the last line, or leave -n out",
+            )
             .stderr_lacks("-- -1");
     }
     env.zot(["ext", "logs", "x", "-n", "-5"])

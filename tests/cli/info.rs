@@ -149,8 +149,11 @@ fn a_scope_flag_that_misses_names_the_other_copy() {
     let env = Env::new();
     env.installed("clock", false);
     for command in ["info", "enable", "remove"] {
-        env.zot(["ext", command, "clock", "-p", "-y"][..if command == "remove" { 5 } else { 4 }].to_vec())
-            .fails(1)
-            .stderr_has("; there is a global copy: drop -p or use -g\n");
+        env.zot(
+            ["ext", command, "clock", "-p", "-y"][..if command == "remove" { 5 } else { 4 }]
+                .to_vec(),
+        )
+        .fails(1)
+        .stderr_has("; there is a global copy: drop -p or use -g\n");
     }
 }
