@@ -1,6 +1,7 @@
 //! The one redaction function, [`redact`], through which every URL or source string passes
 //! before it reaches the terminal, a record, `--json` or an error, and [`redact_text`], the
-//! same rules applied to every URL-shaped word of a free-form message.
+//! same rules applied to every URL-shaped word of a free-form message, and the query rule to
+//! every `?name=value`/`&name=value` in any word (a server quotes a path with its query).
 //!
 //! Redaction rules: the user-info part of a `scheme://` URL becomes `***` (for ssh URLs the
 //! user name is kept and only the password becomes `***`); the password of an scp-like

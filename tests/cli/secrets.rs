@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::git_install::{extension_repo, install_git, install_git_with, served, zot};
 use crate::support::extensions::sh_extension;
-use crate::support::git_servers::{HttpGit, Repo, free_port};
+use crate::support::git_servers::{GitDaemon, HttpGit, Repo, free_port};
 use crate::support::{Done, Env, manifest};
 
 // ---------------------------------------------------------------------------------------------
@@ -255,6 +255,21 @@ fn a_query_token_is_never_shown_or_stored() {
         done.stdout_lacks("tok-5ecret").stderr_lacks("tok-5ecret");
     }
     assert_not_stored(&env, "tok-5ecret");
+}
+
+/// A git daemon sees the query string as part of the path and quotes it back: a short token
+/// there is hidden too.
+#[test]
+fn a_short_query_token_quoted_back_by_the_server_is_never_shown() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    extension_repo(&env, &root, "single");
+    let daemon = GitDaemon::start(&root);
+    let url = format!("{}?token=x~y", daemon.url("single"));
+    let done = zot(&env, &["ext", "install", &url]);
+    done.failure(1);
+    done.stderr_has("?token=***").stderr_lacks("x~y");
+    assert_one_line(&done);
 }
 
 /// A record written by hand (or by an older zot) that holds credentials: `info` and `update`
