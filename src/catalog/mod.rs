@@ -248,7 +248,10 @@ pub(crate) fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<
 /// When `name` is not in `scope` but in the other scope: says so and how to reach it.
 fn copy_elsewhere(layout: &Layout, name: &str, scope: Scope, rules: Discovery) -> Option<String> {
     let other = Scope::ALL.into_iter().find(|s| *s != scope)?;
-    find_as(layout, name, Some(other), rules).ok()?;
+    let there = scan_as(layout, &[other], rules).ok()?;
+    there
+        .iter()
+        .find(|e| e.name() == name || e.dir_name == name)?;
     let short = |s: Scope| if s == Scope::Project { "-p" } else { "-g" };
     Some(format!(
         "there is a {other} copy: drop {} or use {}",
