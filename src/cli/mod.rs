@@ -666,7 +666,7 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub strict: bool,
 
-    /// Check at most N extensions at once (default: twice the number of CPUs, at least 2)
+    /// Check at most N extensions at once (default: all, up to what the open-file limit allows)
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: Option<u32>,
 
