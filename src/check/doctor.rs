@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -105,10 +105,6 @@ impl JudgedBy {
 
 /// Lines of stderr shown for a failing extension.
 const STDERR_LINES: usize = 20;
-
-/// How long doctor watches an extension after `ready` before asking it to stop, to catch one
-/// that exits on its own (zot would talk to it for a whole session).
-const AFTER_READY: Duration = Duration::from_millis(100);
 
 /// What the live check tells the extension, how long it waits, and which zot it judges by.
 #[derive(Debug, Clone)]
@@ -365,7 +361,9 @@ fn check_linked(report: &mut Report, target: &Target, facts: &HostFacts) {
 }
 
 fn live(report: &mut Report, launch: &host::Launch, manifest: &Manifest, options: &Options) {
-    let mut session = match Session::start(launch) {
+    // Watching stdin tells an extension that exits on its own after `ready` (it leaves
+    // `shutdown` unread) from one that exits on it, without waiting before asking it to stop.
+    let mut session = match Session::start_watching_stdin(launch) {
         Ok(session) => session,
         Err(e) => {
             let fix = if e.raw_os_error() == Some(rustix::io::Errno::NOEXEC.raw_os_error()) {
@@ -385,9 +383,6 @@ fn live(report: &mut Report, launch: &host::Launch, manifest: &Manifest, options
     absorb(report, &handshake);
     judge_by_host(report, options.facts);
     if !handshake.broken {
-        if handshake.ready_after.is_some() {
-            session.wait_exit(Instant::now() + AFTER_READY);
-        }
         let stopped = session.stop(host::SHUTDOWN_GRACE);
         shutdown(report, &stopped);
         add_leftovers(report, &stopped.leftovers);
@@ -601,7 +596,8 @@ fn shutdown(report: &mut Report, stopped: &Stopped) {
     report.add(problem);
 }
 
-/// It exited (or closed stdout) on its own after `ready`; zot would drop it mid-session.
+/// It exited (or closed stdout) on its own after `ready`, leaving `shutdown` unread; zot would
+/// drop it mid-session.
 fn gone_before(stopped: &Stopped) -> Problem {
     let what = match stopped.exit {
         Some(exit) => format!("exited ({exit})"),

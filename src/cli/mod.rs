@@ -1,6 +1,6 @@
 //! Command-line definitions: every flag, argument and help text of `zot` and `zot ext`, and
 //! the command the binary parses with ([`command`]: the definitions plus each subcommand's
-//! examples from [`pages`]).
+//! examples from [`pages`], built only when help is asked for).
 //!
 //! The doc comments on clap items are help text, printed as written (no Markdown): names such
 //! as $ZOT_HOME stay unquoted there.
@@ -27,42 +27,72 @@ use candidates::{Offer, names};
 /// examples ([`pages::help_examples`]) at the end of its help. The man pages are rendered
 /// from it too.
 pub fn command() -> clap::Command {
-    let cli = Cli::command();
-    let root = cli.get_name().to_owned();
-    with_examples(cli, &root)
+    decorated(Examples::Included)
 }
 
-/// Parses `args` (the program name first) with [`command`].
-/// A usage error gets a tip that works where clap's own has none ([`hints`]).
+/// Whether a command carries the examples at the end of each subcommand's help.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Examples {
+    Included,
+    Left,
+}
+
+fn decorated(examples: Examples) -> clap::Command {
+    let mut cli = Cli::command();
+    let root = cli.get_name().to_owned();
+    let styles = cli.get_styles().clone();
+    decorate(&mut cli, &root, examples, &styles);
+    cli
+}
+
+/// Parses `args` (the program name first) like [`command`]: only help prints the examples,
+/// and formatting them all costs more than the rest of a parse, so they are built only when
+/// the first parse asks for help. A usage error gets a tip that works where clap's own has
+/// none ([`hints`]).
 pub fn try_parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
     let args: Vec<OsString> = args.into_iter().collect();
-    let mut cmd = command();
+    match parse_with(decorated(Examples::Left), &args) {
+        Err(e) if shows_help(&e) => parse_with(command(), &args),
+        parsed => parsed,
+    }
+}
+
+fn shows_help(e: &clap::Error) -> bool {
+    use clap::error::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    )
+}
+
+fn parse_with(mut cmd: clap::Command, args: &[OsString]) -> Result<Cli, clap::Error> {
     let matches = cmd
-        .try_get_matches_from_mut(args.clone())
-        .map_err(|e| hints::improve(e, &args, &cmd))?;
+        .try_get_matches_from_mut(args.to_vec())
+        .map_err(|e| hints::improve(e, args, &cmd))?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
 }
 
-/// `cmd` (whose path is `path`, `zot ext`) with examples after the help of every subcommand
-/// below it, and `-V` printing `zot <version>` there too (clap would name the subcommand,
-/// `zot-ext-list`).
-fn with_examples(cmd: clap::Command, path: &str) -> clap::Command {
-    let styles = cmd.get_styles().clone();
-    let names: Vec<String> = cmd
-        .get_subcommands()
-        .map(|sub| sub.get_name().to_owned())
-        .collect();
-    names.into_iter().fold(cmd, |cmd, name| {
-        let sub_path = format!("{path} {name}");
-        cmd.mut_subcommand(&name, |sub| {
-            let sub = match pages::help_examples(&sub_path, &styles) {
-                Some(examples) => sub.after_help(examples),
-                None => sub,
-            }
-            .display_name("zot");
-            with_examples(sub, &sub_path)
-        })
-    })
+/// Gives every subcommand below `cmd` (whose path is `path`, `zot ext`) `-V` printing
+/// `zot <version>` (clap would name the subcommand, `zot-ext-list`), and, when `examples`
+/// says so, examples after its help. Edited in place: rebuilding the tree costs as much as
+/// the parse.
+fn decorate(
+    cmd: &mut clap::Command,
+    path: &str,
+    examples: Examples,
+    styles: &clap::builder::Styles,
+) {
+    for sub in cmd.get_subcommands_mut() {
+        let sub_path = format!("{path} {}", sub.get_name());
+        let mut edited = std::mem::take(sub).display_name("zot");
+        if examples == Examples::Included
+            && let Some(text) = pages::help_examples(&sub_path, styles)
+        {
+            edited = edited.after_help(text);
+        }
+        decorate(&mut edited, &sub_path, examples, styles);
+        *sub = edited;
+    }
 }
 
 /// Install and manage extensions for the zot coding agent.
@@ -672,7 +702,7 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub strict: bool,
 
-    /// Check at most N extensions at once (default: twice the number of CPUs, at least 2)
+    /// Check at most N extensions at once (default: all, up to what the open-file limit allows)
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: Option<u32>,
 
@@ -785,6 +815,24 @@ mod tests {
         );
         let error = try_parse_from(["zot", "ext", "list", "--nope"].map(OsString::from));
         assert_eq!(error.unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn examples_are_built_only_for_help() {
+        let lean = decorated(Examples::Left);
+        let ext = lean.find_subcommand("ext").unwrap();
+        let install = ext.find_subcommand("install").unwrap();
+        assert!(install.get_after_help().is_none());
+        assert_eq!(install.get_display_name(), Some("zot"));
+        for args in [
+            ["zot", "ext", "install", "--help"],
+            ["zot", "ext", "help", "install"],
+        ] {
+            let help = try_parse_from(args.map(OsString::from))
+                .unwrap_err()
+                .to_string();
+            assert!(help.contains("\nExamples:\n  zot ext install "), "{help}");
+        }
     }
 
     #[test]

@@ -7,7 +7,6 @@ mod live;
 
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal};
-use std::num::NonZero;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread;
@@ -119,13 +118,29 @@ impl DoctorArgs {
     }
 }
 
-/// Extensions checked at once unless --jobs says otherwise: twice the CPUs, at least 2.
-/// Starting hundreds at once would starve them, and sound ones would miss the timeout.
+/// Extensions checked at once unless --jobs says otherwise: as many as the open-file limit
+/// leaves room for (zot starts every extension at once, and most spend their start waiting),
+/// from 2 to [`MAX_JOBS`]. Each running extension holds [`FILES_PER_EXTENSION`] descriptors
+/// at most (its pipes, a pidfd, and the pipes of a start in flight).
 fn default_jobs() -> usize {
-    thread::available_parallelism()
-        .map_or(1, NonZero::get)
-        .saturating_mul(2)
-        .max(2)
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    jobs_for_open_files(limit)
+}
+
+/// Descriptors kept for zot ext itself (the standard streams, the lock, files it reads).
+const RESERVED_FILES: u64 = 64;
+
+/// Descriptors one running extension may hold at once.
+const FILES_PER_EXTENSION: u64 = 12;
+
+/// The largest default number of extensions checked at once (--jobs allows as many).
+const MAX_JOBS: u64 = 1024;
+
+fn jobs_for_open_files(limit: u64) -> usize {
+    let room = limit.saturating_sub(RESERVED_FILES) / FILES_PER_EXTENSION;
+    usize::try_from(room.clamp(2, MAX_JOBS)).unwrap_or(2)
 }
 
 /// `jobs` workers take the targets in order, each starting its next extension only when the
@@ -475,8 +490,11 @@ mod tests {
     }
 
     #[test]
-    fn at_least_two_at_a_time() {
+    fn the_open_file_limit_bounds_how_many_run_at_once() {
         assert!(default_jobs() >= 2);
+        assert_eq!(jobs_for_open_files(1024), 80);
+        assert_eq!(jobs_for_open_files(20), 2);
+        assert_eq!(jobs_for_open_files(u64::MAX), 1024);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The extension's process group: signals to every process in it, and the leader's exit
-//! status read without reaping it, so its group id cannot be reused before the final kill.
+//! status read without reaping it, so its group id cannot be reused before the final kill;
+//! on Linux a wait for that exit blocks on a pidfd instead of polling.
 
 use std::fmt;
 use std::process::Child;
+use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
@@ -44,6 +46,9 @@ fn signal_name(n: i32) -> Option<&'static str> {
     })
 }
 
+/// How often the leader's exit is checked where it cannot be waited for.
+const POLL: Duration = Duration::from_millis(10);
+
 /// The process group led by an extension started with `process_group(0)`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Group {
@@ -72,6 +77,42 @@ impl Group {
             .or_else(|| status.terminating_signal().map(Exit::Signal))
     }
 
+    /// Waits until the leader ends or `deadline` passes; the process stays unreaped.
+    pub(super) fn wait_exit(self, deadline: Instant) -> Option<Exit> {
+        loop {
+            if let Some(exit) = self.exited() {
+                return Some(exit);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            self.sleep_until_exit(left);
+        }
+    }
+
+    /// Blocks until the leader ends (its pidfd turns readable) or `most` passes.
+    #[cfg(target_os = "linux")]
+    fn sleep_until_exit(self, most: Duration) {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        use rustix::process::{PidfdFlags, pidfd_open};
+        // The leader is unreaped, so its pid cannot name another process yet.
+        let Ok(pidfd) = pidfd_open(self.leader, PidfdFlags::empty()) else {
+            return std::thread::sleep(most.min(POLL));
+        };
+        let timeout = Timespec::try_from(most).unwrap_or(Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        });
+        let _ = poll(&mut [PollFd::new(&pidfd, PollFlags::IN)], Some(&timeout));
+    }
+
+    /// Sleeps a short step (no pidfd outside Linux).
+    #[cfg(not(target_os = "linux"))]
+    fn sleep_until_exit(self, most: Duration) {
+        std::thread::sleep(most.min(POLL));
+    }
+
     /// Sends SIGTERM to every process in the group.
     pub(super) fn terminate(self) {
         self.signal(Signal::TERM);
@@ -93,17 +134,9 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
     use std::process::Command;
-    use std::time::{Duration, Instant};
 
     fn wait_exit(group: Group) -> Option<Exit> {
-        let until = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < until {
-            if let Some(exit) = group.exited() {
-                return Some(exit);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        None
+        group.wait_exit(Instant::now() + Duration::from_secs(5))
     }
 
     #[test]
@@ -132,6 +165,22 @@ mod tests {
         group.kill();
         assert_eq!(wait_exit(group), Some(Exit::Signal(9)));
         assert_eq!(Exit::Signal(9).to_string(), "killed by signal 9 (SIGKILL)");
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn waiting_for_a_running_leader_ends_at_the_deadline() {
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let group = Group::of(&child);
+        let began = Instant::now();
+        assert_eq!(group.wait_exit(began + Duration::from_millis(50)), None);
+        assert!(began.elapsed() >= Duration::from_millis(50));
+        group.kill();
+        assert_eq!(wait_exit(group), Some(Exit::Signal(9)));
         child.wait().unwrap();
     }
 }

@@ -9,10 +9,11 @@ mod group;
 mod interrupt;
 pub(crate) mod orphans;
 
-use std::io::{self, BufRead, BufReader, Read as _, Write};
+use std::io::{self, BufRead, BufReader, PipeReader, Read as _, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -130,16 +131,38 @@ pub(crate) struct Session {
     eof_at: Option<Instant>,
     /// Set once [`Session::stop`] has dealt with escaped processes.
     stopped: bool,
+    /// A copy of the read end of its stdin (see [`Session::start_watching_stdin`]).
+    stdin_view: Option<PipeReader>,
+    /// Set by the stdin writer once every queued frame is written and stdin is closing.
+    stdin_written: Arc<AtomicBool>,
     pub launch: Launch,
 }
 
 impl Session {
     /// Starts `launch` as zot does: in its folder, in a new process group, stdio piped.
     pub(crate) fn start(launch: &Launch) -> io::Result<Session> {
+        Session::spawn(launch, false)
+    }
+
+    /// Like [`Session::start`], also keeping a copy of the read end of its stdin, so that
+    /// [`Session::stop`] can tell an extension that exited with `shutdown` still unread (it
+    /// had gone on its own) from one that read it. Frames sent after it exits then wait in
+    /// the pipe instead of failing.
+    pub(crate) fn start_watching_stdin(launch: &Launch) -> io::Result<Session> {
+        Session::spawn(launch, true)
+    }
+
+    fn spawn(launch: &Launch, watch_stdin: bool) -> io::Result<Session> {
+        let (stdin_read, stdin_write) = io::pipe()?;
+        let stdin_view = if watch_stdin {
+            Some(stdin_read.try_clone()?)
+        } else {
+            None
+        };
         let mut child = Command::new(&launch.program)
             .args(&launch.args)
             .current_dir(&launch.dir)
-            .stdin(Stdio::piped())
+            .stdin(Stdio::from(stdin_read))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
@@ -147,7 +170,9 @@ impl Session {
         let started = Instant::now();
         let group = Group::of(&child);
         interrupt::register(group.id());
-        let (input, lines, stderr) = spawn_pipes(&mut child);
+        let stdin_written = Arc::new(AtomicBool::new(false));
+        let (input, lines, stderr) =
+            spawn_pipes(&mut child, stdin_write, Arc::clone(&stdin_written));
         Ok(Session {
             child,
             group,
@@ -160,6 +185,8 @@ impl Session {
             closed: false,
             eof_at: None,
             stopped: false,
+            stdin_view,
+            stdin_written,
             launch: launch.clone(),
         })
     }
@@ -233,15 +260,7 @@ impl Session {
 
     /// Waits until the process ends or `deadline` passes.
     pub(crate) fn wait_exit(&self, deadline: Instant) -> Option<Exit> {
-        loop {
-            if let Some(exit) = self.group.exited() {
-                return Some(exit);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
+        self.group.wait_exit(deadline)
     }
 
     /// Sends `shutdown`, closes stdin and waits up to `grace` for `shutdown_ack` and the
@@ -275,7 +294,9 @@ impl Session {
             stopped.exit = self.wait_exit(Instant::now() + TERM_GRACE);
         }
         stopped.took = begun.elapsed();
-        stopped.gone_before = exited_before || self.eof_at.is_some_and(|at| at < begun);
+        stopped.gone_before = exited_before
+            || self.eof_at.is_some_and(|at| at < begun)
+            || (!acked && !stopped.terminated && self.left_stdin_unread());
         stopped.leftovers = self.end_group(&tree);
         stopped
     }
@@ -285,6 +306,19 @@ impl Session {
         self.stopped = true;
         self.group.kill();
         orphans::end_escaped(tree, self.pid())
+    }
+
+    /// Whether it exited leaving bytes in its stdin (only known when watched): the frames
+    /// queued before are written first (a writer still blocked means the pipe is full).
+    fn left_stdin_unread(&self) -> bool {
+        let Some(view) = &self.stdin_view else {
+            return false;
+        };
+        let until = Instant::now() + Duration::from_millis(500);
+        while !self.stdin_written.load(Ordering::Acquire) && Instant::now() < until {
+            thread::sleep(Duration::from_millis(5));
+        }
+        rustix::io::ioctl_fionread(view).is_ok_and(|unread| unread > 0)
     }
 
     fn await_ack(&mut self, deadline: Instant) -> bool {
@@ -354,21 +388,27 @@ fn decode_line(bytes: &[u8]) -> Incoming {
 type Pipes = (Sender<String>, Receiver<Read>, Arc<Mutex<Tail>>);
 
 /// Starts the stdin writer, stdout reader and stderr collector threads.
-fn spawn_pipes(child: &mut Child) -> Pipes {
+fn spawn_pipes(
+    child: &mut Child,
+    stdin: impl Write + Send + 'static,
+    written: Arc<AtomicBool>,
+) -> Pipes {
     let (input, to_write) = mpsc::channel::<String>();
     let (line_tx, lines) = mpsc::sync_channel(QUEUE);
     let stderr = Arc::new(Mutex::new(Tail::default()));
-    let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
     let err_pipe = child.stderr.take().expect("stderr is piped");
-    thread::spawn(move || write_lines(stdin, to_write));
+    thread::spawn(move || {
+        write_lines(stdin, to_write);
+        written.store(true, Ordering::Release);
+    });
     thread::spawn(move || read_lines(stdout, &line_tx));
     let tail = Arc::clone(&stderr);
     thread::spawn(move || collect_stderr(err_pipe, &tail));
     (input, lines, stderr)
 }
 
-fn write_lines(mut stdin: ChildStdin, frames: Receiver<String>) {
+fn write_lines(mut stdin: impl Write, frames: Receiver<String>) {
     for frame in frames {
         if stdin
             .write_all(frame.as_bytes())
@@ -499,6 +539,33 @@ mod tests {
             "{stopped:?}"
         );
         assert_eq!(stopped.exit, Some(Exit::Signal(9)));
+    }
+
+    fn watched(script: &str) -> Session {
+        Session::start_watching_stdin(&Launch {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".into(), script.into()],
+            dir: std::env::temp_dir(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn exiting_with_shutdown_unread_was_going_on_its_own() {
+        // It exits after a moment, without reading stdin; shutdown is sent at once.
+        let mut s = watched(r#"echo '{"type":"ready"}'; sleep 0.3"#);
+        assert!(matches!(s.recv(soon()), Incoming::Frame { .. }));
+        let stopped = s.stop(SHUTDOWN_GRACE);
+        assert!(stopped.gone_before && !stopped.terminated, "{stopped:?}");
+    }
+
+    #[test]
+    fn exiting_after_reading_shutdown_is_not_going_on_its_own() {
+        let mut s = watched(r#"echo '{"type":"ready"}'; read line; exit 3"#);
+        assert!(matches!(s.recv(soon()), Incoming::Frame { .. }));
+        let stopped = s.stop(SHUTDOWN_GRACE);
+        assert!(!stopped.gone_before && !stopped.acked, "{stopped:?}");
+        assert_eq!(stopped.exit, Some(Exit::Code(3)));
     }
 
     #[test]

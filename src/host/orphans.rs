@@ -6,7 +6,9 @@
 //!
 //! The process tree is read from `/proc/<pid>/stat` (parent, start time) by hand: the three
 //! fields needed take a dozen lines, where a process crate (`sysinfo`, `procfs`) would bring
-//! a large dependency for them.
+//! a large dependency for them. Children are found through `/proc/<pid>/task/<tid>/children`
+//! where the kernel has it (so only the tree itself is read, not every process on the
+//! machine), else by reading every process's parent.
 
 use std::time::{Duration, Instant};
 
@@ -72,9 +74,54 @@ fn processes() -> Vec<Proc> {
         .collect()
 }
 
+/// Whether the kernel lists each task's children (`CONFIG_PROC_CHILDREN`, on in common
+/// distributions' kernels).
+fn lists_children() -> bool {
+    static LISTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LISTS.get_or_init(|| std::fs::metadata("/proc/thread-self/children").is_ok())
+}
+
+/// The children of `pid` (of any of its threads), from the kernel's lists; `None` when the
+/// kernel has none or `pid` is gone.
+fn children_of(pid: i32) -> Option<Vec<i32>> {
+    if !lists_children() {
+        return None;
+    }
+    let mut children = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        children.extend(
+            text.split_whitespace()
+                .filter_map(|w| w.parse::<i32>().ok()),
+        );
+    }
+    Some(children)
+}
+
 /// The descendants of `root` (not `root` itself), following parent links.
 pub(crate) fn descendants(root: i32) -> Vec<Proc> {
-    descendants_in(&processes(), root)
+    if children_of(root).is_none() {
+        return descendants_in(&processes(), root);
+    }
+    let mut found: Vec<Proc> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for child in children_of(parent).unwrap_or_default() {
+            if child != root
+                && !found.iter().any(|f| f.pid == child)
+                && let Some(p) = stat(child)
+            {
+                frontier.push(child);
+                found.push(p);
+            }
+        }
+    }
+    found
 }
 
 fn descendants_in(all: &[Proc], root: i32) -> Vec<Proc> {
@@ -132,7 +179,11 @@ pub(crate) fn end_escaped(snapshot: &[Proc], pgid: i32) -> Vec<Leftover> {
 /// leaders of extensions still running); returns the ones that were still running.
 pub(crate) fn end_adopted(keep: &[i32]) -> Vec<Leftover> {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
-    let adopted: Vec<Proc> = processes()
+    let children = match children_of(me) {
+        Some(pids) => pids.into_iter().filter_map(stat).collect(),
+        None => processes(),
+    };
+    let adopted: Vec<Proc> = children
         .into_iter()
         .filter(|p| p.ppid == me && !keep.contains(&p.pid))
         .collect();
@@ -243,6 +294,36 @@ mod tests {
         let mut pids: Vec<i32> = descendants_in(&all, 10).iter().map(|p| p.pid).collect();
         pids.sort_unstable();
         assert_eq!(pids, [11, 12, 14]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_children_lists_give_the_tree_the_parent_links_give() {
+        use std::process::Command;
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30 & (sleep 30 & wait) & wait"])
+            .spawn()
+            .unwrap();
+        let root = i32::try_from(child.id()).unwrap();
+        let pids = |procs: Vec<Proc>| {
+            let mut pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();
+            pids.sort_unstable();
+            pids
+        };
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut from_lists = pids(descendants(root));
+        while from_lists.len() < 3 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+            from_lists = pids(descendants(root));
+        }
+        let from_parents = pids(descendants_in(&processes(), root));
+        let _ = rustix::process::kill_process(pid(root).unwrap(), Signal::KILL);
+        for p in &from_parents {
+            let _ = rustix::process::kill_process(pid(*p).unwrap(), Signal::KILL);
+        }
+        child.wait().unwrap();
+        assert_eq!(from_lists.len(), 3, "{from_lists:?}");
+        assert_eq!(from_lists, from_parents);
     }
 
     #[cfg(target_os = "linux")]

@@ -602,6 +602,24 @@ fn extensions_are_checked_in_parallel() {
     assert!(took < Duration::from_millis(2800), "{took:?}");
 }
 
+/// By default every extension starts at once, as in zot, whatever the number of CPUs: twenty
+/// that each take 1.5 s to say hello take about as long as one (five waves of four would
+/// take 7.5 s). A generous bound on parallelism, not a measure of speed.
+#[test]
+fn slow_extensions_all_start_at_once_by_default() {
+    let env = Env::new();
+    for i in 0..20 {
+        let name = format!("sleepy-{i:02}");
+        let script = format!("sleep 1.5\n{}", good_script(&name, &[]));
+        sh_extension(&env.global_root(), &name, &name, &script);
+    }
+    let (done, json, took) = doctor(&env, &["--timeout", "20"]);
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert_eq!(json["summary"]["checked"], 20);
+    assert_eq!(json["summary"]["with_errors"], 0, "{json:#}");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+}
+
 #[test]
 fn nothing_installed_and_unknown_names() {
     let env = Env::new();

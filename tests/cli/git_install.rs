@@ -249,6 +249,20 @@ pub(crate) fn install_fails(env: &Env, args: &[&str], expected: &[&str]) -> Done
 // ---------------------------------------------------------------------------------------------
 // Successful installs
 
+/// The refs are listed and the branch fetched on one connection, as `git clone` does.
+#[test]
+fn a_branch_is_listed_and_fetched_on_one_connection() {
+    let env = Env::new();
+    let (tmp, root) = served();
+    extension_repo(&env, &root, "hello");
+    let log = tmp.path().join("connections.log");
+    let daemon = GitDaemon::start_logging(&root, &log);
+    install_git(&env, &daemon.url("hello"));
+    assert_installed_tree(&env, "hello");
+    let connections = fs::read_to_string(&log).unwrap();
+    assert_eq!(connections.lines().count(), 1, "{connections}");
+}
+
 #[test]
 fn installs_the_default_branch_from_git_daemon() {
     let env = Env::new();

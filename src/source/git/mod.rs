@@ -10,13 +10,12 @@ mod transport;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use git2::Repository;
 
 use crate::source::GitUrl;
 use crate::store::record::RefKind;
 use transport::{
-    Auth, Progress, RemoteRefs, check_out, depth_for, download, fetch_commit, fetch_error,
-    list_remote, set_timeouts,
+    Auth, Progress, RemoteRefs, advertised, check_out, connect, depth_for, download_on,
+    fetch_commit, fetch_error, list_remote, scratch_repository, set_timeouts,
 };
 
 /// What was checked out.
@@ -80,15 +79,17 @@ pub(crate) fn fetch(
     progress: Progress,
 ) -> Result<Checkout> {
     set_timeouts();
-    let repo = Repository::init_bare(git_dir)?;
+    let repo = scratch_repository(git_dir)?;
     let auth = Auth::default();
-    let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(&e, url, &auth))?;
-    let want = resolve(&advertised, git_ref, url)?;
+    let mut remote = repo.remote_anonymous(&url.url)?;
+    let mut connection = connect(&mut remote, &auth).map_err(|e| fetch_error(&e, url, &auth))?;
+    let refs = advertised(&connection).map_err(|e| fetch_error(&e, url, &auth))?;
+    let want = resolve(&refs, git_ref, url)?;
     let oid = match &want {
+        // A ref is fetched on the connection that listed it.
         Want::Ref { name, .. } => {
-            download(
-                &repo,
-                url,
+            download_on(
+                connection.remote(),
                 &auth,
                 &[format!("+{name}:{name}")],
                 depth_for(url),
@@ -98,7 +99,8 @@ pub(crate) fn fetch(
             repo.refname_to_id(name)?
         }
         Want::Commit(id) => {
-            fetch_commit(&repo, url, &auth, &advertised, id, depth_for(url), progress)?
+            drop(connection);
+            fetch_commit(&repo, url, &auth, &refs, id, depth_for(url), progress)?
         }
     };
     let commit = repo.find_object(oid, None)?.peel_to_commit()?;
@@ -138,7 +140,7 @@ pub(crate) fn fetch(
 /// fetching any objects. `scratch` is an empty folder for a temporary repository.
 pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
     set_timeouts();
-    let repo = Repository::init_bare(scratch)?;
+    let repo = scratch_repository(scratch)?;
     let auth = Auth::default();
     let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(&e, url, &auth))?;
     let want = resolve(&advertised, git_ref, url)?;

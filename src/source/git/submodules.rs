@@ -13,6 +13,7 @@ use git2::{Commit, ObjectType, Oid, Repository, Tree};
 
 use super::transport::{
     Auth, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote,
+    scratch_repository,
 };
 use crate::catalog::manifest;
 use crate::output::printable;
@@ -123,7 +124,7 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
         )
     };
     run.fetched += 1;
-    let repo = Repository::init_bare(run.scratch.join(run.fetched.to_string()))?;
+    let repo = scratch_repository(&run.scratch.join(run.fetched.to_string()))?;
     let auth = Auth::default();
     let depth = depth_for(&url);
     let id = link.commit.to_string();

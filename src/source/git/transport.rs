@@ -12,7 +12,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use git2::build::CheckoutBuilder;
 use git2::{
-    AutotagOption, Cred, CredentialType, Direction, FetchOptions, Oid, RemoteCallbacks, Repository,
+    AutotagOption, Cred, CredentialType, Direction, FetchOptions, Oid, Remote, RemoteCallbacks,
+    RemoteConnection, Repository, RepositoryInitOptions,
 };
 
 use crate::output::redact::is_scp_like;
@@ -46,14 +47,30 @@ pub(super) fn depth_for(url: &GitUrl) -> i32 {
     i32::from(!url.local)
 }
 
+/// A bare scratch repository at `dir`, without git's templates (hook samples, `info/exclude`):
+/// nothing in it runs or is checked out, so copying them is wasted work.
+pub(super) fn scratch_repository(dir: &Path) -> Result<Repository, git2::Error> {
+    Repository::init_opts(
+        dir,
+        RepositoryInitOptions::new()
+            .bare(true)
+            .external_template(false),
+    )
+}
+
 /// Writes `commit`'s tree into `dir` (created if missing) without a `.git`: the scratch
 /// repository is given `dir` as its work tree for the checkout only, with no gitlink file.
 /// (A bare repository checking out into a target folder cannot handle gitlinks: libgit2 asks
-/// for the submodules, which need a work tree.) Gitlinks become empty folders.
+/// for the submodules, which need a work tree.) Gitlinks become empty folders. The index is
+/// left alone: the scratch repository is deleted, so writing one (a stat of every file) is
+/// wasted work.
 pub(super) fn check_out(repo: &Repository, commit: &git2::Commit, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     repo.set_workdir(dir, false)?;
-    repo.checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().force()))?;
+    repo.checkout_tree(
+        commit.as_object(),
+        Some(CheckoutBuilder::new().force().update_index(false)),
+    )?;
     Ok(())
 }
 
@@ -90,13 +107,30 @@ impl RemoteRefs {
     }
 }
 
+/// The refs the remote at `url` advertises, on a connection closed afterwards.
 pub(super) fn list_remote(
     repo: &Repository,
     url: &GitUrl,
     auth: &Auth,
 ) -> Result<RemoteRefs, git2::Error> {
     let mut remote = repo.remote_anonymous(&url.url)?;
-    let connection = remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)?;
+    advertised(&connect(&mut remote, auth)?)
+}
+
+/// Connects `remote` for fetching; the refs it advertises are then [`advertised`], and
+/// [`download_on`] its `remote()` fetches on the same connection (git:// and ssh negotiate
+/// on it rather than connecting again).
+pub(super) fn connect<'repo, 'c, 'cb>(
+    remote: &'c mut Remote<'repo>,
+    auth: &'cb Auth,
+) -> Result<RemoteConnection<'repo, 'c, 'cb>, git2::Error> {
+    remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)
+}
+
+/// The refs a connected remote advertised.
+pub(super) fn advertised(
+    connection: &RemoteConnection<'_, '_, '_>,
+) -> Result<RemoteRefs, git2::Error> {
     let oids: Vec<(String, Oid)> = connection
         .list()?
         .iter()
@@ -153,6 +187,7 @@ pub(super) fn fetch_commit(
         })
 }
 
+/// Fetches `refspecs` from `url` on a new connection.
 pub(super) fn download(
     repo: &Repository,
     url: &GitUrl,
@@ -161,7 +196,23 @@ pub(super) fn download(
     depth: i32,
     progress: Progress,
 ) -> Result<(), git2::Error> {
-    let mut remote = repo.remote_anonymous(&url.url)?;
+    download_on(
+        &mut repo.remote_anonymous(&url.url)?,
+        auth,
+        refspecs,
+        depth,
+        progress,
+    )
+}
+
+/// Fetches `refspecs` with `remote`, on its connection if it has one (it is closed after).
+pub(super) fn download_on(
+    remote: &mut Remote<'_>,
+    auth: &Auth,
+    refspecs: &[String],
+    depth: i32,
+    progress: Progress,
+) -> Result<(), git2::Error> {
     let mut options = FetchOptions::new();
     options
         .remote_callbacks(auth.callbacks(Some(progress)))

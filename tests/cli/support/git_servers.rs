@@ -287,6 +287,21 @@ pub(crate) struct GitDaemon {
 impl GitDaemon {
     /// Starts the daemon on a free port and waits until it accepts connections.
     pub(crate) fn start(root: &Path) -> GitDaemon {
+        GitDaemon::start_with_hook(root, None)
+    }
+
+    /// Like [`GitDaemon::start`], appending a line (`<service> <path>`) to `log` for every
+    /// connection a client makes (the daemon's access hook).
+    pub(crate) fn start_logging(root: &Path, log: &Path) -> GitDaemon {
+        let hook = root.with_file_name("access-hook.sh");
+        super::write_executable(
+            &hook,
+            &format!("#!/bin/sh\necho \"$1 $2\" >> '{}'\n", log.display()),
+        );
+        GitDaemon::start_with_hook(root, Some(&hook))
+    }
+
+    fn start_with_hook(root: &Path, hook: Option<&Path>) -> GitDaemon {
         let mut last_error = String::new();
         // The free port may be taken between the probe and the daemon's bind: retry a few times.
         for _ in 0..5 {
@@ -297,6 +312,7 @@ impl GitDaemon {
                 .arg(format!("--base-path={}", root.display()))
                 .arg("--listen=127.0.0.1")
                 .arg(format!("--port={port}"))
+                .args(hook.map(|h| format!("--access-hook={}", h.display())))
                 .arg(root)
                 .env("GIT_CONFIG_NOSYSTEM", "1")
                 .stdin(Stdio::null())
