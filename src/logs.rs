@@ -100,14 +100,76 @@ pub(crate) fn copy_from<R: Read + Seek, W: Write>(
 
 /// Prints a log to `out`: all of it, or only its last `lines` lines.
 pub(crate) fn print<W: Write>(file: &mut File, lines: Option<u64>, out: &mut W) -> io::Result<()> {
-    let start = match lines {
+    let start = print_start(file, lines)?;
+    copy_from(file, start, out).map(drop)
+}
+
+/// Where printing starts: the beginning, or where the last `lines` lines start.
+fn print_start(file: &mut File, lines: Option<u64>) -> io::Result<u64> {
+    match lines {
         Some(n) => {
             let len = file.metadata()?.len();
-            tail_start(file, len, n)?
+            tail_start(file, len, n)
         }
-        None => 0,
-    };
-    copy_from(file, start, out).map(drop)
+        None => Ok(0),
+    }
+}
+
+/// How much one `sendfile` call is asked to move (the kernel moves at most about 2 GiB).
+const SEND_CHUNK: usize = 1 << 30;
+
+/// How much the copy through memory (stdout on a terminal) reads at a time.
+const COPY_BUFFER: usize = 256 * 1024;
+
+/// [`print`] to stdout as it is: when stdout is a pipe, a file or a socket the kernel moves
+/// the bytes (`sendfile`, no copy through this process), else (a terminal) they go through
+/// one large buffer. Reads to the file's end, as it is when reached.
+pub(crate) fn print_to_stdout(
+    file: &mut File,
+    lines: Option<u64>,
+    out: &mut io::StdoutLock<'_>,
+) -> io::Result<()> {
+    let mut offset = print_start(file, lines)?;
+    out.flush()?;
+    if takes_sendfile(out) {
+        loop {
+            match rustix::fs::sendfile(&*out, &*file, Some(&mut offset), SEND_CHUNK) {
+                Ok(0) => return Ok(()),
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                // Not supported for this pair: copy the rest through memory.
+                Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    copy_through_buffer(file, offset, out)
+}
+
+/// Whether `out` is a pipe, a regular file or a socket (what `sendfile` writes to best).
+fn takes_sendfile(out: &impl std::os::fd::AsFd) -> bool {
+    use rustix::fs::FileType;
+    rustix::fs::fstat(out).is_ok_and(|st| {
+        matches!(
+            FileType::from_raw_mode(st.st_mode),
+            FileType::Fifo | FileType::RegularFile | FileType::Socket
+        )
+    })
+}
+
+/// Copies `file` from `offset` to its end into `out` through one [`COPY_BUFFER`] buffer.
+fn copy_through_buffer(file: &File, mut offset: u64, out: &mut impl Write) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; COPY_BUFFER];
+    loop {
+        let n = match file.read_at(&mut buf, offset) {
+            Ok(0) => return out.flush(),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        out.write_all(&buf[..n])?;
+        offset += n as u64;
+    }
 }
 
 /// Something a follower noticed about the file, worth a note to the user.

@@ -239,6 +239,75 @@ pub(crate) fn find(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<
     find_as(layout, name, scope, zot::newest().discovery)
 }
 
+/// The copy of `name` that commands which only read look at, found without reading the
+/// store: the folder named `name` in the first root (of `scope` if given, else project then
+/// global) that has one, when its own manifest has that name and no project folder of that
+/// folder name hides it; only that one manifest is read, whatever the store holds. Anything
+/// else (no such folder, a manifest naming something else, a hidden or skipped copy) is
+/// [`find`]'s scan. It does not look for twins (`twins` stays empty): with two folders of
+/// one manifest name it takes the one named like the extension, not the first in load order.
+pub(crate) fn lookup(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Installed> {
+    lookup_as(layout, name, scope, zot::newest().discovery)
+}
+
+/// [`lookup`] as a host with these discovery rules sees it (see [`scan_as`]).
+pub(crate) fn lookup_as(
+    layout: &Layout,
+    name: &str,
+    scope: Option<Scope>,
+    rules: Discovery,
+) -> Result<Installed> {
+    match named_folder(layout, name, scope, rules) {
+        Named::Found(found) => Ok(*found),
+        Named::Absent | Named::Unsure => find_as(layout, name, scope, rules),
+    }
+}
+
+/// What the folder named like an extension says about it.
+pub(crate) enum Named {
+    /// The folder the host loads first under that folder name has a manifest of that name.
+    Found(Box<Installed>),
+    /// No root has a folder of that name: only a manifest elsewhere can have the name.
+    Absent,
+    /// A folder of that name says something else (another name, no readable manifest, a
+    /// hidden or skipped copy, another scope): only a scan can tell.
+    Unsure,
+}
+
+/// The folder named `name` that the host loads first, read alone (see [`Named`]); only
+/// folders of `scope` count when it is given.
+pub(crate) fn named_folder(
+    layout: &Layout,
+    name: &str,
+    scope: Option<Scope>,
+    rules: Discovery,
+) -> Named {
+    if !is_folder_name(name) {
+        return Named::Unsure;
+    }
+    for s in Scope::ALL {
+        let Some(found) = inspect(s, layout.scope(s).extensions().join(name)) else {
+            continue;
+        };
+        let skipped = !rules.follows_linked_folders && found.link_target.is_some();
+        let wanted = scope.is_none_or(|w| w == s);
+        let named = found.manifest.as_ref().is_ok_and(|m| m.name == name);
+        // The first folder of this folder name hides any later one: it is the answer or
+        // the question is the scan's.
+        return if wanted && named && !skipped {
+            Named::Found(Box::new(found))
+        } else {
+            Named::Unsure
+        };
+    }
+    Named::Absent
+}
+
+/// Whether `name` can only be one entry of a root, never a path leaving it.
+fn is_folder_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
+}
+
 /// [`find`] as a host with these discovery rules sees it (see [`scan_as`]).
 pub(crate) fn find_as(
     layout: &Layout,

@@ -472,3 +472,91 @@ fn closed_pipe_ends_an_idle_follow() {
     // Nothing more is written: it must notice the closed pipe by itself.
     assert_quiet_success(child);
 }
+
+/// Which files in a folder are opened from now on (inotify), to prove a command leaves them
+/// alone.
+struct Opens {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Opens {
+    fn watch(dir: &Path) -> Opens {
+        use rustix::fs::inotify;
+        let fd =
+            inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
+        inotify::add_watch(&fd, dir, inotify::WatchFlags::OPEN).unwrap();
+        Opens { fd }
+    }
+
+    /// The names of the files opened since the last call.
+    fn seen(&self) -> Vec<String> {
+        use std::mem::MaybeUninit;
+        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+        let mut reader = rustix::fs::inotify::Reader::new(&self.fd, &mut buf);
+        let mut names = Vec::new();
+        while let Ok(event) = reader.next() {
+            let name = event.file_name().map(|n| n.to_string_lossy().into_owned());
+            names.push(name.unwrap_or_else(|| ".".to_owned()));
+        }
+        names
+    }
+}
+
+#[test]
+fn reading_a_log_reads_no_other_extensions_manifest() {
+    let env = Env::new();
+    env.installed("x", false);
+    let other = env.installed("other", false);
+    let project = env.installed("mine", true);
+    write_log(&env, "x", "hello\n");
+    write_log(&env, "loaded-with-ext", "not installed\n");
+    let watches = [Opens::watch(&other), Opens::watch(&project)];
+    env.zot(["ext", "logs", "x"]).ok().stdout_is("hello\n");
+    env.zot(["ext", "logs", "x", "-n", "1"])
+        .ok()
+        .stdout_is("hello\n");
+    // A name that is not installed but has a log is found without the store either.
+    env.zot(["ext", "logs", "loaded-with-ext"])
+        .ok()
+        .stdout_is("not installed\n");
+    for watch in &watches {
+        assert_eq!(watch.seen(), Vec::<String>::new());
+    }
+    // Another extension's manifest that would block a reader does not matter to it.
+    fs::remove_file(other.join("extension.json")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(other.join("extension.json"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    env.zot(["ext", "logs", "x"])
+        .ok()
+        .stdout_is("hello\n")
+        .stderr_lacks("other");
+}
+
+#[test]
+fn a_log_into_a_pipe_is_exactly_the_files_bytes() {
+    let env = Env::new();
+    env.installed("x", false);
+    // Several MiB of lines of varied length, the last one without a newline.
+    let mut content = String::new();
+    let mut i: u64 = 0;
+    while content.len() < 5 << 20 {
+        let _ = writeln!(content, "{i} {}", "ab".repeat((i % 97) as usize));
+        i += 1;
+    }
+    content.push_str("end without newline");
+    write_log(&env, "x", &content);
+    let done = env.zot(["ext", "logs", "x"]).ok();
+    assert!(
+        done.stdout == content,
+        "{} bytes of {}",
+        done.stdout.len(),
+        content.len()
+    );
+    let last = content.rsplit('\n').nth(1).unwrap();
+    env.zot(["ext", "logs", "x", "-n", "2"])
+        .ok()
+        .stdout_is(&format!("{last}\nend without newline"));
+}
