@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::Env;
 use crate::support::extensions::{assert_gone, examples, good_script, on_path, sh_extension};
+use crate::support::opens::Opens;
 
 fn clock() -> Option<String> {
     if on_path("node") {
@@ -513,4 +514,17 @@ fn help_states_zots_limits_as_the_default_timeout() {
         "{help}"
     );
     assert!(!flat.contains("[default: 10]"), "{help}");
+}
+
+#[test]
+fn calling_by_name_reads_no_other_extensions_manifest() {
+    let env = Env::new();
+    let script = good_script("few", &[r#"{"type":"register_command","name":"one"}"#]);
+    sh_extension(&env.global_root(), "few", "few", &script);
+    let other = env.installed("other", false);
+    let watch = Opens::watch(&other);
+    env.zot(["ext", "call", "few", "/two"])
+        .fails(1)
+        .stderr_has("few does not register the command /two");
+    assert_eq!(watch.seen(), Vec::<String>::new());
 }

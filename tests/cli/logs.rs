@@ -11,6 +11,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::support::Env;
+use crate::support::extensions::{good_script, sh_extension};
+use crate::support::opens::Opens;
 
 /// The longest any single wait lasts.
 const WAIT: Duration = Duration::from_secs(5);
@@ -473,35 +475,6 @@ fn closed_pipe_ends_an_idle_follow() {
     assert_quiet_success(child);
 }
 
-/// Which files in a folder are opened from now on (inotify), to prove a command leaves them
-/// alone.
-struct Opens {
-    fd: std::os::fd::OwnedFd,
-}
-
-impl Opens {
-    fn watch(dir: &Path) -> Opens {
-        use rustix::fs::inotify;
-        let fd =
-            inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
-        inotify::add_watch(&fd, dir, inotify::WatchFlags::OPEN).unwrap();
-        Opens { fd }
-    }
-
-    /// The names of the files opened since the last call.
-    fn seen(&self) -> Vec<String> {
-        use std::mem::MaybeUninit;
-        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-        let mut reader = rustix::fs::inotify::Reader::new(&self.fd, &mut buf);
-        let mut names = Vec::new();
-        while let Ok(event) = reader.next() {
-            let name = event.file_name().map(|n| n.to_string_lossy().into_owned());
-            names.push(name.unwrap_or_else(|| ".".to_owned()));
-        }
-        names
-    }
-}
-
 #[test]
 fn reading_a_log_reads_no_other_extensions_manifest() {
     let env = Env::new();
@@ -559,4 +532,20 @@ fn a_log_into_a_pipe_is_exactly_the_files_bytes() {
     env.zot(["ext", "logs", "x", "-n", "2"])
         .ok()
         .stdout_is(&format!("{last}\nend without newline"));
+}
+
+#[test]
+fn a_folder_whose_manifest_says_another_name_shows_that_names_log() {
+    let env = Env::new();
+    let script = good_script("alpha", &[]);
+    sh_extension(&env.project_root(), "same", "alpha", &script);
+    let script = good_script("beta", &[]);
+    sh_extension(&env.global_root(), "same", "beta", &script);
+    write_log(&env, "alpha", "alpha's\n");
+    write_log(&env, "beta", "beta's\n");
+    write_log(&env, "same", "a log of its own\n");
+    // By folder name: the manifest of the folder zot loads under it names the log.
+    env.zot(["ext", "logs", "same"]).ok().stdout_is("alpha's\n");
+    // The hidden global copy is still found by its manifest name.
+    env.zot(["ext", "logs", "beta"]).ok().stdout_is("beta's\n");
 }
