@@ -148,30 +148,43 @@ const SEND_CHUNK: usize = 1 << 30;
 const COPY_BUFFER: usize = 256 * 1024;
 
 /// [`print`] to stdout as it is: when stdout is a pipe, a file or a socket the kernel moves
-/// the bytes (`sendfile`, no copy through this process), else (a terminal) they go through
-/// one large buffer. Reads to the file's end, as it is when reached.
+/// the bytes (`sendfile` on Linux, no copy through this process), else (a terminal, or
+/// another system) they go through one large buffer. Reads to the file's end as it is when
+/// reached.
 pub(crate) fn print_to_stdout(
     file: &mut File,
     lines: Option<u64>,
     out: &mut io::StdoutLock<'_>,
 ) -> io::Result<()> {
-    let mut offset = print_start(file, lines)?;
+    let offset = print_start(file, lines)?;
     out.flush()?;
-    if takes_sendfile(out) {
-        loop {
-            match rustix::fs::sendfile(&*out, &*file, Some(&mut offset), SEND_CHUNK) {
-                Ok(0) => return Ok(()),
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                // Not supported for this pair: copy the rest through memory.
-                Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => break,
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
+    #[cfg(target_os = "linux")]
+    let Some(offset) = send_file(file, offset, out)? else {
+        return Ok(());
+    };
     copy_through_buffer(file, offset, out)
 }
 
+/// Sends `file` from `offset` to its end to `out` by `sendfile` when `out` takes it;
+/// `None` when all is sent, else the offset to copy on from through memory.
+#[cfg(target_os = "linux")]
+fn send_file(file: &File, mut offset: u64, out: &io::StdoutLock<'_>) -> io::Result<Option<u64>> {
+    if !takes_sendfile(out) {
+        return Ok(Some(offset));
+    }
+    loop {
+        match rustix::fs::sendfile(out, file, Some(&mut offset), SEND_CHUNK) {
+            Ok(0) => return Ok(None),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            // Not supported for this pair: copy the rest through memory.
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => return Ok(Some(offset)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Whether `out` is a pipe, a regular file or a socket (what `sendfile` writes to best).
+#[cfg(target_os = "linux")]
 fn takes_sendfile(out: &impl std::os::fd::AsFd) -> bool {
     use rustix::fs::FileType;
     rustix::fs::fstat(out).is_ok_and(|st| {
@@ -402,6 +415,7 @@ impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
 
 /// Why a follower's wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 enum Wake {
     /// Only appends to the followed file (it was written to).
     Appended,

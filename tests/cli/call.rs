@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::Env;
 use crate::support::extensions::{assert_gone, examples, good_script, on_path, sh_extension};
+#[cfg(target_os = "linux")]
 use crate::support::opens::Opens;
 
 fn clock() -> Option<String> {
@@ -517,6 +518,7 @@ fn help_states_zots_limits_as_the_default_timeout() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn calling_by_name_reads_no_other_extensions_manifest() {
     let env = Env::new();
     let script = good_script("few", &[r#"{"type":"register_command","name":"one"}"#]);

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::Env;
 use crate::support::extensions::{good_script, sh_extension};
+#[cfg(target_os = "linux")]
 use crate::support::opens::Opens;
 
 /// The longest any single wait lasts.
@@ -476,6 +477,7 @@ fn closed_pipe_ends_an_idle_follow() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn reading_a_log_reads_no_other_extensions_manifest() {
     let env = Env::new();
     env.installed("x", false);
