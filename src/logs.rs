@@ -3,17 +3,21 @@
 //!
 //! The follower is written here rather than taken from a tail crate: it must treat the log as
 //! untrusted (never block on a FIFO that replaces it, cap what it reads), notice a rotation by
-//! inode and a truncation by length, and stop when the reader of stdout has gone; `notify`
-//! wakes it, a slow poll covers filesystems without events.
+//! inode and a truncation by length, and stop when the reader of stdout has gone. On Linux
+//! the log folder's inotify handle, polled with stdout on the follower's own thread, wakes it
+//! (an append is printed with one read of the file); elsewhere `notify` does. A slow poll
+//! covers filesystems without events and checks rotation.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+#[cfg(not(target_os = "linux"))]
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+#[cfg(not(target_os = "linux"))]
 use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::fsx::bounded::{self, ReadError};
@@ -98,16 +102,113 @@ pub(crate) fn copy_from<R: Read + Seek, W: Write>(
     Ok(copied)
 }
 
+/// Copies `file` from `offset` up to `end` (its length when last seen) into `out` and
+/// flushes it, reading at the offset (no seek); returns the number of bytes copied, fewer
+/// if the file shrank meanwhile.
+fn copy_range<W: Write>(file: &File, offset: u64, end: u64, out: &mut W) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; usize::try_from(end - offset).unwrap_or(BLOCK).min(BLOCK)];
+    let mut at = offset;
+    while at < end {
+        let want = usize::try_from(end - at).unwrap_or(BLOCK).min(buf.len());
+        let n = match file.read_at(&mut buf[..want], at) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        out.write_all(&buf[..n])?;
+        at += n as u64;
+    }
+    out.flush()?;
+    Ok(at - offset)
+}
+
 /// Prints a log to `out`: all of it, or only its last `lines` lines.
 pub(crate) fn print<W: Write>(file: &mut File, lines: Option<u64>, out: &mut W) -> io::Result<()> {
-    let start = match lines {
+    let start = print_start(file, lines)?;
+    copy_from(file, start, out).map(drop)
+}
+
+/// Where printing starts: the beginning, or where the last `lines` lines start.
+fn print_start(file: &mut File, lines: Option<u64>) -> io::Result<u64> {
+    match lines {
         Some(n) => {
             let len = file.metadata()?.len();
-            tail_start(file, len, n)?
+            tail_start(file, len, n)
         }
-        None => 0,
+        None => Ok(0),
+    }
+}
+
+/// How much one `sendfile` call is asked to move (the kernel moves at most about 2 GiB).
+const SEND_CHUNK: usize = 1 << 30;
+
+/// How much the copy through memory (stdout on a terminal) reads at a time.
+const COPY_BUFFER: usize = 256 * 1024;
+
+/// [`print`] to stdout as it is: when stdout is a pipe, a file or a socket the kernel moves
+/// the bytes (`sendfile` on Linux, no copy through this process), else (a terminal, or
+/// another system) they go through one large buffer. Reads to the file's end as it is when
+/// reached.
+pub(crate) fn print_to_stdout(
+    file: &mut File,
+    lines: Option<u64>,
+    out: &mut io::StdoutLock<'_>,
+) -> io::Result<()> {
+    let offset = print_start(file, lines)?;
+    out.flush()?;
+    #[cfg(target_os = "linux")]
+    let Some(offset) = send_file(file, offset, out)? else {
+        return Ok(());
     };
-    copy_from(file, start, out).map(drop)
+    copy_through_buffer(file, offset, out)
+}
+
+/// Sends `file` from `offset` to its end to `out` by `sendfile` when `out` takes it;
+/// `None` when all is sent, else the offset to copy on from through memory.
+#[cfg(target_os = "linux")]
+fn send_file(file: &File, mut offset: u64, out: &io::StdoutLock<'_>) -> io::Result<Option<u64>> {
+    if !takes_sendfile(out) {
+        return Ok(Some(offset));
+    }
+    loop {
+        match rustix::fs::sendfile(out, file, Some(&mut offset), SEND_CHUNK) {
+            Ok(0) => return Ok(None),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            // Not supported for this pair: copy the rest through memory.
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => return Ok(Some(offset)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Whether `out` is a pipe, a regular file or a socket (what `sendfile` writes to best).
+#[cfg(target_os = "linux")]
+fn takes_sendfile(out: &impl std::os::fd::AsFd) -> bool {
+    use rustix::fs::FileType;
+    rustix::fs::fstat(out).is_ok_and(|st| {
+        matches!(
+            FileType::from_raw_mode(st.st_mode),
+            FileType::Fifo | FileType::RegularFile | FileType::Socket
+        )
+    })
+}
+
+/// Copies `file` from `offset` to its end into `out` through one [`COPY_BUFFER`] buffer.
+fn copy_through_buffer(file: &File, mut offset: u64, out: &mut impl Write) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; COPY_BUFFER];
+    loop {
+        let n = match file.read_at(&mut buf, offset) {
+            Ok(0) => return out.flush(),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        out.write_all(&buf[..n])?;
+        offset += n as u64;
+    }
 }
 
 /// Something a follower noticed about the file, worth a note to the user.
@@ -200,16 +301,36 @@ impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
 
     /// Prints the last `lines` lines, then prints whatever is appended, forever; returns
     /// only on an error (such as a closed stdout).
+    ///
+    /// An append to the file is printed as soon as the watch reports it, reading only the
+    /// file; whether the path still names it, the folder's watch and stdout's reader are
+    /// checked on any other event and at least every [`POLL`].
     pub(crate) fn run(mut self, lines: u64) -> io::Result<()> {
-        let mut watch = DirWatch::new(&self.path);
+        let mut watch = Watch::new(&self.path);
         watch.refresh();
         self.start(lines)?;
+        let mut checked = Instant::now();
         loop {
-            watch.wait(POLL);
+            let wake = watch.wait(POLL.saturating_sub(checked.elapsed()));
+            if wake == Wake::StdoutClosed {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            if wake == Wake::Appended
+                && let Some(mut tracked) = self.current.take()
+            {
+                let drained = self.drain(&mut tracked);
+                self.current = Some(tracked);
+                drained?;
+                if checked.elapsed() < POLL {
+                    continue;
+                }
+            }
             if stdout_closed() {
                 return Err(io::ErrorKind::BrokenPipe.into());
             }
             self.check()?;
+            watch.refresh();
+            checked = Instant::now();
         }
     }
 
@@ -279,7 +400,7 @@ impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
             tracked.pos = 0;
         }
         if len > tracked.pos {
-            tracked.pos += copy_from(&mut tracked.file, tracked.pos, &mut self.out)?;
+            tracked.pos += copy_range(&tracked.file, tracked.pos, len, &mut self.out)?;
         }
         Ok(())
     }
@@ -292,9 +413,140 @@ impl<W: Write, N: FnMut(Notice<'_>)> Follower<W, N> {
     }
 }
 
+/// Why a follower's wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+enum Wake {
+    /// Only appends to the followed file (it was written to).
+    Appended,
+    /// Something else happened in the folder: creation, removal, renaming, a lost event.
+    Changed,
+    /// Nothing that concerns the file within the time given.
+    Timeout,
+    /// The reader of stdout has gone.
+    StdoutClosed,
+}
+
+/// Wakes a follower when something happens to the log in its folder, through the folder's
+/// own inotify handle polled together with stdout on the follower's thread: an append
+/// wakes it at once, without another thread between. The folder is watched once it exists
+/// (it is never created) and watched again if it is replaced.
+#[cfg(target_os = "linux")]
+struct Watch {
+    dir: PathBuf,
+    file_name: Option<OsString>,
+    inotify: Option<std::os::fd::OwnedFd>,
+    watched: Option<FileId>,
+    buf: Vec<std::mem::MaybeUninit<u8>>,
+}
+
+#[cfg(target_os = "linux")]
+impl Watch {
+    fn new(file: &Path) -> Self {
+        let dir = match file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Watch {
+            dir,
+            file_name: file.file_name().map(OsString::from),
+            inotify: None,
+            watched: None,
+            buf: vec![std::mem::MaybeUninit::uninit(); 16 * 1024],
+        }
+    }
+
+    /// Watches the folder if it appeared or was replaced since the last call.
+    fn refresh(&mut self) {
+        let now = fs::metadata(&self.dir).ok().map(|m| file_id(&m));
+        if now == self.watched {
+            return;
+        }
+        self.watched = now;
+        // Without a watch (no folder, or no inotify) the periodic check still runs.
+        self.inotify = now.and_then(|_| self.start_watch());
+    }
+
+    fn start_watch(&self) -> Option<std::os::fd::OwnedFd> {
+        use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
+        // Not ACCESS, OPEN or CLOSE: reading the log must not wake its own reader.
+        let events = WatchFlags::MODIFY
+            | WatchFlags::ATTRIB
+            | WatchFlags::CREATE
+            | WatchFlags::DELETE
+            | WatchFlags::MOVED_FROM
+            | WatchFlags::MOVED_TO
+            | WatchFlags::DELETE_SELF
+            | WatchFlags::MOVE_SELF;
+        inotify::add_watch(&fd, &self.dir, events).ok()?;
+        Some(fd)
+    }
+
+    /// Returns at the next event concerning the file, when stdout's reader goes, or after
+    /// `timeout`, whichever is first.
+    fn wait(&mut self, timeout: Duration) -> Wake {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let stdout = io::stdout();
+        let timeout = Timespec {
+            tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: timeout.subsec_nanos().into(),
+        };
+        let mut fds = vec![PollFd::new(&stdout, PollFlags::empty())];
+        if let Some(fd) = &self.inotify {
+            fds.push(PollFd::new(fd, PollFlags::IN));
+        }
+        if poll(&mut fds, Some(&timeout)).is_err() {
+            return Wake::Timeout;
+        }
+        if fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP) {
+            return Wake::StdoutClosed;
+        }
+        let ready = fds.get(1).is_some_and(|fd| !fd.revents().is_empty());
+        drop(fds);
+        if ready {
+            self.read_events()
+        } else {
+            Wake::Timeout
+        }
+    }
+
+    /// What the queued events say about the file: only writes to it, or anything else.
+    fn read_events(&mut self) -> Wake {
+        use rustix::fs::inotify::{ReadFlags, Reader};
+        let Some(fd) = &self.inotify else {
+            return Wake::Timeout;
+        };
+        let name = self
+            .file_name
+            .as_deref()
+            .map(std::os::unix::ffi::OsStrExt::as_bytes);
+        let mut reader = Reader::new(fd, &mut self.buf);
+        let mut wake = Wake::Timeout;
+        while let Ok(event) = reader.next() {
+            let about_file = event.file_name().map(std::ffi::CStr::to_bytes) == name;
+            let events = event.events();
+            if about_file && events == ReadFlags::MODIFY {
+                if wake == Wake::Timeout {
+                    wake = Wake::Appended;
+                }
+            } else if about_file || event.file_name().is_none() {
+                // The file itself, the folder itself, or a lost event.
+                wake = Wake::Changed;
+            }
+            // What did not fit the buffer wakes the next poll; no read to learn there is none.
+            if reader.is_buffer_empty() {
+                break;
+            }
+        }
+        wake
+    }
+}
+
 /// Wakes a follower when something happens in the log's folder. The folder is watched once
 /// it exists (it is never created) and watched again if it is replaced.
-struct DirWatch {
+#[cfg(not(target_os = "linux"))]
+struct Watch {
     dir: PathBuf,
     file_name: Option<OsString>,
     tx: Sender<()>,
@@ -303,14 +555,15 @@ struct DirWatch {
     watched: Option<FileId>,
 }
 
-impl DirWatch {
+#[cfg(not(target_os = "linux"))]
+impl Watch {
     fn new(file: &Path) -> Self {
         let (tx, rx) = mpsc::channel();
         let dir = match file.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        DirWatch {
+        Watch {
             dir,
             file_name: file.file_name().map(OsString::from),
             tx,
@@ -344,15 +597,17 @@ impl DirWatch {
         Some(watcher)
     }
 
-    /// Returns after the next relevant event or after `timeout`, whichever is first.
-    fn wait(&mut self, timeout: Duration) {
-        self.refresh();
-        let _ = self.rx.recv_timeout(timeout);
+    /// Returns after the next relevant event or after `timeout`, whichever is first (an
+    /// event of any kind is [`Wake::Changed`]: it is not told what happened).
+    fn wait(&mut self, timeout: Duration) -> Wake {
+        let woke = self.rx.recv_timeout(timeout).is_ok();
         while self.rx.try_recv().is_ok() {}
+        if woke { Wake::Changed } else { Wake::Timeout }
     }
 }
 
 /// Whether a folder event may concern the followed file (errors and unnamed events may).
+#[cfg(not(target_os = "linux"))]
 fn concerns(event: &notify::Result<Event>, name: Option<&std::ffi::OsStr>) -> bool {
     match event {
         Ok(event) => event.paths.is_empty() || event.paths.iter().any(|p| p.file_name() == name),

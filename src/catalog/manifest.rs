@@ -14,8 +14,10 @@
 //! fails the decode (even when a later key would override it). zot then requires a
 //! non-empty `name` and `exec` and uses the name as given (its log is `ext-<name>.log`).
 
+use std::ffi::OsStr;
 use std::fmt;
 use std::fs;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ast;
@@ -198,12 +200,41 @@ pub(crate) fn load(path: &Path) -> Result<String, ManifestError> {
         message,
     };
     let bytes = bounded::read(path, MAX_SIZE).map_err(|e| fail(unreadable(&e)))?;
+    decode(&bytes, path)?;
+    String::from_utf8(bytes).map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))
+}
+
+/// [`read`] of the extension folder `dir_name` of the root open as `root` (`dir` is its
+/// path, for messages), read through `buf`: one manifest at a time for a whole root.
+pub(crate) fn read_in(
+    root: BorrowedFd<'_>,
+    dir_name: &OsStr,
+    dir: &Path,
+    buf: &mut Vec<u8>,
+) -> Result<Manifest, ManifestError> {
+    let path = dir.join(FILE);
+    let relative = Path::new(dir_name).join(FILE);
+    bounded::read_in(root, &relative, MAX_SIZE, buf).map_err(|e| ManifestError {
+        path: path.clone(),
+        position: None,
+        message: unreadable(&e),
+    })?;
+    parse(decode(buf, &path)?, &path)
+}
+
+/// Manifest bytes as text: UTF-8 without BOM.
+fn decode<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a str, ManifestError> {
+    let fail = |message: &str| ManifestError {
+        path: path.to_path_buf(),
+        position: None,
+        message: message.to_owned(),
+    };
     if bytes.starts_with(b"\xef\xbb\xbf") {
         return Err(fail(
-            "starts with a byte order mark (BOM), which zot cannot read; save it as UTF-8 without BOM".into(),
+            "starts with a byte order mark (BOM), which zot cannot read; save it as UTF-8 without BOM",
         ));
     }
-    String::from_utf8(bytes).map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))
+    std::str::from_utf8(bytes).map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON"))
 }
 
 /// Why a manifest could not be read, said for a manifest.

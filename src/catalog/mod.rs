@@ -238,6 +238,139 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
     })
 }
 
+/// Calls `each` with every extension of `scopes` in [`scan`]'s order, with the same
+/// `shadowed` marks but no `twins`, reading one manifest at a time: first only the folder
+/// names of the roots (a project name hides the global folder of that name), then each
+/// manifest when its turn comes, opened relative to its root's folder handle and read into
+/// one reused buffer. Returns how many there were.
+pub(crate) fn scan_each(
+    layout: &Layout,
+    scopes: &[Scope],
+    mut each: impl FnMut(Installed) -> Result<()>,
+) -> Result<usize> {
+    let rules = zot::newest().discovery;
+    let project = list_root(layout, Scope::Project, rules)?;
+    let global = if scopes.contains(&Scope::Global) {
+        list_root(layout, Scope::Global, rules)?
+    } else {
+        None
+    };
+    let hides = |name: &OsStr| {
+        project.as_ref().is_some_and(|(_, names)| {
+            names
+                .binary_search_by(|(n, _)| n.as_os_str().cmp(name))
+                .is_ok_and(|i| !names[i].1.skipped)
+        })
+    };
+    let mut buf = Vec::new();
+    let mut count = 0;
+    for &scope in scopes {
+        let listed = match scope {
+            Scope::Project => &project,
+            Scope::Global => &global,
+        };
+        let Some((root, names)) = listed else {
+            continue;
+        };
+        for (name, kind) in names {
+            let Some(mut found) = inspect_in(scope, root, name, kind.link, &mut buf) else {
+                continue;
+            };
+            found.skipped = kind.skipped;
+            found.shadowed = scope == Scope::Global && !kind.skipped && hides(name);
+            each(found)?;
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+/// What a folder name's directory entry says.
+#[derive(Debug, Clone, Copy)]
+struct EntryKind {
+    /// A symbolic link (else a folder).
+    link: bool,
+    /// A link the host does not follow: it hides nothing.
+    skipped: bool,
+}
+
+/// A root open as a folder handle, and the names of its folders and links, sorted; `None`
+/// when the root does not exist.
+type RootNames = Option<(Root, Vec<(std::ffi::OsString, EntryKind)>)>;
+
+/// An extensions root: its path and, when it could be opened, its folder handle.
+struct Root {
+    path: PathBuf,
+    fd: Option<std::os::fd::OwnedFd>,
+}
+
+/// The folder names of `scope`'s root (only the directory itself is read).
+fn list_root(layout: &Layout, scope: Scope, rules: Discovery) -> Result<RootNames> {
+    let path = layout.scope(scope).extensions();
+    let entries = match fs::read_dir(&path) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("cannot read {}: {e}", path.display()),
+    };
+    let mut names = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        // Plain files in the root are not extensions; the host skips them too.
+        if !kind.is_dir() && !kind.is_symlink() {
+            continue;
+        }
+        let link = kind.is_symlink();
+        let skipped = link && !rules.follows_linked_folders;
+        names.push((entry.file_name(), EntryKind { link, skipped }));
+    }
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    let flags =
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC;
+    let fd = rustix::fs::open(&path, flags, rustix::fs::Mode::empty()).ok();
+    Ok(Some((Root { path, fd }, names)))
+}
+
+/// [`inspect`] of the entry `name` of `root`, its manifest read through the root's handle.
+/// `None` for a link that cannot be read, which [`inspect`] does not list either.
+fn inspect_in(
+    scope: Scope,
+    root: &Root,
+    name: &OsStr,
+    link: bool,
+    buf: &mut Vec<u8>,
+) -> Option<Installed> {
+    let dir = root.path.join(name);
+    let link_target = if link {
+        Some(fs::read_link(&dir).ok()?)
+    } else {
+        None
+    };
+    let manifest = match (&link_target, &root.fd) {
+        (Some(target), _) if !dir.exists() => Err(ManifestError {
+            path: dir.clone(),
+            position: None,
+            message: format!(
+                "broken link: its target {} does not exist",
+                target.display()
+            ),
+        }),
+        (_, Some(fd)) => manifest::read_in(std::os::fd::AsFd::as_fd(fd), name, &dir, buf),
+        (_, None) => manifest::read(&dir),
+    };
+    Some(Installed {
+        scope,
+        dir_name: name.to_string_lossy().into_owned(),
+        dir,
+        link_target,
+        manifest,
+        shadowed: false,
+        skipped: false,
+        twins: Vec::new(),
+    })
+}
+
 /// The copy of `name` that commands act on: the one in `scope` if given, else the first in
 /// the host's load order that it does not skip (a hidden copy only when no other matches).
 /// When another folder has the same manifest name, [`Installed::twin_note`] says so.
@@ -258,6 +391,75 @@ fn copy_elsewhere(layout: &Layout, name: &str, scope: Scope, rules: Discovery) -
         short(scope),
         short(other)
     ))
+}
+
+/// The copy of `name` that commands which only read look at, found without reading the
+/// store: the folder named `name` in the first root (of `scope` if given, else project then
+/// global) that has one, when its own manifest has that name and no project folder of that
+/// folder name hides it; only that one manifest is read, whatever the store holds. Anything
+/// else (no such folder, a manifest naming something else, a hidden or skipped copy) is
+/// [`find`]'s scan. It does not look for twins (`twins` stays empty): with two folders of
+/// one manifest name it takes the one named like the extension, not the first in load order.
+pub(crate) fn lookup(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Installed> {
+    lookup_as(layout, name, scope, zot::newest().discovery)
+}
+
+/// [`lookup`] as a host with these discovery rules sees it (see [`scan_as`]).
+pub(crate) fn lookup_as(
+    layout: &Layout,
+    name: &str,
+    scope: Option<Scope>,
+    rules: Discovery,
+) -> Result<Installed> {
+    match named_folder(layout, name, scope, rules) {
+        Named::Found(found) => Ok(*found),
+        Named::Absent | Named::Unsure => find_as(layout, name, scope, rules),
+    }
+}
+
+/// What the folder named like an extension says about it.
+pub(crate) enum Named {
+    /// The folder the host loads first under that folder name has a manifest of that name.
+    Found(Box<Installed>),
+    /// No root has a folder of that name: only a manifest elsewhere can have the name.
+    Absent,
+    /// A folder of that name says something else (another name, no readable manifest, a
+    /// hidden or skipped copy, another scope): only a scan can tell.
+    Unsure,
+}
+
+/// The folder named `name` that the host loads first, read alone (see [`Named`]); only
+/// folders of `scope` count when it is given.
+pub(crate) fn named_folder(
+    layout: &Layout,
+    name: &str,
+    scope: Option<Scope>,
+    rules: Discovery,
+) -> Named {
+    if !is_folder_name(name) {
+        return Named::Unsure;
+    }
+    for s in Scope::ALL {
+        let Some(found) = inspect(s, layout.scope(s).extensions().join(name)) else {
+            continue;
+        };
+        let skipped = !rules.follows_linked_folders && found.link_target.is_some();
+        let wanted = scope.is_none_or(|w| w == s);
+        let named = found.manifest.as_ref().is_ok_and(|m| m.name == name);
+        // The first folder of this folder name hides any later one: it is the answer or
+        // the question is the scan's.
+        return if wanted && named && !skipped {
+            Named::Found(Box::new(found))
+        } else {
+            Named::Unsure
+        };
+    }
+    Named::Absent
+}
+
+/// Whether `name` can only be one entry of a root, never a path leaving it.
+fn is_folder_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 
 /// [`find`] as a host with these discovery rules sees it (see [`scan_as`]).

@@ -11,7 +11,7 @@ use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::{self, Found, Installed};
 use crate::error;
 use crate::fsx::bounded;
-use crate::protocol::zot::{self, Discovery};
+use crate::protocol::zot::Discovery;
 
 /// One extension folder to check or call: `scope` is where it is installed, or `None` for a
 /// folder named on the command line.
@@ -44,9 +44,15 @@ impl Target {
         Ok(found.into_iter().map(Target::installed).collect())
     }
 
-    /// An installed extension by name, or a folder when `arg` looks like a path.
+    /// An installed extension by name ([`catalog::lookup`]: only its own manifest is read),
+    /// or a folder when `arg` looks like a path.
     pub(crate) fn find(layout: &Layout, arg: &str) -> Result<Target> {
-        Target::find_as(layout, arg, None, zot::newest().discovery)
+        if looks_like_path(arg) {
+            return Target::at(Path::new(arg));
+        }
+        catalog::lookup(layout, arg, None)
+            .map(Target::installed)
+            .map_err(|e| with_folder_hint(e, arg))
     }
 
     /// [`Target::find`] as a host with these discovery rules sees it; a name is looked up in

@@ -52,8 +52,30 @@ impl Run for ListArgs {
         for scope in Scope::ALL {
             Store::tidy(ctx.layout.scope(scope))?;
         }
-        let found = catalog::scan(&ctx.layout, &scopes)?;
-        if found.is_empty() {
+        // Each extension is printed (or, for the table, made a row) as its manifest is
+        // read; no manifest is kept.
+        let count = if ctx.out.json {
+            let mut doc = ctx.out.json_array("extensions")?;
+            let count = catalog::scan_each(&ctx.layout, &scopes, |e| {
+                warn_notes(ctx, &e);
+                Ok(doc.push(&Entry::new(&e))?)
+            })?;
+            doc.finish()?;
+            count
+        } else {
+            let layout = ctx.out.table_layout(self.wide);
+            let mut rows = Vec::new();
+            let count = catalog::scan_each(&ctx.layout, &scopes, |e| {
+                warn_notes(ctx, &e);
+                rows.push(row(&Entry::new(&e), layout));
+                Ok(())
+            })?;
+            if !rows.is_empty() {
+                ctx.out.table(&COLUMNS, &SHRINK_ORDER, &rows, layout)?;
+            }
+            count
+        };
+        if count == 0 {
             let scope = self.scope.scope();
             let (within, flag) = match scope {
                 Some(s) => (format!(" in the {s} scope"), format!(" --{s}")),
@@ -63,24 +85,15 @@ impl Run for ListArgs {
                 "no extensions installed{within}; add one with `zot ext install{flag} <path|git-url>`"
             ));
         }
-        let entries: Vec<Entry> = found.iter().map(Entry::new).collect();
-        for e in &found {
-            for note in e.manifest.iter().flat_map(|m| &m.notes) {
-                let dir = crate::output::printable(&e.dir.display().to_string());
-                ctx.out.warn(&format!("{dir}/{note}"));
-            }
-        }
-        if ctx.out.json {
-            return Ok(ctx
-                .out
-                .json(&serde_json::json!({ "extensions": entries }))?);
-        }
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let layout = ctx.out.table_layout(self.wide);
-        let rows: Vec<Row> = entries.iter().map(|e| row(e, layout)).collect();
-        Ok(ctx.out.table(&COLUMNS, &SHRINK_ORDER, &rows, layout)?)
+        Ok(())
+    }
+}
+
+/// The manifest's own warnings (fields zot ignores), each after the folder.
+fn warn_notes(ctx: &Context, e: &Installed) {
+    for note in e.manifest.iter().flat_map(|m| &m.notes) {
+        let dir = crate::output::printable(&e.dir.display().to_string());
+        ctx.out.warn(&format!("{dir}/{note}"));
     }
 }
 

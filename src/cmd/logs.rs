@@ -10,13 +10,14 @@ use std::path::Path;
 use anyhow::{Context as _, Result, anyhow};
 
 use super::{Context, Run};
-use crate::catalog;
 use crate::catalog::manifest;
+use crate::catalog::{self, Named};
 use crate::cli::LogsArgs;
 use crate::error::{self, usage};
 use crate::fsx::bounded::{self, ReadError};
 use crate::logs::{self, Follower, Notice};
 use crate::output::Output;
+use crate::protocol::zot;
 
 /// Lines `--follow` prints before following when `-n` is not given.
 const FOLLOW_LINES: u64 = 10;
@@ -24,16 +25,14 @@ const FOLLOW_LINES: u64 = 10;
 impl Run for LogsArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
         check_log_name(&self.name)?;
-        let found = catalog::find(&ctx.layout, &self.name, None);
-        let suggestions = found.as_ref().err().map(error::suggestions);
-        let suggestions = suggestions.unwrap_or_default().to_vec();
-        let installed = found.ok();
-        if let Some(note) = installed
-            .as_ref()
-            .and_then(super::super::catalog::Installed::twin_note)
-        {
-            ctx.out.note(&note);
-        }
+        // Only a folder of this name can make it mean another name (its manifest's); the
+        // store is scanned only for that, or when there is no log to show.
+        let rules = zot::newest().discovery;
+        let installed = match catalog::named_folder(&ctx.layout, &self.name, None, rules) {
+            Named::Found(found) => Some(*found),
+            Named::Absent => None,
+            Named::Unsure => catalog::find(&ctx.layout, &self.name, None).ok(),
+        };
         let name = installed.as_ref().map_or(self.name.as_str(), |e| e.name());
         check_log_name(name)?;
         let path = ctx.layout.log_file(name);
@@ -42,17 +41,10 @@ impl Run for LogsArgs {
         // forever or never end.
         let log = bounded::open(&path);
         if installed.is_none() && matches!(log, Err(ReadError::Missing)) {
-            let hint = error::did_you_mean(&suggestions)
-                .unwrap_or_else(|| "`zot ext list` shows what is installed".to_owned());
-            let message = format!(
-                "no extension named \"{name}\" is installed and it has no log: {} does not exist; {hint}",
-                path.display()
-            );
-            return Err(error::Suggested {
-                message,
-                suggestions,
+            // Installed under another folder name, or not at all.
+            if let Err(e) = catalog::find(&ctx.layout, &self.name, None) {
+                return Err(not_installed(name, &path, &e));
             }
-            .into());
         }
         if self.follow {
             // A log that is missing yet is waited for; anything else wrong ends here.
@@ -64,11 +56,30 @@ impl Run for LogsArgs {
         } else {
             let mut file = log.map_err(|e| refusal(name, &path, e))?;
             let mut out = Lines::new(&ctx.out);
-            logs::print(&mut file, self.lines, &mut out)
-                .and_then(|()| out.finish())
-                .with_context(|| format!("cannot print {}", path.display()))
+            let printed = if let Lines::Raw(stdout) = &mut out {
+                logs::print_to_stdout(&mut file, self.lines, stdout)
+            } else {
+                logs::print(&mut file, self.lines, &mut out).and_then(|()| out.finish())
+            };
+            printed.with_context(|| format!("cannot print {}", path.display()))
         }
     }
+}
+
+/// A name that is neither installed nor has a log, with the installed names close to it.
+fn not_installed(name: &str, path: &Path, found: &anyhow::Error) -> anyhow::Error {
+    let suggestions = error::suggestions(found).to_vec();
+    let hint = error::did_you_mean(&suggestions)
+        .unwrap_or_else(|| "`zot ext list` shows what is installed".to_owned());
+    let message = format!(
+        "no extension named \"{name}\" is installed and it has no log: {} does not exist; {hint}",
+        path.display()
+    );
+    error::Suggested {
+        message,
+        suggestions,
+    }
+    .into()
 }
 
 /// Refuses a name that is not one safe file-name component, so that the log path cannot

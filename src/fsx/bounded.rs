@@ -6,6 +6,7 @@
 use std::fmt;
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 /// Why a file was not read.
@@ -128,6 +129,58 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
         .read(true)
         .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits().cast_signed())
         .open(path)
+}
+
+/// [`read`] of `path` relative to the folder `dir` is open as, into `buf` (cleared first, so
+/// one buffer serves many files): the kind is checked before the one open and again on the
+/// handle, and a file read to the size it was seen to have takes one `read`.
+pub(crate) fn read_in(
+    dir: BorrowedFd<'_>,
+    path: &Path,
+    limit: u64,
+    buf: &mut Vec<u8>,
+) -> Result<(), ReadError> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    let seen = rustix::fs::statat(dir, path, AtFlags::empty()).map_err(io::Error::from)?;
+    check_mode(seen.st_mode)?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let file =
+        File::from(rustix::fs::openat(dir, path, flags, Mode::empty()).map_err(io::Error::from)?);
+    let meta = file.metadata()?;
+    check_kind(&meta)?;
+    let size = meta.len();
+    if size > limit {
+        return Err(ReadError::TooLarge { size, limit });
+    }
+    buf.clear();
+    buf.resize(usize::try_from(size + 1).unwrap_or(usize::MAX), 0);
+    let n = (&file).read(buf)?;
+    buf.truncate(n);
+    // Shorter or longer than seen (it is being written): read on to its end, up to the limit.
+    if n as u64 != size {
+        (&file).take(limit + 1 - n as u64).read_to_end(buf)?;
+    }
+    if buf.len() as u64 > limit {
+        return Err(ReadError::TooLarge {
+            size: buf.len() as u64,
+            limit,
+        });
+    }
+    Ok(())
+}
+
+/// [`check_kind`] for a mode as `stat` gives it.
+fn check_mode(mode: u32) -> Result<(), ReadError> {
+    use rustix::fs::FileType;
+    match FileType::from_raw_mode(mode) {
+        FileType::RegularFile => Ok(()),
+        FileType::Directory => Err(ReadError::Directory),
+        FileType::Fifo => Err(ReadError::Special("a named pipe")),
+        FileType::Socket => Err(ReadError::Special("a socket")),
+        FileType::CharacterDevice => Err(ReadError::Special("a character device")),
+        FileType::BlockDevice => Err(ReadError::Special("a block device")),
+        _ => Err(ReadError::Special("a special file")),
+    }
 }
 
 /// The whole content of the regular file at `path`, which must be at most `limit` bytes

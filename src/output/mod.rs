@@ -130,6 +130,21 @@ impl Output {
         writeln!(out)
     }
 
+    /// A document `{"schema_version": 1, "<key>": [...]}` on stdout whose array is written
+    /// item by item as [`JsonArray::push`] is given them, through one buffer: the same bytes
+    /// as [`Output::json`] of the whole document, without holding it.
+    pub fn json_array(&self, key: &str) -> io::Result<JsonArray> {
+        let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+        write!(out, "{{\n  \"schema_version\": {SCHEMA_VERSION},\n  ")?;
+        serde_json::to_writer(&mut out, &redact_text(key))?;
+        out.write_all(b": [")?;
+        Ok(JsonArray {
+            out,
+            items: 0,
+            item: Vec::new(),
+        })
+    }
+
     /// The error that ends a `--json` run, as one line of JSON on stderr:
     /// `{"schema_version": 1, "error": message, "suggestions": [names]}`, URLs redacted.
     pub fn json_error(&self, message: &str, suggestions: &[String]) {
@@ -186,7 +201,7 @@ impl Output {
         rows: &[table::Row],
         layout: table::Layout,
     ) -> io::Result<()> {
-        let mut out = io::stdout().lock();
+        let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
         table::write(
             &mut out,
             columns,
@@ -227,6 +242,47 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// `value` (which serialises to an object) as a document: `schema_version` first, then its
 /// keys, every string redacted.
+/// A JSON document being written (see [`Output::json_array`]).
+pub struct JsonArray {
+    out: io::BufWriter<io::StdoutLock<'static>>,
+    items: usize,
+    /// One item as text, reused.
+    item: Vec<u8>,
+}
+
+impl JsonArray {
+    /// Writes one item of the array, URLs redacted, indented as in the whole document.
+    pub fn push<T: Serialize>(&mut self, item: &T) -> io::Result<()> {
+        let mut value = serde_json::to_value(item)?;
+        redact_strings(&mut value);
+        self.item.clear();
+        serde_json::to_writer_pretty(&mut self.item, &value)?;
+        let separator: &[u8] = if self.items == 0 { b"\n" } else { b",\n" };
+        self.out.write_all(separator)?;
+        // Strings escape their newlines: every newline here is the layout's.
+        for (i, line) in self.item.split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                self.out.write_all(b"\n")?;
+            }
+            self.out.write_all(b"    ")?;
+            self.out.write_all(line)?;
+        }
+        self.items += 1;
+        Ok(())
+    }
+
+    /// Closes the array and the document.
+    pub fn finish(mut self) -> io::Result<()> {
+        let end: &[u8] = if self.items == 0 {
+            b"]\n}\n"
+        } else {
+            b"\n  ]\n}\n"
+        };
+        self.out.write_all(end)?;
+        self.out.flush()
+    }
+}
+
 fn document<T: Serialize>(value: &T) -> io::Result<serde_json::Value> {
     let serde_json::Value::Object(fields) = serde_json::to_value(value)? else {
         return Err(io::Error::other("a JSON document must be an object"));

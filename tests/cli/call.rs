@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::Env;
 use crate::support::extensions::{assert_gone, examples, good_script, on_path, sh_extension};
+#[cfg(target_os = "linux")]
+use crate::support::opens::Opens;
 
 fn clock() -> Option<String> {
     if on_path("node") {
@@ -548,4 +550,18 @@ fn calling_a_disabled_extension_notes_that_zot_does_not_start_it() {
     env.zot(["ext", "call", "off", "/off"]).output().stderr_has(
         "note: off is disabled: zot does not start it (zot ext enable off turns it on); calling it anyway\n",
     );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn calling_by_name_reads_no_other_extensions_manifest() {
+    let env = Env::new();
+    let script = good_script("few", &[r#"{"type":"register_command","name":"one"}"#]);
+    sh_extension(&env.global_root(), "few", "few", &script);
+    let other = env.installed("other", false);
+    let watch = Opens::watch(&other);
+    env.zot(["ext", "call", "few", "/two"])
+        .fails(1)
+        .stderr_has("few does not register the command /two");
+    assert_eq!(watch.seen(), Vec::<String>::new());
 }

@@ -2,6 +2,8 @@
 //! folder hides the global folder of the same folder name whatever the manifests say, and two
 //! folders whose manifests share a name are both started (whichever says hello last is kept).
 
+use std::fs;
+
 use serde_json::Value;
 
 use crate::support::Env;
@@ -130,6 +132,14 @@ fn two_folders_with_one_manifest_name_are_both_loaded_and_doctor_warns() {
             "{found:?}"
         );
     }
+
+    // Reading the log of the name says nothing of twins: there is one log per name.
+    fs::create_dir_all(env.home.join("logs")).unwrap();
+    fs::write(env.home.join("logs/ext-twin.log"), "from both\n").unwrap();
+    env.zot(["ext", "logs", "twin"])
+        .ok()
+        .stdout_is("from both\n")
+        .stderr_lacks("also has the name");
 
     // Acting by name takes the first copy in load order (the project one) and says so.
     env.zot(["ext", "disable", "twin"])

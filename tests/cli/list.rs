@@ -531,3 +531,35 @@ fn a_terminal_without_a_size_uses_columns_then_80() {
         list_on_terminal(&env, 80, &[])
     );
 }
+
+/// The JSON list is written row by row; it must still be one document, laid out exactly as
+/// the pretty printer lays out the whole of it.
+#[test]
+fn json_written_row_by_row_is_one_pretty_document() {
+    let env = Env::new();
+    let pretty = |stdout: &str| {
+        let value: serde_json::Value = serde_json::from_str(stdout).unwrap();
+        serde_json::to_string_pretty(&value).unwrap() + "\n"
+    };
+    let empty = env.zot(["ext", "list", "--json"]).ok().stdout.clone();
+    assert_eq!(empty, pretty(&empty));
+    let root = env.global_root();
+    for i in 0..40 {
+        let dir = root.join(format!("ext-{i:02}"));
+        fs::create_dir_all(&dir).unwrap();
+        let manifest = format!(
+            r#"{{"name":"ext-{i:02}","exec":"./run.sh","description":"line\nbreak \"quoted\" https://user:secret@example.com/x"}}"#
+        );
+        fs::write(dir.join("extension.json"), manifest).unwrap();
+    }
+    fs::create_dir_all(root.join("broken")).unwrap();
+    fs::write(root.join("broken/extension.json"), "{").unwrap();
+    env.installed("mine", true);
+    let done = env.zot(["ext", "list", "--json"]).ok();
+    assert_eq!(done.stdout, pretty(&done.stdout));
+    assert!(!done.stdout.contains("secret"), "{}", done.stdout);
+    let list = done.extensions();
+    assert_eq!(list.as_array().unwrap().len(), 42);
+    assert_eq!(list[0]["name"], "mine");
+    assert_eq!(list[41]["name"], "ext-39");
+}

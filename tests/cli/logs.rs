@@ -11,6 +11,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::support::Env;
+use crate::support::extensions::{good_script, sh_extension};
+#[cfg(target_os = "linux")]
+use crate::support::opens::Opens;
 
 /// The longest any single wait lasts.
 const WAIT: Duration = Duration::from_secs(5);
@@ -471,4 +474,80 @@ fn closed_pipe_ends_an_idle_follow() {
     assert_eq!(bytes, b"only line\n");
     // Nothing more is written: it must notice the closed pipe by itself.
     assert_quiet_success(child);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn reading_a_log_reads_no_other_extensions_manifest() {
+    let env = Env::new();
+    env.installed("x", false);
+    let other = env.installed("other", false);
+    let project = env.installed("mine", true);
+    write_log(&env, "x", "hello\n");
+    write_log(&env, "loaded-with-ext", "not installed\n");
+    let watches = [Opens::watch(&other), Opens::watch(&project)];
+    env.zot(["ext", "logs", "x"]).ok().stdout_is("hello\n");
+    env.zot(["ext", "logs", "x", "-n", "1"])
+        .ok()
+        .stdout_is("hello\n");
+    // A name that is not installed but has a log is found without the store either.
+    env.zot(["ext", "logs", "loaded-with-ext"])
+        .ok()
+        .stdout_is("not installed\n");
+    for watch in &watches {
+        assert_eq!(watch.seen(), Vec::<String>::new());
+    }
+    // Another extension's manifest that would block a reader does not matter to it.
+    fs::remove_file(other.join("extension.json")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(other.join("extension.json"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    env.zot(["ext", "logs", "x"])
+        .ok()
+        .stdout_is("hello\n")
+        .stderr_lacks("other");
+}
+
+#[test]
+fn a_log_into_a_pipe_is_exactly_the_files_bytes() {
+    let env = Env::new();
+    env.installed("x", false);
+    // Several MiB of lines of varied length, the last one without a newline.
+    let mut content = String::new();
+    let mut i: u64 = 0;
+    while content.len() < 5 << 20 {
+        let _ = writeln!(content, "{i} {}", "ab".repeat((i % 97) as usize));
+        i += 1;
+    }
+    content.push_str("end without newline");
+    write_log(&env, "x", &content);
+    let done = env.zot(["ext", "logs", "x"]).ok();
+    assert!(
+        done.stdout == content,
+        "{} bytes of {}",
+        done.stdout.len(),
+        content.len()
+    );
+    let last = content.rsplit('\n').nth(1).unwrap();
+    env.zot(["ext", "logs", "x", "-n", "2"])
+        .ok()
+        .stdout_is(&format!("{last}\nend without newline"));
+}
+
+#[test]
+fn a_folder_whose_manifest_says_another_name_shows_that_names_log() {
+    let env = Env::new();
+    let script = good_script("alpha", &[]);
+    sh_extension(&env.project_root(), "same", "alpha", &script);
+    let script = good_script("beta", &[]);
+    sh_extension(&env.global_root(), "same", "beta", &script);
+    write_log(&env, "alpha", "alpha's\n");
+    write_log(&env, "beta", "beta's\n");
+    write_log(&env, "same", "a log of its own\n");
+    // By folder name: the manifest of the folder zot loads under it names the log.
+    env.zot(["ext", "logs", "same"]).ok().stdout_is("alpha's\n");
+    // The hidden global copy is still found by its manifest name.
+    env.zot(["ext", "logs", "beta"]).ok().stdout_is("beta's\n");
 }

@@ -8,6 +8,8 @@ pub(crate) mod git_servers;
 pub(crate) mod hostile;
 pub(crate) mod invariants;
 pub(crate) mod man;
+#[cfg(target_os = "linux")]
+pub(crate) mod opens;
 
 use std::ffi::OsStr;
 use std::fs;
