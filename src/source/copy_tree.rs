@@ -44,12 +44,14 @@ use crate::output::printable;
 /// the process out of file descriptors (2 per level, plus 2 per queued file).
 const HELD_LEVELS: usize = 64;
 
-/// Files are handed to the workers in batches of this many (one wake-up per batch, not per
-/// file)...
-const BATCH: usize = 16;
+/// Files are handed to the workers in batches of the files of one folder, up to this many: one
+/// wake-up per batch, not per file, and two workers seldom create files in the same folder at
+/// once (a creation locks its folder)...
+const BATCH: usize = 256;
 
 /// ... and this many batches wait at most: enough to keep the workers busy while the walk
-/// creates a folder, few enough to bound the folder handles queued files keep open.
+/// creates a folder, few enough to bound the folder handles queued files keep open (a
+/// batch holds two).
 const QUEUE: usize = 4;
 
 /// At most this many workers. Copying small files is system calls (create, allocate, write
@@ -148,6 +150,11 @@ impl Handle {
         } else {
             std::borrow::Cow::Owned(self.below.join(name))
         }
+    }
+
+    /// Whether `other` is this folder.
+    fn same(&self, other: &Handle) -> bool {
+        Arc::ptr_eq(&self.base, &other.base) && self.below == other.below
     }
 
     /// The handle of the folder `name` in this one: `fd` when given (an open handle on it),
@@ -563,7 +570,7 @@ impl Shared {
     }
 }
 
-/// The worker threads, started as files turn up (a tree of a few files starts one).
+/// The worker threads, started as batches turn up (a tree of one folder starts one).
 struct Pool {
     batch: Vec<Job>,
     sender: Option<SyncSender<Vec<Job>>>,
@@ -576,7 +583,7 @@ impl Pool {
     fn new(workers: usize) -> Pool {
         let (sender, receiver) = sync_channel(QUEUE);
         Pool {
-            batch: Vec::with_capacity(BATCH),
+            batch: Vec::new(),
             sender: Some(sender),
             receiver: Arc::new(Mutex::new(receiver)),
             workers: Vec::new(),
@@ -585,6 +592,9 @@ impl Pool {
     }
 
     fn send(&mut self, shared: &Arc<Shared>, job: Job) {
+        if self.batch.last().is_some_and(|last| !last.to.same(&job.to)) {
+            self.flush(shared);
+        }
         self.batch.push(job);
         if self.batch.len() == BATCH {
             self.flush(shared);
@@ -599,7 +609,7 @@ impl Pool {
         if self.workers.len() < self.max {
             self.spawn(shared);
         }
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let batch = std::mem::take(&mut self.batch);
         let sender = self.sender.as_ref().expect("sender kept until finish");
         if let Err(failed) = sender.send(batch) {
             // No worker is left (none could be started): copy them here.
