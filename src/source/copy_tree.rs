@@ -6,8 +6,9 @@
 //!
 //! Every name is looked up relative to an open handle on its folder (`openat` and friends,
 //! `O_NOFOLLOW`), never through a long path: the walk holds the handles of the folders it is
-//! in (down to [`HELD_LEVELS`]; deeper folders are reached by a short path from the deepest
-//! held one), and a queued file holds the handles of its two folders.
+//! in (down to [`HELD_LEVELS`]; deeper folders are reached by a relative path from the
+//! deepest held one, whose middle parts, folders when they were read, are not re-checked),
+//! and a queued file holds the handles of its two folders.
 //!
 //! A file is opened without following a link and without blocking, its kind and metadata
 //! taken from that open handle (one `fstat`, which also catches a file swapped for something
