@@ -1,5 +1,6 @@
 //! Extension trees on disk: the audit (special files refused, links that point outside the
-//! tree or nowhere listed), a recursive copy that keeps file modes, times and symbolic links
+//! tree or nowhere listed), a recursive copy (run by [`super::copy_tree`], which audits on its
+//! way) that keeps file modes, times and symbolic links
 //! (as links, whatever they point to) and leaves out `.git` and the source's own `.zot/`
 //! (zot's state for that folder as a project), and working out where a link leads without
 //! ever opening what it points to.
@@ -19,6 +20,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use walkdir::{DirEntry, WalkDir};
 
+use super::copy_tree;
 use crate::catalog::manifest;
 use crate::output::printable;
 
@@ -58,6 +60,16 @@ pub(crate) struct LooseLink {
 }
 
 impl LooseLink {
+    /// The link at `path` (relative to the tree) holding `target`, when it `leads` outside
+    /// or nowhere.
+    pub(super) fn of(path: &Path, target: &Path, leads: Leads) -> Option<LooseLink> {
+        (leads != Leads::Inside).then(|| LooseLink {
+            path: path.to_string_lossy().into_owned(),
+            target: target.to_string_lossy().into_owned(),
+            leads,
+        })
+    }
+
     /// `path -> target`, escaped, with `(dangling)` or `(loop)` when it leads nowhere.
     pub(crate) fn describe(&self) -> String {
         let why = match self.leads {
@@ -167,7 +179,7 @@ fn walk_error(e: walkdir::Error) -> anyhow::Error {
     }
 }
 
-fn io_reason(e: &io::Error) -> String {
+pub(super) fn io_reason(e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::PermissionDenied => "permission denied".into(),
         io::ErrorKind::NotFound => "no such file or directory".into(),
@@ -182,13 +194,13 @@ fn inside<'a>(root: &Path, path: &'a Path) -> &'a Path {
 
 /// The top folder of a tree: its canonical path and its identity on disk, to recognise
 /// absolute link targets that name it.
-struct Root {
+pub(super) struct Root {
     path: PathBuf,
     id: Option<(u64, u64)>,
 }
 
 impl Root {
-    fn new(root: &Path) -> Result<Root> {
+    pub(super) fn new(root: &Path) -> Result<Root> {
         let path =
             fs::canonicalize(root).with_context(|| format!("cannot resolve {}", root.display()))?;
         Ok(Root {
@@ -225,7 +237,7 @@ impl Root {
     /// The target a copy of the link at `link` (relative to the tree) gets: an absolute
     /// target inside the tree becomes relative, so the copy points into itself; any other
     /// target is kept as it is.
-    fn relocate(&self, target: &Path, link: &Path) -> PathBuf {
+    pub(super) fn relocate(&self, target: &Path, link: &Path) -> PathBuf {
         if !target.is_absolute() {
             return target.to_path_buf();
         }
@@ -261,7 +273,7 @@ enum Step {
 /// the path the way the kernel would, one component at a time inside the tree (`lstat` and
 /// `readlink` only), and stops as soon as it leaves the tree: nothing outside is looked at
 /// but the identity of absolute targets' folders (see [`Root::below`]).
-fn reach(tree: &Root, link: &Path, target: &Path) -> Leads {
+pub(super) fn reach(tree: &Root, link: &Path, target: &Path) -> Leads {
     let mut dir: Vec<OsString> = link
         .parent()
         .into_iter()
@@ -343,12 +355,7 @@ fn loose(tree: &Root, root: &Path, path: &Path) -> Result<Option<LooseLink>> {
     let target = fs::read_link(path)
         .with_context(|| format!("cannot read the symbolic link {}", path.display()))?;
     let link = inside(root, path);
-    let leads = reach(tree, link, &target);
-    Ok((leads != Leads::Inside).then(|| LooseLink {
-        path: link.to_string_lossy().into_owned(),
-        target: target.to_string_lossy().into_owned(),
-        leads,
-    }))
+    Ok(LooseLink::of(link, &target, reach(tree, link, &target)))
 }
 
 /// Checks every entry of `root`: only regular files, directories and symbolic links are
@@ -360,17 +367,23 @@ pub(crate) fn audit(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_walk(root, prefix, Walk::Tree)
 }
 
-/// [`audit`] for a local source before it is copied: what [`copy`] leaves out is not looked at.
+/// [`audit`] for a local source before it is copied: what [`copy`] leaves out is not looked
+/// at. [`copy_source`] checks the same on its way; this, alone, is what its tests compare with.
+#[cfg(test)]
 pub(crate) fn audit_source(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_walk(root, prefix, Walk::Source)
 }
 
 fn audit_walk(root: &Path, prefix: &str, what: Walk) -> Result<Vec<LooseLink>> {
-    audit_tree(root, what).map_err(|e| {
-        let message = format!("{e:#}");
-        let root = format!("{}/", root.display());
-        anyhow::anyhow!("{}", printable(&message.replace(&root, prefix)))
-    })
+    audit_tree(root, what).map_err(|e| shown_after(root, prefix, &e))
+}
+
+/// The error `e` of the audit of `root` (one line, escaped), its paths under `root` shown
+/// after `prefix` instead.
+pub(super) fn shown_after(root: &Path, prefix: &str, e: &anyhow::Error) -> anyhow::Error {
+    let message = format!("{e:#}");
+    let root = format!("{}/", root.display());
+    anyhow::anyhow!("{}", printable(&message.replace(&root, prefix)))
 }
 
 fn audit_tree(root: &Path, what: Walk) -> Result<Vec<LooseLink>> {
@@ -398,7 +411,7 @@ fn audit_tree(root: &Path, what: Walk) -> Result<Vec<LooseLink>> {
 
 /// The manifest may be a link to a file in the tree (as it always could), not one that
 /// leads out of it or nowhere: zot reads it, and `enable`/`disable` rewrite it.
-fn check_manifest_link(path: &Path, link: Option<&LooseLink>) -> Result<()> {
+pub(super) fn check_manifest_link(path: &Path, link: Option<&LooseLink>) -> Result<()> {
     let Some(link) = link else { return Ok(()) };
     let what = match link.leads {
         Leads::Outside => "points outside the extension folder",
@@ -452,117 +465,78 @@ pub(crate) fn loose_links(root: &Path, max_entries: usize) -> LinkScan {
 }
 
 fn special_kind(kind: fs::FileType) -> &'static str {
+    use rustix::fs::FileType;
     use std::os::unix::fs::FileTypeExt;
-    if kind.is_fifo() {
-        return "a named pipe";
-    }
-    if kind.is_socket() {
-        return "a socket";
-    }
-    if kind.is_block_device() || kind.is_char_device() {
-        return "a device";
-    }
-    "not a regular file"
+    special_kind_of(if kind.is_fifo() {
+        FileType::Fifo
+    } else if kind.is_socket() {
+        FileType::Socket
+    } else if kind.is_block_device() || kind.is_char_device() {
+        FileType::CharacterDevice
+    } else {
+        FileType::Unknown
+    })
 }
 
-/// Copies the local source `src` to `dst` (which must not exist), calling `progress` after
-/// each entry; `.git` folders and the top-level [`PROJECT_STATE`] folder are left out.
-/// Callers run [`audit_source`] first; special files are refused here all the same. Links are
-/// copied as links, whatever they point to (see [`Root::relocate`]); nothing is followed.
+/// What kind of special file `kind` is, for the audit's message.
+pub(super) fn special_kind_of(kind: rustix::fs::FileType) -> &'static str {
+    use rustix::fs::FileType;
+    match kind {
+        FileType::Fifo => "a named pipe",
+        FileType::Socket => "a socket",
+        FileType::BlockDevice | FileType::CharacterDevice => "a device",
+        _ => "not a regular file",
+    }
+}
+
+/// Copies the local source `src` to `dst` (which must not exist), checking it on the way as
+/// [`audit_source`] does (the same errors, paths shown after `prefix`), in one walk (see
+/// [`super::copy_tree`]). Calls `progress` after each entry. Returns what [`audit`] of the
+/// copy would: the copy's links that point outside it or nowhere (looked at one by one in
+/// the copy, not by walking it again).
+pub(crate) fn copy_source(
+    src: &Path,
+    dst: &Path,
+    prefix: &str,
+    progress: &mut dyn FnMut(&CopyStats),
+) -> Result<(CopyStats, Vec<LooseLink>)> {
+    let copied = copy_tree::run(
+        src,
+        dst,
+        copy_tree::Check::Audit(prefix),
+        copy_tree::workers(),
+        progress,
+    )?;
+    let loose = links_of_copy(dst, &copied.links).map_err(|e| shown_after(dst, prefix, &e))?;
+    Ok((copied.stats, loose))
+}
+
+/// The links of the copy at `root` (`links`: relative path and target) that point outside it
+/// or nowhere; the manifest's link, if any, must lead to a file inside.
+fn links_of_copy(root: &Path, links: &[(PathBuf, PathBuf)]) -> Result<Vec<LooseLink>> {
+    let tree = Root::new(root)?;
+    let mut found = Vec::new();
+    for (link, target) in links {
+        let loose = LooseLink::of(link, target, reach(&tree, link, target));
+        if link == Path::new(manifest::FILE) {
+            check_manifest_link(&root.join(link), loose.as_ref())?;
+        }
+        found.extend(loose);
+    }
+    Ok(found)
+}
+
+/// Copies the tree `src` to `dst` (which must not exist), calling `progress` after each
+/// entry; `.git` folders and the top-level [`PROJECT_STATE`] folder are left out. Special
+/// files are refused. Links are copied as links, whatever they point to (see
+/// [`Root::relocate`]); nothing is followed.
 pub(crate) fn copy(
     src: &Path,
     dst: &Path,
     progress: &mut dyn FnMut(&CopyStats),
 ) -> Result<CopyStats> {
-    let tree = Root::new(src)?;
-    let mut stats = CopyStats::default();
-    let mut dirs = Vec::new();
-    for entry in walk(src, Walk::Source) {
-        let entry = entry.map_err(walk_error)?;
-        let relative = inside(src, entry.path());
-        let to = dst.join(relative);
-        let kind = entry.file_type();
-        if kind.is_dir() {
-            fs::create_dir(&to).with_context(|| format!("cannot create {}", to.display()))?;
-            dirs.push((entry.path().to_path_buf(), to));
-            stats.dirs += 1;
-        } else if kind.is_symlink() {
-            copy_link(&tree, entry.path(), &to, relative)?;
-            stats.links += 1;
-        } else if kind.is_file() {
-            stats.bytes += copy_file(entry.path(), &to)?;
-            stats.files += 1;
-        } else {
-            bail!(
-                "{} is a special file; refusing to copy it",
-                printable(&entry.path().display().to_string())
-            );
-        }
-        progress(&stats);
-    }
-    // Directory modes last (deepest first), so read-only folders could still be filled.
-    for (from, to) in dirs.iter().rev() {
-        let meta = fs::symlink_metadata(from)?;
-        if let Ok(modified) = meta.modified() {
-            let _ = fs::File::open(to).and_then(|f| f.set_modified(modified));
-        }
-        fs::set_permissions(to, meta.permissions())?;
-    }
-    Ok(stats)
-}
-
-/// Copies one regular file with its mode and modification time. The source is opened
-/// without following a link and without blocking, and checked to still be a regular file
-/// (it may have changed since the walk); the copy is a new file, never an existing one.
-fn copy_file(from: &Path, to: &Path) -> Result<u64> {
-    let fail = |e: io::Error| {
-        anyhow::anyhow!(
-            "cannot copy {}: {}",
-            printable(&from.display().to_string()),
-            io_reason(&e)
-        )
-    };
-    let mut source = open_no_follow(from).map_err(fail)?;
-    let meta = source.metadata().map_err(fail)?;
-    if !meta.is_file() {
-        bail!(
-            "{} is no longer a regular file (it changed while it was copied); try again",
-            printable(&from.display().to_string())
-        );
-    }
-    let mut copy = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(to)
-        .with_context(|| format!("cannot create {}", to.display()))?;
-    let bytes = io::copy(&mut source, &mut copy).map_err(fail)?;
-    copy.set_permissions(meta.permissions())
-        .with_context(|| format!("cannot set the mode of {}", to.display()))?;
-    if let Ok(modified) = meta.modified() {
-        let _ = copy.set_modified(modified);
-    }
-    Ok(bytes)
-}
-
-fn open_no_follow(path: &Path) -> io::Result<fs::File> {
-    use rustix::fs::OFlags;
-    use std::os::unix::fs::OpenOptionsExt;
-    fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits().cast_signed())
-        .open(path)
-}
-
-/// Recreates the link `link` at `to`, its target kept or made relative by [`Root::relocate`].
-fn copy_link(tree: &Root, link: &Path, to: &Path, relative: &Path) -> Result<()> {
-    let target = fs::read_link(link)
-        .with_context(|| format!("cannot read the symbolic link {}", link.display()))?;
-    let target = tree.relocate(&target, relative);
-    symlink(&target, to).with_context(|| format!("cannot create the link {}", to.display()))
-}
-
-fn symlink(target: &Path, link: &Path) -> io::Result<()> {
-    std::os::unix::fs::symlink(target, link)
+    let check = copy_tree::Check::Plain;
+    Ok(copy_tree::run(src, dst, check, copy_tree::workers(), progress)?.stats)
 }
 
 #[cfg(test)]

@@ -108,9 +108,8 @@ fn copy_into(
         Some(sub) => real_subdir(source, sub, &source.display().to_string())?,
         None => source.to_path_buf(),
     };
-    copy::audit_source(&from, &prefix)?;
     let left_out = copy::has_project_state(&from);
-    let copied = copy::copy(&from, &staging.tree(), &mut |stats| {
+    let copied = copy::copy_source(&from, &staging.tree(), &prefix, &mut |stats| {
         if (stats.files + stats.dirs + stats.links) % 64 == 0 {
             out.progress(&format!(
                 "copying: {} files, {:.1} MiB",
@@ -120,9 +119,8 @@ fn copy_into(
         }
     });
     out.progress_done();
-    copied?;
     // The copy is what gets installed: its links are the ones to report.
-    let outside_links = copy::audit(&staging.tree(), &prefix)?;
+    let (_, outside_links) = copied?;
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
     let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
     Ok(((manifest, record, outside_links), left_out))

@@ -3,6 +3,7 @@
 //! it is shown.
 
 pub(crate) mod copy;
+mod copy_tree;
 pub(crate) mod fetch;
 pub(crate) mod git;
 
