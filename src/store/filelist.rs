@@ -33,9 +33,13 @@ use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::{self, Read};
+use std::num::NonZero;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
 
 use anyhow::{Context, Result, anyhow, bail};
 use rustix::fs::OFlags;
@@ -152,7 +156,7 @@ impl FileList {
         let mut todo = vec![Vec::new()];
         while let Some(dir) = todo.pop() {
             for (path, meta) in read_dir(root, &dir)? {
-                let entry = describe(root, path, &meta, true)?;
+                let entry = describe(root, path, &meta, false)?;
                 if entry.kind == EntryKind::Dir {
                     todo.push(entry.path.clone());
                 }
@@ -160,6 +164,7 @@ impl FileList {
             }
         }
         entries.sort_by(|a, b| a.path.cmp(&b.path));
+        hash_files(root, &mut entries)?;
         Ok(FileList { entries })
     }
 
@@ -507,6 +512,49 @@ fn describe(root: &Path, path: Vec<u8>, meta: &fs::Metadata, hash: bool) -> Resu
     Ok(entry)
 }
 
+/// Most threads [`hash_files`] hashes with.
+const HASHERS: usize = 4;
+
+/// Hashes the files among `entries` (sorted), a few at a time: hashing is bound by the CPU and
+/// files are independent, so on two cores a large tree is hashed in about half the time. The
+/// error is the first failing file in path order, whatever the threads' timing.
+fn hash_files(root: &Path, entries: &mut [Entry]) -> Result<()> {
+    let files: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries[i].kind == EntryKind::File)
+        .collect();
+    let paths: Vec<PathBuf> = files
+        .iter()
+        .map(|&i| join(root, &entries[i].path))
+        .collect();
+    let results: Vec<OnceLock<Result<(String, u64)>>> =
+        paths.iter().map(|_| OnceLock::new()).collect();
+    let workers = thread::available_parallelism()
+        .map_or(1, NonZero::get)
+        .clamp(1, HASHERS)
+        .min(paths.len());
+    let next = AtomicUsize::new(0);
+    thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = paths.get(k) else { break };
+                    let _ = results[k].set(hash_file(path));
+                }
+            });
+        }
+    });
+    for (k, result) in results.into_iter().enumerate() {
+        let (digest, size) = result
+            .into_inner()
+            .unwrap_or_else(|| hash_file(&paths[k]))?;
+        let entry = &mut entries[files[k]];
+        entry.sha256 = Some(digest);
+        entry.size = size;
+    }
+    Ok(())
+}
+
 /// SHA-256 and size of the regular file at `path`, streamed; never through a link and
 /// never blocking (a file replaced by a pipe or a link since the walk is refused).
 pub(crate) fn hash_file(path: &Path) -> Result<(String, u64)> {
@@ -582,6 +630,34 @@ pub(crate) fn names(items: &[Classified], standing: Standing) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_hashed_by_several_threads_get_their_own_digests() {
+        let tmp = tempfile::tempdir().unwrap();
+        for i in 0..200 {
+            let dir = tmp.path().join(format!("d{}", i % 7));
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join(format!("f{i}")), "x".repeat(i * 37)).unwrap();
+        }
+        let list = FileList::scan(tmp.path()).unwrap();
+        let files: Vec<&Entry> = list
+            .entries()
+            .iter()
+            .filter(|e| e.kind == EntryKind::File)
+            .collect();
+        assert_eq!(files.len(), 200);
+        for entry in files {
+            let path = join(tmp.path(), &entry.path);
+            let (digest, size) = hash_file(&path).unwrap();
+            assert_eq!(
+                entry.sha256.as_deref(),
+                Some(digest.as_str()),
+                "{}",
+                path.display()
+            );
+            assert_eq!(entry.size, size);
+        }
+    }
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     fn tree() -> tempfile::TempDir {
