@@ -392,18 +392,7 @@ pub(crate) fn manifest_toggled_only(
     let Some(listed) = list.get(&entry.path).and_then(|e| e.sha256.clone()) else {
         return false;
     };
-    let Ok(text) = manifest::load(&old.join(manifest::FILE)) else {
-        return false;
-    };
-    let candidates = [
-        manifest::with_enabled(&text, true),
-        manifest::with_enabled(&text, false),
-        without_enabled(&text),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .any(|t| hex_sha256(t.as_bytes()) == listed)
+    differs_only_in_enabled(old, &listed)
 }
 
 /// Whether the new tree `new` (listed as `files`, `enabled` already written) is what the
@@ -434,7 +423,13 @@ pub(crate) fn same_as_placed(placed: &FileList, files: &FileList, new: &Path) ->
     let Some(listed) = was.sha256.as_deref() else {
         return false;
     };
-    let Ok(text) = manifest::load(&new.join(manifest::FILE)) else {
+    differs_only_in_enabled(new, listed)
+}
+
+/// Whether the manifest in `dir`, with `enabled` set either way or left out, hashes to
+/// `listed`: it differs from the listed one at most in `enabled`.
+fn differs_only_in_enabled(dir: &Path, listed: &str) -> bool {
+    let Ok(text) = manifest::load(&dir.join(manifest::FILE)) else {
         return false;
     };
     let candidates = [
