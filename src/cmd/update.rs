@@ -419,8 +419,10 @@ impl UpdateArgs {
         // The plan first, changing nothing: the kept `enabled` is part of the new version
         // as it would be placed, so it takes part in the comparison.
         let plan = carry::plan_for(dirs, &staged.staging, &folder, self.carry.options())?;
-        carry::write_enabled(&plan, &tree)?;
-        let files = FileList::scan(&tree)?;
+        let mut files = staged.files;
+        if carry::write_enabled(&plan, &tree)? {
+            files.relist(&tree, crate::catalog::manifest::FILE.as_bytes())?;
+        }
         let placed = FileList::load(dirs, &job.target.dir_name);
         let same = match &placed {
             // What the install placed: the extension's own data does not count.

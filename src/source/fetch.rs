@@ -16,6 +16,7 @@ use crate::source::copy::{self, LooseLink};
 use crate::source::git::{self, Checkout};
 use crate::source::{GitUrl, Source};
 use crate::store::cache::{Cache, is_commit_id};
+use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record, RefKind};
 use crate::store::{Staging, Store};
 
@@ -41,17 +42,26 @@ pub(crate) struct Staged {
     pub outside_links: Vec<LooseLink>,
     /// Whether the local source's own `.zot/` folder was left out of the copy.
     pub left_out_project_state: bool,
+    /// The staged tree's file list (what the install places), hashed once while staging.
+    pub files: FileList,
 }
 
 /// What staging built, before the record gets its subfolder.
-type Built = (Manifest, Record, Vec<LooseLink>);
+struct Built {
+    manifest: Manifest,
+    record: Record,
+    outside_links: Vec<LooseLink>,
+    /// The staged tree's list when the step that built the tree listed it on the way;
+    /// `None`: [`stage`] lists the tree.
+    files: Option<FileList>,
+}
 
 /// Copies or clones the requested source into a fresh staging folder of `store` and
 /// validates it. Nothing in the extensions root changes.
 pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Staged> {
     let subdir = request.subdir.map(check_subdir).transpose()?;
     let staging = store.stage()?;
-    let ((manifest, record, outside_links), left_out_project_state) = match request.source {
+    let (built, left_out_project_state) = match request.source {
         Source::Path(path) => {
             let source = check_local_source(path, &store.dirs)?;
             copy_into(&staging, &source, subdir.as_deref(), request.shown, out)?
@@ -61,16 +71,21 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<St
             false,
         ),
     };
+    let files = match built.files {
+        Some(files) => files,
+        None => FileList::scan(&staging.tree())?,
+    };
     crate::fsx::crashpoint::hit("stage.done");
     Ok(Staged {
         staging,
-        manifest,
+        manifest: built.manifest,
         record: Record {
             subdir: request.subdir.map(str::to_string),
-            ..record
+            ..built.record
         },
-        outside_links,
+        outside_links: built.outside_links,
         left_out_project_state,
+        files,
     })
 }
 
@@ -123,7 +138,13 @@ fn copy_into(
     let (_, outside_links) = copied?;
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
     let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
-    Ok(((manifest, record, outside_links), left_out))
+    let built = Built {
+        manifest,
+        record,
+        outside_links,
+        files: None,
+    };
+    Ok((built, left_out))
 }
 
 fn clone_into(
@@ -164,7 +185,12 @@ fn clone_into(
         commit: Some(checkout.commit),
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
-    Ok((manifest, record, outside_links))
+    Ok(Built {
+        manifest,
+        record,
+        outside_links,
+        files: None,
+    })
 }
 
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a

@@ -175,20 +175,22 @@ pub(crate) struct Prepared {
     pub files: FileList,
 }
 
-/// Carry-over for a staged tree about to replace `extensions/<folder>` of `dirs`: works out
-/// the plan, writes `enabled` into the staged manifest, lists the new tree, then
-/// [`carry_out`]. No installed copy, or a linked one: nothing to carry.
+/// Carry-over for a staged tree (listed by `files`) about to replace `extensions/<folder>`
+/// of `dirs`: works out the plan, writes `enabled` into the staged manifest (and its entry
+/// into `files`), then [`carry_out`]. No installed copy, or a linked one: nothing to carry.
 pub(crate) fn prepare(
     store: &Store,
     dirs: &ScopeDirs,
     staging: &Staging,
     folder: &str,
     options: Options,
+    mut files: FileList,
 ) -> Result<Prepared> {
     let plan = plan_for(dirs, staging, folder, options)?;
     let new = staging.tree();
-    write_enabled(&plan, &new)?;
-    let files = FileList::scan(&new)?;
+    if write_enabled(&plan, &new)? {
+        files.relist(&new, manifest::FILE.as_bytes())?;
+    }
     carry_out(store, dirs, staging, folder, plan, files)
 }
 
@@ -476,11 +478,11 @@ fn enabled_to_write(old: Option<&Path>, new: &Path, options: Options) -> Option<
 }
 
 /// Writes the plan's `enabled` into the staged manifest (the same format-preserving edit
-/// as `zot ext enable`/`disable`). Done before the new tree is listed, so its file list
-/// holds the manifest as placed.
-pub(crate) fn write_enabled(plan: &Plan, new: &Path) -> Result<()> {
+/// as `zot ext enable`/`disable`); says whether it wrote. The caller relists the manifest,
+/// so the file list holds it as placed.
+pub(crate) fn write_enabled(plan: &Plan, new: &Path) -> Result<bool> {
     let Some(enabled) = plan.enabled else {
-        return Ok(());
+        return Ok(false);
     };
     let path = new.join(manifest::FILE);
     let shown = printable(&path.display().to_string());
@@ -489,7 +491,8 @@ pub(crate) fn write_enabled(plan: &Plan, new: &Path) -> Result<()> {
         .ok_or_else(|| anyhow!("{shown}: cannot edit \"enabled\""))?;
     let mode = fs::symlink_metadata(&path)?.permissions().mode();
     fs::remove_file(&path).with_context(|| format!("cannot rewrite {shown}"))?;
-    write_new(&path, edited.as_bytes(), mode).with_context(|| format!("cannot rewrite {shown}"))
+    write_new(&path, edited.as_bytes(), mode).with_context(|| format!("cannot rewrite {shown}"))?;
+    Ok(true)
 }
 
 /// Carries the plan out: saved entries are copied under `saved` (a new folder beside the

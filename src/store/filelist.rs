@@ -168,6 +168,25 @@ impl FileList {
         Ok(FileList { entries })
     }
 
+    /// Lists `path` (relative to `root`) afresh after it was rewritten: its entry is
+    /// replaced (or added in order), its content hashed again.
+    pub fn relist(&mut self, root: &Path, path: &[u8]) -> Result<()> {
+        let meta = fs::symlink_metadata(join(root, path))
+            .with_context(|| format!("cannot read {}", shown(path)))?;
+        let entry = describe(root, path.to_vec(), &meta, true)?;
+        if entry.kind == EntryKind::Dir {
+            bail!("{} became a folder; cannot list it alone", shown(path));
+        }
+        match self
+            .entries
+            .binary_search_by(|e| e.path.as_slice().cmp(path))
+        {
+            Ok(i) => self.entries[i] = entry,
+            Err(i) => self.entries.insert(i, entry),
+        }
+        Ok(())
+    }
+
     /// The file list of `extensions/<name>` in this scope; `None` when there is none (an
     /// install by hand or by an older zot) or it cannot be read. While a change is being
     /// made, the journal's list counts as soon as its tree is in place.
@@ -668,6 +687,17 @@ mod tests {
         fs::set_permissions(t.path().join("run"), fs::Permissions::from_mode(0o755)).unwrap();
         symlink("a/b/f", t.path().join("l")).unwrap();
         t
+    }
+
+    #[test]
+    fn a_relisted_file_is_listed_as_a_fresh_scan_would() {
+        let t = tree();
+        let mut list = FileList::scan(t.path()).unwrap();
+        fs::write(t.path().join("a/b/f"), "changed").unwrap();
+        fs::write(t.path().join("a/new"), "added").unwrap();
+        list.relist(t.path(), b"a/b/f").unwrap();
+        list.relist(t.path(), b"a/new").unwrap();
+        assert_eq!(list, FileList::scan(t.path()).unwrap());
     }
 
     #[test]

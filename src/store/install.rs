@@ -14,7 +14,6 @@ use crate::source::copy::LooseLink;
 use crate::source::fetch::{self, Staged};
 use crate::store::Store;
 use crate::store::carry::{self, Options, Plan};
-use crate::store::filelist::FileList;
 use crate::store::record::Record;
 
 /// What to install, and how.
@@ -66,7 +65,7 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Re
     let staged = fetch::stage(store, &request.fetch, out)?;
     refuse_existing(store, &staged.manifest.name, request.replace)?;
     if let Some(want) = request.expect_tree {
-        let found = FileList::scan(&staged.staging.tree())?.tree_hash();
+        let found = staged.files.tree_hash();
         if found != want {
             bail!("the fetched tree hashes to {found}, not {want} as locked; nothing was changed");
         }
@@ -93,7 +92,7 @@ impl Ready {
         let name = staged.manifest.name.clone();
         let replaced = refuse_existing(store, &name, replace)?;
         let dirs = store.dirs.clone();
-        let prepared = carry::prepare(store, &dirs, &staged.staging, &name, options)?;
+        let prepared = carry::prepare(store, &dirs, &staged.staging, &name, options, staged.files)?;
         let published = store.publish_listed(
             &staged.staging,
             &name,
