@@ -51,6 +51,9 @@ fn decorated(examples: Examples) -> clap::Command {
 /// none ([`hints`]).
 pub fn try_parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
     let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(answer) = version_alone(&args) {
+        return Err(answer);
+    }
     match parse_with(decorated(Examples::Left), &args) {
         Err(e) if shows_help(&e) => parse_with(command(), &args),
         parsed => parsed,
@@ -65,11 +68,34 @@ fn shows_help(e: &clap::Error) -> bool {
     )
 }
 
+/// `zot -V` or `zot --version`, and the same after `ext`, with nothing else on the line: the
+/// answer the full parse gives (`zot <version>` on stdout, exit 0), from a command without
+/// the subcommand tree, which costs more to build than the rest of such a run. Any other
+/// line (`--version --bogus`, `ext list -V`) is left to the full parse.
+fn version_alone(args: &[OsString]) -> Option<clap::Error> {
+    let flag = match args.get(1..)? {
+        [flag] => flag,
+        [ext, flag] if ext == "ext" => flag,
+        _ => return None,
+    };
+    if flag != "--version" && flag != "-V" {
+        return None;
+    }
+    clap::Command::new("zot")
+        .version(env!("CARGO_PKG_VERSION"))
+        .try_get_matches_from(["zot", "--version"])
+        .err()
+}
+
 fn parse_with(mut cmd: clap::Command, args: &[OsString]) -> Result<Cli, clap::Error> {
-    let matches = cmd
+    let parsed = cmd
         .try_get_matches_from_mut(args.to_vec())
-        .map_err(|e| hints::improve(e, args, &cmd))?;
-    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+        .map_err(|e| hints::improve(e, args, &cmd))
+        .and_then(|matches| Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd)));
+    // Not freed: the process ends soon after, and freeing the tree (every command, argument
+    // and help text) costs about as much as building it.
+    std::mem::forget(cmd);
+    parsed
 }
 
 /// Gives every subcommand below `cmd` (whose path is `path`, `zot ext`) `-V` printing
@@ -815,6 +841,60 @@ mod tests {
         );
         let error = try_parse_from(["zot", "ext", "list", "--nope"].map(OsString::from));
         assert_eq!(error.unwrap_err().exit_code(), 2);
+    }
+
+    /// What the full parse answers for `args`, the version shortcut bypassed.
+    fn full_parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse_with(decorated(Examples::Left), &args)
+    }
+
+    #[test]
+    fn version_alone_answers_as_the_full_parse() {
+        for line in [
+            &["zot", "--version"][..],
+            &["zot", "-V"],
+            &["/usr/local/bin/zot", "-V"],
+            &["zot", "ext", "--version"],
+            &["zot", "ext", "-V"],
+        ] {
+            let args: Vec<OsString> = line.iter().map(OsString::from).collect();
+            let quick = version_alone(&args).expect("taken by the shortcut");
+            let full = full_parse(line).unwrap_err();
+            assert_eq!(quick.kind(), full.kind(), "{line:?}");
+            assert_eq!(quick.exit_code(), full.exit_code(), "{line:?}");
+            assert_eq!(quick.use_stderr(), full.use_stderr(), "{line:?}");
+            assert_eq!(quick.to_string(), full.to_string(), "{line:?}");
+            assert_eq!(
+                quick.render().ansi().to_string(),
+                full.render().ansi().to_string()
+            );
+        }
+    }
+
+    #[test]
+    fn version_with_anything_else_is_left_to_the_full_parse() {
+        for line in [
+            &["zot"][..],
+            &["zot", "--version", "--bogus"],
+            &["zot", "--bogus", "--version"],
+            &["zot", "-V", "ext"],
+            &["zot", "ext", "list", "-V"],
+            &["zot", "-q", "--version"],
+            &["zot", "--versio"],
+            &["zot", "-v"],
+            &["zot", "ext", "--version", "x"],
+            &["zot", "completions", "-V"],
+        ] {
+            let args: Vec<OsString> = line.iter().map(OsString::from).collect();
+            assert!(version_alone(&args).is_none(), "{line:?}");
+        }
+        let error = try_parse_from(["zot", "--version", "--bogus"].map(OsString::from));
+        let full = full_parse(&["zot", "--version", "--bogus"]);
+        assert_eq!(
+            error.unwrap_err().to_string(),
+            full.unwrap_err().to_string()
+        );
     }
 
     #[test]
