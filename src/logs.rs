@@ -72,20 +72,78 @@ fn tail_start_in_blocks<R: Read + Seek>(
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
             other => other?,
         }
-        let mut scan: &[u8] = chunk;
-        if first && scan.last() == Some(&b'\n') {
-            scan = &scan[..scan.len() - 1];
+        if let Some(i) = line_start_in(chunk, first, &mut wanted) {
+            return Ok(start + i as u64);
         }
         first = false;
-        for (i, _) in scan.iter().enumerate().rev().filter(|(_, b)| **b == b'\n') {
-            wanted -= 1;
-            if wanted == 0 {
-                return Ok(start + i as u64 + 1);
-            }
-        }
         end = start;
     }
     Ok(0)
+}
+
+/// Where in `chunk` the last `wanted` lines start, counting backwards from its end; when
+/// they do not all fit, `wanted` is left at the lines still to find before `chunk`. `last`
+/// says `chunk` ends the file, where a final newline ends the last line instead of
+/// starting another one.
+fn line_start_in(chunk: &[u8], last: bool, wanted: &mut u64) -> Option<usize> {
+    let mut scan = chunk;
+    if last && scan.last() == Some(&b'\n') {
+        scan = &scan[..scan.len() - 1];
+    }
+    for (i, _) in scan.iter().enumerate().rev().filter(|(_, b)| **b == b'\n') {
+        *wanted -= 1;
+        if *wanted == 0 {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+/// Writes the last `lines` lines of `file` (`len` bytes long) to `out` when they lie within
+/// its final [`BLOCK`] bytes, read with one `pread` into `block` and written from there;
+/// returns the offset to copy on from: `len`, or, when nothing was written (the lines begin
+/// further back, or the file shrank under the read), where [`tail_start`] says they start.
+fn write_tail_of_last_block<W: Write>(
+    file: &File,
+    len: u64,
+    lines: u64,
+    block: &mut Vec<u8>,
+    out: &mut W,
+) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    if lines == 0 {
+        return Ok(len);
+    }
+    let start = len.saturating_sub(BLOCK as u64);
+    block.resize((len - start) as usize, 0);
+    let read = loop {
+        match file.read_at(block, start) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            other => break other?,
+        }
+    };
+    if read < block.len() {
+        // The file shrank under us (as `tail_start` says, its beginning will do), or the
+        // read was short: the block-by-block search settles it.
+        let mut reader = file;
+        return tail_start(&mut reader, len, lines);
+    }
+    let mut wanted = lines;
+    match line_start_in(block, true, &mut wanted) {
+        Some(i) => {
+            out.write_all(&block[i..])?;
+            Ok(len)
+        }
+        None if start == 0 => {
+            out.write_all(block)?;
+            Ok(len)
+        }
+        // A tail longer than the block (rare): found block by block from the end.
+        None => {
+            let mut reader = file;
+            tail_start(&mut reader, len, lines)
+        }
+    }
 }
 
 /// Copies `file` from `offset` to its current end into `out`, flushing before and after;
@@ -151,18 +209,28 @@ const COPY_BUFFER: usize = 256 * 1024;
 /// the bytes (`sendfile` on Linux, no copy through this process), else (a terminal, or
 /// another system) they go through one large buffer. Reads to the file's end as it is when
 /// reached.
+///
+/// With `lines`, the final block is read once ([`write_tail_of_last_block`]) and the lines
+/// found in it are written from there; what the file gained since is copied after them.
 pub(crate) fn print_to_stdout(
     file: &mut File,
     lines: Option<u64>,
     out: &mut io::StdoutLock<'_>,
 ) -> io::Result<()> {
-    let offset = print_start(file, lines)?;
+    let mut buf = Vec::new();
+    let offset = match lines {
+        Some(n) => {
+            let len = file.metadata()?.len();
+            write_tail_of_last_block(file, len, n, &mut buf, out)?
+        }
+        None => 0,
+    };
     out.flush()?;
     #[cfg(target_os = "linux")]
     let Some(offset) = send_file(file, offset, out)? else {
         return Ok(());
     };
-    copy_through_buffer(file, offset, out)
+    copy_through_buffer(file, offset, out, buf)
 }
 
 /// Sends `file` from `offset` to its end to `out` by `sendfile` when `out` takes it;
@@ -195,10 +263,19 @@ fn takes_sendfile(out: &impl std::os::fd::AsFd) -> bool {
     })
 }
 
-/// Copies `file` from `offset` to its end into `out` through one [`COPY_BUFFER`] buffer.
-fn copy_through_buffer(file: &File, mut offset: u64, out: &mut impl Write) -> io::Result<()> {
+/// Copies `file` from `offset` to its end into `out` through one buffer of [`COPY_BUFFER`]
+/// bytes; the first read goes into `buf` when it is not empty (the block a tail was read
+/// into, enough to find that nothing was appended since without allocating more).
+fn copy_through_buffer(
+    file: &File,
+    mut offset: u64,
+    out: &mut impl Write,
+    mut buf: Vec<u8>,
+) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; COPY_BUFFER];
+    if buf.is_empty() {
+        buf.resize(COPY_BUFFER, 0);
+    }
     loop {
         let n = match file.read_at(&mut buf, offset) {
             Ok(0) => return out.flush(),
@@ -208,6 +285,9 @@ fn copy_through_buffer(file: &File, mut offset: u64, out: &mut impl Write) -> io
         };
         out.write_all(&buf[..n])?;
         offset += n as u64;
+        if buf.len() < COPY_BUFFER {
+            buf.resize(COPY_BUFFER, 0);
+        }
     }
 }
 
@@ -739,6 +819,55 @@ mod tests {
     impl<R: Seek> Seek for Counting<R> {
         fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
             self.inner.seek(pos)
+        }
+    }
+
+    /// The last `lines` lines of `content` as `print_to_stdout` prints them: what
+    /// [`write_tail_of_last_block`] writes, then the file from the offset it returns.
+    fn tail_through_last_block(content: &[u8], lines: u64) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        fs::write(&path, content).unwrap();
+        let mut file = File::open(&path).unwrap();
+        let (mut out, mut block) = (Vec::new(), Vec::new());
+        let len = content.len() as u64;
+        let offset = write_tail_of_last_block(&file, len, lines, &mut block, &mut out).unwrap();
+        copy_from(&mut file, offset, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn the_last_block_read_once_gives_the_same_tail() {
+        let line = "a line of the log\n";
+        let per_block = BLOCK / line.len();
+        for content in [
+            String::new(),
+            "\n".to_owned(),
+            "no newline at all".to_owned(),
+            line.repeat(3),
+            line.repeat(per_block + 5),
+            format!("{}unfinished", line.repeat(per_block * 2)),
+            "x".repeat(BLOCK - 1) + "\n",
+            "x".repeat(BLOCK) + "\n",
+            "\n".repeat(BLOCK + 1),
+            format!("{}\n{}\n", "y".repeat(BLOCK * 2), "z".repeat(10)),
+        ] {
+            for lines in [
+                0,
+                1,
+                2,
+                3,
+                per_block as u64 - 1,
+                per_block as u64,
+                per_block as u64 + 7,
+            ] {
+                assert_eq!(
+                    tail_through_last_block(content.as_bytes(), lines),
+                    naive(content.as_bytes(), lines),
+                    "{} bytes, {lines} lines",
+                    content.len()
+                );
+            }
         }
     }
 
