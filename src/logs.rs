@@ -90,7 +90,7 @@ fn line_start_in(chunk: &[u8], last: bool, wanted: &mut u64) -> Option<usize> {
     if last && scan.last() == Some(&b'\n') {
         scan = &scan[..scan.len() - 1];
     }
-    for (i, _) in scan.iter().enumerate().rev().filter(|(_, b)| **b == b'\n') {
+    for i in memchr::memrchr_iter(b'\n', scan) {
         *wanted -= 1;
         if *wanted == 0 {
             return Some(i + 1);
