@@ -95,9 +95,13 @@ fn parse_with(mut cmd: clap::Command, args: &[OsString]) -> Result<Cli, clap::Er
     let parsed = cmd
         .try_get_matches_from_mut(args.to_vec())
         .map_err(|e| hints::improve(e, args, &cmd))
-        .and_then(|matches| Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd)));
-    // Not freed: the process ends soon after, and freeing the tree (every command, argument
-    // and help text) costs about as much as building it.
+        .and_then(|matches| {
+            let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd));
+            std::mem::forget(matches);
+            cli
+        });
+    // Neither the tree nor the matches are freed: the process ends soon after, and freeing
+    // the tree (every command, argument and help text) costs about as much as building it.
     std::mem::forget(cmd);
     parsed
 }
