@@ -124,7 +124,12 @@ impl Run for SyncArgs {
                 at.project_file().display()
             );
         };
-        let lock = Lock::load(&at.lock_file())?.unwrap_or_default();
+        // Read once: the text tells at the end whether the lock needs writing.
+        let lock_text = project::read_text(&at.lock_file())?;
+        let lock = match &lock_text {
+            Some(text) => Lock::parse(text, &at.lock_file())?,
+            None => Lock::default(),
+        };
         if self.frozen {
             check_frozen(&at, &file, &lock)?;
         }
@@ -138,7 +143,7 @@ impl Run for SyncArgs {
         let items = self.plan(ctx, &at, dirs, &file, &lock)?;
         let reports = self.apply(&at, &store, &items, &ctx.layout.global)?;
         if !self.frozen {
-            save_lock(&at, &lock, &file, &reports)?;
+            save_lock(&at, &lock, lock_text.as_deref(), &file, &reports)?;
         }
         self.finish(ctx, &at, &reports)
     }
@@ -641,9 +646,15 @@ fn placed_entry(entry: &project::Entry, commit: Option<String>, tree: &str) -> l
 }
 
 /// Writes the lock: an entry for every extension of the file that is in place as planned
-/// (a failed one keeps its old entry), none for anything else. Unchanged text is not
-/// rewritten.
-fn save_lock(at: &Where, old: &Lock, file: &ProjectFile, reports: &[Report]) -> Result<()> {
+/// (a failed one keeps its old entry), none for anything else. Unchanged text (`old_text`,
+/// as read at the start) is not rewritten.
+fn save_lock(
+    at: &Where,
+    old: &Lock,
+    old_text: Option<&str>,
+    file: &ProjectFile,
+    reports: &[Report],
+) -> Result<()> {
     let mut new = Lock::default();
     for report in reports {
         let Some(entry) = file.extensions.get(&report.name) else {
@@ -659,11 +670,7 @@ fn save_lock(at: &Where, old: &Lock, file: &ProjectFile, reports: &[Report]) -> 
             new.extensions.insert(report.name.clone(), locked);
         }
     }
-    let unchanged = project::read_text(&at.lock_file())
-        .ok()
-        .flatten()
-        .is_some_and(|text| text == new.to_text());
-    if !unchanged {
+    if old_text != Some(new.to_text().as_str()) {
         new.save(&at.lock_file())?;
     }
     Ok(())

@@ -842,3 +842,30 @@ fn a_kill_at_each_point_of_a_batched_sync_leaves_each_extension_old_or_new() {
             .stdout_has("\nup to date\n");
     }
 }
+
+/// The lock is written only when its text changes: a sync with nothing to do leaves the
+/// file itself alone (same inode), while a lock with the same entries in another layout is
+/// rewritten in the stable one.
+#[test]
+fn the_lock_is_rewritten_only_when_its_text_changes() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    two_versions_of_three(&env);
+    write_project_file(&env, &at_version(&env, &["a", "b"], "1"));
+    zot(&env, &["ext", "sync"]).success();
+    let path = env.project.join(".zot/extensions.lock");
+    let stable = fs::read_to_string(&path).unwrap();
+    let inode = fs::metadata(&path).unwrap().ino();
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
+    assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
+
+    let compact = serde_json::to_string(&lock(&env)).unwrap();
+    assert_ne!(compact, stable);
+    fs::write(&path, &compact).unwrap();
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), stable);
+}
