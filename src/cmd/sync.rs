@@ -459,7 +459,7 @@ fn stage_one(
     item: &Item,
     frozen: bool,
     global: &ScopeDirs,
-    cache: &mut Option<Cache>,
+    cache: &mut Option<CacheSlot>,
     out: &Output,
 ) -> Result<Ready> {
     let entry = item.entry.as_ref().expect("an entry to install");
@@ -503,12 +503,23 @@ fn stage_one(
     Ok(ready)
 }
 
-/// The fetch cache in `slot`, opened there first if it is not yet.
-fn opened<'a>(slot: &'a mut Option<Cache>, global: &ScopeDirs) -> Result<&'a Cache> {
-    if slot.is_none() {
-        *slot = Some(Cache::in_scope(global)?);
+/// The fetch cache of one staging thread, kept open across the extensions it stages.
+struct CacheSlot {
+    cache: Cache,
+    /// Its folder was there right after it was opened. One opened before the folder
+    /// existed would not see what another thread puts there, so it is opened again.
+    found: bool,
+}
+
+/// The fetch cache in `slot`, opened there first if it is not yet (or opened before its
+/// folder existed).
+fn opened<'a>(slot: &'a mut Option<CacheSlot>, global: &ScopeDirs) -> Result<&'a Cache> {
+    if slot.as_ref().is_none_or(|s| !s.found) {
+        let cache = Cache::in_scope(global)?;
+        let found = std::fs::symlink_metadata(cache.path()).is_ok();
+        *slot = Some(CacheSlot { cache, found });
     }
-    Ok(slot.as_ref().expect("opened"))
+    Ok(&slot.as_ref().expect("opened").cache)
 }
 
 /// Places every staged extension at once ([`install::place_all`]: one set of flushes to

@@ -523,7 +523,7 @@ impl Store {
     }
 
     /// Writes the journal entry of `name` (see [`journal`]): `record` and `files` for the
-    /// staged `tree`, flushed to disk.
+    /// staged `tree`, not flushed (the caller flushes the file system before the rename).
     fn write_intent(
         &self,
         name: &str,
