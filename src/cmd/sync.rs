@@ -34,7 +34,7 @@ use crate::source::fetch;
 use crate::store::Store;
 use crate::store::cache::Cache;
 use crate::store::filelist::{FileList, Standing};
-use crate::store::install::{self, Ready};
+use crate::store::install::{self, Outcome, Ready};
 use crate::store::record::Record;
 
 /// What the plan does with one extension.
@@ -124,7 +124,12 @@ impl Run for SyncArgs {
                 at.project_file().display()
             );
         };
-        let lock = Lock::load(&at.lock_file())?.unwrap_or_default();
+        // Read once: the text tells at the end whether the lock needs writing.
+        let lock_text = project::read_text(&at.lock_file())?;
+        let lock = match &lock_text {
+            Some(text) => Lock::parse(text, &at.lock_file())?,
+            None => Lock::default(),
+        };
         if self.frozen {
             check_frozen(&at, &file, &lock)?;
         }
@@ -138,7 +143,7 @@ impl Run for SyncArgs {
         let items = self.plan(ctx, &at, dirs, &file, &lock)?;
         let reports = self.apply(&at, &store, &items, &ctx.layout.global)?;
         if !self.frozen {
-            save_lock(&at, &store.dirs, &lock, &file, &reports)?;
+            save_lock(&at, &lock, lock_text.as_deref(), &file, &reports)?;
         }
         self.finish(ctx, &at, &reports)
     }
@@ -209,17 +214,13 @@ impl SyncArgs {
                 fetching.len()
             );
         }
-        let mut ready: BTreeMap<&str, Result<Ready>> = fetching
-            .iter()
-            .map(|i| i.name.as_str())
-            .zip(staged)
-            .collect();
+        let mut placed = place_staged(store, &fetching, staged);
         let mut reports = Vec::new();
         for item in items {
             let report = match item.action {
                 Action::Install | Action::Update => {
-                    let staged = ready.remove(item.name.as_str()).expect("staged");
-                    place(store, item, staged)
+                    let outcome = placed.remove(item.name.as_str()).expect("placed");
+                    placed_report(store, item, outcome)
                 }
                 Action::UpToDate => keep(store, item),
                 Action::Remove => remove(store, item),
@@ -432,10 +433,12 @@ fn stage_all(
     std::thread::scope(|s| {
         for _ in 0..jobs.min(items.len()) {
             s.spawn(|| {
+                // The fetch cache, opened once per thread when a git source first needs it.
+                let mut cache = None;
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(index) else { break };
-                    let staged = stage_one(at, store, item, frozen, global, &silent);
+                    let staged = stage_one(at, store, item, frozen, global, &mut cache, &silent);
                     *results[index].lock().expect("not poisoned") = Some(staged);
                 }
             });
@@ -448,13 +451,15 @@ fn stage_all(
 }
 
 /// Fetches one extension: the locked commit when the lock agrees with the file (the ref
-/// otherwise), checked against the locked tree hash with `--frozen`.
+/// otherwise), checked against the locked tree hash with `--frozen`. `cache` is the fetch
+/// cache, opened here on first use by a git source.
 fn stage_one(
     at: &Where,
     store: &Store,
     item: &Item,
     frozen: bool,
     global: &ScopeDirs,
+    cache: &mut Option<CacheSlot>,
     out: &Output,
 ) -> Result<Ready> {
     let entry = item.entry.as_ref().expect("an entry to install");
@@ -466,7 +471,7 @@ fn stage_one(
         Source::Path(_) => None,
     };
     let cache = match source {
-        Source::Git(_) => Some(Cache::in_scope(global)?),
+        Source::Git(_) => Some(opened(cache, global)?),
         Source::Path(_) => None,
     };
     let request = install::Request {
@@ -475,7 +480,7 @@ fn stage_one(
             shown: &entry.source,
             git_ref: git_ref.as_deref(),
             subdir: entry.subdir.as_deref(),
-            cache: cache.as_ref(),
+            cache,
         },
         replace: item.action == Action::Update,
         carry: crate::store::carry::Options::default(),
@@ -498,18 +503,59 @@ fn stage_one(
     Ok(ready)
 }
 
-/// Places a staged extension and sets its enabled state.
-fn place(store: &Store, item: &Item, staged: Result<Ready>) -> Report {
-    let mut report = empty_report(item);
-    let placed = staged
-        .and_then(|ready| ready.place(store))
-        .and_then(|done| {
-            let want = item.entry.as_ref().is_none_or(|e| e.enabled);
-            if done.manifest.enabled != want {
-                manifest::set_enabled(&done.dest, want, store.scratch_folder())?;
+/// The fetch cache of one staging thread, kept open across the extensions it stages.
+struct CacheSlot {
+    cache: Cache,
+    /// Its folder was there right after it was opened. One opened before the folder
+    /// existed would not see what another thread puts there, so it is opened again.
+    found: bool,
+}
+
+/// The fetch cache in `slot`, opened there first if it is not yet (or opened before its
+/// folder existed).
+fn opened<'a>(slot: &'a mut Option<CacheSlot>, global: &ScopeDirs) -> Result<&'a Cache> {
+    if slot.as_ref().is_none_or(|s| !s.found) {
+        let cache = Cache::in_scope(global)?;
+        let found = std::fs::symlink_metadata(cache.path()).is_ok();
+        *slot = Some(CacheSlot { cache, found });
+    }
+    Ok(&slot.as_ref().expect("opened").cache)
+}
+
+/// Places every staged extension at once ([`install::place_all`]: one set of flushes to
+/// disk for all); the outcome of each by name, a failed staging's error included.
+fn place_staged<'a>(
+    store: &Store,
+    fetching: &[&'a Item],
+    staged: Vec<Result<Ready>>,
+) -> BTreeMap<&'a str, Result<Outcome>> {
+    let mut outcomes = BTreeMap::new();
+    let (mut names, mut ready) = (Vec::new(), Vec::new());
+    for (item, staged) in fetching.iter().zip(staged) {
+        match staged {
+            Ok(one) => {
+                names.push(item.name.as_str());
+                ready.push(one);
             }
-            Ok(done)
-        });
+            Err(e) => {
+                outcomes.insert(item.name.as_str(), Err(e));
+            }
+        }
+    }
+    outcomes.extend(names.into_iter().zip(install::place_all(store, ready)));
+    outcomes
+}
+
+/// The report of a placed extension, once its enabled state is set.
+fn placed_report(store: &Store, item: &Item, placed: Result<Outcome>) -> Report {
+    let mut report = empty_report(item);
+    let placed = placed.and_then(|done| {
+        let want = item.entry.as_ref().is_none_or(|e| e.enabled);
+        if done.manifest.enabled != want {
+            manifest::set_enabled(&done.dest, want, store.scratch_folder())?;
+        }
+        Ok(done)
+    });
     match placed {
         Ok(done) => {
             report.status = match item.action {
@@ -596,22 +642,27 @@ fn dry_report(item: &Item) -> Report {
 
 /// The lock entry for what was installed from `entry`.
 pub(crate) fn lock_entry(entry: &project::Entry, record: &Record, tree: &str) -> lock::Entry {
+    placed_entry(entry, record.commit.clone(), tree)
+}
+
+/// The lock entry for `commit` (of a git source) installed from `entry` as `tree`.
+fn placed_entry(entry: &project::Entry, commit: Option<String>, tree: &str) -> lock::Entry {
     lock::Entry {
         source: redact(&entry.source),
         git_ref: entry.git_ref.clone(),
         subdir: entry.subdir.clone(),
-        commit: record.commit.clone(),
+        commit,
         tree: tree.to_string(),
     }
 }
 
 /// Writes the lock: an entry for every extension of the file that is in place as planned
-/// (a failed one keeps its old entry), none for anything else. Unchanged text is not
-/// rewritten.
+/// (a failed one keeps its old entry), none for anything else. Unchanged text (`old_text`,
+/// as read at the start) is not rewritten.
 fn save_lock(
     at: &Where,
-    dirs: &ScopeDirs,
     old: &Lock,
+    old_text: Option<&str>,
     file: &ProjectFile,
     reports: &[Report],
 ) -> Result<()> {
@@ -622,7 +673,7 @@ fn save_lock(
         };
         let locked = match (report.status, &report.tree) {
             (Status::Installed | Status::Updated, Some(tree)) => {
-                Record::load(dirs, &report.name).map(|r| lock_entry(entry, &r, tree))
+                Some(placed_entry(entry, report.commit.clone(), tree))
             }
             _ => old.extensions.get(&report.name).cloned(),
         };
@@ -630,11 +681,7 @@ fn save_lock(
             new.extensions.insert(report.name.clone(), locked);
         }
     }
-    let unchanged = project::read_text(&at.lock_file())
-        .ok()
-        .flatten()
-        .is_some_and(|text| text == new.to_text());
-    if !unchanged {
+    if old_text != Some(new.to_text().as_str()) {
         new.save(&at.lock_file())?;
     }
     Ok(())

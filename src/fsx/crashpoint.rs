@@ -15,11 +15,15 @@ pub(crate) const POINTS: &[&str] = &[
     // update, install --force: the old copy's data is carried into the staged tree and
     // what it replaces is saved in .ext-store/backup; nothing is published.
     "carry.done",
-    // the pending install record is on disk, the tree is not placed yet.
+    // the pending install records are on disk, no tree is placed yet.
     "place.before",
-    // the tree is in place, its install record is not committed yet.
+    // one tree is in place, its install record is not committed yet; the other trees of a
+    // batch (sync) are not placed yet.
     "place.after",
-    // the install record is committed; the old copy (after --force/update) is still in staging.
+    // every tree of the batch is in place and flushed, no install record is committed yet.
+    "place.all",
+    // the install records are committed; the old copies (after --force/update) are still
+    // in staging.
     "record.after",
     // remove: the extension is in the trash, its record still exists.
     "remove.moved",

@@ -21,6 +21,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
+/// Whether a write is flushed to disk at once, or left to a later flush of the file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    Now,
+    Later,
+}
+
 /// An open directory and the path it was opened at (for messages only).
 #[derive(Debug)]
 pub(crate) struct Folder {
@@ -245,13 +252,26 @@ impl Folder {
     /// Writes `contents` to a new file `name` here (never through a link: the name must be
     /// free) with `mode`, and flushes it.
     pub(crate) fn write_new(&self, name: &str, contents: &[u8], mode: u32) -> io::Result<()> {
+        self.write_new_file(name, contents, mode, Flush::Now)
+    }
+
+    fn write_new_file(
+        &self,
+        name: &str,
+        contents: &[u8],
+        mode: u32,
+        flush: Flush,
+    ) -> io::Result<()> {
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode))?;
         // The umask may have cleared bits of `mode`.
         rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
         let mut file = File::from(fd);
-        let written = file.write_all(contents).and_then(|()| file.sync_all());
+        let written = file.write_all(contents).and_then(|()| match flush {
+            Flush::Now => file.sync_all(),
+            Flush::Later => Ok(()),
+        });
         if let Err(e) = written {
             let _ = rustix::fs::unlinkat(&self.fd, name, AtFlags::empty());
             return Err(e);
@@ -279,18 +299,56 @@ impl Folder {
         contents: &[u8],
         mode: u32,
     ) -> io::Result<()> {
+        self.replace_file_with(to, to_name.as_ref(), contents, mode, Flush::Now)
+    }
+
+    /// [`Folder::replace_file`] without flushing anything: the file and the rename reach the
+    /// disk with the next [`Folder::sync_filesystem`], which the caller runs before anything
+    /// depends on them (one flush for many files).
+    pub(crate) fn replace_file_unflushed(
+        &self,
+        to: &Folder,
+        to_name: impl AsRef<OsStr>,
+        contents: &[u8],
+        mode: u32,
+    ) -> io::Result<()> {
+        self.replace_file_with(to, to_name.as_ref(), contents, mode, Flush::Later)
+    }
+
+    fn replace_file_with(
+        &self,
+        to: &Folder,
+        to_name: &OsStr,
+        contents: &[u8],
+        mode: u32,
+        flush: Flush,
+    ) -> io::Result<()> {
         let temp = unique_name(".tmp-");
-        self.write_new(&temp, contents, mode)?;
-        self.rename_to(&temp, to, to_name).inspect_err(|_| {
+        self.write_new_file(&temp, contents, mode, flush)?;
+        let renamed = rustix::fs::renameat(&self.fd, temp.as_str(), &to.fd, to_name)
+            .map_err(io::Error::from)
+            .and_then(|()| match flush {
+                Flush::Now => to.sync(),
+                Flush::Later => Ok(()),
+            });
+        renamed.inspect_err(|_| {
             let _ = rustix::fs::unlinkat(&self.fd, temp.as_str(), AtFlags::empty());
         })
     }
 
     /// Deletes the file or link `name` (not a folder) if it exists, and flushes the folder.
     pub(crate) fn unlink(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+        if self.unlink_unflushed(name)? {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// [`Folder::unlink`] without the flush; says whether there was anything to delete.
+    pub(crate) fn unlink_unflushed(&self, name: impl AsRef<OsStr>) -> io::Result<bool> {
         match rustix::fs::unlinkat(&self.fd, name.as_ref(), AtFlags::empty()) {
-            Ok(()) => self.sync(),
-            Err(Errno::NOENT) => Ok(()),
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
             Err(e) => Err(e.into()),
         }
     }

@@ -534,6 +534,11 @@ fn describe(root: &Path, path: Vec<u8>, meta: &fs::Metadata, hash: bool) -> Resu
 /// Most threads [`hash_files`] hashes with.
 const HASHERS: usize = 4;
 
+/// Bytes of files per hashing thread: a smaller tree is hashed on the calling thread, since
+/// starting a thread costs more than hashing it (and `sync` already stages several trees at
+/// once).
+const BYTES_PER_HASHER: u64 = 512 * 1024;
+
 /// Hashes the files among `entries` (sorted), a few at a time: hashing is bound by the CPU and
 /// files are independent, so on two cores a large tree is hashed in about half the time. The
 /// error is the first failing file in path order, whatever the threads' timing.
@@ -547,10 +552,16 @@ fn hash_files(root: &Path, entries: &mut [Entry]) -> Result<()> {
         .collect();
     let results: Vec<OnceLock<Result<(String, u64)>>> =
         paths.iter().map(|_| OnceLock::new()).collect();
+    let bytes: u64 = files.iter().map(|&i| entries[i].size).sum();
+    let worth = usize::try_from(bytes / BYTES_PER_HASHER).unwrap_or(usize::MAX);
     let workers = thread::available_parallelism()
         .map_or(1, NonZero::get)
         .clamp(1, HASHERS)
-        .min(paths.len());
+        .min(paths.len())
+        .min(worth.saturating_add(1));
+    if workers <= 1 {
+        return hash_in_order(&paths, &files, entries);
+    }
     let next = AtomicUsize::new(0);
     thread::scope(|scope| {
         for _ in 0..workers {
@@ -574,6 +585,16 @@ fn hash_files(root: &Path, entries: &mut [Entry]) -> Result<()> {
     Ok(())
 }
 
+/// [`hash_files`] on the calling thread: `paths[k]` is the file of `entries[files[k]]`.
+fn hash_in_order(paths: &[PathBuf], files: &[usize], entries: &mut [Entry]) -> Result<()> {
+    for (path, &i) in paths.iter().zip(files) {
+        let (digest, size) = hash_file(path)?;
+        entries[i].sha256 = Some(digest);
+        entries[i].size = size;
+    }
+    Ok(())
+}
+
 /// SHA-256 and size of the regular file at `path`, streamed; never through a link and
 /// never blocking (a file replaced by a pipe or a link since the walk is refused).
 pub(crate) fn hash_file(path: &Path) -> Result<(String, u64)> {
@@ -589,18 +610,26 @@ pub(crate) fn hash_file(path: &Path) -> Result<(String, u64)> {
         .custom_flags(flags.bits().cast_signed())
         .open(path)
         .map_err(fail)?;
-    if !file.metadata().map_err(fail)?.is_file() {
+    let meta = file.metadata().map_err(fail)?;
+    if !meta.is_file() {
         bail!(
             "{} is no longer a regular file (it changed while it was read); try again",
             printable(&path.display().to_string())
         );
     }
-    hash_reader(&mut file).map_err(fail)
+    hash_reader(&mut file, meta.len()).map_err(fail)
 }
 
-fn hash_reader(file: &mut File) -> io::Result<(String, u64)> {
+/// Largest read buffer [`hash_reader`] uses.
+const HASH_BUFFER: u64 = 64 * 1024;
+
+/// SHA-256 and size of what `file` holds; `len` (its size when opened) only sizes the
+/// buffer, so a small file does not pay for zeroing a large one (one byte more, so that
+/// the end is seen in the first read).
+fn hash_reader(file: &mut File, len: u64) -> io::Result<(String, u64)> {
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    let cap = usize::try_from(len.saturating_add(1).min(HASH_BUFFER)).expect("at most 64 KiB");
+    let mut buf = vec![0u8; cap];
     let mut size = 0u64;
     loop {
         match file.read(&mut buf) {
@@ -678,6 +707,34 @@ mod tests {
         }
     }
     use std::os::unix::fs::{PermissionsExt, symlink};
+
+    #[test]
+    fn a_file_is_hashed_whole_whatever_its_size_against_the_buffer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let big = usize::try_from(HASH_BUFFER).unwrap();
+        for len in [0, 1, 4095, big - 1, big, big + 1, 3 * big + 17] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let path = tmp.path().join(format!("f{len}"));
+            fs::write(&path, &bytes).unwrap();
+            let (digest, size) = hash_file(&path).unwrap();
+            assert_eq!(digest, hex(&Sha256::digest(&bytes)), "{len} bytes");
+            assert_eq!(size, len as u64);
+        }
+    }
+
+    #[test]
+    fn a_file_that_grew_after_it_was_opened_is_hashed_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f");
+        fs::write(&path, "small").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let grown = "x".repeat(100_000);
+        fs::write(&path, &grown).unwrap();
+        // Sized for the 5 bytes it held when opened, it still reads to the end.
+        let (digest, size) = hash_reader(&mut file, 5).unwrap();
+        assert_eq!(digest, hex(&Sha256::digest(grown.as_bytes())));
+        assert_eq!(size, 100_000);
+    }
 
     fn tree() -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();

@@ -12,9 +12,9 @@ use crate::catalog::manifest::Manifest;
 use crate::output::Output;
 use crate::source::copy::LooseLink;
 use crate::source::fetch::{self, Staged};
-use crate::store::Store;
-use crate::store::carry::{self, Options, Plan};
+use crate::store::carry::{self, Options, Plan, Prepared};
 use crate::store::record::Record;
+use crate::store::{Placement, Published, Store};
 
 /// What to install, and how.
 pub(crate) struct Request<'a> {
@@ -84,24 +84,79 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Re
 impl Ready {
     /// Carries the replaced copy's files into the staged tree and publishes it atomically.
     pub(crate) fn place(self, store: &Store) -> Result<Outcome> {
+        let mut placed = place_all(store, vec![self]);
+        placed.pop().expect("one outcome for one tree")
+    }
+}
+
+/// A staged tree whose replaced copy's files are carried over, ready to publish.
+struct Carried {
+    staged: Staged,
+    prepared: Prepared,
+    replaced: bool,
+}
+
+/// [`Ready::place`] for many trees at once (`sync`): each is carried over, then all are
+/// published together ([`Store::publish_all`]: four flushes to disk for the whole batch,
+/// each extension still old or new whatever instant the run is killed at). Outcomes in the
+/// order given; one that fails leaves the others going.
+pub(crate) fn place_all(store: &Store, ready: Vec<Ready>) -> Vec<Result<Outcome>> {
+    let carried: Vec<Result<Carried>> = ready.into_iter().map(|r| r.carry(store)).collect();
+    let placements: Vec<Placement> = carried
+        .iter()
+        .flatten()
+        .map(|c| Placement {
+            staging: &c.staged.staging,
+            name: &c.staged.manifest.name,
+            replace: c.replaced,
+            record: &c.staged.record,
+            files: Some(&c.prepared.files),
+        })
+        .collect();
+    let mut published = store.publish_all(&placements).into_iter();
+    drop(placements);
+    carried
+        .into_iter()
+        .map(|carried| {
+            let carried = carried?;
+            let published = published.next().expect("one result per placement")?;
+            Ok(carried.outcome(store, published))
+        })
+        .collect()
+}
+
+impl Ready {
+    /// Carries the replaced copy's files into the staged tree (see [`carry::prepare`]).
+    fn carry(self, store: &Store) -> Result<Carried> {
         let Ready {
-            staged,
+            mut staged,
             carry: options,
             replace,
         } = self;
         let name = staged.manifest.name.clone();
         let replaced = refuse_existing(store, &name, replace)?;
         let dirs = store.dirs.clone();
-        let prepared = carry::prepare(store, &dirs, &staged.staging, &name, options, staged.files)?;
-        let published = store.publish_listed(
-            &staged.staging,
-            &name,
-            replace,
-            &staged.record,
-            Some(&prepared.files),
-        )?;
-        let _ = store.rotate_backups(&name);
-        Ok(Outcome {
+        // Handed on, not copied: carry-over returns the list of what is placed.
+        let files = std::mem::take(&mut staged.files);
+        let prepared = carry::prepare(store, &dirs, &staged.staging, &name, options, files)?;
+        Ok(Carried {
+            staged,
+            prepared,
+            replaced,
+        })
+    }
+}
+
+impl Carried {
+    /// What placing it did, once published; deletes its oldest saved copies.
+    fn outcome(self, store: &Store, published: Published) -> Outcome {
+        let Carried {
+            staged,
+            prepared,
+            replaced,
+        } = self;
+        let _ = store.rotate_backups(&staged.manifest.name);
+        Outcome {
             manifest: staged.manifest,
             record: staged.record,
             outside_links: staged.outside_links,
@@ -110,7 +165,7 @@ impl Ready {
             carried: replaced.then_some(prepared.plan),
             tree: prepared.files.tree_hash(),
             record_error: published.record_error,
-        })
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! The store's journal. Before the rename that publishes an extension, its new record is
 //! written to `<base>/.ext-store/pending/<name>.json` with the identity (device and inode,
 //! which a rename keeps) of the staged tree. After the rename the record is committed and
-//! the entry deleted. A run killed in between leaves the entry, and the next run decides
+//! the entry deleted. Entries are written and deleted unflushed: the store flushes the file
+//! system once for a whole batch of them, before the renames
+//! ([`crate::store::Store::publish_all`]). A run killed in between leaves the entry, and the next run decides
 //! from what is in the extensions root whether the rename happened: it commits the record
 //! or drops the entry. A removal's journal is its folder in the trash
 //! (`trash/<name>/<name>`, see [`crate::store::Store::remove`]): an extension found there was
@@ -42,7 +44,8 @@ fn file_name(name: &str) -> String {
     format!("{name}.json")
 }
 
-/// Writes the journal entry for `name` into `pending` (through `staging`), flushed to disk.
+/// Writes the journal entry for `name` into `pending` (through `staging`), not flushed: the
+/// caller flushes the file system before the rename the entry announces.
 pub(super) fn write<R: Serialize, F: Serialize>(
     staging: &Folder,
     pending: &Folder,
@@ -51,14 +54,16 @@ pub(super) fn write<R: Serialize, F: Serialize>(
 ) -> Result<()> {
     let bytes = serde_json::to_vec(intent)?;
     staging
-        .replace_file(pending, file_name(name), &bytes, 0o644)
+        .replace_file_unflushed(pending, file_name(name), &bytes, 0o644)
         .with_context(|| format!("cannot write to {}", pending.path().display()))
 }
 
-/// Deletes the journal entry for `name` from `pending`.
+/// Deletes the journal entry for `name` from `pending`, not flushed (an entry that outlives
+/// a crash is settled again, to the same result).
 pub(super) fn clear(pending: &Folder, name: &str) -> Result<()> {
     pending
-        .unlink(file_name(name))
+        .unlink_unflushed(file_name(name))
+        .map(drop)
         .with_context(|| format!("cannot delete from {}", pending.path().display()))
 }
 
@@ -76,21 +81,54 @@ where
     F: DeserializeOwned,
 {
     for entry in pending.names()? {
-        let name = entry
-            .to_str()
-            .and_then(|n| n.strip_suffix(".json"))
-            .filter(|n| !n.is_empty());
-        let intent = name.and_then(|_| read_intent::<R, F>(pending, &entry));
-        if let (Some(name), Some(intent)) = (name, intent)
-            && in_place(dirs, name, intent.tree)
-        {
-            commit(name, &intent)?;
-        }
-        pending
-            .remove(&entry)
-            .with_context(|| format!("cannot delete from {}", pending.path().display()))?;
+        settle_entry(dirs, pending, &entry, &mut commit)?;
     }
     Ok(())
+}
+
+/// [`settle_installs`] for the entry of `name` alone, if there is one: after a failed
+/// rename, whose tree may or may not be in place.
+pub(super) fn settle_one<R, F>(
+    dirs: &ScopeDirs,
+    pending: &Folder,
+    name: &str,
+    mut commit: impl FnMut(&str, &Intent<R, F>) -> Result<()>,
+) -> Result<()>
+where
+    R: DeserializeOwned,
+    F: DeserializeOwned,
+{
+    let entry = std::ffi::OsString::from(file_name(name));
+    if pending.stat(&entry)?.is_none() {
+        return Ok(());
+    }
+    settle_entry(dirs, pending, &entry, &mut commit)
+}
+
+/// Commits one entry of `pending` if its tree is in place, then deletes it.
+fn settle_entry<R, F>(
+    dirs: &ScopeDirs,
+    pending: &Folder,
+    entry: &std::ffi::OsStr,
+    commit: &mut impl FnMut(&str, &Intent<R, F>) -> Result<()>,
+) -> Result<()>
+where
+    R: DeserializeOwned,
+    F: DeserializeOwned,
+{
+    let name = entry
+        .to_str()
+        .and_then(|n| n.strip_suffix(".json"))
+        .filter(|n| !n.is_empty());
+    let intent = name.and_then(|_| read_intent::<R, F>(pending, entry));
+    if let (Some(name), Some(intent)) = (name, intent)
+        && in_place(dirs, name, intent.tree)
+    {
+        commit(name, &intent)?;
+    }
+    pending
+        .remove(entry)
+        .with_context(|| format!("cannot delete from {}", pending.path().display()))
 }
 
 /// An extension found in its folder in `trash` was moved out of the root by a killed

@@ -63,6 +63,17 @@ struct Folders {
     files: Option<Folder>,
 }
 
+/// One staged tree for [`Store::publish_all`] to place as `extensions/<name>`, with its
+/// install record and file list (`None` for a linked extension).
+pub(crate) struct Placement<'a> {
+    pub staging: &'a Staging,
+    pub name: &'a str,
+    /// Swap it with an installed copy of the same name.
+    pub replace: bool,
+    pub record: &'a Record,
+    pub files: Option<&'a FileList>,
+}
+
 /// What [`Store::publish`] did: where the tree is, and whether its record could not be
 /// saved (the journal saves it on the next run).
 pub(crate) struct Published {
@@ -163,7 +174,7 @@ impl Store {
         fs::symlink_metadata(&path).ok().map(|_| path)
     }
 
-    /// Places the staged tree as `extensions/<name>` (see [`Store::place`]) together with
+    /// Places the staged tree as `extensions/<name>` (see [`Store::publish_all`]) together with
     /// its install record and file list (the staged tree's, listed here), through the
     /// journal: whatever instant the run is killed at, the next run finds the record and
     /// the file list matching the tree that is in place.
@@ -193,57 +204,211 @@ impl Store {
         record: &Record,
         files: Option<&FileList>,
     ) -> Result<Published> {
-        let tree = staging.identity()?;
-        self.check_records_writable()?;
-        self.write_intent(name, record, tree, files)?;
+        let placement = Placement {
+            staging,
+            name,
+            replace,
+            record,
+            files,
+        };
+        let mut published = self.publish_all(&[placement]);
+        published.pop().expect("one result for one placement")
+    }
+
+    /// Places every staged tree of `batch` (see [`Store::move_into_place`]) with its record and file
+    /// list, through the journal, flushing to disk four times for the whole batch: the
+    /// journal entries are written and the file system flushed (entries and staged trees);
+    /// the trees are renamed into place and the root flushed; records and file lists are
+    /// committed and the file system flushed; the entries are deleted and `pending` flushed.
+    /// Each step is on disk before the next begins, so whatever instant the run is killed
+    /// at (or the power fails), each extension is its old version or its new one, and the
+    /// next run commits the entry of every tree in place and drops the others. Results come
+    /// in the batch's order; one that fails leaves the others going.
+    pub(crate) fn publish_all(&self, batch: &[Placement]) -> Vec<Result<Published>> {
+        let mut placed = self.announce(batch);
+        self.flush_announced(batch, &mut placed);
         crashpoint::hit("place.before");
-        // Should the rename have happened after all (a flush after it failed), the journal
-        // tells: it commits the record of whatever is in place now.
-        let dest = self.place(staging, name, replace).inspect_err(|_| {
-            let _ = self.resolve_journal();
-        })?;
-        crashpoint::hit("place.after");
-        let saved = self
-            .save_files(name, files)
-            .and_then(|()| self.save_record(record));
+        self.move_announced(batch, &mut placed);
+        crashpoint::hit("place.all");
+        let saved = self.commit_placed(batch, &placed);
         crashpoint::hit("record.after");
-        if saved.is_ok() {
-            let _ = journal::clear(&self.folders.pending, name);
+        self.clear_committed(batch, &saved);
+        placed
+            .into_iter()
+            .zip(saved)
+            .map(|(dest, saved)| {
+                Ok(Published {
+                    dest: dest?,
+                    record_error: saved.and_then(Result::err),
+                })
+            })
+            .collect()
+    }
+
+    /// Writes the journal entry of every placement, unflushed; an error for each one that
+    /// cannot be placed (a name twice in the batch, a missing tree, a full disk).
+    fn announce(&self, batch: &[Placement]) -> Vec<Result<PathBuf>> {
+        if let Err(e) = self.check_records_writable() {
+            let shown = format!("{e:#}");
+            return batch.iter().map(|_| Err(anyhow!("{shown}"))).collect();
         }
-        Ok(Published {
-            dest,
-            record_error: saved.err(),
+        let root = self.dirs.extensions();
+        batch
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if batch[..i].iter().any(|earlier| earlier.name == p.name) {
+                    bail!("\"{}\" is placed twice in one batch", printable(p.name));
+                }
+                let tree = p.staging.identity()?;
+                self.write_intent(p.name, p.record, tree, p.files)?;
+                Ok(root.join(p.name))
+            })
+            .collect()
+    }
+
+    /// One flush of the file system puts the staged trees and their journal entries on disk;
+    /// should it fail, nothing is placed and the entries go.
+    fn flush_announced(&self, batch: &[Placement], placed: &mut [Result<PathBuf>]) {
+        if !placed.iter().any(Result::is_ok) {
+            return;
+        }
+        let Err(e) = self.folders.staging.sync_filesystem() else {
+            return;
+        };
+        for (p, dest) in batch.iter().zip(placed.iter_mut()) {
+            if dest.is_ok() {
+                let _ = journal::clear(&self.folders.pending, p.name);
+                let tree = p.staging.tree();
+                *dest = Err(anyhow!("cannot flush {} to disk: {e}", tree.display()));
+            }
+        }
+    }
+
+    /// Renames every announced tree into place, then flushes the root. A tree that cannot
+    /// be moved gets its entry settled at once (dropped, or committed should the rename
+    /// have happened after all), so that it never waits for the next run.
+    fn move_announced(&self, batch: &[Placement], placed: &mut [Result<PathBuf>]) {
+        if !placed.iter().any(Result::is_ok) {
+            return;
+        }
+        let root = self.dirs.extensions();
+        let made = create_dir(&root);
+        let mut moved = 0;
+        for (p, dest) in batch.iter().zip(placed.iter_mut()) {
+            let Ok(to) = dest else { continue };
+            let done = match &made {
+                Ok(()) => self.move_into_place(p.staging, p.name, p.replace, to),
+                Err(e) => Err(anyhow!("{e:#}")),
+            };
+            match done {
+                Ok(()) => {
+                    moved += 1;
+                    crashpoint::hit("place.after");
+                }
+                Err(e) => {
+                    let _ = self.settle_entry(p.name);
+                    *dest = Err(e);
+                }
+            }
+        }
+        if moved == 0 {
+            return;
+        }
+        let Err(e) = Folder::open_path(&root).and_then(|root| root.sync()) else {
+            return;
+        };
+        for (p, dest) in batch.iter().zip(placed.iter_mut()) {
+            if dest.is_ok() {
+                let _ = self.settle_entry(p.name);
+                *dest = Err(anyhow!("cannot flush {} to disk: {e}", root.display()));
+            }
+        }
+    }
+
+    /// Commits the record and file list of every placed tree, then flushes the file system
+    /// once; `None` for a placement that was not placed.
+    fn commit_placed(
+        &self,
+        batch: &[Placement],
+        placed: &[Result<PathBuf>],
+    ) -> Vec<Option<Result<()>>> {
+        let mut saved: Vec<Option<Result<()>>> = batch
+            .iter()
+            .zip(placed)
+            .map(|(p, dest)| {
+                dest.is_ok().then(|| {
+                    self.write_files(p.name, p.files, false)
+                        .and_then(|()| self.write_record(p.record, false))
+                })
+            })
+            .collect();
+        if !saved.iter().flatten().any(Result::is_ok) {
+            return saved;
+        }
+        if let Err(e) = self.folders.staging.sync_filesystem() {
+            let sources = self.folders.sources.path().display().to_string();
+            for one in saved.iter_mut().flatten() {
+                if one.is_ok() {
+                    *one = Err(anyhow!("cannot flush {sources} to disk: {e}"));
+                }
+            }
+        }
+        saved
+    }
+
+    /// Drops the journal entry of every placement whose record is committed, then flushes
+    /// `pending` once (an entry left behind is settled by the next run to the same result).
+    fn clear_committed(&self, batch: &[Placement], saved: &[Option<Result<()>>]) {
+        let mut cleared = false;
+        for (p, saved) in batch.iter().zip(saved) {
+            if matches!(saved, Some(Ok(()))) {
+                cleared |= journal::clear(&self.folders.pending, p.name).is_ok();
+            }
+        }
+        if cleared {
+            let _ = self.folders.pending.sync();
+        }
+    }
+
+    /// Settles the journal entry of `name` alone (see [`journal::settle_one`]).
+    fn settle_entry(&self, name: &str) -> Result<()> {
+        journal::settle_one(&self.dirs, &self.folders.pending, name, |name, intent| {
+            self.commit_intent(name, intent)
         })
     }
 
-    /// Moves the staged tree to `extensions/<name>`; with `replace`, atomically swaps it with
-    /// the installed copy, which stays in place until the new one is. Everything written
-    /// is flushed to disk before the rename, and the rename after it.
-    /// `name` is the folder name (a manifest name, or an existing folder's own name).
-    pub(crate) fn place(
-        &self,
-        staging: &Staging,
-        name: impl AsRef<OsStr>,
-        replace: bool,
-    ) -> Result<PathBuf> {
+    /// Moves one staged tree to `extensions/<name>`, flushed before and after (what
+    /// [`Store::publish_all`] does with one tree, without the journal).
+    #[cfg(test)]
+    fn place(&self, staging: &Staging, name: &str, replace: bool) -> Result<PathBuf> {
         let root = self.dirs.extensions();
         create_dir(&root)?;
-        let dest = root.join(name.as_ref());
-        let tree = staging.tree();
-        self.folders
-            .staging
-            .sync_filesystem()
-            .with_context(|| format!("cannot flush {} to disk", tree.display()))?;
-        let placed = if replace && self.existing(&name).is_some() {
-            exchange(&tree, &dest).with_context(|| format!("cannot replace {}", dest.display()))
-        } else {
-            rename_new(&tree, &dest)
-        };
-        placed.map_err(|e| self.explain_cross_device(e))?;
-        Folder::open_path(&root)
-            .and_then(|root| root.sync())
-            .with_context(|| format!("cannot flush {} to disk", root.display()))?;
+        let dest = root.join(name);
+        self.folders.staging.sync_filesystem()?;
+        self.move_into_place(staging, name, replace, &dest)?;
+        Folder::open_path(&root)?.sync()?;
         Ok(dest)
+    }
+
+    /// Renames the staged tree to `dest` (`extensions/<name>`, whose folder exists); with
+    /// `replace`, atomically swaps it with the installed copy, which stays in place until the
+    /// new one is. Flushes nothing: the caller flushes the staged tree before and the root
+    /// after. `name` is the folder name (a manifest name, or an existing folder's own name).
+    fn move_into_place(
+        &self,
+        staging: &Staging,
+        name: &str,
+        replace: bool,
+        dest: &Path,
+    ) -> Result<()> {
+        let tree = staging.tree();
+        let placed = if replace && self.existing(name).is_some() {
+            exchange(&tree, dest).with_context(|| format!("cannot replace {}", dest.display()))
+        } else {
+            rename_new(&tree, dest)
+        };
+        placed.map_err(|e| self.explain_cross_device(e))
     }
 
     /// Moves `extensions/<name>` out of the root to `trash/<name>/<name>`, deletes its
@@ -358,7 +523,7 @@ impl Store {
     }
 
     /// Writes the journal entry of `name` (see [`journal`]): `record` and `files` for the
-    /// staged `tree`, flushed to disk.
+    /// staged `tree`, not flushed (the caller flushes the file system before the rename).
     fn write_intent(
         &self,
         name: &str,
@@ -380,11 +545,15 @@ impl Store {
         journal::settle_removals(&self.dirs, &self.folders.trash, |name| {
             self.delete_record(name)
         })?;
-        let commit = |name: &str, intent: &Intent<Record, FileList>| {
-            self.save_files(name, intent.files.as_ref())?;
-            self.save_record(&intent.record)
-        };
-        journal::settle_installs(&self.dirs, &self.folders.pending, commit)
+        journal::settle_installs(&self.dirs, &self.folders.pending, |name, intent| {
+            self.commit_intent(name, intent)
+        })
+    }
+
+    /// Commits the file list and record of a journal entry whose tree is in place.
+    fn commit_intent(&self, name: &str, intent: &Intent<Record, FileList>) -> Result<()> {
+        self.save_files(name, intent.files.as_ref())?;
+        self.save_record(&intent.record)
     }
 
     /// Moves the folder `sub` that `staging` holds beside its tree to
@@ -400,20 +569,36 @@ impl Store {
 
     /// Writes the install record of `record.name` atomically and durably.
     pub(crate) fn save_record(&self, record: &Record) -> Result<()> {
+        self.write_record(record, true)
+    }
+
+    /// Writes the install record of `record.name` atomically; `flush`: durably too (else the
+    /// caller flushes the file system).
+    fn write_record(&self, record: &Record, flush: bool) -> Result<()> {
         let file = Record::file_name(&record.name);
-        self.folders
-            .staging
-            .replace_file(&self.folders.sources, &file, &record.to_bytes(), 0o644)
-            .with_context(|| {
-                format!(
-                    "cannot write the install record {}",
-                    self.folders.sources.path().join(&file).display()
-                )
-            })
+        let (staging, sources) = (&self.folders.staging, &self.folders.sources);
+        let bytes = record.to_bytes();
+        let written = if flush {
+            staging.replace_file(sources, &file, &bytes, 0o644)
+        } else {
+            staging.replace_file_unflushed(sources, &file, &bytes, 0o644)
+        };
+        written.with_context(|| {
+            format!(
+                "cannot write the install record {}",
+                self.folders.sources.path().join(&file).display()
+            )
+        })
     }
 
     /// Writes (with `None`, deletes) the file list of `name` atomically and durably.
     pub(crate) fn save_files(&self, name: &str, files: Option<&FileList>) -> Result<()> {
+        self.write_files(name, files, true)
+    }
+
+    /// [`Store::save_files`]; without `flush`, nothing is flushed (the caller flushes the
+    /// file system).
+    fn write_files(&self, name: &str, files: Option<&FileList>, flush: bool) -> Result<()> {
         let file = FileList::file_name(name);
         let Some(folder) = &self.folders.files else {
             bail!(
@@ -422,16 +607,19 @@ impl Store {
             );
         };
         let path = || folder.path().join(&file);
-        match files {
-            Some(list) => self
-                .folders
-                .staging
-                .replace_file(folder, &file, &list.to_bytes(), 0o644)
-                .with_context(|| format!("cannot write the file list {}", path().display())),
-            None => folder
-                .unlink(&file)
-                .with_context(|| format!("cannot delete the file list {}", path().display())),
+        let staging = &self.folders.staging;
+        match (files, flush) {
+            (Some(list), true) => staging.replace_file(folder, &file, &list.to_bytes(), 0o644),
+            (Some(list), false) => {
+                staging.replace_file_unflushed(folder, &file, &list.to_bytes(), 0o644)
+            }
+            (None, true) => folder.unlink(&file),
+            (None, false) => folder.unlink_unflushed(&file).map(drop),
         }
+        .with_context(|| match files {
+            Some(_) => format!("cannot write the file list {}", path().display()),
+            None => format!("cannot delete the file list {}", path().display()),
+        })
     }
 
     /// Deletes the install record of `name` and its file list.
@@ -771,6 +959,57 @@ mod tests {
         s.remove("a").unwrap();
         assert!(FileList::load(&dirs, "a").is_none());
         assert!(!dirs.state().join("files/a.json").exists());
+    }
+
+    fn placements<'a>(stagings: &'a [(&'a str, Staging, Record)]) -> Vec<Placement<'a>> {
+        stagings
+            .iter()
+            .map(|(name, staging, record)| Placement {
+                staging,
+                name,
+                replace: false,
+                record,
+                files: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_places_every_tree_with_its_record_and_leaves_the_journal_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let stagings: Vec<(&str, Staging, Record)> = ["a", "b", "c"]
+            .into_iter()
+            .map(|name| (name, stage_with(&s, name), record(name, name)))
+            .collect();
+        let published = s.publish_all(&placements(&stagings));
+        for (name, result) in ["a", "b", "c"].into_iter().zip(published) {
+            let published = result.unwrap();
+            assert!(published.record_error.is_none());
+            assert!(published.dest.join(name).is_file());
+            assert_eq!(Record::load(&s.dirs, name).unwrap().source, name);
+        }
+        assert!(pending_names(&s).is_empty());
+    }
+
+    #[test]
+    fn one_tree_of_a_batch_that_cannot_be_placed_leaves_the_others_placed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        // "b" is taken by a folder zot did not place, and "a" is in the batch twice.
+        fs::create_dir_all(s.dirs.extension("b")).unwrap();
+        let stagings: Vec<(&str, Staging, Record)> = ["a", "b", "c", "a"]
+            .into_iter()
+            .map(|name| (name, stage_with(&s, name), record(name, name)))
+            .collect();
+        let published = s.publish_all(&placements(&stagings));
+        let failed: Vec<bool> = published.iter().map(Result::is_err).collect();
+        assert_eq!(failed, [false, true, false, true]);
+        assert!(s.dirs.extension("a").join("a").is_file());
+        assert!(s.dirs.extension("c").join("c").is_file());
+        assert!(!s.dirs.extension("b").join("b").exists());
+        assert!(Record::load(&s.dirs, "b").is_none());
+        assert!(pending_names(&s).is_empty());
     }
 
     /// A journal entry as earlier versions of zot ext wrote it, typed.

@@ -541,6 +541,7 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
         "carry.done",
         "place.before",
         "place.after",
+        "place.all",
         "record.after",
     ];
     let (mut kills, mut left) = (0, std::collections::BTreeMap::<String, usize>::new());

@@ -281,7 +281,13 @@ fn check_invariants(env: &Env, allowed: &[(Option<&str>, Option<&Path>)], contex
     }
 }
 
-const INSTALL_POINTS: [&str; 4] = ["stage.done", "place.before", "place.after", "record.after"];
+const INSTALL_POINTS: [&str; 5] = [
+    "stage.done",
+    "place.before",
+    "place.after",
+    "place.all",
+    "record.after",
+];
 
 #[test]
 fn a_kill_during_a_first_install_leaves_nothing_or_the_whole_install() {

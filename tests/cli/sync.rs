@@ -4,6 +4,7 @@
 //! `remove` of an extension the project file names.
 
 use std::fs;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -11,6 +12,7 @@ use tempfile::TempDir;
 
 use crate::git_install::{served, zot};
 use crate::support::git_servers::{GitDaemon, HttpGit, Repo};
+use crate::support::invariants::{Checker, Expect, Scope, Version, capture, read_record};
 use crate::support::{Env, manifest};
 
 /// A served root with the five repositories the project file of [`project_file`] names
@@ -708,4 +710,162 @@ fn a_second_project_syncs_the_locked_commits_from_the_cache() {
             .join(".zot/extensions/weather/extension.json")
             .is_file()
     );
+}
+
+/// The named crash points a sync that updates and installs passes (`src/fsx/crashpoint.rs`).
+const SYNC_POINTS: [&str; 6] = [
+    "stage.done",
+    "carry.done",
+    "place.before",
+    "place.after",
+    "place.all",
+    "record.after",
+];
+
+/// Sources `work/<name>-v1` and `work/<name>-v2` of `a`, `b` and `c`: versions 1.0.0 and
+/// 2.0.0, with a file that differs.
+fn two_versions_of_three(env: &Env) {
+    for name in ["a", "b", "c"] {
+        for v in ["1", "2"] {
+            let text = manifest(name).replace("1.0.0", &format!("{v}.0.0"));
+            let dir = env.source_with_manifest(&format!("{name}-v{v}"), &text);
+            fs::write(dir.join("marker"), v).unwrap();
+        }
+    }
+}
+
+/// A project file naming each of `names` from its source of version `v`.
+fn at_version(env: &Env, names: &[&str], v: &str) -> String {
+    let extensions: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|name| {
+            let dir = env.work.join(format!("{name}-v{v}"));
+            let entry = serde_json::json!({ "source": dir.display().to_string() });
+            ((*name).to_string(), entry)
+        })
+        .collect();
+    serde_json::json!({ "extensions": extensions }).to_string()
+}
+
+/// What `name` is in the project scope now: its tree and its record, labelled `label`.
+fn version_now(env: &Env, name: &str, label: &str) -> Version {
+    let record = Scope::Project
+        .state(env)
+        .join("sources")
+        .join(format!("{name}.json"));
+    Version {
+        label: label.into(),
+        tree: capture(&env.project_root().join(name)),
+        record: Some(read_record(&record).expect("a record")),
+    }
+}
+
+/// A sync that updates `a` and `b` and installs `c` places all three as one batch; killed at
+/// each named point, every extension is its old or its new version (`c` new or absent), the
+/// next command settles records and file lists to match, and the next sync finishes it. A
+/// kill after the first tree is placed leaves the others old; one after the last leaves
+/// all new.
+#[test]
+fn a_kill_at_each_point_of_a_batched_sync_leaves_each_extension_old_or_new() {
+    for point in SYNC_POINTS {
+        let env = Env::new();
+        two_versions_of_three(&env);
+        let new_file = at_version(&env, &["a", "b", "c"], "2");
+        let old_file = at_version(&env, &["a", "b"], "1");
+        write_project_file(&env, &new_file);
+        zot(&env, &["ext", "sync"]).success();
+        let new: Vec<Version> = ["a", "b", "c"]
+            .iter()
+            .map(|n| version_now(&env, n, "new"))
+            .collect();
+        write_project_file(&env, &old_file);
+        zot(&env, &["ext", "sync", "--prune"]).success();
+        let old: Vec<Version> = ["a", "b"]
+            .iter()
+            .map(|n| version_now(&env, n, "old"))
+            .collect();
+
+        write_project_file(&env, &new_file);
+        let killed = env
+            .zot(["ext", "sync"])
+            .env("ZOT_EXT_CRASH_AT", point)
+            .cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(killed.status.signal(), Some(9), "{point}: {killed:?}");
+        let mut expect = Expect::default();
+        for (i, name) in ["a", "b"].iter().enumerate() {
+            expect.allow(Scope::Project, name, &old[i]);
+        }
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            expect.allow(Scope::Project, name, &new[i]);
+        }
+        expect.allow_absent(Scope::Project, "c");
+        let checker = Checker {
+            env: &env,
+            expect: &expect,
+        };
+        let (violations, found) = checker.at_any_instant();
+        assert!(violations.is_empty(), "{point}: {violations:?}");
+        let label = |name: &str| {
+            found
+                .get(&(Scope::Project, name.to_string()))
+                .cloned()
+                .flatten()
+                .unwrap_or_else(|| "absent".into())
+        };
+        let left: Vec<String> = ["a", "b", "c"].iter().map(|n| label(n)).collect();
+        let wanted = match point {
+            "place.after" => ["new", "old", "absent"],
+            "place.all" | "record.after" => ["new", "new", "new"],
+            _ => ["old", "old", "absent"],
+        };
+        assert_eq!(left, wanted, "{point}");
+
+        env.zot(["ext", "list"]).ok();
+        let violations = checker.settled();
+        assert!(violations.is_empty(), "{point}: {violations:?}");
+        zot(&env, &["ext", "sync"]).success();
+        let mut finished = Expect::default();
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            finished.allow(Scope::Project, name, &new[i]);
+        }
+        let finished = Checker {
+            env: &env,
+            expect: &finished,
+        };
+        let violations = finished.settled();
+        assert!(violations.is_empty(), "{point}: {violations:?}");
+        zot(&env, &["ext", "sync"])
+            .success()
+            .stdout_has("\nup to date\n");
+    }
+}
+
+/// The lock is written only when its text changes: a sync with nothing to do leaves the
+/// file itself alone (same inode), while a lock with the same entries in another layout is
+/// rewritten in the stable one.
+#[test]
+fn the_lock_is_rewritten_only_when_its_text_changes() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    two_versions_of_three(&env);
+    write_project_file(&env, &at_version(&env, &["a", "b"], "1"));
+    zot(&env, &["ext", "sync"]).success();
+    let path = env.project.join(".zot/extensions.lock");
+    let stable = fs::read_to_string(&path).unwrap();
+    let inode = fs::metadata(&path).unwrap().ino();
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
+    assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
+
+    let compact = serde_json::to_string(&lock(&env)).unwrap();
+    assert_ne!(compact, stable);
+    fs::write(&path, &compact).unwrap();
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), stable);
 }

@@ -76,6 +76,7 @@ impl Op {
                 "carry.done",
                 "place.before",
                 "place.after",
+                "place.all",
                 "record.after",
             ],
             Op::Remove => &["remove.moved", "remove.unrecorded"],
