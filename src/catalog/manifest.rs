@@ -14,6 +14,8 @@
 //! fails the decode (even when a later key would override it). zot then requires a
 //! non-empty `name` and `exec` and uses the name as given (its log is `ext-<name>.log`).
 
+mod plain;
+
 use std::ffi::OsStr;
 use std::fmt;
 use std::fs;
@@ -255,8 +257,23 @@ fn unreadable(e: &ReadError) -> String {
     }
 }
 
-/// Parses and validates manifest text; `path` is only used in messages.
+/// Parses and validates manifest text; `path` is only used in messages. A manifest with
+/// nothing to note or fix is read the quick way ([`plain`]), any other in full.
 pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+    match plain::decode(text) {
+        Some(manifest) => Ok(manifest),
+        None => parse_fully(text, path),
+    }
+}
+
+/// The quick reading alone ([`plain`]), for the property tests.
+#[cfg(test)]
+pub(super) fn parse_quickly(text: &str) -> Option<Manifest> {
+    plain::decode(text)
+}
+
+/// [`parse`] keeping every top-level value, for the notes and for errors with positions.
+pub(super) fn parse_fully(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
     let value: Entries = serde_json::from_str(text).map_err(|e| ManifestError {
         path: path.to_path_buf(),
         position: (e.line() > 0).then(|| (e.line(), e.column().max(1))),
