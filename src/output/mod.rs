@@ -253,10 +253,7 @@ pub struct JsonArray {
 impl JsonArray {
     /// Writes one item of the array, URLs redacted, indented as in the whole document.
     pub fn push<T: Serialize>(&mut self, item: &T) -> io::Result<()> {
-        let mut value = serde_json::to_value(item)?;
-        redact_strings(&mut value);
-        self.item.clear();
-        serde_json::to_writer_pretty(&mut self.item, &value)?;
+        pretty_redacted(item, &mut self.item)?;
         let separator: &[u8] = if self.items == 0 { b"\n" } else { b",\n" };
         self.out.write_all(separator)?;
         // Strings escape their newlines: every newline here is the layout's.
@@ -281,6 +278,28 @@ impl JsonArray {
         self.out.write_all(end)?;
         self.out.flush()
     }
+}
+
+/// `item` as pretty JSON in `out` (cleared first), URLs in every string redacted: written
+/// as it is when no string can need it, else through a [`serde_json::Value`].
+fn pretty_redacted<T: Serialize>(item: &T, out: &mut Vec<u8>) -> io::Result<()> {
+    out.clear();
+    serde_json::to_writer_pretty(&mut *out, item)?;
+    if may_need_redaction(out) {
+        let mut value = serde_json::to_value(item)?;
+        redact_strings(&mut value);
+        out.clear();
+        serde_json::to_writer_pretty(&mut *out, &value)?;
+    }
+    Ok(())
+}
+
+/// Whether any string in this JSON text could be changed by [`redact_text`]: only a string
+/// holding `@`, `=` or `://` can be, and JSON writes those three as they are (it escapes
+/// only quotes, backslashes and control characters), so a text without them holds no such
+/// string, key or value.
+fn may_need_redaction(json: &[u8]) -> bool {
+    json.iter().any(|&b| b == b'@' || b == b'=') || json.windows(3).any(|w| w == b"://")
 }
 
 fn document<T: Serialize>(value: &T) -> io::Result<serde_json::Value> {
@@ -349,6 +368,64 @@ mod tests {
             clean("cannot fetch http://u:pw@h/r?token=t:\nerror: fine"),
             "cannot fetch http://***@h/r?token=***\\nerror: fine"
         );
+    }
+
+    /// What [`pretty_redacted`] must write: the item as a redacted `Value`, pretty.
+    fn through_value<T: Serialize>(item: &T) -> Vec<u8> {
+        let mut value = serde_json::to_value(item).unwrap();
+        redact_strings(&mut value);
+        serde_json::to_vec_pretty(&value).unwrap()
+    }
+
+    #[test]
+    fn items_are_written_as_their_redacted_values() {
+        #[derive(Serialize)]
+        struct Item<'a> {
+            name: &'a str,
+            none: Option<&'a str>,
+            list: Vec<Option<bool>>,
+            nested: std::collections::BTreeMap<u32, (f64, i64)>,
+        }
+        let texts = [
+            "plain é 天気 🌦 \"q\" \\ \n\t\u{1b}[31m \u{7f}",
+            "https://u:pw@h/r?token=t",
+            "git@host:r",
+            "a=b",
+            "not exported: /r?token=abc",
+            "https://h/r?access_token=t",
+            "x://y",
+            "",
+        ];
+        let mut out = Vec::new();
+        for text in texts {
+            let item = Item {
+                name: text,
+                none: None,
+                list: vec![Some(true), None],
+                nested: [(7, (1.5, -3)), (1, (0.1, 0))].into(),
+            };
+            pretty_redacted(&item, &mut out).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&through_value(&item))
+            );
+        }
+        assert!(!String::from_utf8_lossy(&out).contains("pw"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_string_redaction_changes_is_always_noticed(
+            text in "(.|@|=|://|[a-z]{1,5}:[a-z]{1,5}@|[?&;](token|key|sig|x)=[a-z]*)*",
+        ) {
+            let json = serde_json::to_vec(&text).unwrap();
+            if redact_text(&text) != text {
+                proptest::prop_assert!(may_need_redaction(&json), "{:?}", text);
+            }
+            let mut out = Vec::new();
+            pretty_redacted(&[&text], &mut out).unwrap();
+            proptest::prop_assert_eq!(out, through_value(&[&text]));
+        }
     }
 
     #[test]
