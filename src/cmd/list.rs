@@ -7,7 +7,7 @@ use super::{Context, Run};
 use crate::catalog::paths::Scope;
 use crate::catalog::{self, Installed};
 use crate::cli::ListArgs;
-use crate::output::table::{self, Column, Cut, Layout, Row};
+use crate::output::table::{self, Column, Cut, Layout, Row, Table};
 use crate::output::{BAD, Cell, DIM, GOOD, WARN};
 use crate::store::Store;
 
@@ -52,8 +52,8 @@ impl Run for ListArgs {
         for scope in Scope::ALL {
             Store::tidy(ctx.layout.scope(scope))?;
         }
-        // Each extension is printed (or, for the table, made a row) as its manifest is
-        // read; no manifest is kept.
+        // Each extension is printed (or, for the table, kept as the texts of its cells) as
+        // its manifest is read; no manifest is kept.
         let count = if ctx.out.json {
             let mut doc = ctx.out.json_array("extensions")?;
             let count = catalog::scan_each(&ctx.layout, &scopes, |e| {
@@ -64,14 +64,14 @@ impl Run for ListArgs {
             count
         } else {
             let layout = ctx.out.table_layout(self.wide);
-            let mut rows = Vec::new();
+            let mut table = Table::new(&COLUMNS, &SHRINK_ORDER, layout);
             let count = catalog::scan_each(&ctx.layout, &scopes, |e| {
                 warn_notes(ctx, &e);
-                rows.push(row(&Entry::new(&e), layout));
+                table.push(&row(&Entry::new(&e), layout));
                 Ok(())
             })?;
-            if !rows.is_empty() {
-                ctx.out.table(&COLUMNS, &SHRINK_ORDER, &rows, layout)?;
+            if !table.is_empty() {
+                ctx.out.table(&table)?;
             }
             count
         };

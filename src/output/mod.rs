@@ -192,24 +192,10 @@ impl Output {
         }
     }
 
-    /// `rows` as an aligned table under `columns` on stdout, coloured if stdout is, laid
-    /// out as `layout` says; columns give way in `shrink_order` ([`table::write`]).
-    pub fn table(
-        &self,
-        columns: &[table::Column],
-        shrink_order: &[usize],
-        rows: &[table::Row],
-        layout: table::Layout,
-    ) -> io::Result<()> {
+    /// `table` on stdout, coloured if stdout is ([`table::Table::write`]).
+    pub fn table(&self, table: &table::Table) -> io::Result<()> {
         let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
-        table::write(
-            &mut out,
-            columns,
-            shrink_order,
-            rows,
-            self.color_stdout,
-            layout,
-        )?;
+        table.write(&mut out, self.color_stdout)?;
         out.flush()
     }
 
