@@ -207,21 +207,46 @@ pub(crate) fn load(path: &Path) -> Result<String, ManifestError> {
 }
 
 /// [`read`] of the extension folder `dir_name` of the root open as `root` (`dir` is its
-/// path, for messages), read through `buf`: one manifest at a time for a whole root.
+/// path, for messages), read through `buf`: one manifest at a time for a whole root. A
+/// manifest with nothing to note is read without building its path.
 pub(crate) fn read_in(
     root: BorrowedFd<'_>,
     dir_name: &OsStr,
     dir: &Path,
     buf: &mut Vec<u8>,
 ) -> Result<Manifest, ManifestError> {
-    let path = dir.join(FILE);
-    let relative = Path::new(dir_name).join(FILE);
-    bounded::read_in(root, &relative, MAX_SIZE, buf).map_err(|e| ManifestError {
-        path: path.clone(),
+    in_folder(dir_name, |relative| {
+        bounded::read_in(root, relative, MAX_SIZE, buf)
+    })
+    .map_err(|e| ManifestError {
+        path: dir.join(FILE),
         position: None,
         message: unreadable(&e),
     })?;
+    let quick = std::str::from_utf8(buf)
+        .ok()
+        .filter(|text| !text.starts_with('\u{feff}'))
+        .and_then(plain::decode);
+    if let Some(manifest) = quick {
+        return Ok(manifest);
+    }
+    let path = dir.join(FILE);
     parse(decode(buf, &path)?, &path)
+}
+
+/// Calls `f` with `<dir_name>/extension.json`, put together on the stack when it is short.
+fn in_folder<T>(dir_name: &OsStr, f: impl FnOnce(&Path) -> T) -> T {
+    use std::os::unix::ffi::OsStrExt;
+    let name = dir_name.as_bytes();
+    let mut joined = [0u8; 512];
+    let len = name.len() + 1 + FILE.len();
+    if len > joined.len() {
+        return f(&Path::new(dir_name).join(FILE));
+    }
+    joined[..name.len()].copy_from_slice(name);
+    joined[name.len()] = b'/';
+    joined[name.len() + 1..len].copy_from_slice(FILE.as_bytes());
+    f(Path::new(OsStr::from_bytes(&joined[..len])))
 }
 
 /// Manifest bytes as text: UTF-8 without BOM.

@@ -1,5 +1,7 @@
 //! `zot ext list`: every extension of both scopes, as a table or JSON.
 
+use std::borrow::Cow;
+
 use anyhow::Result;
 use serde::Serialize;
 
@@ -21,7 +23,7 @@ pub(super) struct Entry<'a> {
     pub language: Option<&'a str>,
     pub description: Option<&'a str>,
     pub exec: Option<&'a str>,
-    pub dir: String,
+    pub dir: Cow<'a, str>,
     pub linked: Option<String>,
     pub shadowed: bool,
     pub error: Option<String>,
@@ -38,7 +40,7 @@ impl<'a> Entry<'a> {
             language: m.and_then(|m| m.language.as_deref()),
             description: m.and_then(|m| m.description.as_deref()),
             exec: m.map(|m| m.exec.as_str()),
-            dir: e.dir.display().to_string(),
+            dir: e.dir.to_string_lossy(),
             linked: e.link_target.as_ref().map(|t| t.display().to_string()),
             shadowed: e.shadowed,
             error: e.manifest.as_ref().err().map(ToString::to_string),
