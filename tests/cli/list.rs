@@ -740,3 +740,28 @@ fn tricky_rows_print_exactly_so() {
         include_str!("expected/list-tricky-120.txt")
     );
 }
+
+/// A reader that stops early (`zot ext list | head -1`) ends the listing quietly: a closed
+/// stdout is not an error, in JSON or as a table.
+#[test]
+fn a_closed_pipe_ends_the_listing_quietly() {
+    use std::io::Read;
+    let env = Env::new();
+    // More than a pipe and the output buffer hold, so writes go on after the reader left.
+    for i in 0..1000 {
+        let dir = env.global_root().join(format!("ext-{i:04}"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("extension.json"), crate::support::manifest("x")).unwrap();
+    }
+    for args in [&["ext", "list", "--json"][..], &["ext", "list"]] {
+        let mut cmd = env.zot(args).cmd;
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+}
