@@ -422,6 +422,11 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
         #[test]
         fn a_string_redaction_changes_is_always_noticed(
             text in "(.|@|=|://|[a-z]{1,5}:[a-z]{1,5}@|[?&;](token|key|sig|x)=[a-z]*)*",
