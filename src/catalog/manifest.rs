@@ -14,7 +14,11 @@
 //! fails the decode (even when a later key would override it). zot then requires a
 //! non-empty `name` and `exec` and uses the name as given (its log is `ext-<name>.log`).
 
+mod keys;
 mod plain;
+
+pub(crate) use keys::FIELDS;
+pub use keys::key_matches;
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -38,35 +42,6 @@ pub const FILE: &str = "extension.json";
 /// Longest extension name accepted, in bytes: a folder name may have 255, and zot's log
 /// file `ext-<name>.log` adds 8 bytes, which must still fit in 255.
 pub(crate) const MAX_NAME_LEN: usize = 255 - "ext-.log".len();
-
-/// The fields zot's manifest struct has, spelled as documented.
-pub(crate) const FIELDS: [&str; 7] = [
-    "name",
-    "version",
-    "exec",
-    "args",
-    "language",
-    "enabled",
-    "description",
-];
-
-/// Whether JSON key `key` sets the field spelled `field` (lowercase ASCII) in Go's decoder:
-/// the same name under Unicode simple case folding.
-pub fn key_matches(key: &str, field: &str) -> bool {
-    let mut key = key.chars().map(|c| match c {
-        '\u{17f}' => 's',  // ſ folds with s
-        '\u{212a}' => 'k', // the Kelvin sign folds with k
-        c => c.to_ascii_lowercase(),
-    });
-    let mut field = field.chars();
-    loop {
-        match (key.next(), field.next()) {
-            (None, None) => return true,
-            (Some(a), Some(b)) if a == b => {}
-            _ => return false,
-        }
-    }
-}
 
 /// A validated manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -226,7 +201,7 @@ pub(crate) fn read_in(
     let quick = std::str::from_utf8(buf)
         .ok()
         .filter(|text| !text.starts_with('\u{feff}'))
-        .and_then(plain::decode);
+        .and_then(parse_quickly);
     if let Some(manifest) = quick {
         return Ok(manifest);
     }
@@ -285,16 +260,30 @@ fn unreadable(e: &ReadError) -> String {
 /// Parses and validates manifest text; `path` is only used in messages. A manifest with
 /// nothing to note or fix is read the quick way ([`plain`]), any other in full.
 pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
-    match plain::decode(text) {
+    match parse_quickly(text) {
         Some(manifest) => Ok(manifest),
         None => parse_fully(text, path),
     }
 }
 
-/// The quick reading alone ([`plain`]), for the property tests.
-#[cfg(test)]
+/// The manifest `text` holds when the quick reading ([`plain`]) takes it and its `name` and
+/// `exec` are usable: what [`parse_fully`] gives when it has nothing to note or fix.
 pub(super) fn parse_quickly(text: &str) -> Option<Manifest> {
-    plain::decode(text)
+    let fields = plain::decode(text)?;
+    let name = fields
+        .name
+        .filter(|n| !n.trim().is_empty() && check_name(n).is_ok())?;
+    let exec = fields.exec.filter(|e| !e.trim().is_empty())?;
+    Some(Manifest {
+        name,
+        version: fields.version,
+        exec,
+        args: fields.args,
+        language: fields.language,
+        description: fields.description,
+        enabled: fields.enabled,
+        notes: Vec::new(),
+    })
 }
 
 /// [`parse`] keeping every top-level value, for the notes and for errors with positions.

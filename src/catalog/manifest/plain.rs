@@ -1,11 +1,11 @@
 //! The quick reading of a manifest that needs no notes and no error: every key that zot
-//! reads spelled as documented, every such value of the type zot wants, a usable `name` and
-//! `exec`. It decodes straight into the fields, skipping unknown values without building
-//! them; anything else is left to the full reading (`manifest::parse`), which says what is
-//! wrong and where.
+//! reads spelled as documented, every such value of the type zot wants. It decodes straight
+//! into the fields, skipping unknown values without building them; the caller checks `name`
+//! and `exec` and leaves anything else to the full reading, which says what is wrong and
+//! where.
 //!
-//! It accepts exactly the texts the full reading accepts without notes, and gives the same
-//! manifest (a property test holds it to that): values are skipped through the same
+//! With those checks it accepts exactly the texts the full reading accepts without notes,
+//! and gives the same manifest (a property test holds it to that): values are skipped through the same
 //! `deserialize_any` the full reading's `serde_json::Value` goes through (so invalid
 //! escapes, numbers out of range and nesting too deep fail alike), duplicate keys are
 //! applied in order (the last one wins, `null` keeps a string and resets `args` and
@@ -15,45 +15,28 @@ use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{FIELDS, Manifest, check_name, key_matches};
+use super::keys::{FIELDS, key_matches};
 
-/// The manifest `text` holds, when it is one the full reading accepts with no note.
-pub(super) fn decode(text: &str) -> Option<Manifest> {
+/// The fields of the manifest object `text`, when its keys and values are all as
+/// documented (see the module documentation).
+pub(super) fn decode(text: &str) -> Option<Fields> {
     let Plain(fields) = serde_json::from_str(text).ok()?;
-    fields.manifest()
+    Some(fields)
 }
 
 /// The fields as the keys left them.
 #[derive(Default)]
-struct Fields {
-    name: Option<String>,
-    version: Option<String>,
-    exec: Option<String>,
-    args: Vec<String>,
-    language: Option<String>,
-    description: Option<String>,
-    enabled: bool,
+pub(super) struct Fields {
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub exec: Option<String>,
+    pub args: Vec<String>,
+    pub language: Option<String>,
+    pub description: Option<String>,
+    pub enabled: bool,
 }
 
 impl Fields {
-    /// The manifest, when `name` and `exec` are usable.
-    fn manifest(self) -> Option<Manifest> {
-        let name = self
-            .name
-            .filter(|n| !n.trim().is_empty() && check_name(n).is_ok())?;
-        let exec = self.exec.filter(|e| !e.trim().is_empty())?;
-        Some(Manifest {
-            name,
-            version: self.version,
-            exec,
-            args: self.args,
-            language: self.language,
-            description: self.description,
-            enabled: self.enabled,
-            notes: Vec::new(),
-        })
-    }
-
     /// Applies the value of the documented key `field` (one of [`FIELDS`]).
     fn set<'de, A: MapAccess<'de>>(&mut self, field: &str, map: &mut A) -> Result<(), A::Error> {
         let string = match field {
