@@ -20,7 +20,6 @@ Every tree is generated from a fixed seed, so two runs build the same bytes.
 import json
 import os
 import random
-import resource
 import select
 import subprocess
 import sys
@@ -136,8 +135,26 @@ def project(path, urls):
 
 
 def rss(cmd):
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
-    print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    """Peak RSS of CMD alone. Linux counts, in the peak RSS of a process, that of the memory
+    it had before its exec: a child of this Python process (forked or vforked) would report
+    Python's own peak (some 15 MiB) for any command. So a small shell forks CMD's process,
+    which waits on a pipe, and exits; this process, made a child subreaper, inherits the
+    orphan, lets it run CMD only then (so the shell can never reap it) and takes the peak
+    from its own wait4."""
+    import ctypes
+    pr_set_child_subreaper = 36
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0) != 0:
+        sys.exit(f"rss: prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(ctypes.get_errno())}")
+    gate, opener = os.pipe()
+    script = 'exec 3<&0 </dev/null; (read -r _ <&3; exec 3<&- "$@") >/dev/null & echo $!'
+    started = subprocess.run(["sh", "-c", script, "sh", *cmd], stdin=gate,
+                             stdout=subprocess.PIPE, check=True, text=True)
+    os.close(gate)
+    os.close(opener)
+    _, status, usage = os.wait4(int(started.stdout), 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
+    print(usage.ru_maxrss)
 
 
 def follow(path, probes, commands):

@@ -14,6 +14,12 @@
 //! fails the decode (even when a later key would override it). zot then requires a
 //! non-empty `name` and `exec` and uses the name as given (its log is `ext-<name>.log`).
 
+mod keys;
+mod plain;
+
+pub(crate) use keys::FIELDS;
+pub use keys::key_matches;
+
 use std::ffi::OsStr;
 use std::fmt;
 use std::fs;
@@ -36,35 +42,6 @@ pub const FILE: &str = "extension.json";
 /// Longest extension name accepted, in bytes: a folder name may have 255, and zot's log
 /// file `ext-<name>.log` adds 8 bytes, which must still fit in 255.
 pub(crate) const MAX_NAME_LEN: usize = 255 - "ext-.log".len();
-
-/// The fields zot's manifest struct has, spelled as documented.
-pub(crate) const FIELDS: [&str; 7] = [
-    "name",
-    "version",
-    "exec",
-    "args",
-    "language",
-    "enabled",
-    "description",
-];
-
-/// Whether JSON key `key` sets the field spelled `field` (lowercase ASCII) in Go's decoder:
-/// the same name under Unicode simple case folding.
-pub fn key_matches(key: &str, field: &str) -> bool {
-    let mut key = key.chars().map(|c| match c {
-        '\u{17f}' => 's',  // ſ folds with s
-        '\u{212a}' => 'k', // the Kelvin sign folds with k
-        c => c.to_ascii_lowercase(),
-    });
-    let mut field = field.chars();
-    loop {
-        match (key.next(), field.next()) {
-            (None, None) => return true,
-            (Some(a), Some(b)) if a == b => {}
-            _ => return false,
-        }
-    }
-}
 
 /// A validated manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -205,21 +182,46 @@ pub(crate) fn load(path: &Path) -> Result<String, ManifestError> {
 }
 
 /// [`read`] of the extension folder `dir_name` of the root open as `root` (`dir` is its
-/// path, for messages), read through `buf`: one manifest at a time for a whole root.
+/// path, for messages), read through `buf`: one manifest at a time for a whole root. A
+/// manifest with nothing to note is read without building its path.
 pub(crate) fn read_in(
     root: BorrowedFd<'_>,
     dir_name: &OsStr,
     dir: &Path,
     buf: &mut Vec<u8>,
 ) -> Result<Manifest, ManifestError> {
-    let path = dir.join(FILE);
-    let relative = Path::new(dir_name).join(FILE);
-    bounded::read_in(root, &relative, MAX_SIZE, buf).map_err(|e| ManifestError {
-        path: path.clone(),
+    in_folder(dir_name, |relative| {
+        bounded::read_in(root, relative, MAX_SIZE, buf)
+    })
+    .map_err(|e| ManifestError {
+        path: dir.join(FILE),
         position: None,
         message: unreadable(&e),
     })?;
+    let quick = std::str::from_utf8(buf)
+        .ok()
+        .filter(|text| !text.starts_with('\u{feff}'))
+        .and_then(parse_quickly);
+    if let Some(manifest) = quick {
+        return Ok(manifest);
+    }
+    let path = dir.join(FILE);
     parse(decode(buf, &path)?, &path)
+}
+
+/// Calls `f` with `<dir_name>/extension.json`, put together on the stack when it is short.
+fn in_folder<T>(dir_name: &OsStr, f: impl FnOnce(&Path) -> T) -> T {
+    use std::os::unix::ffi::OsStrExt;
+    let name = dir_name.as_bytes();
+    let mut joined = [0u8; 512];
+    let len = name.len() + 1 + FILE.len();
+    if len > joined.len() {
+        return f(&Path::new(dir_name).join(FILE));
+    }
+    joined[..name.len()].copy_from_slice(name);
+    joined[name.len()] = b'/';
+    joined[name.len() + 1..len].copy_from_slice(FILE.as_bytes());
+    f(Path::new(OsStr::from_bytes(&joined[..len])))
 }
 
 /// Manifest bytes as text: UTF-8 without BOM.
@@ -255,8 +257,37 @@ fn unreadable(e: &ReadError) -> String {
     }
 }
 
-/// Parses and validates manifest text; `path` is only used in messages.
+/// Parses and validates manifest text; `path` is only used in messages. A manifest with
+/// nothing to note or fix is read the quick way ([`plain`]), any other in full.
 pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+    match parse_quickly(text) {
+        Some(manifest) => Ok(manifest),
+        None => parse_fully(text, path),
+    }
+}
+
+/// The manifest `text` holds when the quick reading ([`plain`]) takes it and its `name` and
+/// `exec` are usable: what [`parse_fully`] gives when it has nothing to note or fix.
+pub(super) fn parse_quickly(text: &str) -> Option<Manifest> {
+    let fields = plain::decode(text)?;
+    let name = fields
+        .name
+        .filter(|n| !n.trim().is_empty() && check_name(n).is_ok())?;
+    let exec = fields.exec.filter(|e| !e.trim().is_empty())?;
+    Some(Manifest {
+        name,
+        version: fields.version,
+        exec,
+        args: fields.args,
+        language: fields.language,
+        description: fields.description,
+        enabled: fields.enabled,
+        notes: Vec::new(),
+    })
+}
+
+/// [`parse`] keeping every top-level value, for the notes and for errors with positions.
+pub(super) fn parse_fully(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
     let value: Entries = serde_json::from_str(text).map_err(|e| ManifestError {
         path: path.to_path_buf(),
         position: (e.line() > 0).then(|| (e.line(), e.column().max(1))),

@@ -1,7 +1,8 @@
 //! Property tests of the manifest: the `enabled` rewrite keeps every other byte of any valid
 //! manifest (random key order, whitespace, unknown and duplicate fields, unicode and escaped
 //! strings) and the result says what was asked; `check_name` accepts exactly the documented
-//! names and never one that could leave its folder.
+//! names and never one that could leave its folder; the quick reading of a manifest gives
+//! what the full reading gives whenever that has nothing to note, and nothing otherwise.
 
 use std::fmt::Write as _;
 use std::path::{Component, Path};
@@ -10,7 +11,8 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use crate::catalog::manifest::{
-    FILE, MAX_NAME_LEN, Manifest, check_name, key_matches, parse, with_enabled,
+    FILE, MAX_NAME_LEN, Manifest, check_name, key_matches, parse, parse_fully, parse_quickly,
+    with_enabled,
 };
 
 /// Whitespace JSON allows between tokens.
@@ -364,5 +366,81 @@ proptest! {
             prop_assert_eq!(parts, vec![Component::Normal(name.as_ref())]);
             prop_assert!(!name.chars().any(char::is_control));
         }
+    }
+}
+
+/// A key near a field's: a field as documented (sometimes written with escapes), in
+/// another case or with a folding character (`ſ`, the Kelvin sign), or another key.
+fn near_key() -> impl Strategy<Value = String> {
+    let field = prop::sample::select(KNOWN.to_vec());
+    prop_oneof![
+        3 => field.clone().prop_map(|f| serde_json::to_string(f).unwrap()),
+        1 => field.clone().prop_map(|f| format!("\"\\u{:04x}{}\"", u32::from(f.as_bytes()[0]), &f[1..])),
+        1 => (field.clone(), any::<prop::sample::Index>()).prop_map(|(f, at)| {
+            let mut key = f.to_string();
+            let i = at.index(key.len());
+            key.replace_range(i..=i, &key[i..=i].to_ascii_uppercase());
+            serde_json::to_string(&key).unwrap()
+        }),
+        1 => field.prop_map(|f| serde_json::to_string(&f.replace('s', "ſ").replace('k', "\u{212a}")).unwrap()),
+        1 => any_string_literal(),
+    ]
+}
+
+/// A value near what a field wants: strings (blank, unusable as a name, with escapes),
+/// `null`, booleans, arrays of strings or not, any JSON, and values `serde_json` refuses
+/// only when it reads them as they are (a lone surrogate, a number out of range, nesting
+/// deeper than it allows).
+fn near_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => any_string_literal(),
+        2 => candidate_name().prop_map(|n| serde_json::to_string(&n).unwrap()),
+        1 => Just("\"  \"".to_string()),
+        1 => Just("null".to_string()),
+        1 => any::<bool>().prop_map(|b| b.to_string()),
+        1 => prop::collection::vec(any_string_literal(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
+        2 => json_text(),
+        1 => Just("\"\\ud800\"".to_string()),
+        1 => Just("1e999".to_string()),
+        1 => (100usize..140).prop_map(|depth| format!("{}{}", "[".repeat(depth), "]".repeat(depth))),
+    ]
+}
+
+/// Text near a manifest: an object of keys and values near the fields (often with a valid
+/// name and exec first), any other JSON, or text that is not JSON.
+fn near_manifest() -> impl Strategy<Value = String> {
+    let object = || {
+        (
+            any::<bool>(),
+            prop::collection::vec((near_key(), ws(), near_value()), 0..7),
+        )
+            .prop_map(|(valid_first, members)| {
+                let mut all: Vec<String> = Vec::new();
+                if valid_first {
+                    all.push(r#""name":"n","exec":"./x""#.to_string());
+                }
+                all.extend(
+                    members
+                        .into_iter()
+                        .map(|(k, w, v)| format!("{k}{w}:{w}{v}")),
+                );
+                format!("{{{}}}", all.join(","))
+            })
+    };
+    prop_oneof![
+        6 => object(),
+        2 => written().prop_map(|w| w.text),
+        1 => json_text(),
+        1 => (object(), prop_oneof![Just(","), Just("}"), Just(" x"), Just("\u{0}")]).prop_map(|(o, tail)| o + tail),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    #[test]
+    fn the_quick_reading_agrees_with_the_full_one(text in near_manifest()) {
+        let full = parse_fully(&text, Path::new(FILE)).ok().filter(|m| m.notes.is_empty());
+        prop_assert_eq!(parse_quickly(&text), full, "{}", text);
     }
 }

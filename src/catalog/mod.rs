@@ -325,7 +325,8 @@ fn list_root(layout: &Layout, scope: Scope, rules: Discovery) -> Result<RootName
         let skipped = link && !rules.follows_linked_folders;
         names.push((entry.file_name(), EntryKind { link, skipped }));
     }
-    names.sort_by(|a, b| a.0.cmp(&b.0));
+    // Folder names in a directory are unique: an unstable sort orders them the same.
+    names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let flags =
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC;
     let fd = rustix::fs::open(&path, flags, rustix::fs::Mode::empty()).ok();
@@ -341,7 +342,9 @@ fn inspect_in(
     link: bool,
     buf: &mut Vec<u8>,
 ) -> Option<Installed> {
-    let dir = root.path.join(name);
+    let mut dir = PathBuf::with_capacity(root.path.as_os_str().len() + 1 + name.len());
+    dir.push(&root.path);
+    dir.push(name);
     let link_target = if link {
         Some(fs::read_link(&dir).ok()?)
     } else {

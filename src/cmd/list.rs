@@ -1,5 +1,7 @@
 //! `zot ext list`: every extension of both scopes, as a table or JSON.
 
+use std::borrow::Cow;
+
 use anyhow::Result;
 use serde::Serialize;
 
@@ -7,7 +9,7 @@ use super::{Context, Run};
 use crate::catalog::paths::Scope;
 use crate::catalog::{self, Installed};
 use crate::cli::ListArgs;
-use crate::output::table::{self, Column, Cut, Layout, Row};
+use crate::output::table::{self, Column, Cut, Layout, Row, Table};
 use crate::output::{BAD, Cell, DIM, GOOD, WARN};
 use crate::store::Store;
 
@@ -21,7 +23,7 @@ pub(super) struct Entry<'a> {
     pub language: Option<&'a str>,
     pub description: Option<&'a str>,
     pub exec: Option<&'a str>,
-    pub dir: String,
+    pub dir: Cow<'a, str>,
     pub linked: Option<String>,
     pub shadowed: bool,
     pub error: Option<String>,
@@ -38,7 +40,7 @@ impl<'a> Entry<'a> {
             language: m.and_then(|m| m.language.as_deref()),
             description: m.and_then(|m| m.description.as_deref()),
             exec: m.map(|m| m.exec.as_str()),
-            dir: e.dir.display().to_string(),
+            dir: e.dir.to_string_lossy(),
             linked: e.link_target.as_ref().map(|t| t.display().to_string()),
             shadowed: e.shadowed,
             error: e.manifest.as_ref().err().map(ToString::to_string),
@@ -52,8 +54,8 @@ impl Run for ListArgs {
         for scope in Scope::ALL {
             Store::tidy(ctx.layout.scope(scope))?;
         }
-        // Each extension is printed (or, for the table, made a row) as its manifest is
-        // read; no manifest is kept.
+        // Each extension is printed (or, for the table, kept as the texts of its cells) as
+        // its manifest is read; no manifest is kept.
         let count = if ctx.out.json {
             let mut doc = ctx.out.json_array("extensions")?;
             let count = catalog::scan_each(&ctx.layout, &scopes, |e| {
@@ -64,14 +66,14 @@ impl Run for ListArgs {
             count
         } else {
             let layout = ctx.out.table_layout(self.wide);
-            let mut rows = Vec::new();
+            let mut table = Table::new(&COLUMNS, &SHRINK_ORDER, layout);
             let count = catalog::scan_each(&ctx.layout, &scopes, |e| {
                 warn_notes(ctx, &e);
-                rows.push(row(&Entry::new(&e), layout));
+                table.push(&row(&Entry::new(&e), layout));
                 Ok(())
             })?;
-            if !rows.is_empty() {
-                ctx.out.table(&COLUMNS, &SHRINK_ORDER, &rows, layout)?;
+            if !table.is_empty() {
+                ctx.out.table(&table)?;
             }
             count
         };

@@ -192,24 +192,10 @@ impl Output {
         }
     }
 
-    /// `rows` as an aligned table under `columns` on stdout, coloured if stdout is, laid
-    /// out as `layout` says; columns give way in `shrink_order` ([`table::write`]).
-    pub fn table(
-        &self,
-        columns: &[table::Column],
-        shrink_order: &[usize],
-        rows: &[table::Row],
-        layout: table::Layout,
-    ) -> io::Result<()> {
+    /// `table` on stdout, coloured if stdout is ([`table::Table::write`]).
+    pub fn table(&self, table: &table::Table) -> io::Result<()> {
         let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
-        table::write(
-            &mut out,
-            columns,
-            shrink_order,
-            rows,
-            self.color_stdout,
-            layout,
-        )?;
+        table.write(&mut out, self.color_stdout)?;
         out.flush()
     }
 
@@ -253,20 +239,14 @@ pub struct JsonArray {
 impl JsonArray {
     /// Writes one item of the array, URLs redacted, indented as in the whole document.
     pub fn push<T: Serialize>(&mut self, item: &T) -> io::Result<()> {
-        let mut value = serde_json::to_value(item)?;
-        redact_strings(&mut value);
-        self.item.clear();
-        serde_json::to_writer_pretty(&mut self.item, &value)?;
-        let separator: &[u8] = if self.items == 0 { b"\n" } else { b",\n" };
+        pretty_redacted(item, &mut self.item)?;
+        let separator: &[u8] = if self.items == 0 {
+            b"\n    "
+        } else {
+            b",\n    "
+        };
         self.out.write_all(separator)?;
-        // Strings escape their newlines: every newline here is the layout's.
-        for (i, line) in self.item.split(|&b| b == b'\n').enumerate() {
-            if i > 0 {
-                self.out.write_all(b"\n")?;
-            }
-            self.out.write_all(b"    ")?;
-            self.out.write_all(line)?;
-        }
+        self.out.write_all(&self.item)?;
         self.items += 1;
         Ok(())
     }
@@ -281,6 +261,51 @@ impl JsonArray {
         self.out.write_all(end)?;
         self.out.flush()
     }
+}
+
+/// `item` as pretty JSON in `out` (cleared first), indented as an item of the array of a
+/// document (its lines after the first by four spaces), URLs in every string redacted:
+/// written as it is when no string can need it, else through a [`serde_json::Value`].
+fn pretty_redacted<T: Serialize>(item: &T, out: &mut Vec<u8>) -> io::Result<()> {
+    out.clear();
+    item.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut *out,
+        item_formatter()?,
+    ))?;
+    if may_need_redaction(out) {
+        let mut value = serde_json::to_value(item)?;
+        redact_strings(&mut value);
+        out.clear();
+        value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut *out,
+            item_formatter()?,
+        ))?;
+    }
+    Ok(())
+}
+
+/// The pretty printer two levels deep, as inside the document's object and its array.
+fn item_formatter() -> io::Result<serde_json::ser::PrettyFormatter<'static>> {
+    use serde_json::ser::Formatter;
+    let mut formatter = serde_json::ser::PrettyFormatter::new();
+    formatter.begin_object(&mut io::sink())?;
+    formatter.begin_array(&mut io::sink())?;
+    Ok(formatter)
+}
+
+/// Whether any string in this JSON text could be changed by [`redact_text`]: only a string
+/// holding `@`, `=` or `://` can be, and JSON writes those characters as they are (it
+/// escapes only quotes, backslashes and control characters), so a text without `@`, `=` and
+/// `//` holds no such string, key or value. (Passes that look at many bytes at a time: the
+/// bitwise operators leave no branch in the loop, so it runs many bytes a step.)
+#[allow(clippy::needless_bitwise_bool)]
+fn may_need_redaction(json: &[u8]) -> bool {
+    let marks = json.contains(&b'@') || json.contains(&b'=');
+    let slashes = json
+        .iter()
+        .zip(json.iter().skip(1))
+        .fold(false, |seen, (&a, &b)| seen | ((a == b'/') & (b == b'/')));
+    marks || slashes
 }
 
 fn document<T: Serialize>(value: &T) -> io::Result<serde_json::Value> {
@@ -349,6 +374,71 @@ mod tests {
             clean("cannot fetch http://u:pw@h/r?token=t:\nerror: fine"),
             "cannot fetch http://***@h/r?token=***\\nerror: fine"
         );
+    }
+
+    /// What [`pretty_redacted`] must write: the item as a redacted `Value`, pretty, each
+    /// line after the first indented by four spaces.
+    fn through_value<T: Serialize>(item: &T) -> Vec<u8> {
+        let mut value = serde_json::to_value(item).unwrap();
+        redact_strings(&mut value);
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        text.replace('\n', "\n    ").into_bytes()
+    }
+
+    #[test]
+    fn items_are_written_as_their_redacted_values() {
+        #[derive(Serialize)]
+        struct Item<'a> {
+            name: &'a str,
+            none: Option<&'a str>,
+            list: Vec<Option<bool>>,
+            nested: std::collections::BTreeMap<u32, (f64, i64)>,
+        }
+        let texts = [
+            "plain é 天気 🌦 \"q\" \\ \n\t\u{1b}[31m \u{7f}",
+            "https://u:pw@h/r?token=t",
+            "git@host:r",
+            "a=b",
+            "not exported: /r?token=abc",
+            "https://h/r?access_token=t",
+            "x://y",
+            "",
+        ];
+        let mut out = Vec::new();
+        for text in texts {
+            let item = Item {
+                name: text,
+                none: None,
+                list: vec![Some(true), None],
+                nested: [(7, (1.5, -3)), (1, (0.1, 0))].into(),
+            };
+            pretty_redacted(&item, &mut out).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&through_value(&item))
+            );
+        }
+        assert!(!String::from_utf8_lossy(&out).contains("pw"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        #[test]
+        fn a_string_redaction_changes_is_always_noticed(
+            text in "(.|@|=|://|[a-z]{1,5}:[a-z]{1,5}@|[?&;](token|key|sig|x)=[a-z]*)*",
+        ) {
+            let json = serde_json::to_vec(&text).unwrap();
+            if redact_text(&text) != text {
+                proptest::prop_assert!(may_need_redaction(&json), "{:?}", text);
+            }
+            let mut out = Vec::new();
+            pretty_redacted(&[&text], &mut out).unwrap();
+            proptest::prop_assert_eq!(out, through_value(&[&text]));
+        }
     }
 
     #[test]

@@ -217,83 +217,167 @@ pub fn fit_widths(
     widths
 }
 
-/// Writes `rows` under the headers of `columns`, left-aligned, two spaces apart (the last
-/// column not padded), laid out as `layout` says; to fit a terminal, the columns give way
-/// in `shrink_order` (indexes into `columns`, [`fit_widths`]).
-pub fn write(
-    out: &mut impl Write,
-    columns: &[Column],
-    shrink_order: &[usize],
-    rows: &[Row],
-    color: bool,
+/// Rows kept until the table can be laid out (its widths need every row), compactly: the
+/// texts of all cells in one string, each style as an index into the few the rows use, and
+/// the widest text of each column measured as rows come. Rows are laid out under the
+/// headers of `columns`, left-aligned, two spaces apart (the last column not padded), as
+/// `layout` says; to fit a terminal, the columns give way in `shrink_order` (indexes into
+/// `columns`, [`fit_widths`]).
+pub struct Table<'a> {
+    columns: &'a [Column],
+    shrink_order: &'a [usize],
     layout: Layout,
-) -> io::Result<()> {
-    let header: Vec<Cell> = columns
-        .iter()
-        .map(|c| Cell::styled(c.header, BOLD))
-        .collect();
-    let measure: fn(&str) -> usize = match layout {
-        Layout::Piped => |text| text.chars().count(),
-        Layout::Wide | Layout::Fit(_) => display_width,
-    };
-    let mut natural: Vec<usize> = header.iter().map(|c| measure(&c.text)).collect();
-    for row in rows {
-        for (i, cell) in row.cells.iter().enumerate() {
-            natural[i] = natural[i].max(measure(&cell.text));
-        }
-    }
-    let widths = match layout {
-        Layout::Fit(available) => fit_widths(&natural, columns, shrink_order, available),
-        Layout::Piped | Layout::Wide => natural,
-    };
-    write_line(out, &header, columns, &widths, color, measure)?;
-    for row in rows {
-        write_line(out, &row.cells, columns, &widths, color, measure)?;
-        if let (Some(detail), false) = (&row.detail, layout == Layout::Piped) {
-            write_detail(out, detail, color, layout)?;
-        }
-    }
-    Ok(())
+    /// The widest text of each column so far, headers included.
+    natural: Vec<usize>,
+    /// Every cell's text, one after another; per row, its cells and then its detail.
+    text: String,
+    /// Where each of those texts ends in `text`.
+    ends: Vec<usize>,
+    /// The style of each text, as an index into `palette` ([`NO_DETAIL`] for a row with
+    /// no detail).
+    styles: Vec<u8>,
+    palette: Vec<Style>,
 }
 
-fn write_line(
-    out: &mut impl Write,
-    cells: &[Cell],
-    columns: &[Column],
-    widths: &[usize],
-    color: bool,
-    measure: fn(&str) -> usize,
-) -> io::Result<()> {
-    let mut line = String::new();
-    for (i, cell) in cells.iter().enumerate() {
-        let text = match columns[i].cut {
-            Cut::Never => cell.text.clone(),
-            Cut::End => cut_end(&cell.text, widths[i]),
-            Cut::Middle => cut_middle(&cell.text, widths[i]),
+/// The style index of a detail a row does not have.
+const NO_DETAIL: u8 = u8::MAX;
+
+impl<'a> Table<'a> {
+    pub fn new(columns: &'a [Column], shrink_order: &'a [usize], layout: Layout) -> Table<'a> {
+        let mut table = Table {
+            columns,
+            shrink_order,
+            layout,
+            natural: Vec::new(),
+            text: String::new(),
+            ends: Vec::new(),
+            styles: Vec::new(),
+            palette: Vec::new(),
         };
-        line.push_str(&paint(color, cell.style, &text));
-        if i + 1 < cells.len() {
-            let pad = widths[i].saturating_sub(measure(&text)) + GAP;
-            line.extend(std::iter::repeat_n(' ', pad));
+        table.natural = columns.iter().map(|c| table.measure(c.header)).collect();
+        table
+    }
+
+    /// How wide `text` is in this layout: piped, in characters; on a terminal, in display
+    /// columns.
+    fn measure(&self, text: &str) -> usize {
+        match self.layout {
+            Layout::Piped => text.chars().count(),
+            Layout::Wide | Layout::Fit(_) => display_width(text),
         }
     }
-    writeln!(out, "{}", line.trim_end())
+
+    /// Adds a row, which has a cell for each column.
+    pub fn push(&mut self, row: &Row) {
+        debug_assert_eq!(row.cells.len(), self.columns.len());
+        for (i, cell) in row.cells.iter().enumerate() {
+            self.natural[i] = self.natural[i].max(self.measure(&cell.text));
+            self.keep(&cell.text, cell.style);
+        }
+        if let Some(detail) = &row.detail {
+            self.keep(&detail.text, detail.style);
+        } else {
+            self.ends.push(self.text.len());
+            self.styles.push(NO_DETAIL);
+        }
+    }
+
+    fn keep(&mut self, text: &str, style: Style) {
+        self.text.push_str(text);
+        self.ends.push(self.text.len());
+        let index = self
+            .palette
+            .iter()
+            .position(|s| *s == style)
+            .unwrap_or_else(|| {
+                self.palette.push(style);
+                self.palette.len() - 1
+            });
+        // A table uses a few styles, far fewer than NO_DETAIL.
+        self.styles.push(u8::try_from(index).unwrap_or(0));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The `i`th text kept, and its style (`None`: a detail the row does not have).
+    fn kept(&self, i: usize) -> (&str, Option<Style>) {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let style = self.styles[i];
+        let style = (style != NO_DETAIL).then(|| self.palette[usize::from(style)]);
+        (&self.text[start..self.ends[i]], style)
+    }
+
+    /// Writes the headers and every row, coloured if `color`.
+    pub fn write(&self, out: &mut impl Write, color: bool) -> io::Result<()> {
+        let widths = match self.layout {
+            Layout::Fit(available) => {
+                fit_widths(&self.natural, self.columns, self.shrink_order, available)
+            }
+            Layout::Piped | Layout::Wide => self.natural.clone(),
+        };
+        let header: Vec<(&str, Style)> = self.columns.iter().map(|c| (c.header, BOLD)).collect();
+        self.write_line(out, &header, &widths, color)?;
+        let per_row = self.columns.len() + 1;
+        let mut cells = Vec::with_capacity(self.columns.len());
+        for row in 0..self.ends.len() / per_row {
+            let first = row * per_row;
+            cells.clear();
+            cells.extend((first..first + self.columns.len()).map(|i| {
+                let (text, style) = self.kept(i);
+                (text, style.unwrap_or_default())
+            }));
+            self.write_line(out, &cells, &widths, color)?;
+            if let ((detail, Some(style)), false) = (
+                self.kept(first + self.columns.len()),
+                self.layout == Layout::Piped,
+            ) {
+                write_detail(out, detail, style, color, self.layout)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_line(
+        &self,
+        out: &mut impl Write,
+        cells: &[(&str, Style)],
+        widths: &[usize],
+        color: bool,
+    ) -> io::Result<()> {
+        let mut line = String::new();
+        for (i, (text, style)) in cells.iter().enumerate() {
+            let text = match self.columns[i].cut {
+                Cut::Never => (*text).to_string(),
+                Cut::End => cut_end(text, widths[i]),
+                Cut::Middle => cut_middle(text, widths[i]),
+            };
+            line.push_str(&paint(color, *style, &text));
+            if i + 1 < cells.len() {
+                let pad = widths[i].saturating_sub(self.measure(&text)) + GAP;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())
+    }
 }
 
 /// A row's own line under it, indented; on a narrow terminal wrapped at spaces to its width
 /// with the same indent, so a long error stays readable and whole.
 fn write_detail(
     out: &mut impl Write,
-    detail: &Cell,
+    detail: &str,
+    style: Style,
     color: bool,
     layout: Layout,
 ) -> io::Result<()> {
     let lines = match layout {
-        Layout::Fit(available) => wrap(&detail.text, available.saturating_sub(DETAIL_INDENT.len())),
-        Layout::Piped | Layout::Wide => vec![detail.text.clone()],
+        Layout::Fit(available) => wrap(detail, available.saturating_sub(DETAIL_INDENT.len())),
+        Layout::Piped | Layout::Wide => vec![detail.to_string()],
     };
     for line in lines {
-        writeln!(out, "{DETAIL_INDENT}{}", paint(color, detail.style, &line))?;
+        writeln!(out, "{DETAIL_INDENT}{}", paint(color, style, &line))?;
     }
     Ok(())
 }
@@ -351,9 +435,17 @@ mod tests {
     use super::*;
 
     fn render(columns: &[Column], rows: &[Row], layout: Layout) -> String {
-        let mut out = Vec::new();
+        render_coloured(columns, rows, layout, false)
+    }
+
+    fn render_coloured(columns: &[Column], rows: &[Row], layout: Layout, color: bool) -> String {
         let order: Vec<usize> = (0..columns.len()).collect();
-        write(&mut out, columns, &order, rows, false, layout).unwrap();
+        let mut table = Table::new(columns, &order, layout);
+        for row in rows {
+            table.push(row);
+        }
+        let mut out = Vec::new();
+        table.write(&mut out, color).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -482,9 +574,7 @@ mod tests {
             detail: Some(Cell::styled("reason", crate::output::BAD)),
         }];
         let columns = [Column::whole("ENABLED"), Column::whole("B")];
-        let mut out = Vec::new();
-        write(&mut out, &columns, &[], &rows, true, Layout::Fit(40)).unwrap();
-        let coloured = String::from_utf8(out).unwrap();
+        let coloured = render_coloured(&columns, &rows, Layout::Fit(40), true);
         assert!(coloured.contains('\u{1b}'), "{coloured:?}");
         let mut plain = String::new();
         let mut in_escape = false;

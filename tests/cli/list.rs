@@ -563,3 +563,205 @@ fn json_written_row_by_row_is_one_pretty_document() {
     assert_eq!(list[0]["name"], "mine");
     assert_eq!(list[41]["name"], "ext-39");
 }
+
+/// A store with every kind of row `list` prints: project copies hiding global ones, a
+/// disabled one, manifests that do not parse, have a wrong type, an unusable name, a byte
+/// order mark, invalid UTF-8, misspelled keys (warnings), credentials and control
+/// characters in their text; no manifest, a manifest that is a folder, a named pipe, a link
+/// or too large; linked and broken-linked folders, a non-UTF-8 folder name, two folders of
+/// one manifest name, a hidden folder and a plain file.
+#[cfg(target_os = "linux")]
+fn tricky(env: &Env) {
+    use std::os::unix::ffi::OsStrExt;
+    let put = |root: std::path::PathBuf, dir: &std::ffi::OsStr, manifest: &[u8]| {
+        fs::create_dir_all(root.join(dir)).unwrap();
+        fs::write(root.join(dir).join("extension.json"), manifest).unwrap();
+    };
+    let g = |dir: &str, manifest: &str| put(env.global_root(), dir.as_ref(), manifest.as_bytes());
+    let p = |dir: &str, manifest: &str| put(env.project_root(), dir.as_ref(), manifest.as_bytes());
+    p("dup", &crate::support::manifest("dup"));
+    p(
+        "off",
+        r#"{"name":"off","exec":"./run.sh","enabled":false,"version":"0.1.0"}"#,
+    );
+    g("dup", r#"{"name":"dup","exec":"./x","version":"9.9.9"}"#);
+    g("broken", "{\"name\": \"broken\",,\n}");
+    g(
+        "wrong-type",
+        "{\n  \"name\": \"wrong-type\",\n  \"exec\": 7\n}\n",
+    );
+    g("bad-name", r#"{"name":"../up","exec":"./run.sh"}"#);
+    g("no-exec", r#"{"name":"no-exec","exec":"  "}"#);
+    g("array", "[1, 2]");
+    g(
+        "spelled",
+        r#"{"Name":"spelled","EXEC":"./run.sh","Enabled":false,"deſcription":"folded"}"#,
+    );
+    g(
+        "secret",
+        r#"{"name":"secret","exec":"./run.sh","description":"from https://user:pw@example.com/r?token=abc&x=1 and git@host:r\n\"quoted\"\ttab é 🌦 \u001b[31m","language":"ssh://git:pw@h/x"}"#,
+    );
+    g(
+        "nulls",
+        r#"{"name":"nulls","exec":"./run.sh","version":null,"description":null,"args":["a"],"extra":{"deep":[1,{"x":null}]},"language":"go"}"#,
+    );
+    g(
+        "tenki",
+        r#"{"name":"天気","exec":"./run.sh","description":"予報"}"#,
+    );
+    g("twin-a", r#"{"name":"twin","exec":"./run.sh"}"#);
+    g(
+        "twin-b",
+        r#"{"name":"twin","exec":"./run.sh","enabled":false}"#,
+    );
+    g(".hidden", r#"{"name":"hidden","exec":"./run.sh"}"#);
+    put(
+        env.global_root(),
+        std::ffi::OsStr::from_bytes(b"odd\xff"),
+        br#"{"name":"odd","exec":"./run.sh"}"#,
+    );
+    put(
+        env.global_root(),
+        "bom".as_ref(),
+        b"\xef\xbb\xbf{\"name\":\"bom\",\"exec\":\"x\"}",
+    );
+    put(
+        env.global_root(),
+        "latin1".as_ref(),
+        b"{\"name\":\"caf\xe9\",\"exec\":\"x\"}",
+    );
+    put(
+        env.global_root(),
+        "huge".as_ref(),
+        &vec![b' '; (1 << 20) + 1],
+    );
+    let root = env.global_root();
+    fs::create_dir_all(root.join("missing")).unwrap();
+    fs::create_dir_all(root.join("folder-manifest/extension.json")).unwrap();
+    fs::create_dir_all(root.join("pipe")).unwrap();
+    crate::support::hostile::mkfifo(&root.join("pipe/extension.json"));
+    fs::create_dir_all(root.join("via-link")).unwrap();
+    std::os::unix::fs::symlink(
+        root.join("dup/extension.json"),
+        root.join("via-link/extension.json"),
+    )
+    .unwrap();
+    let src = env.source("linked-src", "linked");
+    std::os::unix::fs::symlink(&src, root.join("linked")).unwrap();
+    std::os::unix::fs::symlink(env.work.join("gone"), root.join("gone")).unwrap();
+    fs::write(root.join("README"), "not an extension").unwrap();
+}
+
+/// `table` (aligned for another length of the temporary folder) with `<tmp>` written
+/// `tmp` and laid out again as a piped table is: each cell padded to the most characters
+/// in its column, two spaces apart, the last cell not padded. Cells are what two or more
+/// spaces separate.
+#[cfg(target_os = "linux")]
+fn relaid(table: &str, tmp: &str) -> String {
+    let rows: Vec<Vec<String>> = table
+        .lines()
+        .map(|line| {
+            line.split("  ")
+                .filter(|cell| !cell.is_empty())
+                .map(|cell| cell.trim_start().replace("<tmp>", tmp))
+                .collect()
+        })
+        .collect();
+    let mut widths = vec![0; rows[0].len()];
+    for row in &rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if i + 1 < row.len() {
+                let pad = widths[i] - cell.chars().count() + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The whole output of `list` for [`tricky`], piped (text and JSON, with the warnings on
+/// stderr), on a terminal, and for one scope, byte for byte.
+#[cfg(target_os = "linux")]
+#[test]
+fn tricky_rows_print_exactly_so() {
+    let env = Env::new();
+    tricky(&env);
+    let tmp = base(&env);
+    let tmp = tmp.to_str().unwrap();
+    let warnings = include_str!("expected/list-tricky.stderr").replace("<tmp>", tmp);
+    let table = include_str!("expected/list-tricky.txt");
+    assert_eq!(
+        relaid(table, "<tmp>"),
+        table,
+        "the expected table is not aligned"
+    );
+    env.zot(["ext", "list"])
+        .ok()
+        .stdout_is(&relaid(table, tmp))
+        .stderr_is(&warnings);
+    env.zot(["ext", "list", "--json"])
+        .ok()
+        .stdout_is(&include_str!("expected/list-tricky.json").replace("<tmp>", tmp))
+        .stderr_is(&warnings);
+    let global: String = table
+        .lines()
+        .filter(|line| !line.starts_with("project"))
+        .flat_map(|line| [line, "\n"])
+        .collect();
+    env.zot(["ext", "list", "--scope", "global"])
+        .ok()
+        .stdout_is(&relaid(&global, tmp))
+        .stderr_is(&warnings);
+    env.zot(["ext", "list", "--scope", "project", "--json"])
+        .ok()
+        .stderr_is("")
+        .json_is(&serde_json::json!({"extensions": [
+            {"scope": "project", "name": "dup", "version": "1.0.0", "enabled": true,
+             "language": "shell", "description": "test extension dup", "exec": "./run.sh",
+             "dir": env.project_root().join("dup"), "linked": null, "shadowed": false,
+             "error": null},
+            {"scope": "project", "name": "off", "version": "0.1.0", "enabled": false,
+             "language": null, "description": null, "exec": "./run.sh",
+             "dir": env.project_root().join("off"), "linked": null, "shadowed": false,
+             "error": null},
+        ]}));
+    assert_eq!(
+        list_on_terminal(&env, 120, &[]),
+        include_str!("expected/list-tricky-120.txt")
+    );
+}
+
+/// A reader that stops early (`zot ext list | head -1`) ends the listing quietly: a closed
+/// stdout is not an error, in JSON or as a table.
+#[test]
+fn a_closed_pipe_ends_the_listing_quietly() {
+    use std::io::Read;
+    let env = Env::new();
+    // More than a pipe and the output buffer hold, so writes go on after the reader left.
+    for i in 0..1000 {
+        let dir = env.global_root().join(format!("ext-{i:04}"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("extension.json"), crate::support::manifest("x")).unwrap();
+    }
+    for args in [&["ext", "list", "--json"][..], &["ext", "list"]] {
+        let mut cmd = env.zot(args).cmd;
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+}
