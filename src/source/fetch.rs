@@ -134,15 +134,16 @@ fn copy_into(
         }
     });
     out.progress_done();
-    // The copy is what gets installed: its links are the ones to report.
-    let (_, outside_links) = copied?;
+    // The copy is what gets installed: its links are the ones to report, its list the one
+    // to record.
+    let (_, outside_links, files) = copied?;
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
     let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
     let built = Built {
         manifest,
         record,
         outside_links,
-        files: None,
+        files: Some(files),
     };
     Ok((built, left_out))
 }
@@ -161,9 +162,13 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let checkout = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
-        Some(checkout) => checkout,
-        None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
+    let (checkout, cached_files) = match from_cache(staging, request.cache, git_ref, &checkout_dir)?
+    {
+        Some((checkout, files)) => (checkout, Some(files)),
+        None => (
+            fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
+            None,
+        ),
     };
     let label = format!("{} ({})", url.display, short(&checkout.commit));
     let inside = match subdir {
@@ -185,45 +190,46 @@ fn clone_into(
         commit: Some(checkout.commit),
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
+    // The cache's copy was listed on its way; without a subfolder it is the staged tree.
+    let files = cached_files.filter(|_| subdir.is_none());
     Ok(Built {
         manifest,
         record,
         outside_links,
-        files: None,
+        files,
     })
 }
 
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
-/// scratch folder of `staging`, so a failed copy leaves `dir` free); `None` when the ref is
-/// not a full commit id, no cache is given, or the cache does not hold it.
+/// scratch folder of `staging`, so a failed copy leaves `dir` free), with the copy's file
+/// list; `None` when the ref is not a full commit id, no cache is given, or the cache does
+/// not hold it (or holds something else: see [`Cache::get`]).
 fn from_cache(
     staging: &Staging,
     cache: Option<&Cache>,
     git_ref: Option<&str>,
     dir: &Path,
-) -> Result<Option<Checkout>> {
+) -> Result<Option<(Checkout, FileList)>> {
     let (Some(cache), Some(commit)) = (cache, git_ref.map(str::to_ascii_lowercase)) else {
         return Ok(None);
     };
     if !is_commit_id(&commit) {
         return Ok(None);
     }
-    let Some(cached) = cache.get(&commit)? else {
+    // An entry deleted meanwhile (`cache clean` in another shell) or edited is fetched after
+    // all; the half copy goes with the staging folder.
+    let copied = staging.scratch("cached");
+    let Some(files) = cache.get(&commit, &copied)? else {
         return Ok(None);
     };
-    // An entry deleted meanwhile (`cache clean` in another shell) is fetched after all; the
-    // half copy goes with the staging folder.
-    let copied = staging.scratch("cached");
-    if copy::copy(&cached, &copied, &mut |_| {}).is_err() {
-        return Ok(None);
-    }
     fs::rename(&copied, dir)
         .with_context(|| format!("cannot move {} into staging", copied.display()))?;
-    Ok(Some(Checkout {
+    let checkout = Checkout {
         commit,
         ref_kind: RefKind::Commit,
         branch: None,
-    }))
+    };
+    Ok(Some((checkout, files)))
 }
 
 /// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads.

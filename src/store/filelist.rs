@@ -168,6 +168,13 @@ impl FileList {
         Ok(FileList { entries })
     }
 
+    /// The list of `entries` (in any order), as a walk that described the tree on its own
+    /// way gathered them: sorted here by path bytes.
+    pub(crate) fn from_entries(mut entries: Vec<Entry>) -> FileList {
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        FileList { entries }
+    }
+
     /// Lists `path` (relative to `root`) afresh after it was rewritten: its entry is
     /// replaced (or added in order), its content hashed again.
     pub fn relist(&mut self, root: &Path, path: &[u8]) -> Result<()> {
