@@ -1344,14 +1344,21 @@ mod tests {
         assert_same_tree(&s, &d.join("u"));
     }
 
-    /// [`rich_tree`] and more: names and link targets that are not UTF-8, a set-group-ID
-    /// folder, and several large files in one folder (which idle workers help to copy).
+    /// [`rich_tree`] and more: names and link targets that are not UTF-8, modes the umask
+    /// would cut, a set-group-ID folder, and several large files in one folder (which idle
+    /// workers help to copy).
     fn richer_tree(root: &Path) {
         rich_tree(root);
         let odd = OsStr::from_bytes(b"caf\xe9\nx");
         fs::create_dir(root.join(odd)).unwrap();
         fs::write(root.join(odd).join(odd), "odd").unwrap();
         symlink(odd, root.join("d5/to-odd")).unwrap();
+        // Modes a common umask (022) would cut: created with them, they need a chmod.
+        for (name, mode) in [("wide", 0o666), ("group", 0o775), ("sticky", 0o1644)] {
+            fs::write(root.join("d5").join(name), name).unwrap();
+            fs::set_permissions(root.join("d5").join(name), fs::Permissions::from_mode(mode))
+                .unwrap();
+        }
         fs::create_dir(root.join("shared")).unwrap();
         fs::write(root.join("shared/f"), "g").unwrap();
         fs::set_permissions(root.join("shared"), fs::Permissions::from_mode(0o2775)).unwrap();
