@@ -162,13 +162,9 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let (checkout, cached_files) = match from_cache(staging, request.cache, git_ref, &checkout_dir)?
-    {
+    let (checkout, listed) = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
         Some((checkout, files)) => (checkout, Some(files)),
-        None => (
-            fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
-            None,
-        ),
+        None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
     };
     let label = format!("{} ({})", url.display, short(&checkout.commit));
     let inside = match subdir {
@@ -190,8 +186,9 @@ fn clone_into(
         commit: Some(checkout.commit),
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
-    // The cache's copy was listed on its way; without a subfolder it is the staged tree.
-    let files = cached_files.filter(|_| subdir.is_none());
+    // The checkout was listed while copied into or out of the cache (an exact copy); without
+    // a subfolder it is the staged tree.
+    let files = listed.filter(|_| subdir.is_none());
     Ok(Built {
         manifest,
         record,
@@ -232,9 +229,10 @@ fn from_cache(
     Ok(Some((checkout, files)))
 }
 
-/// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads.
-/// A checkout limited to a subfolder whose repository has submodules is not the whole tree
-/// and is not cached; a cache that cannot take it is only a note.
+/// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads:
+/// the checkout's file list when that copied it (the list of its exact copy). A checkout
+/// limited to a subfolder whose repository has submodules is not the whole tree and is not
+/// cached; a cache that cannot take it is only a note.
 fn fetch_and_cache(
     staging: &Staging,
     url: &GitUrl,
@@ -242,7 +240,7 @@ fn fetch_and_cache(
     subdir: Option<&Path>,
     dir: &Path,
     out: &Output,
-) -> Result<Checkout> {
+) -> Result<(Checkout, Option<FileList>)> {
     let checkout = git::fetch(
         url,
         request.git_ref,
@@ -264,12 +262,14 @@ fn fetch_and_cache(
         Some(sub) => real_subdir(dir, sub, "").is_ok_and(|p| manifest::read(&p).is_ok()),
         None => manifest::read(dir).is_ok(),
     };
-    if let (Some(cache), true, true) = (request.cache, whole, installs)
-        && let Err(e) = cache.put(&checkout.commit, dir)
-    {
-        out.note(&format!("note: {e:#}; the next install fetches it again"));
+    let mut listed = None;
+    if let (Some(cache), true, true) = (request.cache, whole, installs) {
+        match cache.put(&checkout.commit, dir) {
+            Ok(files) => listed = files,
+            Err(e) => out.note(&format!("note: {e:#}; the next install fetches it again")),
+        }
     }
-    Ok(checkout)
+    Ok((checkout, listed))
 }
 
 /// A local repository path must exist and be a repository; libgit2 would only say

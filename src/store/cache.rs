@@ -107,14 +107,15 @@ impl Cache {
     /// Stores a copy of `tree` (a checked-out commit, a real folder) as `commit`, unless a
     /// complete entry is there already. Links are copied as links, never followed; a
     /// special file in `tree` is an error. The tree hash recorded is that of the copy, listed
-    /// while it is made.
-    pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<()> {
+    /// while it is made: that list, which is `tree`'s too (the copy is exact), when a copy was
+    /// made.
+    pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<Option<FileList>> {
         if !is_commit_id(commit) {
             return Err(anyhow!("\"{commit}\" is not a commit id"));
         }
         let folder = self.made()?;
         if recorded(&folder, commit).is_some() && folder.stat(commit)?.is_some() {
-            return Ok(());
+            return Ok(None);
         }
         let temp = unique_name(".put-");
         let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
@@ -124,10 +125,12 @@ impl Cache {
             forget(&folder, commit);
             folder.rename_to(&format!("{temp}/tree"), &folder, commit)?;
             folder.rename_to(&format!("{temp}/record"), &folder, record_name(commit))?;
-            Ok(())
+            Ok(list)
         });
         let _ = folder.remove(&temp);
-        result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
+        result
+            .map(Some)
+            .with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
     }
 
     /// Deletes every entry (and what a killed put left); the cache folder stays.
@@ -251,7 +254,13 @@ mod tests {
         let src = tree(tmp.path());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
         assert!(served(&cache, tmp.path()).is_none());
-        cache.put(COMMIT, &src).unwrap();
+        let put = cache.put(COMMIT, &src).unwrap();
+        assert_eq!(
+            put,
+            Some(FileList::scan(&src).unwrap()),
+            "the tree's own list"
+        );
+        assert_eq!(cache.put(COMMIT, &src).unwrap(), None, "already there");
         let (got, list) = served(&cache, tmp.path()).unwrap();
         assert_eq!(list, FileList::scan(&got).unwrap());
         assert_eq!(list.tree_hash(), FileList::scan(&src).unwrap().tree_hash());
