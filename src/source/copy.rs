@@ -23,6 +23,7 @@ use walkdir::{DirEntry, WalkDir};
 use super::copy_tree;
 use crate::catalog::manifest;
 use crate::output::printable;
+use crate::store::filelist::FileList;
 
 /// Running totals of a copy, reported to the progress callback.
 #[derive(Debug, Default, Clone, Copy)]
@@ -493,13 +494,13 @@ pub(super) fn special_kind_of(kind: rustix::fs::FileType) -> &'static str {
 /// [`audit_source`] does (the same errors, paths shown after `prefix`), in one walk (see
 /// [`super::copy_tree`]). Calls `progress` after each entry. Returns what [`audit`] of the
 /// copy would: the copy's links that point outside it or nowhere (looked at one by one in
-/// the copy, not by walking it again).
+/// the copy, not by walking it again); and the copy's file list, made on the way.
 pub(crate) fn copy_source(
     src: &Path,
     dst: &Path,
     prefix: &str,
     progress: &mut dyn FnMut(&CopyStats),
-) -> Result<(CopyStats, Vec<LooseLink>)> {
+) -> Result<(CopyStats, Vec<LooseLink>, FileList)> {
     let copied = copy_tree::run(
         src,
         dst,
@@ -508,7 +509,7 @@ pub(crate) fn copy_source(
         progress,
     )?;
     let loose = links_of_copy(dst, &copied.links).map_err(|e| shown_after(dst, prefix, &e))?;
-    Ok((copied.stats, loose))
+    Ok((copied.stats, loose, copied.files))
 }
 
 /// The links of the copy at `root` (`links`: relative path and target) that point outside it
@@ -526,17 +527,18 @@ fn links_of_copy(root: &Path, links: &[(PathBuf, PathBuf)]) -> Result<Vec<LooseL
     Ok(found)
 }
 
-/// Copies the tree `src` to `dst` (which must not exist), calling `progress` after each
-/// entry; `.git` folders and the top-level [`PROJECT_STATE`] folder are left out. Special
-/// files are refused. Links are copied as links, whatever they point to (see
-/// [`Root::relocate`]); nothing is followed.
+/// Copies the tree `src` to `dst` (which must not exist) as it is, calling `progress` after
+/// each entry: nothing is left out, links are copied as links with their targets as stored,
+/// whatever they point to; nothing is followed. Special files are refused. Returns the
+/// copy's file list, made on the way (see [`super::copy_tree`]).
 pub(crate) fn copy(
     src: &Path,
     dst: &Path,
     progress: &mut dyn FnMut(&CopyStats),
-) -> Result<CopyStats> {
-    let check = copy_tree::Check::Plain;
-    Ok(copy_tree::run(src, dst, check, copy_tree::workers(), progress)?.stats)
+) -> Result<(CopyStats, FileList)> {
+    let check = copy_tree::Check::Exact;
+    let copied = copy_tree::run(src, dst, check, copy_tree::workers(), progress)?;
+    Ok((copied.stats, copied.files))
 }
 
 #[cfg(test)]
@@ -584,7 +586,7 @@ mod tests {
         assert_eq!(audit(&s, "").unwrap(), []);
         let (_dst, d) = tree();
         let to = d.join("t");
-        let stats = copy(&s, &to, &mut no_progress()).unwrap();
+        let (stats, _, _) = copy_source(&s, &to, "", &mut no_progress()).unwrap();
         assert_eq!(stats.links, 4);
         let mode = fs::metadata(to.join("run.sh"))
             .unwrap()
@@ -674,7 +676,7 @@ mod tests {
         symlink(base.join("alias/file"), d.join("sub/l")).unwrap();
         assert_eq!(leads(&d, "sub/l"), Leads::Inside);
         let (_dst, out) = tree();
-        copy(&d, &out.join("t"), &mut no_progress()).unwrap();
+        copy_source(&d, &out.join("t"), "", &mut no_progress()).unwrap();
         assert_eq!(
             fs::read_link(out.join("t/sub/l")).unwrap(),
             Path::new("../file")
@@ -726,7 +728,7 @@ mod tests {
         let found = audit(&d, "").unwrap();
         assert_eq!(found.len(), 2);
         let (_dst, to) = tree();
-        let stats = copy(&d, &to.join("t"), &mut no_progress()).unwrap();
+        let (stats, _) = copy(&d, &to.join("t"), &mut no_progress()).unwrap();
         assert_eq!((stats.links, stats.bytes), (2, 0));
         assert_eq!(loose_links(&to.join("t"), 100).links, found);
     }

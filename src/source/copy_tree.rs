@@ -13,25 +13,34 @@
 //! A file is opened without following a link and without blocking, its kind and metadata
 //! taken from that open handle (one `fstat`, which also catches a file swapped for something
 //! else since the folder was read), and copied into a new file by a reflink (`FICLONE`, on
-//! btrfs and XFS), else `copy_file_range`, else reads and writes; its mode and modification
-//! time are set on the open copy. Folders get their modes and times last, deepest first, so
-//! read-only folders can still be filled and their times are not changed by the filling.
+//! btrfs and XFS), else by reads and writes; its mode and modification time are set on the
+//! open copy. Folders get their modes and times last, deepest first, so read-only folders can
+//! still be filled and their times are not changed by the filling.
+//!
+//! **The copy's file list.** The walk also lists the copy as [`FileList::scan`] would, so
+//! nothing reads it again: folders and links as the walk makes them, files by the worker that
+//! copies them. A worker hashes the bytes it writes, as it writes them (reads and writes),
+//! or reads the copy back after a reflink: the digest and size are always those of the copy,
+//! even when the source changes meanwhile (the copy then holds some of both, and its entry
+//! says exactly what it holds). Modes are the ones set on the copy (a set-group-ID bit, which
+//! the system may drop, is read back from the copy).
 //!
 //! Errors keep the order the separate audit gave them: a problem the audit reports
 //! (anywhere in the tree) wins over a failure to copy, which wins over the check of the copy.
 
+use std::collections::VecDeque;
 use std::ffi::{CStr, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use anyhow::{Context, Result, anyhow};
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat, Timespec, Timestamps};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, Timespec, Timestamps};
+use sha2::{Digest, Sha256};
 
 use super::copy::{
     CopyStats, LooseLink, PROJECT_STATE, Root, check_manifest_link, io_reason, reach,
@@ -39,6 +48,7 @@ use super::copy::{
 };
 use crate::catalog::manifest;
 use crate::output::printable;
+use crate::store::filelist::{Entry, EntryKind, FileList, hex};
 
 /// Folders this deep and shallower are kept open while the walk is inside them; deeper ones
 /// are reached by a relative path from the deepest kept one, so a very deep tree cannot run
@@ -55,6 +65,15 @@ const BATCH: usize = 256;
 /// batch holds two).
 const QUEUE: usize = 4;
 
+/// A file this large makes its batch one that idle workers help with before the walk ends:
+/// copying and hashing it takes far longer than creating it, so workers in the same folder
+/// hardly wait on its lock.
+const LARGE: u64 = 512 * 1024;
+
+/// The buffer of reads and writes: a large file is copied in few system calls, and each
+/// piece is hashed while it is still in the processor's cache.
+const BUFFER: usize = 256 * 1024;
+
 /// At most this many workers. Copying small files is system calls (create, allocate, write
 /// an inode), which on one filesystem scale to a few threads, not more: files in one folder
 /// are created under that folder's lock. Two keep two cores busy while the walk reads
@@ -64,18 +83,23 @@ const MAX_WORKERS: usize = 4;
 /// What a copy checks on the way.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Check<'a> {
-    /// Special files refused with the audit's message, the manifest link checked; messages
-    /// show paths after this prefix instead of under the source.
+    /// A local source: special files refused with the audit's message, the manifest link
+    /// checked, `.git` and the top [`PROJECT_STATE`] folder left out, absolute links into the
+    /// tree made relative; messages show paths after this prefix instead of under the source.
     Audit(&'a str),
-    /// Special files refused all the same, with a plain message.
-    Plain,
+    /// The tree exactly as it is (nothing left out, link targets as stored); special files
+    /// refused with a plain message.
+    Exact,
 }
 
-/// What a copy leaves behind for the check of the copy: its links, in walk order.
+/// What a copy leaves behind for the check of the copy: its links, in walk order, and its
+/// file list.
 pub(super) struct Copied {
     pub stats: CopyStats,
     /// Each link's path relative to the tree and the target it was given.
     pub links: Vec<(PathBuf, PathBuf)>,
+    /// The copy, listed as [`FileList::scan`] lists it.
+    pub files: FileList,
 }
 
 /// How many workers copy files: as many as there are cores, at least 2 (the walk waits on
@@ -106,6 +130,7 @@ pub(super) fn run(
         entries: 0,
         dirs: Vec::new(),
         links: Vec::new(),
+        listed: Vec::new(),
         progress,
     };
     let outcome = walker.walk_root(dst);
@@ -114,19 +139,28 @@ pub(super) fn run(
         mut stats,
         dirs,
         links,
+        mut listed,
         ..
     } = walker;
     if outcome.is_err() {
         shared.cancel.store(true, Ordering::Relaxed);
     }
-    pool.finish(&shared);
+    let hashed = pool.finish(&shared);
     outcome?;
     if let Some((_, error)) = shared.error.lock().expect("no worker panics").take() {
         return Err(error);
     }
-    finish_dirs(dst, &dirs)?;
+    finish_dirs(dst, &dirs, &mut listed)?;
+    for facts in hashed {
+        let slot = facts.slot;
+        facts.fill(&mut listed[slot]);
+    }
     stats.bytes = shared.bytes.load(Ordering::Relaxed);
-    Ok(Copied { stats, links })
+    Ok(Copied {
+        stats,
+        links,
+        files: FileList::from_entries(listed),
+    })
 }
 
 /// An open folder, or one below it reached by a relative path (past [`HELD_LEVELS`]).
@@ -176,6 +210,8 @@ struct DirTimes {
     relative: PathBuf,
     mode: Mode,
     modified: Timespec,
+    /// Its entry in the file list (none for the top folder).
+    slot: Option<usize>,
 }
 
 /// The walking thread's state.
@@ -190,6 +226,8 @@ struct Walker<'p> {
     entries: u64,
     dirs: Vec<DirTimes>,
     links: Vec<(PathBuf, PathBuf)>,
+    /// The copy's file list in walk order; files get their digests from the workers.
+    listed: Vec<Entry>,
     progress: &'p mut dyn FnMut(&CopyStats),
 }
 
@@ -207,7 +245,7 @@ impl Walker<'_> {
                 .with_context(|| format!("cannot create {}", dst.display()))
         });
         self.entries += 1;
-        self.dirs.push(dir_times(PathBuf::new(), &stat));
+        self.dirs.push(dir_times(PathBuf::new(), &stat, None));
         self.stats.dirs += 1;
         self.report();
         let src = Handle::open(src_fd);
@@ -251,7 +289,7 @@ impl Walker<'_> {
             }
             known => known,
         };
-        if left_out(name, kind, depth) {
+        if matches!(self.check, Check::Audit(_)) && left_out(name, kind, depth) {
             return Ok(());
         }
         let index = self.entries;
@@ -294,7 +332,9 @@ impl Walker<'_> {
         self.stats.dirs += 1;
         self.report();
         let (fd, stat) = opened.map_err(|e| self.walk_failed(relative, e))?;
-        self.dirs.push(dir_times(relative.clone(), &stat));
+        let slot = self.list(relative, EntryKind::Dir, stat.st_mode, None);
+        self.dirs
+            .push(dir_times(relative.clone(), &stat, Some(slot)));
         let src = src.child(name, held.then_some(fd));
         self.walk_dir(&src, copy.as_ref(), relative, depth)
     }
@@ -318,7 +358,10 @@ impl Walker<'_> {
             let link = LooseLink::of(relative, &target, leads);
             check_manifest_link(&path, link.as_ref()).map_err(|e| self.checked(e))?;
         }
-        let target = self.tree.relocate(&target, relative);
+        let target = match self.check {
+            Check::Audit(_) => self.tree.relocate(&target, relative),
+            Check::Exact => target,
+        };
         if let Some(dst) = dst {
             self.made(index, || {
                 rustix::fs::symlinkat(&target, &*dst.base, &*dst.name(name))
@@ -331,6 +374,8 @@ impl Walker<'_> {
                     })
             });
         }
+        let stored = target.as_os_str().as_bytes().to_vec();
+        self.list(relative, EntryKind::Link, 0o777, Some(stored));
         self.links.push((relative.to_path_buf(), target));
         self.stats.links += 1;
         Ok(())
@@ -346,15 +391,36 @@ impl Walker<'_> {
     ) {
         self.stats.files += 1;
         let Some(dst) = dst else { return };
+        let slot = self.list(relative, EntryKind::File, 0, None);
         self.pool.send(
             &self.shared,
             Job {
                 index,
+                slot,
                 from: (src.clone(), name.to_os_string()),
                 to: dst.clone(),
                 relative: relative.to_path_buf(),
             },
         );
+    }
+
+    /// Adds the entry at `relative` to the copy's file list; its place in the list.
+    fn list(
+        &mut self,
+        relative: &Path,
+        kind: EntryKind,
+        mode: u32,
+        target: Option<Vec<u8>>,
+    ) -> usize {
+        self.listed.push(Entry {
+            path: relative.as_os_str().as_bytes().to_vec(),
+            kind,
+            mode: mode & 0o7777,
+            size: 0,
+            sha256: None,
+            target,
+        });
+        self.listed.len() - 1
     }
 
     /// Whether the copy goes on: nothing failed to copy so far.
@@ -392,7 +458,7 @@ impl Walker<'_> {
                 path.display(),
                 special_kind_of(kind)
             )),
-            Check::Plain => anyhow!(
+            Check::Exact => anyhow!(
                 "{} is a special file; refusing to copy it",
                 printable(&path.display().to_string())
             ),
@@ -409,7 +475,7 @@ impl Walker<'_> {
 fn checked(check: Check<'_>, src: &Path, e: anyhow::Error) -> anyhow::Error {
     match check {
         Check::Audit(prefix) => super::copy::shown_after(src, prefix, &e),
-        Check::Plain => e,
+        Check::Exact => e,
     }
 }
 
@@ -447,11 +513,12 @@ fn left_out(name: &OsStr, kind: FileType, depth: usize) -> bool {
     name == ".git" || (depth == 1 && name == PROJECT_STATE && kind == FileType::Directory)
 }
 
-fn dir_times(relative: PathBuf, stat: &Stat) -> DirTimes {
+fn dir_times(relative: PathBuf, stat: &Stat, slot: Option<usize>) -> DirTimes {
     DirTimes {
         relative,
         mode: Mode::from_raw_mode(stat.st_mode),
         modified: modified(stat),
+        slot,
     }
 }
 
@@ -463,14 +530,43 @@ fn modified(stat: &Stat) -> Timespec {
     }
 }
 
-/// The entries of a folder (its kind as the folder lists it), sorted by name.
+/// The entries of a folder (its kind as the folder lists it), sorted by name. A held folder
+/// is read through its own handle, which nothing else reads (no second handle to open and
+/// close); a deeper one is opened for it.
 fn read_sorted(dir: &Handle) -> io::Result<Vec<(OsString, FileType)>> {
-    let fd = if dir.below.as_os_str().is_empty() {
-        rustix::io::dup(&*dir.base)?
+    let mut entries = if dir.below.as_os_str().is_empty() {
+        read_names(&*dir.base)?
     } else {
-        rustix::fs::openat(&*dir.base, &dir.below, DIR_FLAGS, Mode::empty())?
+        read_names(rustix::fs::openat(
+            &*dir.base,
+            &dir.below,
+            DIR_FLAGS,
+            Mode::empty(),
+        )?)?
     };
-    let reader = Dir::new(fd)?;
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+/// The entries of the folder open at `fd`, read from where its position is.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn read_names(fd: impl AsFd) -> io::Result<Vec<(OsString, FileType)>> {
+    let mut buffer = Vec::with_capacity(32 * 1024);
+    let mut reader = rustix::fs::RawDir::new(fd, buffer.spare_capacity_mut());
+    let mut entries = Vec::new();
+    while let Some(entry) = reader.next() {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name != c"." && name != c".." {
+            entries.push((os(name), entry.file_type()));
+        }
+    }
+    Ok(entries)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn read_names(fd: impl AsFd) -> io::Result<Vec<(OsString, FileType)>> {
+    let reader = rustix::fs::Dir::new(rustix::io::dup(fd)?)?;
     let mut entries = Vec::new();
     for entry in reader {
         let entry = entry?;
@@ -479,7 +575,6 @@ fn read_sorted(dir: &Handle) -> io::Result<Vec<(OsString, FileType)>> {
             entries.push((os(name), entry.file_type()));
         }
     }
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(entries)
 }
 
@@ -487,8 +582,9 @@ fn os(name: &CStr) -> OsString {
     OsStr::from_bytes(name.to_bytes()).to_os_string()
 }
 
-/// Folder modes and times, deepest first (the reverse of the walk order).
-fn finish_dirs(dst: &Path, dirs: &[DirTimes]) -> Result<()> {
+/// Folder modes and times, deepest first (the reverse of the walk order); a set-group-ID bit
+/// is read back into the folder's entry of `listed`.
+fn finish_dirs(dst: &Path, dirs: &[DirTimes], listed: &mut [Entry]) -> Result<()> {
     let root = rustix::fs::open(dst, DIR_FLAGS, Mode::empty())
         .map_err(io::Error::from)
         .with_context(|| format!("cannot open {}", dst.display()))?;
@@ -506,6 +602,12 @@ fn finish_dirs(dst: &Path, dirs: &[DirTimes]) -> Result<()> {
         rustix::fs::chmodat(&root, at, dir.mode, AtFlags::empty())
             .map_err(io::Error::from)
             .with_context(|| format!("cannot set the mode of {}", dst.join(at).display()))?;
+        if let Some(slot) = dir.slot.filter(|_| dir.mode.contains(Mode::SGID)) {
+            let stat = rustix::fs::statat(&root, at, AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(io::Error::from)
+                .with_context(|| format!("cannot read {}", dst.join(at).display()))?;
+            listed[slot].mode = stat.st_mode & 0o7777;
+        }
     }
     Ok(())
 }
@@ -518,9 +620,10 @@ fn omit() -> Timespec {
 }
 
 /// One regular file to copy: its folder and name in the source, the folder of its copy, its
-/// path in the tree (for messages) and its place in the walk.
+/// path in the tree (for messages), its place in the walk and its entry in the file list.
 struct Job {
     index: u64,
+    slot: usize,
     from: (Handle, OsString),
     to: Handle,
     relative: PathBuf,
@@ -536,10 +639,14 @@ struct Shared {
     bytes: AtomicU64,
     /// Set when the walk stopped on an error: the workers drop what is left.
     cancel: AtomicBool,
-    /// Whether reflinks and `copy_file_range` are still worth trying (cleared on the first
-    /// refusal: the filesystem does not do them, and every file would ask again).
+    /// Whether reflinks are still worth trying (cleared on the first refusal: the filesystem
+    /// does not do them, and every file would ask again).
     reflink: AtomicBool,
-    range: AtomicBool,
+    /// The umask, when it alone decides the mode a new file in the copy gets (see
+    /// [`plain_umask`]): a file whose mode it leaves whole is created with that mode, and
+    /// needs no `fchmod`.
+    umask: Option<u32>,
+    queue: Queue,
 }
 
 impl Shared {
@@ -552,8 +659,15 @@ impl Shared {
             bytes: AtomicU64::new(0),
             cancel: AtomicBool::new(false),
             reflink: AtomicBool::new(true),
-            range: AtomicBool::new(true),
+            umask: plain_umask(dst),
+            queue: Queue::default(),
         }
+    }
+
+    /// Whether a file of `mode` (permission bits) is created with that very mode.
+    fn created_as(&self, mode: u32) -> bool {
+        self.umask
+            .is_some_and(|umask| mode & 0o7000 == 0 && mode & umask == 0)
     }
 
     /// Notes that entry `index` failed to copy; the failure first in walk order is kept.
@@ -571,24 +685,154 @@ impl Shared {
     }
 }
 
-/// The worker threads, started as batches turn up (a tree of one folder starts one).
+/// The files of one folder (or part of one), taken one at a time: by the worker that took
+/// the batch, and by idle workers once the walk is over or the batch turned out to hold large
+/// files.
+struct Batch {
+    jobs: Vec<Job>,
+    next: AtomicUsize,
+    large: AtomicBool,
+}
+
+impl Batch {
+    fn new(jobs: Vec<Job>) -> Batch {
+        Batch {
+            jobs,
+            next: AtomicUsize::new(0),
+            large: AtomicBool::new(false),
+        }
+    }
+
+    /// The next job nobody took yet.
+    fn claim(&self) -> Option<&Job> {
+        self.jobs.get(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn left(&self) -> bool {
+        self.next.load(Ordering::Relaxed) < self.jobs.len()
+    }
+}
+
+/// The batches between the walk and the workers.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<Waiting>,
+    /// A batch was queued or turned out large, or the walk ended.
+    changed: Condvar,
+    /// A queued batch was taken: the walk may queue another.
+    room: Condvar,
+}
+
+#[derive(Default)]
+struct Waiting {
+    queued: VecDeque<Arc<Batch>>,
+    /// Batches taken by a worker, which others may help with.
+    taken: Vec<Arc<Batch>>,
+    /// The walk is over: no more batches come.
+    closed: bool,
+    /// Workers waiting for a batch, and whether the walk waits for room: a signal is sent
+    /// only when someone waits for it (each is a system call).
+    idle: usize,
+    full: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.state.lock().expect("no worker panics")
+    }
+
+    /// Queues `batch`, waiting while [`QUEUE`] batches wait already.
+    fn push(&self, batch: Batch) {
+        let mut state = self.lock();
+        while state.queued.len() >= QUEUE {
+            state.full = true;
+            state = self.room.wait(state).expect("no worker panics");
+        }
+        state.full = false;
+        state.queued.push_back(Arc::new(batch));
+        if state.idle > 0 {
+            self.changed.notify_one();
+        }
+    }
+
+    /// The batch a worker copies next: the first queued one, else one to help with; `None`
+    /// when the walk is over and every file is taken.
+    fn next(&self) -> Option<Arc<Batch>> {
+        let mut state = self.lock();
+        loop {
+            state.taken.retain(|batch| batch.left());
+            if let Some(batch) = state.queued.pop_front() {
+                state.taken.push(Arc::clone(&batch));
+                if state.full {
+                    self.room.notify_one();
+                }
+                return Some(batch);
+            }
+            let closed = state.closed;
+            let helped = state
+                .taken
+                .iter()
+                .find(|batch| closed || batch.large.load(Ordering::Relaxed));
+            if let Some(batch) = helped {
+                return Some(Arc::clone(batch));
+            }
+            if closed {
+                return None;
+            }
+            state.idle += 1;
+            state = self.changed.wait(state).expect("no worker panics");
+            state.idle -= 1;
+        }
+    }
+
+    /// Lets idle workers help with `batch`, which holds a large file.
+    fn mark_large(&self, batch: &Batch) {
+        if !batch.large.swap(true, Ordering::Relaxed) && self.lock().idle > 0 {
+            self.changed.notify_all();
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_all();
+    }
+}
+
+/// What a worker learnt of the file it copied, for its entry in the file list.
+struct Facts {
+    slot: usize,
+    mode: u32,
+    size: u64,
+    sha256: String,
+}
+
+impl Facts {
+    fn fill(self, entry: &mut Entry) {
+        entry.mode = self.mode & 0o7777;
+        entry.size = self.size;
+        entry.sha256 = Some(self.sha256);
+    }
+}
+
+/// The worker threads, started as batches turn up (a tree of one file starts one).
 struct Pool {
     batch: Vec<Job>,
-    sender: Option<SyncSender<Vec<Job>>>,
-    receiver: Arc<Mutex<Receiver<Vec<Job>>>>,
-    workers: Vec<JoinHandle<()>>,
+    workers: Vec<JoinHandle<Vec<Facts>>>,
     max: usize,
+    /// Files handed out so far.
+    sent: usize,
+    /// Files copied by the walking thread itself (when no worker could be started).
+    copied_here: Vec<Facts>,
 }
 
 impl Pool {
     fn new(workers: usize) -> Pool {
-        let (sender, receiver) = sync_channel(QUEUE);
         Pool {
             batch: Vec::new(),
-            sender: Some(sender),
-            receiver: Arc::new(Mutex::new(receiver)),
             workers: Vec::new(),
             max: workers.max(1),
+            sent: 0,
+            copied_here: Vec::new(),
         }
     }
 
@@ -607,23 +851,24 @@ impl Pool {
         if self.batch.is_empty() {
             return;
         }
+        self.sent += self.batch.len();
         if self.workers.len() < self.max {
             self.spawn(shared);
         }
-        let batch = std::mem::take(&mut self.batch);
-        let sender = self.sender.as_ref().expect("sender kept until finish");
-        if let Err(failed) = sender.send(batch) {
-            // No worker is left (none could be started): copy them here.
-            copy_batch(shared, &failed.0, &mut Vec::new());
+        let batch = Batch::new(std::mem::take(&mut self.batch));
+        if self.workers.is_empty() {
+            // No worker could be started: copy them here.
+            copy_batch(shared, &batch, &mut Vec::new(), &mut self.copied_here);
+        } else {
+            shared.queue.push(batch);
         }
     }
 
     fn spawn(&mut self, shared: &Arc<Shared>) {
         let shared = Arc::clone(shared);
-        let receiver = Arc::clone(&self.receiver);
         let started = std::thread::Builder::new()
             .name("copy".into())
-            .spawn(move || work(&shared, &receiver));
+            .spawn(move || work(&shared));
         match started {
             Ok(handle) => self.workers.push(handle),
             // Cannot start a thread: make do with those there are (or none, see `flush`).
@@ -631,33 +876,43 @@ impl Pool {
         }
     }
 
-    /// Waits for the queued files to be copied.
-    fn finish(mut self, shared: &Arc<Shared>) {
+    /// Waits for the queued files to be copied (starting the workers a single large batch
+    /// left unstarted, so they help with it); what the workers learnt of them.
+    fn finish(mut self, shared: &Arc<Shared>) -> Vec<Facts> {
         self.flush(shared);
-        self.sender = None;
-        for worker in self.workers.drain(..) {
-            worker.join().expect("a copy worker panicked");
+        while self.workers.len() < self.max.min(self.sent) {
+            self.spawn(shared);
         }
+        shared.queue.close();
+        let mut facts = std::mem::take(&mut self.copied_here);
+        for worker in self.workers.drain(..) {
+            facts.extend(worker.join().expect("a copy worker panicked"));
+        }
+        facts
     }
 }
 
-fn work(shared: &Shared, receiver: &Mutex<Receiver<Vec<Job>>>) {
+fn work(shared: &Shared) -> Vec<Facts> {
     let mut buffer = Vec::new();
-    loop {
-        let batch = receiver.lock().expect("no worker panics").recv();
-        let Ok(batch) = batch else { return };
-        copy_batch(shared, &batch, &mut buffer);
+    let mut facts = Vec::new();
+    while let Some(batch) = shared.queue.next() {
+        copy_batch(shared, &batch, &mut buffer, &mut facts);
     }
+    facts
 }
 
-fn copy_batch(shared: &Shared, batch: &[Job], buffer: &mut Vec<u8>) {
-    for job in batch {
+fn copy_batch(shared: &Shared, batch: &Batch, buffer: &mut Vec<u8>, facts: &mut Vec<Facts>) {
+    while let Some(job) = batch.claim() {
         if !shared.wanted(job.index) {
             return;
         }
         match copy_file(shared, job, buffer) {
-            Ok(bytes) => {
-                shared.bytes.fetch_add(bytes, Ordering::Relaxed);
+            Ok(done) => {
+                shared.bytes.fetch_add(done.size, Ordering::Relaxed);
+                if done.size >= LARGE {
+                    shared.queue.mark_large(batch);
+                }
+                facts.push(done);
             }
             Err(e) => shared.failed(job.index, e),
         }
@@ -666,7 +921,7 @@ fn copy_batch(shared: &Shared, batch: &[Job], buffer: &mut Vec<u8>) {
 
 /// Copies one regular file with its mode and modification time (see the module
 /// documentation); the copy is a new file, never an existing one.
-fn copy_file(shared: &Shared, job: &Job, buffer: &mut Vec<u8>) -> Result<u64> {
+fn copy_file(shared: &Shared, job: &Job, buffer: &mut Vec<u8>) -> Result<Facts> {
     let from = || printable(&shared.src.join(&job.relative).display().to_string());
     let fail = |e: rustix::io::Errno| anyhow!("cannot copy {}: {}", from(), io_reason(&e.into()));
     let (dir, name) = &job.from;
@@ -681,114 +936,135 @@ fn copy_file(shared: &Shared, job: &Job, buffer: &mut Vec<u8>) -> Result<u64> {
         );
     }
     let to = || shared.dst.join(&job.relative);
-    let write = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let copy = rustix::fs::openat(
-        &*job.to.base,
-        &*job.to.name(name),
-        write,
-        Mode::RUSR | Mode::WUSR,
-    )
-    .map_err(io::Error::from)
-    .with_context(|| format!("cannot create {}", to().display()))?;
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
-    let bytes = contents(shared, &source, &copy, size, buffer).map_err(fail)?;
-    rustix::fs::fchmod(&copy, Mode::from_raw_mode(stat.st_mode))
+    // Read and write: a reflinked copy is read back to be hashed. A new file is written to
+    // whatever its mode (a read-only one too).
+    let write = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mode = Mode::from_raw_mode(stat.st_mode);
+    let created_as = shared.created_as(mode.bits());
+    let initial = if created_as {
+        mode
+    } else {
+        Mode::RUSR | Mode::WUSR
+    };
+    let copy = rustix::fs::openat(&*job.to.base, &*job.to.name(name), write, initial)
         .map_err(io::Error::from)
-        .with_context(|| format!("cannot set the mode of {}", to().display()))?;
+        .with_context(|| format!("cannot create {}", to().display()))?;
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    let (size, sha256) = contents(shared, &source, &copy, size, buffer).map_err(fail)?;
+    if !created_as {
+        rustix::fs::fchmod(&copy, mode)
+            .map_err(io::Error::from)
+            .with_context(|| format!("cannot set the mode of {}", to().display()))?;
+    }
+    let mode = if mode.contains(Mode::SGID) {
+        // The system drops the bit for a group the process is not in.
+        rustix::fs::fstat(&copy).map_err(fail)?.st_mode
+    } else {
+        stat.st_mode
+    };
     let times = Timestamps {
         last_access: omit(),
         last_modification: modified(&stat),
     };
     let _ = rustix::fs::futimens(&copy, &times);
-    Ok(bytes)
+    Ok(Facts {
+        slot: job.slot,
+        mode,
+        size,
+        sha256,
+    })
+}
+
+/// The umask, when it is what decides the mode of a file created in the copy at `dst`: it
+/// can be read (Linux says it in `/proc/self/status`; reading it with `umask` would change
+/// it for a moment, for every thread), and the folder `dst` is made in has no default ACL
+/// (which would take the umask's place, and which every folder made below inherits).
+fn plain_umask(dst: &Path) -> Option<u32> {
+    let parent = match dst.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let none: &mut [u8] = &mut [];
+    match rustix::fs::getxattr(parent, "system.posix_acl_default", none) {
+        Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOTSUP) => {}
+        _ => return None,
+    }
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+    u32::from_str_radix(line.trim(), 8).ok()
 }
 
 /// Copies the first `size` bytes of `source` (its size when it was opened: the copy is of
-/// that moment) into the empty `copy`; the number of bytes copied.
+/// that moment) into the empty `copy`: the size and SHA-256 of what the copy holds then.
 fn contents(
     shared: &Shared,
     source: &OwnedFd,
     copy: &OwnedFd,
     size: u64,
     buffer: &mut Vec<u8>,
-) -> rustix::io::Result<u64> {
-    if size == 0 {
-        return Ok(0);
-    }
-    if let Some(done) = reflink(shared, source, copy, size) {
-        return Ok(done);
-    }
-    let mut copied = in_kernel(shared, source, copy, size)?;
-    if copied < size && !shared.range.load(Ordering::Relaxed) {
-        copied += read_write(source, copy, size - copied, buffer)?;
-    }
-    Ok(copied)
+) -> rustix::io::Result<(u64, String)> {
+    let mut hasher = Sha256::new();
+    let copied = if size == 0 {
+        0
+    } else if reflink(shared, source, copy) {
+        // The copy shares the source's blocks, whatever its size is now: hash what it holds.
+        read_back(copy, &mut hasher, buffer)?
+    } else {
+        read_write(source, copy, size, &mut hasher, buffer)?
+    };
+    Ok((copied, hex(&hasher.finalize())))
 }
 
-/// A reflink of the whole file (shares its blocks: instant, no data written); None when the
+/// A reflink of the whole file (shares its blocks: instant, no data written); false when the
 /// filesystem cannot (ext4: `EOPNOTSUPP`; another filesystem: `EXDEV`), which stops later
 /// attempts.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn reflink(shared: &Shared, source: &OwnedFd, copy: &OwnedFd, size: u64) -> Option<u64> {
+fn reflink(shared: &Shared, source: &OwnedFd, copy: &OwnedFd) -> bool {
     if !shared.reflink.load(Ordering::Relaxed) {
-        return None;
+        return false;
     }
     if rustix::fs::ioctl_ficlone(copy, source).is_ok() {
-        return Some(size);
+        return true;
     }
     shared.reflink.store(false, Ordering::Relaxed);
-    None
+    false
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn reflink(_: &Shared, _: &OwnedFd, _: &OwnedFd, _: u64) -> Option<u64> {
-    None
+fn reflink(_: &Shared, _: &OwnedFd, _: &OwnedFd) -> bool {
+    false
 }
 
-/// Copies with `copy_file_range` (the kernel moves the bytes, no copy through this process)
-/// until `size` bytes or the end of the source; stops early, clearing `shared.range`, when
-/// the kernel or filesystem does not offer it for these files.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn in_kernel(
-    shared: &Shared,
-    source: &OwnedFd,
-    copy: &OwnedFd,
-    size: u64,
-) -> rustix::io::Result<u64> {
-    use rustix::io::Errno;
-    let mut copied = 0;
-    while copied < size && shared.range.load(Ordering::Relaxed) {
-        let want = usize::try_from(size - copied)
-            .unwrap_or(usize::MAX)
-            .min(1 << 30);
-        match rustix::fs::copy_file_range(source, None, copy, None, want) {
-            Ok(0) => break,
-            Ok(n) => copied += n as u64,
-            Err(Errno::NOSYS | Errno::XDEV | Errno::INVAL | Errno::OPNOTSUPP | Errno::PERM)
-                if copied == 0 =>
-            {
-                shared.range.store(false, Ordering::Relaxed);
+/// Hashes `copy` from its start to its end; its size.
+fn read_back(copy: &OwnedFd, hasher: &mut Sha256, buffer: &mut Vec<u8>) -> rustix::io::Result<u64> {
+    buffer.resize(BUFFER, 0);
+    let mut read = 0;
+    loop {
+        match rustix::io::pread(copy, &mut buffer[..], read) {
+            Ok(0) => return Ok(read),
+            Ok(n) => {
+                hasher.update(&buffer[..n]);
+                read += n as u64;
             }
+            Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(copied)
 }
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn in_kernel(shared: &Shared, _: &OwnedFd, _: &OwnedFd, _: u64) -> rustix::io::Result<u64> {
-    shared.range.store(false, Ordering::Relaxed);
-    Ok(0)
-}
-
-/// Copies up to `size` bytes by reads and writes through `buffer`.
+/// Copies up to `size` bytes by reads and writes through `buffer`, hashing each piece as it
+/// is written; the number of bytes copied.
 fn read_write(
     source: &OwnedFd,
     copy: &OwnedFd,
     size: u64,
+    hasher: &mut Sha256,
     buffer: &mut Vec<u8>,
 ) -> rustix::io::Result<u64> {
-    buffer.resize(64 * 1024, 0);
+    let want = usize::try_from(size).map_or(BUFFER, |n| n.min(BUFFER));
+    if buffer.len() < want {
+        buffer.resize(want, 0);
+    }
     let mut copied = 0;
     while copied < size {
         let want = usize::try_from(size - copied).map_or(buffer.len(), |n| n.min(buffer.len()));
@@ -806,6 +1082,7 @@ fn read_write(
                 Err(e) => return Err(e),
             }
         }
+        hasher.update(&buffer[..read]);
         copied += read as u64;
     }
     Ok(copied)
@@ -816,7 +1093,7 @@ mod tests {
     use super::*;
     use crate::source::copy::{audit_source, copy_source};
     use std::fs;
-    use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+    use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt, symlink};
     use std::time::{Duration, SystemTime};
 
     fn canonical_tempdir() -> (tempfile::TempDir, PathBuf) {
@@ -948,7 +1225,7 @@ mod tests {
         symlink(".git/HEAD", s.join("into-git")).unwrap();
         let (_dst, d) = canonical_tempdir();
         let to = d.join("t");
-        let (_, links) = copy_source(&s, &to, "src/", &mut |_| {}).unwrap();
+        let (_, links, _) = copy_source(&s, &to, "src/", &mut |_| {}).unwrap();
         assert_eq!(links, crate::source::copy::audit(&to, "src/").unwrap());
         let listed: Vec<&str> = links.iter().map(|l| l.path.as_str()).collect();
         assert_eq!(listed, ["d3/dangling", "into-git", "out"]);
@@ -1065,5 +1342,139 @@ mod tests {
         set_time(&deep, 1_000_000_000);
         run(&s, &d.join("u"), Check::Audit("src/"), 2, &mut |_| {}).unwrap();
         assert_same_tree(&s, &d.join("u"));
+    }
+
+    /// [`rich_tree`] and more: names and link targets that are not UTF-8, modes the umask
+    /// would cut, a set-group-ID folder, and several large files in one folder (which idle
+    /// workers help to copy).
+    fn richer_tree(root: &Path) {
+        rich_tree(root);
+        let odd = OsStr::from_bytes(b"caf\xe9\nx");
+        fs::create_dir(root.join(odd)).unwrap();
+        fs::write(root.join(odd).join(odd), "odd").unwrap();
+        symlink(odd, root.join("d5/to-odd")).unwrap();
+        // Modes a common umask (022) would cut: created with them, they need a chmod.
+        for (name, mode) in [("wide", 0o666), ("group", 0o775), ("sticky", 0o1644)] {
+            fs::write(root.join("d5").join(name), name).unwrap();
+            fs::set_permissions(root.join("d5").join(name), fs::Permissions::from_mode(mode))
+                .unwrap();
+        }
+        fs::create_dir(root.join("shared")).unwrap();
+        fs::write(root.join("shared/f"), "g").unwrap();
+        fs::set_permissions(root.join("shared"), fs::Permissions::from_mode(0o2775)).unwrap();
+        fs::create_dir(root.join("heavy")).unwrap();
+        for i in 0..6u8 {
+            let body: Vec<u8> = (0..(LARGE as usize + 4096 * usize::from(i)))
+                .map(|n| (n % 253) as u8 ^ i)
+                .collect();
+            fs::write(root.join(format!("heavy/{i}")), body).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_list_made_while_copying_is_what_a_scan_of_the_copy_finds() {
+        let (_src, s) = canonical_tempdir();
+        richer_tree(&s);
+        for check in [Check::Audit("src/"), Check::Exact] {
+            for workers in [1, 2, 4] {
+                let (_dst, d) = canonical_tempdir();
+                let to = d.join("t");
+                let copied = run(&s, &to, check, workers, &mut |_| {}).unwrap();
+                let scanned = FileList::scan(&to).unwrap();
+                assert_eq!(copied.files, scanned, "{check:?}, {workers} workers");
+                let files = scanned.entries().iter();
+                let bytes: u64 = files.map(|e| e.size).sum();
+                assert_eq!(copied.stats.bytes, bytes);
+                make_writable(&to);
+            }
+        }
+        make_writable(&s);
+    }
+
+    #[test]
+    fn the_exact_copy_leaves_nothing_out_and_keeps_link_targets() {
+        let (_src, s) = canonical_tempdir();
+        rich_tree(&s);
+        let (_dst, d) = canonical_tempdir();
+        let to = d.join("t");
+        let copied = run(&s, &to, Check::Exact, 2, &mut |_| {}).unwrap();
+        assert_eq!(fs::read(to.join(".git/HEAD")).unwrap(), b"x");
+        assert!(to.join(".zot/extensions").is_dir());
+        assert_eq!(
+            fs::read_link(to.join("d2/abs")).unwrap(),
+            s.join("d1/sub/f2")
+        );
+        let listed = copied.files.get(b"d2/abs").unwrap();
+        assert_eq!(
+            listed.target.as_deref(),
+            Some(s.join("d1/sub/f2").as_os_str().as_bytes())
+        );
+        make_writable(&to);
+        make_writable(&s);
+    }
+
+    /// The digest and size of what the file at `path` holds.
+    fn digest_of(path: &Path) -> (u64, String) {
+        let bytes = fs::read(path).unwrap();
+        (bytes.len() as u64, hex(&Sha256::digest(&bytes)))
+    }
+
+    #[test]
+    fn a_file_that_grew_or_shrank_since_it_was_opened_is_hashed_as_copied() {
+        let (_dir, d) = canonical_tempdir();
+        let body: Vec<u8> = (0..BUFFER as u32 * 2 + 77)
+            .map(|n| (n % 251) as u8)
+            .collect();
+        fs::write(d.join("src"), &body).unwrap();
+        let shared = Shared::new(&d, &d);
+        // The size taken when the file was opened: smaller (it grew since) or larger (it
+        // shrank since) than what it holds now.
+        for (i, size) in [40, BUFFER as u64 + 3, body.len() as u64 * 2]
+            .into_iter()
+            .enumerate()
+        {
+            let source = rustix::fs::open(d.join("src"), OFlags::RDONLY, Mode::empty()).unwrap();
+            let into = d.join(format!("copy{i}"));
+            let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL;
+            let copy = rustix::fs::open(&into, flags, Mode::RUSR | Mode::WUSR).unwrap();
+            let got = contents(&shared, &source, &copy, size, &mut Vec::new()).unwrap();
+            assert_eq!(got, digest_of(&into), "size {size}");
+            assert!(got.0 <= size.max(body.len() as u64));
+        }
+    }
+
+    #[test]
+    fn a_file_rewritten_during_copies_is_listed_as_each_copy_holds_it() {
+        use std::io::Write;
+        let (_src, s) = canonical_tempdir();
+        for i in 0..40 {
+            fs::write(s.join(format!("still{i:02}")), "x".repeat(i)).unwrap();
+        }
+        fs::write(s.join("moving"), "").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (stop, path) = (Arc::clone(&stop), s.join("moving"));
+            std::thread::spawn(move || {
+                let mut file = fs::File::options().write(true).open(path).unwrap();
+                let mut round = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    let body = vec![(round % 256) as u8; 1 + (round as usize * 7919) % 300_000];
+                    file.set_len(0).unwrap();
+                    file.write_all_at(&body, 0).unwrap();
+                    file.flush().unwrap();
+                    round += 1;
+                }
+            })
+        };
+        let (_dst, d) = canonical_tempdir();
+        for run_no in 0..30 {
+            let to = d.join(format!("t{run_no}"));
+            let copied = run(&s, &to, Check::Exact, 2, &mut |_| {}).unwrap();
+            let listed = copied.files.get(b"moving").unwrap();
+            let held = digest_of(&to.join("moving"));
+            assert_eq!((listed.size, listed.sha256.clone().unwrap()), held);
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
     }
 }

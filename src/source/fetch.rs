@@ -134,15 +134,16 @@ fn copy_into(
         }
     });
     out.progress_done();
-    // The copy is what gets installed: its links are the ones to report.
-    let (_, outside_links) = copied?;
+    // The copy is what gets installed: its links are the ones to report, its list the one
+    // to record.
+    let (_, outside_links, files) = copied?;
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
     let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
     let built = Built {
         manifest,
         record,
         outside_links,
-        files: None,
+        files: Some(files),
     };
     Ok((built, left_out))
 }
@@ -161,8 +162,8 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let checkout = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
-        Some(checkout) => checkout,
+    let (checkout, listed) = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
+        Some((checkout, files)) => (checkout, Some(files)),
         None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
     };
     let label = format!("{} ({})", url.display, short(&checkout.commit));
@@ -185,50 +186,53 @@ fn clone_into(
         commit: Some(checkout.commit),
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
+    // The checkout was listed while copied into or out of the cache (an exact copy); without
+    // a subfolder it is the staged tree.
+    let files = listed.filter(|_| subdir.is_none());
     Ok(Built {
         manifest,
         record,
         outside_links,
-        files: None,
+        files,
     })
 }
 
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
-/// scratch folder of `staging`, so a failed copy leaves `dir` free); `None` when the ref is
-/// not a full commit id, no cache is given, or the cache does not hold it.
+/// scratch folder of `staging`, so a failed copy leaves `dir` free), with the copy's file
+/// list; `None` when the ref is not a full commit id, no cache is given, or the cache does
+/// not hold it (or holds something else: see [`Cache::get`]).
 fn from_cache(
     staging: &Staging,
     cache: Option<&Cache>,
     git_ref: Option<&str>,
     dir: &Path,
-) -> Result<Option<Checkout>> {
+) -> Result<Option<(Checkout, FileList)>> {
     let (Some(cache), Some(commit)) = (cache, git_ref.map(str::to_ascii_lowercase)) else {
         return Ok(None);
     };
     if !is_commit_id(&commit) {
         return Ok(None);
     }
-    let Some(cached) = cache.get(&commit)? else {
+    // An entry deleted meanwhile (`cache clean` in another shell) or edited is fetched after
+    // all; the half copy goes with the staging folder.
+    let copied = staging.scratch("cached");
+    let Some(files) = cache.get(&commit, &copied)? else {
         return Ok(None);
     };
-    // An entry deleted meanwhile (`cache clean` in another shell) is fetched after all; the
-    // half copy goes with the staging folder.
-    let copied = staging.scratch("cached");
-    if copy::copy(&cached, &copied, &mut |_| {}).is_err() {
-        return Ok(None);
-    }
     fs::rename(&copied, dir)
         .with_context(|| format!("cannot move {} into staging", copied.display()))?;
-    Ok(Some(Checkout {
+    let checkout = Checkout {
         commit,
         ref_kind: RefKind::Commit,
         branch: None,
-    }))
+    };
+    Ok(Some((checkout, files)))
 }
 
-/// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads.
-/// A checkout limited to a subfolder whose repository has submodules is not the whole tree
-/// and is not cached; a cache that cannot take it is only a note.
+/// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads:
+/// the checkout's file list when that copied it (the list of its exact copy). A checkout
+/// limited to a subfolder whose repository has submodules is not the whole tree and is not
+/// cached; a cache that cannot take it is only a note.
 fn fetch_and_cache(
     staging: &Staging,
     url: &GitUrl,
@@ -236,7 +240,7 @@ fn fetch_and_cache(
     subdir: Option<&Path>,
     dir: &Path,
     out: &Output,
-) -> Result<Checkout> {
+) -> Result<(Checkout, Option<FileList>)> {
     let checkout = git::fetch(
         url,
         request.git_ref,
@@ -258,12 +262,14 @@ fn fetch_and_cache(
         Some(sub) => real_subdir(dir, sub, "").is_ok_and(|p| manifest::read(&p).is_ok()),
         None => manifest::read(dir).is_ok(),
     };
-    if let (Some(cache), true, true) = (request.cache, whole, installs)
-        && let Err(e) = cache.put(&checkout.commit, dir)
-    {
-        out.note(&format!("note: {e:#}; the next install fetches it again"));
+    let mut listed = None;
+    if let (Some(cache), true, true) = (request.cache, whole, installs) {
+        match cache.put(&checkout.commit, dir) {
+            Ok(files) => listed = files,
+            Err(e) => out.note(&format!("note: {e:#}; the next install fetches it again")),
+        }
     }
-    Ok(checkout)
+    Ok((checkout, listed))
 }
 
 /// A local repository path must exist and be a repository; libgit2 would only say

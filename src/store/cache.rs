@@ -5,10 +5,10 @@
 //!
 //! **Trust.** An entry is served only when a fresh hash of the cached tree matches the
 //! recorded one ([`Cache::get`]); anything else (a file edited, added or removed, a special
-//! file, a missing record) makes the entry a miss and it is deleted. Hashing again costs
-//! about what copying the tree out costs (extensions are small), and it is the only check
-//! that catches an edit which keeps sizes and times. Entries are content-addressed: a commit
-//! id names the same tree in every repository, so an entry serves any URL.
+//! file, a missing record) makes the entry a miss and it is deleted. The hash is that of the
+//! copy served, made while copying it out (one pass over the data): it is the only check that
+//! catches an edit which keeps sizes and times. Entries are content-addressed: a commit id
+//! names the same tree in every repository, so an entry serves any URL.
 //!
 //! **Atomic.** An entry is built in `cache/.put-<unique>/` and renamed into place, the tree
 //! first and its record last; a run killed in between leaves a tree without a record, which
@@ -17,18 +17,17 @@
 //! error that names it.
 
 use std::cell::OnceCell;
-use std::fs::{self, File};
-use std::io;
+use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
-use rustix::fs::{FileType, OFlags};
+use rustix::fs::FileType;
 
 use crate::catalog::paths::{Layout, ScopeDirs};
 use crate::fsx::{Folder, unique_name};
-use crate::store::filelist::{EntryKind, FileList};
+use crate::source::copy;
+use crate::store::filelist::FileList;
 use crate::store::{create_dir, lenient, open_state, state_error};
 
 /// The cache folder's name inside the global state folder.
@@ -80,9 +79,12 @@ impl Cache {
         self.global.state().join(CACHE)
     }
 
-    /// The cached tree of `commit`, after hashing it afresh against its record; `None` when
-    /// there is none or it does not match (the entry is then deleted).
-    pub(crate) fn get(&self, commit: &str) -> Result<Option<PathBuf>> {
+    /// Copies the cached tree of `commit` into `into` (a new folder), listing the copy on the
+    /// way: its file list when its tree hash is the recorded one. `None` when there is no
+    /// entry, or when the copy is not the recorded tree (the entry was edited, holds a
+    /// special file, or was deleted meanwhile): the entry is then deleted, and what was
+    /// copied stays in `into` for the caller to drop.
+    pub(crate) fn get(&self, commit: &str, into: &Path) -> Result<Option<FileList>> {
         let Some(folder) = self.folder.get().filter(|_| is_commit_id(commit)) else {
             return Ok(None);
         };
@@ -92,10 +94,11 @@ impl Cache {
         let is_dir = folder
             .stat(commit)?
             .is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
-        let path = folder.path().join(commit);
-        let fresh = is_dir.then(|| FileList::scan(&path).ok()).flatten();
-        if fresh.is_some_and(|list| list.tree_hash() == recorded) {
-            return Ok(Some(path));
+        if is_dir
+            && let Ok((_, list)) = copy::copy(&folder.path().join(commit), into, &mut |_| {})
+            && list.tree_hash() == recorded
+        {
+            return Ok(Some(list));
         }
         forget(folder, commit);
         Ok(None)
@@ -103,28 +106,31 @@ impl Cache {
 
     /// Stores a copy of `tree` (a checked-out commit, a real folder) as `commit`, unless a
     /// complete entry is there already. Links are copied as links, never followed; a
-    /// special file in `tree` is an error.
-    pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<()> {
+    /// special file in `tree` is an error. The tree hash recorded is that of the copy, listed
+    /// while it is made: that list, which is `tree`'s too (the copy is exact), when a copy was
+    /// made.
+    pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<Option<FileList>> {
         if !is_commit_id(commit) {
             return Err(anyhow!("\"{commit}\" is not a commit id"));
         }
         let folder = self.made()?;
         if recorded(&folder, commit).is_some() && folder.stat(commit)?.is_some() {
-            return Ok(());
+            return Ok(None);
         }
-        let list = FileList::scan(tree)?;
         let temp = unique_name(".put-");
         let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
         let result = built.and_then(|dir| {
-            copy_listed(&list, tree, &dir.join("tree"))?;
+            let (_, list) = copy::copy(tree, &dir.join("tree"), &mut |_| {})?;
             fs::write(dir.join("record"), format!("{}\n", list.tree_hash()))?;
             forget(&folder, commit);
             folder.rename_to(&format!("{temp}/tree"), &folder, commit)?;
             folder.rename_to(&format!("{temp}/record"), &folder, record_name(commit))?;
-            Ok(())
+            Ok(list)
         });
         let _ = folder.remove(&temp);
-        result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
+        result
+            .map(Some)
+            .with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
     }
 
     /// Deletes every entry (and what a killed put left); the cache folder stays.
@@ -197,45 +203,6 @@ pub(crate) fn is_commit_id(text: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// Copies the entries of `list` (the listing of `from`) into the new folder `to`: folders,
-/// files (opened without following links and without blocking) and links as links. Folder
-/// modes are set last, deepest first, so a read-only folder is filled before it is closed.
-fn copy_listed(list: &FileList, from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir(to)?;
-    for entry in list.entries() {
-        let target = to.join(entry.rel());
-        match entry.kind {
-            EntryKind::Dir => fs::create_dir(&target)?,
-            EntryKind::Link => std::os::unix::fs::symlink(
-                std::ffi::OsStr::from_bytes(entry.target.as_deref().unwrap_or_default()),
-                &target,
-            )?,
-            EntryKind::File => copy_file(&from.join(entry.rel()), &target, entry.mode)?,
-        }
-    }
-    for entry in list.entries().iter().rev() {
-        if entry.kind == EntryKind::Dir {
-            fs::set_permissions(to.join(entry.rel()), fs::Permissions::from_mode(entry.mode))?;
-        }
-    }
-    Ok(())
-}
-
-fn copy_file(from: &Path, to: &Path, mode: u32) -> Result<()> {
-    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK;
-    let mut source = File::options()
-        .read(true)
-        .custom_flags(flags.bits().cast_signed())
-        .open(from)?;
-    if !source.metadata()?.is_file() {
-        return Err(anyhow!("{} is not a regular file", from.display()));
-    }
-    let mut copy = File::options().write(true).create_new(true).open(to)?;
-    io::copy(&mut source, &mut copy)?;
-    copy.set_permissions(fs::Permissions::from_mode(mode))?;
-    Ok(())
-}
-
 /// The bytes of the files under `path` (links not followed, the root included).
 fn size_of(path: &Path) -> u64 {
     walkdir::WalkDir::new(path)
@@ -252,6 +219,7 @@ fn size_of(path: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn layout(home: &Path) -> Layout {
         Layout::new(home.to_path_buf(), home)
@@ -269,18 +237,33 @@ mod tests {
 
     const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
+    /// What the cache serves for [`COMMIT`], copied into a new folder under `dir`.
+    fn served(cache: &Cache, dir: &Path) -> Option<(PathBuf, FileList)> {
+        let into = dir.join(unique_name("out-"));
+        let list = cache.get(COMMIT, &into).unwrap()?;
+        Some((into, list))
+    }
+
+    fn entry(cache: &Cache) -> PathBuf {
+        cache.path().join(COMMIT)
+    }
+
     #[test]
     fn a_put_tree_is_served_with_the_same_hash() {
         let tmp = tempfile::tempdir().unwrap();
         let src = tree(tmp.path());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        assert!(cache.get(COMMIT).unwrap().is_none());
-        cache.put(COMMIT, &src).unwrap();
-        let got = cache.get(COMMIT).unwrap().unwrap();
+        assert!(served(&cache, tmp.path()).is_none());
+        let put = cache.put(COMMIT, &src).unwrap();
         assert_eq!(
-            FileList::scan(&got).unwrap().tree_hash(),
-            FileList::scan(&src).unwrap().tree_hash()
+            put,
+            Some(FileList::scan(&src).unwrap()),
+            "the tree's own list"
         );
+        assert_eq!(cache.put(COMMIT, &src).unwrap(), None, "already there");
+        let (got, list) = served(&cache, tmp.path()).unwrap();
+        assert_eq!(list, FileList::scan(&got).unwrap());
+        assert_eq!(list.tree_hash(), FileList::scan(&src).unwrap().tree_hash());
     }
 
     #[test]
@@ -289,12 +272,50 @@ mod tests {
         let src = tree(tmp.path());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
         cache.put(COMMIT, &src).unwrap();
-        let got = cache.get(COMMIT).unwrap().unwrap();
-        fs::write(got.join("extension.json"), "{\"x\":1}").unwrap();
-        assert!(cache.get(COMMIT).unwrap().is_none());
-        assert!(!got.exists());
+        assert!(served(&cache, tmp.path()).is_some());
+        fs::write(entry(&cache).join("extension.json"), "{\"x\":1}").unwrap();
+        assert!(served(&cache, tmp.path()).is_none());
+        assert!(!entry(&cache).exists());
         cache.put(COMMIT, &src).unwrap();
-        assert!(cache.get(COMMIT).unwrap().is_some());
+        assert!(served(&cache, tmp.path()).is_some());
+    }
+
+    #[test]
+    fn an_entry_edited_without_changing_sizes_or_times_is_refused_while_copied_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        cache.put(COMMIT, &src).unwrap();
+        let file = entry(&cache).join("sub/run.sh");
+        let modified = fs::metadata(&file).unwrap().modified().unwrap();
+        fs::write(&file, "#!/bin/XX\n").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        let into = tmp.path().join("out");
+        assert!(cache.get(COMMIT, &into).unwrap().is_none());
+        // The one pass copied it out before it could tell: the caller drops that copy.
+        assert_eq!(fs::read(into.join("sub/run.sh")).unwrap(), b"#!/bin/XX\n");
+        assert!(!entry(&cache).exists(), "the entry is deleted");
+        assert!(!cache.path().join(format!("{COMMIT}.tree")).exists());
+    }
+
+    #[test]
+    fn an_entry_holding_a_special_file_is_refused_and_deleted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        cache.put(COMMIT, &src).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(entry(&cache).join("sub/pipe"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(served(&cache, tmp.path()).is_none());
+        assert!(!entry(&cache).exists());
     }
 
     #[test]
@@ -304,9 +325,9 @@ mod tests {
         let home = tmp.path().join("home");
         fs::create_dir_all(home.join(".ext-store/cache").join(COMMIT)).unwrap();
         let cache = Cache::open(&layout(&home)).unwrap();
-        assert!(cache.get(COMMIT).unwrap().is_none());
+        assert!(served(&cache, tmp.path()).is_none());
         cache.put(COMMIT, &src).unwrap();
-        assert!(cache.get(COMMIT).unwrap().is_some());
+        assert!(served(&cache, tmp.path()).is_some());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The fetch cache (`$ZOT_HOME/.ext-store/cache/`): a commit installed twice is fetched once
-//! (counted on the smart-HTTP server), an entry whose files no longer hash to its record is
-//! not served, and `zot ext cache clean` empties it.
+//! (counted on the smart-HTTP server) and installed as it was fetched, an entry whose files
+//! no longer hash to its record is not served, and `zot ext cache clean` empties it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -74,6 +74,30 @@ fn a_commit_installed_twice_is_fetched_once() {
         serde_json::from_str::<serde_json::Value>(&list).unwrap()["tree_hash"].clone()
     };
     assert_eq!(hash(&env.project), hash(&second));
+}
+
+#[test]
+fn a_commit_is_installed_from_the_cache_as_it_was_fetched_its_own_zot_folder_included() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.commit(&[(".zot/keep.txt", "kept\n"), ("rev.txt", "two\n")]);
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+    install_in(&env, &env.project, &url, &commit);
+    let requests = http.requests().len();
+
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &url, &commit);
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    for project in [&env.project, &second] {
+        let kept = project.join(".zot/extensions/cached/.zot/keep.txt");
+        assert_eq!(fs::read_to_string(kept).unwrap(), "kept\n");
+    }
+    let list = |project: &Path| {
+        fs::read_to_string(project.join(".zot/.ext-store/files/cached.json")).unwrap()
+    };
+    assert_eq!(list(&env.project), list(&second));
 }
 
 #[test]
