@@ -14,7 +14,7 @@ use zot_ext::testing::{FileList, Standing};
 
 use crate::support::git_servers::{GitDaemon, Repo};
 use crate::support::invariants::{Checker, Expect, RecordId, Scope, Torture, Version, capture};
-use crate::support::{Env, manifest, write_executable};
+use crate::support::{Env, REPLACE_POINTS, manifest, write_executable};
 
 /// Manifest of `name` at `version`.
 fn versioned(name: &str, version: &str) -> String {
@@ -536,14 +536,7 @@ fn kill_9_during_an_update_with_state_leaves_old_or_new_with_the_state() {
     expect.allow(Scope::Global, "kill", &new);
     let mut settled_new = Expect::default();
     settled_new.allow(Scope::Global, "kill", &new);
-    let points = [
-        "stage.done",
-        "carry.done",
-        "place.before",
-        "place.after",
-        "place.all",
-        "record.after",
-    ];
+    let points = REPLACE_POINTS;
     let (mut kills, mut left) = (0, std::collections::BTreeMap::<String, usize>::new());
     // Random kills until this many landed (a kill after the run finished does not count).
     let wanted = if torture.long { 200 } else { 20 };

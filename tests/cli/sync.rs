@@ -13,7 +13,7 @@ use tempfile::TempDir;
 use crate::git_install::{served, zot};
 use crate::support::git_servers::{GitDaemon, HttpGit, Repo};
 use crate::support::invariants::{Checker, Expect, Scope, Version, capture, read_record};
-use crate::support::{Env, manifest};
+use crate::support::{Env, REPLACE_POINTS, manifest};
 
 /// A served root with the five repositories the project file of [`project_file`] names
 /// (`clock` tagged `v1` then moved on, `radio`, `mono` holding `ext/weather`, `news`), and
@@ -712,16 +712,6 @@ fn a_second_project_syncs_the_locked_commits_from_the_cache() {
     );
 }
 
-/// The named crash points a sync that updates and installs passes (`src/fsx/crashpoint.rs`).
-const SYNC_POINTS: [&str; 6] = [
-    "stage.done",
-    "carry.done",
-    "place.before",
-    "place.after",
-    "place.all",
-    "record.after",
-];
-
 /// Sources `work/<name>-v1` and `work/<name>-v2` of `a`, `b` and `c`: versions 1.0.0 and
 /// 2.0.0, with a file that differs.
 fn two_versions_of_three(env: &Env) {
@@ -767,7 +757,7 @@ fn version_now(env: &Env, name: &str, label: &str) -> Version {
 /// all new.
 #[test]
 fn a_kill_at_each_point_of_a_batched_sync_leaves_each_extension_old_or_new() {
-    for point in SYNC_POINTS {
+    for point in REPLACE_POINTS {
         let env = Env::new();
         two_versions_of_three(&env);
         let new_file = at_version(&env, &["a", "b", "c"], "2");

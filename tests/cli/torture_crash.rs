@@ -24,7 +24,7 @@ use crate::support::invariants::{
     Checker, Expect, Found, RecordId, Rule, Scope, Torture, Tree, Version, Violation, capture,
     read_record,
 };
-use crate::support::{Done, Env, write_executable};
+use crate::support::{Done, Env, REPLACE_POINTS, write_executable};
 
 /// Invariants tolerated after a kill: listed here, their violations are printed but do not
 /// fail the test. Empty, so every rule holds. What keeps them: the install-record journal in
@@ -71,14 +71,7 @@ impl Op {
     /// The named crash points this operation passes.
     fn points(self) -> &'static [&'static str] {
         match self {
-            Op::InstallLocal | Op::InstallGit | Op::InstallForce | Op::Update => &[
-                "stage.done",
-                "carry.done",
-                "place.before",
-                "place.after",
-                "place.all",
-                "record.after",
-            ],
+            Op::InstallLocal | Op::InstallGit | Op::InstallForce | Op::Update => &REPLACE_POINTS,
             Op::Remove => &["remove.moved", "remove.unrecorded"],
             Op::Enable | Op::Disable => &["toggle.temp", "toggle.after"],
         }

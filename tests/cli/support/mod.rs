@@ -20,6 +20,18 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use tempfile::TempDir;
 
+/// The named crash points (`src/fsx/crashpoint.rs`) an install that replaces a copy passes,
+/// in order (`install --force`, `update`, a `sync` that updates): staged, carried over,
+/// journalled, placed one by one, all placed, recorded.
+pub(crate) const REPLACE_POINTS: [&str; 6] = [
+    "stage.done",
+    "carry.done",
+    "place.before",
+    "place.after",
+    "place.all",
+    "record.after",
+];
+
 /// An isolated world for one test: `home` is `ZOT_HOME`, `project` the working directory,
 /// `work` a scratch folder for sources.
 pub(crate) struct Env {
