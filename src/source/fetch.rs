@@ -3,6 +3,7 @@
 //! manifest, and describe the result as an install record.
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -13,10 +14,10 @@ use crate::error::usage;
 use crate::fsx::bounded;
 use crate::output::Output;
 use crate::source::copy::{self, LooseLink};
-use crate::source::git::{self, Checkout};
+use crate::source::git::{self, Checkout, Written};
 use crate::source::{GitUrl, Source};
 use crate::store::cache::{Cache, is_commit_id};
-use crate::store::filelist::FileList;
+use crate::store::filelist::{Entry, FileList};
 use crate::store::record::{Kind, Record, RefKind};
 use crate::store::{Staging, Store};
 
@@ -161,7 +162,7 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let checkout = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
+    let mut checkout = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
         Some(checkout) => checkout,
         None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
     };
@@ -173,7 +174,15 @@ fn clone_into(
         }
         None => String::new(),
     };
-    let outside_links = copy::audit(&staging.tree(), &format!("{label}: {inside}"))?;
+    let prefix = format!("{label}: {inside}");
+    let (outside_links, files) = match checkout.written.take() {
+        Some(written) => {
+            let (files, links) = within(written, subdir);
+            let outside_links = copy::audit_links(&staging.tree(), &links, &prefix)?;
+            (outside_links, Some(files))
+        }
+        None => (copy::audit(&staging.tree(), &prefix)?, None),
+    };
     let manifest = validate(
         staging,
         Path::new(&format!("{label}: {inside}{}", manifest::FILE)),
@@ -189,8 +198,36 @@ fn clone_into(
         manifest,
         record,
         outside_links,
-        files: None,
+        files,
     })
+}
+
+/// The list and links of what a checkout wrote, of the folder `subdir` of it when given
+/// (paths made relative to that folder).
+fn within(written: Written, subdir: Option<&Path>) -> (FileList, Vec<(PathBuf, PathBuf)>) {
+    let Some(sub) = subdir else {
+        return (written.files, written.links);
+    };
+    let mut prefix = sub.as_os_str().as_bytes().to_vec();
+    prefix.push(b'/');
+    let files = written
+        .files
+        .entries()
+        .iter()
+        .filter_map(|entry| {
+            let path = entry.path.strip_prefix(prefix.as_slice())?;
+            Some(Entry {
+                path: path.to_vec(),
+                ..entry.clone()
+            })
+        })
+        .collect();
+    let links = written
+        .links
+        .into_iter()
+        .filter_map(|(link, target)| Some((link.strip_prefix(sub).ok()?.to_path_buf(), target)))
+        .collect();
+    (FileList::from_entries(files), links)
 }
 
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
@@ -223,6 +260,7 @@ fn from_cache(
         commit,
         ref_kind: RefKind::Commit,
         branch: None,
+        written: None,
     }))
 }
 
@@ -259,7 +297,10 @@ fn fetch_and_cache(
         None => manifest::read(dir).is_ok(),
     };
     if let (Some(cache), true, true) = (request.cache, whole, installs)
-        && let Err(e) = cache.put(&checkout.commit, dir)
+        && let Err(e) = match &checkout.written {
+            Some(written) => cache.put_listed(&checkout.commit, dir, &written.files),
+            None => cache.put(&checkout.commit, dir),
+        }
     {
         out.note(&format!("note: {e:#}; the next install fetches it again"));
     }

@@ -105,6 +105,16 @@ impl Cache {
     /// complete entry is there already. Links are copied as links, never followed; a
     /// special file in `tree` is an error.
     pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<()> {
+        self.store(commit, tree, None)
+    }
+
+    /// [`Cache::put`] given `tree`'s list when the step that wrote the tree made it (what
+    /// [`FileList::scan`] of `tree` says), so the tree is not listed again.
+    pub(crate) fn put_listed(&self, commit: &str, tree: &Path, list: &FileList) -> Result<()> {
+        self.store(commit, tree, Some(list))
+    }
+
+    fn store(&self, commit: &str, tree: &Path, listed: Option<&FileList>) -> Result<()> {
         if !is_commit_id(commit) {
             return Err(anyhow!("\"{commit}\" is not a commit id"));
         }
@@ -112,11 +122,17 @@ impl Cache {
         if recorded(&folder, commit).is_some() && folder.stat(commit)?.is_some() {
             return Ok(());
         }
-        let list = FileList::scan(tree)?;
+        let scanned;
+        let list = if let Some(list) = listed {
+            list
+        } else {
+            scanned = FileList::scan(tree)?;
+            &scanned
+        };
         let temp = unique_name(".put-");
         let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
         let result = built.and_then(|dir| {
-            copy_listed(&list, tree, &dir.join("tree"))?;
+            copy_listed(list, tree, &dir.join("tree"))?;
             fs::write(dir.join("record"), format!("{}\n", list.tree_hash()))?;
             forget(&folder, commit);
             folder.rename_to(&format!("{temp}/tree"), &folder, commit)?;

@@ -168,6 +168,13 @@ impl FileList {
         Ok(FileList { entries })
     }
 
+    /// The list of `entries` (in any order), as described by a step that wrote the tree
+    /// and listed it on the way.
+    pub(crate) fn from_entries(mut entries: Vec<Entry>) -> FileList {
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        FileList { entries }
+    }
+
     /// Lists `path` (relative to `root`) afresh after it was rewritten: its entry is
     /// replaced (or added in order), its content hashed again.
     pub fn relist(&mut self, root: &Path, path: &[u8]) -> Result<()> {

@@ -4,6 +4,7 @@
 //! the transport allows it, credentials from the ssh agent, key files and git's credential
 //! helpers — is [`transport`]'s, shared with the submodules.
 
+mod checkout;
 mod submodules;
 mod transport;
 
@@ -13,6 +14,7 @@ use anyhow::{Result, bail};
 
 use crate::source::GitUrl;
 use crate::store::record::RefKind;
+pub(crate) use checkout::Written;
 use transport::{
     Auth, Progress, RemoteRefs, advertised, check_out, connect, depth_for, download_on,
     fetch_commit, fetch_error, list_remote, scratch_repository, set_timeouts,
@@ -27,6 +29,9 @@ pub(crate) struct Checkout {
     pub ref_kind: RefKind,
     /// The branch checked out, when the ref named one (or was the default branch).
     pub branch: Option<String>,
+    /// The tree's file list and links, when the checkout listed them on the way (it wrote
+    /// the tree itself and there are no submodules).
+    pub written: Option<Written>,
 }
 
 /// What a ref points at on the remote now, found without fetching.
@@ -110,7 +115,7 @@ pub(crate) fn fetch(
         &commit.id().to_string()[..12]
     );
     submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
-    check_out(&repo, &commit, tree)?;
+    let written = write_tree(&repo, &commit, tree, &label)?;
     submodules::fetch_all(
         &mut submodules::Run {
             scratch: git_dir.join("modules"),
@@ -133,7 +138,25 @@ pub(crate) fn fetch(
         commit: commit.id().to_string(),
         ref_kind: want.kind(),
         branch: want.branch(),
+        written: written.filter(|w| !w.gitlinks),
     })
+}
+
+/// Writes `commit`'s tree into `dir` (created if missing): from the object database,
+/// listing it on the way, when git would not change any content; else with libgit2's
+/// checkout (`None`).
+fn write_tree(
+    repo: &git2::Repository,
+    commit: &git2::Commit,
+    dir: &Path,
+    label: &str,
+) -> Result<Option<Written>> {
+    std::fs::create_dir_all(dir)?;
+    let written = checkout::write_tree(repo, &commit.tree()?, dir, label)?;
+    if written.is_none() {
+        check_out(repo, commit, dir)?;
+    }
+    Ok(written)
 }
 
 /// Finds what `git_ref` (the default branch when `None`) points at on the remote, without

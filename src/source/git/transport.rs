@@ -67,6 +67,7 @@ pub(super) fn scratch_repository(dir: &Path) -> Result<Repository, git2::Error> 
 pub(super) fn check_out(repo: &Repository, commit: &git2::Commit, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     repo.set_workdir(dir, false)?;
+    repo.index()?.read_tree(&commit.tree()?)?;
     repo.checkout_tree(
         commit.as_object(),
         Some(CheckoutBuilder::new().force().update_index(false)),
