@@ -275,11 +275,14 @@ fn fetch_and_cache(
     dir: &Path,
     out: &Output,
 ) -> Result<Checkout> {
+    // The cache's copy is written with the checkout, from the same bytes.
+    let twin = request.cache.map(|_| staging.scratch("cache-twin"));
     let checkout = git::fetch(
         url,
         request.git_ref,
         &staging.scratch("git"),
         dir,
+        twin.as_deref(),
         subdir,
         &mut |received, total, bytes| {
             out.progress(&format!(
@@ -298,8 +301,12 @@ fn fetch_and_cache(
     };
     if let (Some(cache), true, true) = (request.cache, whole, installs)
         && let Err(e) = match &checkout.written {
-            Some(written) => cache.put_listed(&checkout.commit, dir, &written.files),
-            None => cache.put(&checkout.commit, dir),
+            Some(Written {
+                twin: Some(twin),
+                files,
+                ..
+            }) => cache.adopt(&checkout.commit, twin, files),
+            _ => cache.put(&checkout.commit, dir),
         }
     {
         out.note(&format!("note: {e:#}; the next install fetches it again"));

@@ -108,12 +108,14 @@ impl Cache {
         self.store(commit, tree, None)
     }
 
-    /// [`Cache::put`] given `tree`'s list when the step that wrote the tree made it (what
-    /// [`FileList::scan`] of `tree` says), so the tree is not listed again.
-    pub(crate) fn put_listed(&self, commit: &str, tree: &Path, list: &FileList) -> Result<()> {
+    /// [`Cache::put`] of a tree written for the cache alone, given its list (what
+    /// [`FileList::scan`] of it says): the tree itself is moved into place when it is on
+    /// the cache's filesystem (it is gone from `tree` then), else copied.
+    pub(crate) fn adopt(&self, commit: &str, tree: &Path, list: &FileList) -> Result<()> {
         self.store(commit, tree, Some(list))
     }
 
+    /// Puts `tree`: moved when `listed` (it is the cache's own), else scanned and copied.
     fn store(&self, commit: &str, tree: &Path, listed: Option<&FileList>) -> Result<()> {
         if !is_commit_id(commit) {
             return Err(anyhow!("\"{commit}\" is not a commit id"));
@@ -132,7 +134,10 @@ impl Cache {
         let temp = unique_name(".put-");
         let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
         let result = built.and_then(|dir| {
-            copy_listed(list, tree, &dir.join("tree"))?;
+            let to = dir.join("tree");
+            if listed.is_none() || fs::rename(tree, &to).is_err() {
+                copy_listed(list, tree, &to)?;
+            }
             fs::write(dir.join("record"), format!("{}\n", list.tree_hash()))?;
             forget(&folder, commit);
             folder.rename_to(&format!("{temp}/tree"), &folder, commit)?;
@@ -297,6 +302,20 @@ mod tests {
             FileList::scan(&got).unwrap().tree_hash(),
             FileList::scan(&src).unwrap().tree_hash()
         );
+    }
+
+    #[test]
+    fn an_adopted_tree_is_moved_into_place_and_served() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let list = FileList::scan(&src).unwrap();
+        let home = tmp.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let cache = Cache::open(&layout(&home)).unwrap();
+        cache.adopt(COMMIT, &src, &list).unwrap();
+        assert!(!src.exists(), "the tree was copied, not moved");
+        let got = cache.get(COMMIT).unwrap().unwrap();
+        assert_eq!(FileList::scan(&got).unwrap(), list);
     }
 
     #[test]

@@ -214,3 +214,30 @@ fn names_git_refuses_to_check_out_are_refused() {
         assert!(env.installed_names().is_empty(), "{bad}");
     }
 }
+
+#[test]
+fn a_subfolder_install_lists_and_audits_only_that_folder() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let src = env.source("src-mono", "mono");
+    let ext = src.join("ext");
+    fs::create_dir_all(ext.join("lib")).unwrap();
+    fs::write(ext.join("extension.json"), manifest("mono-ext")).unwrap();
+    fs::write(ext.join("lib/a.js"), "1;\n").unwrap();
+    fs::write(src.join("outside.txt"), "top of the repository\n").unwrap();
+    symlink("../outside.txt", ext.join("up")).unwrap();
+    symlink("lib/a.js", ext.join("in")).unwrap();
+    Repo::from_dir(&root, "mono", &src);
+    let daemon = GitDaemon::start(&root);
+
+    install_git(&env, &format!("{}#ext", daemon.url("mono")))
+        .stderr_has("kept 1 link that points outside the extension: up -> ../outside.txt");
+
+    let installed = env.global_root().join("mono-ext");
+    assert_eq!(
+        stored_list(&env, "mono-ext"),
+        FileList::scan(&installed).unwrap()
+    );
+    assert!(stored_list(&env, "mono-ext").get(b"lib/a.js").is_some());
+    assert!(stored_list(&env, "mono-ext").get(b"outside.txt").is_none());
+}

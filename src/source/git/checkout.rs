@@ -45,6 +45,8 @@ pub(crate) struct Written {
     pub links: Vec<(PathBuf, PathBuf)>,
     /// Whether the tree has gitlinks (written as empty folders, for the submodules).
     pub gitlinks: bool,
+    /// A second copy of the tree, written alongside for the fetch cache, when asked for.
+    pub twin: Option<PathBuf>,
 }
 
 /// One entry of the tree, in the order it is written (a folder before what it holds).
@@ -64,14 +66,16 @@ enum Kind {
     Gitlink,
 }
 
-/// Writes `tree` into the existing empty folder `dir`. `None` (nothing written) when git
-/// would change content on checkout or the tree holds something only libgit2's checkout
-/// handles exactly; an error (nothing written) when a name is refused. `label` names the
-/// repository in messages.
+/// Writes `tree` into the existing empty folder `dir`, and into the existing empty folder
+/// `twin` too when given (a copy for the fetch cache, written from the same bytes). `None`
+/// (nothing written) when git would change content on checkout or the tree holds
+/// something only libgit2's checkout handles exactly; an error (nothing written) when a
+/// name is refused. `label` names the repository in messages.
 pub(crate) fn write_tree(
     repo: &Repository,
     tree: &Tree,
     dir: &Path,
+    twin: Option<&Path>,
     label: &str,
 ) -> Result<Option<Written>> {
     if !plain_configuration(repo) {
@@ -80,7 +84,7 @@ pub(crate) fn write_tree(
     let Some(items) = plan(repo, tree, label)? else {
         return Ok(None);
     };
-    write_items(repo, &items, dir, label).map(Some)
+    write_items(repo, &items, dir, twin, label).map(Some)
 }
 
 /// Whether no configuration asks for content to change on checkout: no line-ending
@@ -234,13 +238,22 @@ const NEW_FILE: OFlags = OFlags::WRONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
-/// Creates `items` under `dir`.
-fn write_items(repo: &Repository, items: &[Item], dir: &Path, label: &str) -> Result<Written> {
-    let top = rustix::fs::openat(CWD, dir, FOLDER, Mode::empty())
-        .with_context(|| format!("cannot open {}", printable(&dir.display().to_string())))?;
+/// Creates `items` under `dir`, and under `twin` too when given.
+fn write_items(
+    repo: &Repository,
+    items: &[Item],
+    dir: &Path,
+    twin: Option<&Path>,
+    label: &str,
+) -> Result<Written> {
+    let open = |dir: &Path| {
+        rustix::fs::openat(CWD, dir, FOLDER, Mode::empty())
+            .with_context(|| format!("cannot open {}", printable(&dir.display().to_string())))
+    };
     let mut writer = Writer {
         repo,
-        open: vec![top],
+        open: vec![open(dir)?],
+        twin: twin.map(|t| open(t).map(|fd| vec![fd])).transpose()?,
         modes: Modes::default(),
     };
     let mut entries = Vec::with_capacity(items.len());
@@ -261,14 +274,17 @@ fn write_items(repo: &Repository, items: &[Item], dir: &Path, label: &str) -> Re
         files: FileList::from_entries(entries),
         links,
         gitlinks: items.iter().any(|i| i.kind == Kind::Gitlink),
+        twin: twin.map(Path::to_path_buf),
     })
 }
 
-/// Writes items in order, each into the last folder opened at its depth.
+/// Writes items in order, each into the last folder opened at its depth (in both trees).
 struct Writer<'r> {
     repo: &'r Repository,
     /// The open folders on the way to the current one (the top first).
     open: Vec<OwnedFd>,
+    /// The same in the twin tree.
+    twin: Option<Vec<OwnedFd>>,
     modes: Modes,
 }
 
@@ -276,6 +292,9 @@ impl Writer<'_> {
     /// Creates `item` and describes it as [`FileList::scan`] would.
     fn write(&mut self, item: &Item) -> Result<Entry> {
         self.open.truncate(item.depth + 1);
+        if let Some(twin) = &mut self.twin {
+            twin.truncate(item.depth + 1);
+        }
         let name = OsStr::from_bytes(item.path.rsplit(|b| *b == b'/').next().unwrap_or(&[]));
         let mut entry = Entry {
             path: item.path.clone(),
@@ -287,23 +306,33 @@ impl Writer<'_> {
         };
         match item.kind {
             Kind::Folder | Kind::Gitlink => {
-                let folder = self.folder(name)?;
+                let (folder, twin) = self.both(|at| new_folder(at, name))?;
                 entry.mode = Modes::learn(&mut self.modes.folder, &folder)?;
                 if item.kind == Kind::Folder {
                     self.open.push(folder);
+                    if let (Some(open), Some(twin)) = (&mut self.twin, twin) {
+                        open.push(twin);
+                    }
                 }
             }
             Kind::File { executable } => {
                 let blob = self.repo.find_blob(item.oid)?;
                 let content = blob.content();
-                entry.mode = self.file(name, executable, content)?;
+                let asked = if executable { 0o755 } else { 0o644 };
+                let (file, _) = self.both(|at| new_file(at, name, asked, content))?;
+                let slot = if executable {
+                    &mut self.modes.executable
+                } else {
+                    &mut self.modes.file
+                };
+                entry.mode = Modes::learn(slot, &file)?;
                 entry.kind = EntryKind::File;
                 entry.size = content.len() as u64;
                 entry.sha256 = Some(hex(&Sha256::digest(content)));
             }
             Kind::Link => {
                 let blob = self.repo.find_blob(item.oid)?;
-                rustix::fs::symlinkat(blob.content(), self.at(), name)?;
+                self.both(|at| Ok(rustix::fs::symlinkat(blob.content(), at, name)?))?;
                 entry.kind = EntryKind::Link;
                 // What `lstat` says of every link on Linux.
                 entry.mode = 0o777;
@@ -313,29 +342,30 @@ impl Writer<'_> {
         Ok(entry)
     }
 
-    fn at(&self) -> &OwnedFd {
-        self.open.last().expect("the top folder stays open")
-    }
-
-    /// A new folder `name`, opened.
-    fn folder(&self, name: &OsStr) -> Result<OwnedFd> {
-        rustix::fs::mkdirat(self.at(), name, Mode::from_raw_mode(0o755))?;
-        Ok(rustix::fs::openat(self.at(), name, FOLDER, Mode::empty())?)
-    }
-
-    /// A new file `name` holding `content`; returns its mode.
-    fn file(&mut self, name: &OsStr, executable: bool, content: &[u8]) -> Result<u32> {
-        let asked = if executable { 0o755 } else { 0o644 };
-        let fd = rustix::fs::openat(self.at(), name, NEW_FILE, Mode::from_raw_mode(asked))?;
-        let slot = if executable {
-            &mut self.modes.executable
-        } else {
-            &mut self.modes.file
+    /// `make` in the current folder, then in the twin's.
+    fn both<T>(&self, make: impl Fn(&OwnedFd) -> Result<T>) -> Result<(T, Option<T>)> {
+        let at = self.open.last().expect("the top folder stays open");
+        let here = make(at)?;
+        let twin = match &self.twin {
+            Some(open) => Some(make(open.last().expect("the twin's top stays open"))?),
+            None => None,
         };
-        let mode = Modes::learn(slot, &fd)?;
-        File::from(fd).write_all(content)?;
-        Ok(mode)
+        Ok((here, twin))
     }
+}
+
+/// A new folder `name` in `at`, opened.
+fn new_folder(at: &OwnedFd, name: &OsStr) -> Result<OwnedFd> {
+    rustix::fs::mkdirat(at, name, Mode::from_raw_mode(0o755))?;
+    Ok(rustix::fs::openat(at, name, FOLDER, Mode::empty())?)
+}
+
+/// A new file `name` in `at` asked for with mode `asked`, holding `content`.
+fn new_file(at: &OwnedFd, name: &OsStr, asked: u32, content: &[u8]) -> Result<OwnedFd> {
+    let fd = rustix::fs::openat(at, name, NEW_FILE, Mode::from_raw_mode(asked))?;
+    let mut file = File::from(fd);
+    file.write_all(content)?;
+    Ok(file.into())
 }
 
 /// The modes new entries get here (the umask, a default ACL or a set-group-id folder may
@@ -514,7 +544,7 @@ mod tests {
         fs::create_dir_all(dir).unwrap();
         let tree = repo.find_tree(tree).unwrap();
         match plan(repo, &tree, "r")? {
-            Some(items) => write_items(repo, &items, dir, "r").map(Some),
+            Some(items) => write_items(repo, &items, dir, None, "r").map(Some),
             None => Ok(None),
         }
     }
@@ -580,6 +610,20 @@ mod tests {
             links,
             ["abs", "dangling", "run", "to-lib"].map(PathBuf::from)
         );
+    }
+
+    #[test]
+    fn a_twin_is_written_as_the_same_tree() {
+        let (tmp, repo) = repository();
+        let tree = repo.find_tree(varied_tree(&repo)).unwrap();
+        let (ours, twin) = (tmp.path().join("ours"), tmp.path().join("twin"));
+        fs::create_dir(&ours).unwrap();
+        fs::create_dir(&twin).unwrap();
+        let items = plan(&repo, &tree, "r").unwrap().unwrap();
+        let written = write_items(&repo, &items, &ours, Some(&twin), "r").unwrap();
+        assert_eq!(written.twin.as_deref(), Some(twin.as_path()));
+        assert_eq!(FileList::scan(&twin).unwrap(), written.files);
+        assert_eq!(FileList::scan(&ours).unwrap(), written.files);
     }
 
     #[test]
