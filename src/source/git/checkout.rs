@@ -238,7 +238,9 @@ const NEW_FILE: OFlags = OFlags::WRONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
-/// Creates `items` under `dir`, and under `twin` too when given.
+/// Creates `items` under `dir`, and under `twin` too when given, from the same bytes. A
+/// twin that cannot be written is left out of the result (the cache then copies the
+/// checkout): it is only a copy for the cache.
 fn write_items(
     repo: &Repository,
     items: &[Item],
@@ -246,15 +248,13 @@ fn write_items(
     twin: Option<&Path>,
     label: &str,
 ) -> Result<Written> {
-    let open = |dir: &Path| {
-        rustix::fs::openat(CWD, dir, FOLDER, Mode::empty())
-            .with_context(|| format!("cannot open {}", printable(&dir.display().to_string())))
-    };
     let mut writer = Writer {
         repo,
-        open: vec![open(dir)?],
-        twin: twin.map(|t| open(t).map(|fd| vec![fd])).transpose()?,
+        open: vec![open_top(dir)?],
         modes: Modes::default(),
+        twin: twin
+            .and_then(|t| open_top(t).ok())
+            .map(|top| Twin { open: vec![top] }),
     };
     let mut entries = Vec::with_capacity(items.len());
     let mut links = Vec::new();
@@ -274,28 +274,63 @@ fn write_items(
         files: FileList::from_entries(entries),
         links,
         gitlinks: items.iter().any(|i| i.kind == Kind::Gitlink),
-        twin: twin.map(Path::to_path_buf),
+        twin: twin
+            .filter(|_| writer.twin.is_some())
+            .map(Path::to_path_buf),
     })
 }
 
-/// Writes items in order, each into the last folder opened at its depth (in both trees).
+fn open_top(dir: &Path) -> Result<OwnedFd> {
+    rustix::fs::openat(CWD, dir, FOLDER, Mode::empty())
+        .with_context(|| format!("cannot open {}", printable(&dir.display().to_string())))
+}
+
+/// What an item is made as, for the twin.
+enum Made<'a> {
+    Folder,
+    File { mode: u32, content: &'a [u8] },
+    Link { target: &'a [u8] },
+}
+
+/// The twin tree being written: its open folders on the way to the current one.
+struct Twin {
+    open: Vec<OwnedFd>,
+}
+
+impl Twin {
+    /// Makes `name` at `depth` (in the last folder opened above it).
+    fn make(&mut self, depth: usize, name: &OsStr, made: &Made) -> Result<()> {
+        self.open.truncate(depth + 1);
+        let at = self.open.last().expect("the top folder stays open");
+        match made {
+            Made::Folder => {
+                let folder = new_folder(at, name)?;
+                self.open.push(folder);
+            }
+            Made::File { mode, content } => drop(new_file(at, name, *mode, content)?),
+            Made::Link { target } => rustix::fs::symlinkat(*target, at, name)?,
+        }
+        Ok(())
+    }
+}
+
+/// Writes items in order, each into the last folder opened at its depth, in the tree and
+/// in its twin.
 struct Writer<'r> {
     repo: &'r Repository,
     /// The open folders on the way to the current one (the top first).
     open: Vec<OwnedFd>,
-    /// The same in the twin tree.
-    twin: Option<Vec<OwnedFd>>,
     modes: Modes,
+    /// `None` when there is none, or once writing it failed.
+    twin: Option<Twin>,
 }
 
 impl Writer<'_> {
     /// Creates `item` and describes it as [`FileList::scan`] would.
     fn write(&mut self, item: &Item) -> Result<Entry> {
         self.open.truncate(item.depth + 1);
-        if let Some(twin) = &mut self.twin {
-            twin.truncate(item.depth + 1);
-        }
         let name = OsStr::from_bytes(item.path.rsplit(|b| *b == b'/').next().unwrap_or(&[]));
+        let at = self.open.last().expect("the top folder stays open");
         let mut entry = Entry {
             path: item.path.clone(),
             kind: EntryKind::Dir,
@@ -304,22 +339,23 @@ impl Writer<'_> {
             sha256: None,
             target: None,
         };
-        match item.kind {
+        let blob = match item.kind {
+            Kind::File { .. } | Kind::Link => Some(self.repo.find_blob(item.oid)?),
+            Kind::Folder | Kind::Gitlink => None,
+        };
+        let bytes = blob.as_ref().map_or(&[][..], git2::Blob::content);
+        let made = match item.kind {
             Kind::Folder | Kind::Gitlink => {
-                let (folder, twin) = self.both(|at| new_folder(at, name))?;
+                let folder = new_folder(at, name)?;
                 entry.mode = Modes::learn(&mut self.modes.folder, &folder)?;
                 if item.kind == Kind::Folder {
                     self.open.push(folder);
-                    if let (Some(open), Some(twin)) = (&mut self.twin, twin) {
-                        open.push(twin);
-                    }
                 }
+                Made::Folder
             }
             Kind::File { executable } => {
-                let blob = self.repo.find_blob(item.oid)?;
-                let content = blob.content();
                 let asked = if executable { 0o755 } else { 0o644 };
-                let (file, _) = self.both(|at| new_file(at, name, asked, content))?;
+                let file = new_file(at, name, asked, bytes)?;
                 let slot = if executable {
                     &mut self.modes.executable
                 } else {
@@ -327,30 +363,28 @@ impl Writer<'_> {
                 };
                 entry.mode = Modes::learn(slot, &file)?;
                 entry.kind = EntryKind::File;
-                entry.size = content.len() as u64;
-                entry.sha256 = Some(hex(&Sha256::digest(content)));
+                entry.size = bytes.len() as u64;
+                entry.sha256 = Some(hex(&Sha256::digest(bytes)));
+                Made::File {
+                    mode: asked,
+                    content: bytes,
+                }
             }
             Kind::Link => {
-                let blob = self.repo.find_blob(item.oid)?;
-                self.both(|at| Ok(rustix::fs::symlinkat(blob.content(), at, name)?))?;
+                rustix::fs::symlinkat(bytes, at, name)?;
                 entry.kind = EntryKind::Link;
                 // What `lstat` says of every link on Linux.
                 entry.mode = 0o777;
-                entry.target = Some(blob.content().to_vec());
+                entry.target = Some(bytes.to_vec());
+                Made::Link { target: bytes }
             }
+        };
+        if let Some(twin) = &mut self.twin
+            && twin.make(item.depth, name, &made).is_err()
+        {
+            self.twin = None;
         }
         Ok(entry)
-    }
-
-    /// `make` in the current folder, then in the twin's.
-    fn both<T>(&self, make: impl Fn(&OwnedFd) -> Result<T>) -> Result<(T, Option<T>)> {
-        let at = self.open.last().expect("the top folder stays open");
-        let here = make(at)?;
-        let twin = match &self.twin {
-            Some(open) => Some(make(open.last().expect("the twin's top stays open"))?),
-            None => None,
-        };
-        Ok((here, twin))
     }
 }
 
@@ -624,6 +658,26 @@ mod tests {
         assert_eq!(written.twin.as_deref(), Some(twin.as_path()));
         assert_eq!(FileList::scan(&twin).unwrap(), written.files);
         assert_eq!(FileList::scan(&ours).unwrap(), written.files);
+    }
+
+    #[test]
+    fn a_twin_that_cannot_be_written_is_left_out_and_the_checkout_stands() {
+        let (tmp, repo) = repository();
+        let tree = repo.find_tree(varied_tree(&repo)).unwrap();
+        let items = plan(&repo, &tree, "r").unwrap().unwrap();
+        let (ours, twin) = (tmp.path().join("ours"), tmp.path().join("twin"));
+        fs::create_dir(&ours).unwrap();
+        fs::create_dir(&twin).unwrap();
+        // Already there: writing the twin fails on it, part way through.
+        fs::create_dir(twin.join("lib")).unwrap();
+        let written = write_items(&repo, &items, &ours, Some(&twin), "r").unwrap();
+        assert!(written.twin.is_none());
+        assert_eq!(FileList::scan(&ours).unwrap(), written.files);
+        let missing = tmp.path().join("missing");
+        let ours = tmp.path().join("ours2");
+        fs::create_dir(&ours).unwrap();
+        let written = write_items(&repo, &items, &ours, Some(&missing), "r").unwrap();
+        assert!(written.twin.is_none());
     }
 
     #[test]
