@@ -10,8 +10,9 @@
 //! that catches an edit which keeps sizes and times. Entries are content-addressed: a commit
 //! id names the same tree in every repository, so an entry serves any URL.
 //!
-//! **Atomic.** An entry is built in `cache/.put-<unique>/` and renamed into place, the tree
-//! first and its record last; a run killed in between leaves a tree without a record, which
+//! **Atomic.** An entry is built in `cache/.put-<unique>/` (copied there, or moved there
+//! when a checkout wrote a copy for the cache, [`Cache::adopt`]) and renamed into place, the
+//! tree first and its record last; a run killed in between leaves a tree without a record, which
 //! is a miss and is replaced by the next put. The cache folder is state: it is opened
 //! without following links ([`crate::fsx::Folder`]), and a link or a file in its place is an
 //! error that names it.
