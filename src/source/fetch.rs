@@ -3,6 +3,7 @@
 //! manifest, and describe the result as an install record.
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -13,10 +14,10 @@ use crate::error::usage;
 use crate::fsx::bounded;
 use crate::output::Output;
 use crate::source::copy::{self, LooseLink};
-use crate::source::git::{self, Checkout};
+use crate::source::git::{self, Checkout, Written};
 use crate::source::{GitUrl, Source};
 use crate::store::cache::{Cache, is_commit_id};
-use crate::store::filelist::FileList;
+use crate::store::filelist::{Entry, FileList};
 use crate::store::record::{Kind, Record, RefKind};
 use crate::store::{Staging, Store};
 
@@ -162,7 +163,7 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let (checkout, listed) = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
+    let (mut checkout, listed) = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
         Some((checkout, files)) => (checkout, Some(files)),
         None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
     };
@@ -174,7 +175,20 @@ fn clone_into(
         }
         None => String::new(),
     };
-    let outside_links = copy::audit(&staging.tree(), &format!("{label}: {inside}"))?;
+    let prefix = format!("{label}: {inside}");
+    let (outside_links, files) = match checkout.written.take() {
+        Some(written) => {
+            let (files, links) = within(written, subdir);
+            let outside_links = copy::audit_links(&staging.tree(), &links, &prefix)?;
+            (outside_links, Some(files))
+        }
+        // Copied out of the cache or into it (an exact copy, listed on the way): without a
+        // subfolder, that list is the staged tree's.
+        None => (
+            copy::audit(&staging.tree(), &prefix)?,
+            listed.filter(|_| subdir.is_none()),
+        ),
+    };
     let manifest = validate(
         staging,
         Path::new(&format!("{label}: {inside}{}", manifest::FILE)),
@@ -186,15 +200,40 @@ fn clone_into(
         commit: Some(checkout.commit),
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
-    // The checkout was listed while copied into or out of the cache (an exact copy); without
-    // a subfolder it is the staged tree.
-    let files = listed.filter(|_| subdir.is_none());
     Ok(Built {
         manifest,
         record,
         outside_links,
         files,
     })
+}
+
+/// The list and links of what a checkout wrote, of the folder `subdir` of it when given
+/// (paths made relative to that folder).
+fn within(written: Written, subdir: Option<&Path>) -> (FileList, Vec<(PathBuf, PathBuf)>) {
+    let Some(sub) = subdir else {
+        return (written.files, written.links);
+    };
+    let mut prefix = sub.as_os_str().as_bytes().to_vec();
+    prefix.push(b'/');
+    let files = written
+        .files
+        .entries()
+        .iter()
+        .filter_map(|entry| {
+            let path = entry.path.strip_prefix(prefix.as_slice())?;
+            Some(Entry {
+                path: path.to_vec(),
+                ..entry.clone()
+            })
+        })
+        .collect();
+    let links = written
+        .links
+        .into_iter()
+        .filter_map(|(link, target)| Some((link.strip_prefix(sub).ok()?.to_path_buf(), target)))
+        .collect();
+    (FileList::from_entries(files), links)
 }
 
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
@@ -225,6 +264,7 @@ fn from_cache(
         commit,
         ref_kind: RefKind::Commit,
         branch: None,
+        written: None,
     };
     Ok(Some((checkout, files)))
 }
@@ -241,11 +281,14 @@ fn fetch_and_cache(
     dir: &Path,
     out: &Output,
 ) -> Result<(Checkout, Option<FileList>)> {
+    // The cache's copy is written with the checkout, from the same bytes.
+    let twin = request.cache.map(|_| staging.scratch("cache-twin"));
     let checkout = git::fetch(
         url,
         request.git_ref,
         &staging.scratch("git"),
         dir,
+        twin.as_deref(),
         subdir,
         &mut |received, total, bytes| {
             out.progress(&format!(
@@ -264,7 +307,15 @@ fn fetch_and_cache(
     };
     let mut listed = None;
     if let (Some(cache), true, true) = (request.cache, whole, installs) {
-        match cache.put(&checkout.commit, dir) {
+        let cached = match &checkout.written {
+            Some(Written {
+                twin: Some(twin),
+                files,
+                ..
+            }) => cache.adopt(&checkout.commit, twin, files).map(|()| None),
+            _ => cache.put(&checkout.commit, dir),
+        };
+        match cached {
             Ok(files) => listed = files,
             Err(e) => out.note(&format!("note: {e:#}; the next install fetches it again")),
         }

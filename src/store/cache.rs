@@ -10,8 +10,9 @@
 //! catches an edit which keeps sizes and times. Entries are content-addressed: a commit id
 //! names the same tree in every repository, so an entry serves any URL.
 //!
-//! **Atomic.** An entry is built in `cache/.put-<unique>/` and renamed into place, the tree
-//! first and its record last; a run killed in between leaves a tree without a record, which
+//! **Atomic.** An entry is built in `cache/.put-<unique>/` (copied there, or moved there
+//! when a checkout wrote a copy for the cache, [`Cache::adopt`]) and renamed into place, the
+//! tree first and its record last; a run killed in between leaves a tree without a record, which
 //! is a miss and is replaced by the next put. The cache folder is state: it is opened
 //! without following links ([`crate::fsx::Folder`]), and a link or a file in its place is an
 //! error that names it.
@@ -110,6 +111,24 @@ impl Cache {
     /// while it is made: that list, which is `tree`'s too (the copy is exact), when a copy was
     /// made.
     pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<Option<FileList>> {
+        self.store(commit, tree, None)
+    }
+
+    /// [`Cache::put`] of a tree written for the cache alone, given its list (what
+    /// [`FileList::scan`] of it says): the tree itself is moved into place when it is on
+    /// the cache's filesystem (it is gone from `tree` then), else copied.
+    pub(crate) fn adopt(&self, commit: &str, tree: &Path, list: &FileList) -> Result<()> {
+        self.store(commit, tree, Some(list)).map(|_| ())
+    }
+
+    /// Puts `tree`: moved when `listed` (it is the cache's own), else copied and listed on
+    /// the way; the list when the entry was made.
+    fn store(
+        &self,
+        commit: &str,
+        tree: &Path,
+        listed: Option<&FileList>,
+    ) -> Result<Option<FileList>> {
         if !is_commit_id(commit) {
             return Err(anyhow!("\"{commit}\" is not a commit id"));
         }
@@ -120,7 +139,11 @@ impl Cache {
         let temp = unique_name(".put-");
         let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
         let result = built.and_then(|dir| {
-            let (_, list) = copy::copy(tree, &dir.join("tree"), &mut |_| {})?;
+            let to = dir.join("tree");
+            let list = match listed {
+                Some(list) if fs::rename(tree, &to).is_ok() => list.clone(),
+                _ => copy::copy(tree, &to, &mut |_| {})?.1,
+            };
             fs::write(dir.join("record"), format!("{}\n", list.tree_hash()))?;
             forget(&folder, commit);
             folder.rename_to(&format!("{temp}/tree"), &folder, commit)?;
@@ -264,6 +287,21 @@ mod tests {
         let (got, list) = served(&cache, tmp.path()).unwrap();
         assert_eq!(list, FileList::scan(&got).unwrap());
         assert_eq!(list.tree_hash(), FileList::scan(&src).unwrap().tree_hash());
+    }
+
+    #[test]
+    fn an_adopted_tree_is_moved_into_place_and_served() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let list = FileList::scan(&src).unwrap();
+        let home = tmp.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let cache = Cache::open(&layout(&home)).unwrap();
+        cache.adopt(COMMIT, &src, &list).unwrap();
+        assert!(!src.exists(), "the tree was copied, not moved");
+        let (got, served) = served(&cache, tmp.path()).unwrap();
+        assert_eq!(served, list);
+        assert_eq!(FileList::scan(&got).unwrap(), list);
     }
 
     #[test]

@@ -175,8 +175,8 @@ impl FileList {
         Ok(FileList { entries })
     }
 
-    /// The list of `entries` (in any order), as a walk that described the tree on its own
-    /// way gathered them: sorted here by path bytes.
+    /// The list of `entries` (in any order), as a step that wrote the tree (a copy, a
+    /// checkout) gathered them on its way: sorted here by path bytes.
     pub(crate) fn from_entries(mut entries: Vec<Entry>) -> FileList {
         entries.sort_by(|a, b| a.path.cmp(&b.path));
         FileList { entries }

@@ -17,6 +17,7 @@ mod doctor_progress;
 mod doctor_versions;
 mod flags;
 mod generated;
+mod git_checkout;
 mod git_install;
 mod hostile;
 mod info;

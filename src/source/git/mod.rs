@@ -4,6 +4,7 @@
 //! the transport allows it, credentials from the ssh agent, key files and git's credential
 //! helpers — is [`transport`]'s, shared with the submodules.
 
+mod checkout;
 mod submodules;
 mod transport;
 
@@ -13,9 +14,10 @@ use anyhow::{Result, bail};
 
 use crate::source::GitUrl;
 use crate::store::record::RefKind;
+pub(crate) use checkout::Written;
 use transport::{
     Auth, Progress, RemoteRefs, advertised, check_out, connect, depth_for, download_on,
-    fetch_commit, fetch_error, list_remote, scratch_repository, set_timeouts,
+    fetch_commit, fetch_error, list_remote, scratch_repository, set_globals,
 };
 
 /// What was checked out.
@@ -27,6 +29,9 @@ pub(crate) struct Checkout {
     pub ref_kind: RefKind,
     /// The branch checked out, when the ref named one (or was the default branch).
     pub branch: Option<String>,
+    /// The tree's file list and links, when the checkout listed them on the way (it wrote
+    /// the tree itself and there are no submodules).
+    pub written: Option<Written>,
 }
 
 /// What a ref points at on the remote now, found without fetching.
@@ -66,7 +71,8 @@ impl Want {
 }
 
 /// Clones `url` at `git_ref` (default branch when `None`) into `tree` (no `.git`), using
-/// `git_dir` as a scratch object store. Submodules are fetched and checked out at the commits
+/// `git_dir` as a scratch object store; `twin`, when given, is a folder to write a second
+/// copy of the checkout into, for the fetch cache (where it can be, see [`Written::twin`]). Submodules are fetched and checked out at the commits
 /// the tree records, recursively; with `only` (a folder of the repository), just those at,
 /// under or around that folder. A manifest (`only/extension.json`) that is a symbolic link
 /// or a submodule in the repository is refused before anything else is fetched.
@@ -75,10 +81,11 @@ pub(crate) fn fetch(
     git_ref: Option<&str>,
     git_dir: &Path,
     tree: &Path,
+    twin: Option<&Path>,
     only: Option<&Path>,
     progress: Progress,
 ) -> Result<Checkout> {
-    set_timeouts();
+    set_globals();
     let repo = scratch_repository(git_dir)?;
     let auth = Auth::default();
     let mut remote = repo.remote_anonymous(&url.url)?;
@@ -110,36 +117,61 @@ pub(crate) fn fetch(
         &commit.id().to_string()[..12]
     );
     submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
-    check_out(&repo, &commit, tree)?;
-    submodules::fetch_all(
-        &mut submodules::Run {
-            scratch: git_dir.join("modules"),
-            label,
-            manifest: only,
-            fetched: 0,
-            progress,
-        },
-        &submodules::Superproject {
-            repo: &repo,
-            commit: &commit,
-            url,
-            dir: tree,
-            path: PathBuf::new(),
-            only: only.map(Path::to_path_buf),
-            level: 0,
-        },
-    )?;
+    let written = write_tree(&repo, &commit, tree, twin, &label)?;
+    // A tree written here says whether it has gitlinks; libgit2's checkout does not.
+    if written.as_ref().is_none_or(|w| w.gitlinks) {
+        submodules::fetch_all(
+            &mut submodules::Run {
+                scratch: git_dir.join("modules"),
+                label,
+                manifest: only,
+                fetched: 0,
+                progress,
+            },
+            &submodules::Superproject {
+                repo: &repo,
+                commit: &commit,
+                url,
+                dir: tree,
+                path: PathBuf::new(),
+                only: only.map(Path::to_path_buf),
+                level: 0,
+            },
+        )?;
+    }
     Ok(Checkout {
         commit: commit.id().to_string(),
         ref_kind: want.kind(),
         branch: want.branch(),
+        written: written.filter(|w| !w.gitlinks),
     })
+}
+
+/// Writes `commit`'s tree into `dir` (created if missing): from the object database,
+/// listing it on the way (and writing its `twin` too), when git would not change any
+/// content; else with libgit2's checkout (`None`).
+fn write_tree(
+    repo: &git2::Repository,
+    commit: &git2::Commit,
+    dir: &Path,
+    twin: Option<&Path>,
+    label: &str,
+) -> Result<Option<Written>> {
+    std::fs::create_dir_all(dir)?;
+    if let Some(twin) = twin {
+        std::fs::create_dir_all(twin)?;
+    }
+    let written = checkout::write_tree(repo, &commit.tree()?, dir, twin, label)?;
+    if written.is_none() {
+        check_out(repo, commit, dir)?;
+    }
+    Ok(written)
 }
 
 /// Finds what `git_ref` (the default branch when `None`) points at on the remote, without
 /// fetching any objects. `scratch` is an empty folder for a temporary repository.
 pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
-    set_timeouts();
+    set_globals();
     let repo = scratch_repository(scratch)?;
     let auth = Auth::default();
     let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(&e, url, &auth))?;

@@ -27,9 +27,13 @@ const CONNECT_TIMEOUT_MS: i32 = 30_000;
 /// How long a connected server may stay silent (upload-pack sends keep-alives meanwhile).
 const STALL_TIMEOUT_MS: i32 = 60_000;
 
-/// libgit2 waits forever by default, so a server that accepts the connection and then
-/// stalls would hang the install: bound the connect and every read and write.
-pub(super) fn set_timeouts() {
+/// Sets libgit2's globals once. libgit2 waits forever by default, so a server that accepts
+/// the connection and then stalls would hang the install: the connect and every read and
+/// write are bounded. And objects are not hashed again each time they are read: every
+/// object zot reads was fetched into a scratch store of its own, where the pack indexer
+/// named it by the hash of its content (reading them again hashed each file twice more,
+/// with git's collision-detecting SHA-1, as much work as indexing the whole pack).
+pub(super) fn set_globals() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: these set libgit2 globals; zot fetches on its main thread, and no other
@@ -38,6 +42,7 @@ pub(super) fn set_timeouts() {
             let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
             let _ = git2::opts::set_server_timeout_in_milliseconds(STALL_TIMEOUT_MS);
         }
+        git2::opts::strict_hash_verification(false);
     });
 }
 
@@ -67,6 +72,7 @@ pub(super) fn scratch_repository(dir: &Path) -> Result<Repository, git2::Error> 
 pub(super) fn check_out(repo: &Repository, commit: &git2::Commit, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     repo.set_workdir(dir, false)?;
+    repo.index()?.read_tree(&commit.tree()?)?;
     repo.checkout_tree(
         commit.as_object(),
         Some(CheckoutBuilder::new().force().update_index(false)),
