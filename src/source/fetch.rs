@@ -214,8 +214,12 @@ fn within(written: Written, subdir: Option<&Path>) -> (FileList, Vec<(PathBuf, P
     let Some(sub) = subdir else {
         return (written.files, written.links);
     };
-    let mut prefix = sub.as_os_str().as_bytes().to_vec();
-    prefix.push(b'/');
+    // Its parts as the tree names them: `a//b` and `a/./b` are the folder `a/b`.
+    let mut prefix = Vec::new();
+    for part in sub.components() {
+        prefix.extend_from_slice(part.as_os_str().as_bytes());
+        prefix.push(b'/');
+    }
     let files = written
         .files
         .entries()

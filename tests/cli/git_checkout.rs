@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use zot_ext::testing::FileList;
 
-use crate::git_install::{install_git, served, zot_fails};
+use crate::git_install::{install_git, install_git_with, served, zot, zot_fails};
 use crate::support::git_servers::{GitDaemon, Repo, git};
 use crate::support::{Env, manifest};
 
@@ -240,4 +240,31 @@ fn a_subfolder_install_lists_and_audits_only_that_folder() {
     );
     assert!(stored_list(&env, "mono-ext").get(b"lib/a.js").is_some());
     assert!(stored_list(&env, "mono-ext").get(b"outside.txt").is_none());
+}
+
+#[test]
+fn a_subfolder_written_with_doubled_or_dot_parts_is_listed_whole() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let src = env.source("src-nested", "nested");
+    let ext = src.join("pkg/ext");
+    fs::create_dir_all(ext.join("lib")).unwrap();
+    fs::write(ext.join("extension.json"), manifest("nested-ext")).unwrap();
+    fs::write(ext.join("lib/a.js"), "1;\n").unwrap();
+    Repo::from_dir(&root, "nested", &src);
+    let daemon = GitDaemon::start(&root);
+
+    // The same folder named two ways the filesystem reads alike.
+    for subdir in ["pkg//ext", "pkg/./ext"] {
+        install_git_with(
+            &env,
+            &daemon.url("nested"),
+            &["--subdir", subdir, "--force"],
+        );
+        let installed = env.global_root().join("nested-ext");
+        let listed = stored_list(&env, "nested-ext");
+        assert_eq!(listed, FileList::scan(&installed).unwrap(), "{subdir}");
+        assert!(listed.get(b"lib/a.js").is_some(), "{subdir}");
+        zot(&env, &["ext", "verify", "nested-ext"]).success();
+    }
 }

@@ -510,26 +510,30 @@ fn ntfs_end_of_name(rest: &[u8]) -> bool {
     true
 }
 
-/// Whether HFS+ could take `name` for `.<word>`: code points it ignores left out, ASCII
-/// folded to lower case, each compared by its low byte as libgit2 does.
+/// Whether HFS+ could take `name` for `.<word>`, compared as libgit2 compares them (see
+/// [`hfs_chars`]).
 fn hfs_is(name: &[u8], word: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(name) else {
-        return false;
-    };
-    let mut chars = text
+    let mut chars = hfs_chars(name);
+    chars.next() == Some(b'.')
+        && word.iter().all(|w| chars.next() == Some(*w))
+        && chars.next() == Some(0)
+}
+
+/// The characters of `name` as libgit2 reads them for HFS+: code points it ignores left
+/// out, each other one cut to its low byte and that byte folded to lower case (ASCII), so
+/// that U+0147 reads as `g` and U+0100 as the end of the name; `0xff` where the bytes stop
+/// being UTF-8 (nothing is read after that), then `0` for ever.
+fn hfs_chars(name: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    let first = name.utf8_chunks().next();
+    let valid = first.as_ref().map_or("", |chunk| chunk.valid());
+    let broken = first.is_some_and(|chunk| !chunk.invalid().is_empty());
+    valid
         .chars()
-        .map(|c| c.to_ascii_lowercase() as u32)
-        .filter(|c| !hfs_ignored(*c));
-    if chars.next() != Some(u32::from(b'.')) {
-        return false;
-    }
-    for expected in word {
-        match chars.next() {
-            Some(c) if c as u8 == *expected => {}
-            _ => return false,
-        }
-    }
-    chars.next().is_none()
+        .map(u32::from)
+        .filter(|c| !hfs_ignored(*c))
+        .map(|c| (c as u8).to_ascii_lowercase())
+        .chain(broken.then_some(0xff))
+        .chain(std::iter::repeat(0))
 }
 
 fn hfs_ignored(c: u32) -> bool {
@@ -812,7 +816,9 @@ mod tests {
             b"GIT~1",
             b"git~1..",
             b".g\xe2\x80\x8ci\xef\xbb\xbft",
-            b".\xc5\xa7it", // U+0167: libgit2 compares its low byte, 'g'
+            b".\xc5\xa7it",      // U+0167: libgit2 compares its low byte, 'g'
+            b".\xc5\x87it",      // U+0147: its low byte 'G', folded to 'g'
+            b".git\xc4\x80\xff", // U+0100: its low byte NUL ends the name there
             b"a/b",
             b"nul\0",
         ] {
@@ -847,5 +853,72 @@ mod tests {
         }
         assert!(link_path_refused(b"gitmod~1/run"));
         assert!(!link_path_refused(b"lib/run"));
+    }
+
+    /// Whether libgit2 refuses `name` as a path of the index of `repo` (whose configuration
+    /// turns on both protections): the `.git` checks of its checkout.
+    fn libgit2_refuses(repo: &Repository, name: &[u8]) -> bool {
+        let time = git2::IndexTime::new(0, 0);
+        let entry = git2::IndexEntry {
+            ctime: time,
+            mtime: time,
+            dev: 0,
+            ino: 0,
+            mode: 0o100_644,
+            uid: 0,
+            gid: 0,
+            file_size: 0,
+            id: repo.blob(b"x").unwrap(),
+            flags: 0,
+            flags_extended: 0,
+            path: name.to_vec(),
+        };
+        repo.index().unwrap().add(&entry).is_err()
+    }
+
+    #[test]
+    fn names_like_dot_git_to_hfs_are_refused_exactly_as_libgit2_refuses_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = Repository::init(tmp.path().join("work")).unwrap();
+        let mut config = repo.config().unwrap();
+        config.set_bool("core.protectHFS", true).unwrap();
+        config.set_bool("core.protectNTFS", true).unwrap();
+        // Code points whose low byte is one of `.git`'s, in either case, or NUL; ones HFS+
+        // ignores; others.
+        let mut points: Vec<char> = "._gGiItT\u{200c}\u{feff}\u{ff}~1 :".chars().collect();
+        for low in [b'.', b'g', b'G', b'i', b't', b'T', 0] {
+            for high in [0x100_u32, 0x700, 0x1f00, 0x1_0000] {
+                points.extend(char::from_u32(high | u32::from(low)));
+            }
+        }
+        let word: Vec<char> = ".git".chars().collect();
+        // Where the bytes stop being UTF-8, and a name ended early by U+0100 before that.
+        let mut names: Vec<Vec<u8>> = vec![
+            b".git\xff".to_vec(),
+            b".\xffgit".to_vec(),
+            b".git\xc4\x80\xff".to_vec(),
+        ];
+        for at in 0..=word.len() {
+            for point in &points {
+                for replace in [true, false] {
+                    let mut name = word.clone();
+                    if replace && at < word.len() {
+                        name[at] = *point;
+                    } else {
+                        name.insert(at, *point);
+                    }
+                    names.push(name.into_iter().collect::<String>().into_bytes());
+                }
+            }
+        }
+        // (A path in libgit2's index ends at a NUL.)
+        for name in names.iter().filter(|n| !n.contains(&0)) {
+            assert_eq!(
+                refused(name, false),
+                libgit2_refuses(&repo, name),
+                "{}",
+                String::from_utf8_lossy(name).escape_unicode()
+            );
+        }
     }
 }
