@@ -16,7 +16,7 @@ struct Cleaned {
     dir: String,
     /// Cached commits deleted.
     entries: u64,
-    /// Bytes of the files deleted.
+    /// Bytes freed (files an installed extension still shares are not counted).
     bytes: u64,
 }
 

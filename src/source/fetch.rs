@@ -274,7 +274,8 @@ fn from_cache(
 }
 
 /// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads:
-/// the checkout's file list when that copied it (the list of its exact copy). A checkout
+/// the checkout's file list when the cache copied it (the list of its exact copy; `None`
+/// when the checkout listed itself and was linked into the cache). A checkout
 /// limited to a subfolder whose repository has submodules is not the whole tree and is not
 /// cached; a cache that cannot take it is only a note.
 fn fetch_and_cache(
@@ -285,14 +286,11 @@ fn fetch_and_cache(
     dir: &Path,
     out: &Output,
 ) -> Result<(Checkout, Option<FileList>)> {
-    // The cache's copy is written with the checkout, from the same bytes.
-    let twin = request.cache.map(|_| staging.scratch("cache-twin"));
     let checkout = git::fetch(
         url,
         request.git_ref,
         &staging.scratch("git"),
         dir,
-        twin.as_deref(),
         subdir,
         &mut |received, total, bytes| {
             out.progress(&format!(
@@ -311,13 +309,13 @@ fn fetch_and_cache(
     };
     let mut listed = None;
     if let (Some(cache), true, true) = (request.cache, whole, installs) {
+        // A checkout that listed itself is linked into the cache (its files shared), else
+        // copied, listed on the way.
         let cached = match &checkout.written {
-            Some(Written {
-                twin: Some(twin),
-                files,
-                ..
-            }) => cache.adopt(&checkout.commit, twin, files).map(|()| None),
-            _ => cache.put(&checkout.commit, dir),
+            Some(written) => cache
+                .link(&checkout.commit, dir, &written.files)
+                .map(|()| None),
+            None => cache.put(&checkout.commit, dir),
         };
         match cached {
             Ok(files) => listed = files,

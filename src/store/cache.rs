@@ -10,16 +10,23 @@
 //! catches an edit which keeps sizes and times. Entries are content-addressed: a commit id
 //! names the same tree in every repository, so an entry serves any URL.
 //!
-//! **Atomic.** An entry is built in `cache/.put-<unique>/` (copied there, or moved there
-//! when a checkout wrote a copy for the cache, [`Cache::adopt`]) and renamed into place, the
+//! **Shared files.** An entry made of a checkout whose list is known ([`Cache::link`]) holds
+//! hard links to the checked-out files, which become the installed ones: a file edited in
+//! place through the installed extension changes the entry too, which then fails its hash
+//! and is a miss (nothing is ever linked out of the cache, see [`crate::store::cache_links`]).
+//!
+//! **Atomic.** An entry is built in `cache/.put-<unique>/` (copied or linked there) and
+//! renamed into place, the
 //! tree first and its record last; a run killed in between leaves a tree without a record, which
 //! is a miss and is replaced by the next put. The cache folder is state: it is opened
 //! without following links ([`crate::fsx::Folder`]), and a link or a file in its place is an
 //! error that names it.
 
 use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
@@ -28,6 +35,7 @@ use rustix::fs::FileType;
 use crate::catalog::paths::{Layout, ScopeDirs};
 use crate::fsx::{Folder, unique_name};
 use crate::source::copy;
+use crate::store::cache_links::link_tree;
 use crate::store::filelist::FileList;
 use crate::store::{create_dir, lenient, open_state, state_error};
 
@@ -51,7 +59,8 @@ pub(crate) struct Cache {
 pub(crate) struct Stats {
     /// Cached commits removed.
     pub entries: u64,
-    /// Bytes of the files removed (their sizes).
+    /// Bytes freed: the sizes of the files removed, each counted once, and only when its
+    /// last hard link was removed.
     pub bytes: u64,
 }
 
@@ -114,14 +123,14 @@ impl Cache {
         self.store(commit, tree, None)
     }
 
-    /// [`Cache::put`] of a tree written for the cache alone, given its list (what
-    /// [`FileList::scan`] of it says): the tree itself is moved into place when it is on
-    /// the cache's filesystem (it is gone from `tree` then), else copied.
-    pub(crate) fn adopt(&self, commit: &str, tree: &Path, list: &FileList) -> Result<()> {
+    /// [`Cache::put`] of a checked-out tree given its list (what [`FileList::scan`] of it
+    /// says): the entry's files are hard links to `tree`'s when the cache is on its file
+    /// system and links are allowed there (see [`link_tree`]), else copies.
+    pub(crate) fn link(&self, commit: &str, tree: &Path, list: &FileList) -> Result<()> {
         self.store(commit, tree, Some(list)).map(|_| ())
     }
 
-    /// Puts `tree`: moved when `listed` (it is the cache's own), else copied and listed on
+    /// Puts `tree`: linked when `listed` and that can be done, else copied and listed on
     /// the way; the list when the entry was made.
     fn store(
         &self,
@@ -139,14 +148,17 @@ impl Cache {
         let temp = unique_name(".put-");
         let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
         let result = built.and_then(|dir| {
-            let to = dir.join("tree");
-            let list = match listed {
-                Some(list) if fs::rename(tree, &to).is_ok() => list.clone(),
-                _ => copy::copy(tree, &to, &mut |_| {})?.1,
+            // A half-linked tree (another file system, links refused) stays in `linked`,
+            // deleted with the temporary folder; the copy goes to `tree`.
+            let (made, list) = match listed {
+                Some(list) if link_tree(tree, &dir.join("linked"), list).is_ok() => {
+                    ("linked", list.clone())
+                }
+                _ => ("tree", copy::copy(tree, &dir.join("tree"), &mut |_| {})?.1),
             };
             fs::write(dir.join("record"), format!("{}\n", list.tree_hash()))?;
             forget(&folder, commit);
-            folder.rename_to(&format!("{temp}/tree"), &folder, commit)?;
+            folder.rename_to(&format!("{temp}/{made}"), &folder, commit)?;
             folder.rename_to(&format!("{temp}/record"), &folder, record_name(commit))?;
             Ok(list)
         });
@@ -162,17 +174,18 @@ impl Cache {
         let Some(folder) = self.folder.get() else {
             return Ok(stats);
         };
+        let mut freed = Freed::default();
         for name in folder.names()? {
             let path = folder.path().join(&name);
-            let bytes = size_of(&path);
+            freed.add(&path);
             folder
                 .remove(&name)
                 .with_context(|| format!("cannot delete {}", path.display()))?;
             if !name.as_bytes().starts_with(b".") && !name.as_bytes().ends_with(b".tree") {
                 stats.entries += 1;
             }
-            stats.bytes += bytes;
         }
+        stats.bytes = freed.total();
         Ok(stats)
     }
 
@@ -226,22 +239,50 @@ pub(crate) fn is_commit_id(text: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// The bytes of the files under `path` (links not followed, the root included).
-fn size_of(path: &Path) -> u64 {
-    walkdir::WalkDir::new(path)
-        .follow_links(false)
-        .follow_root_links(false)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter_map(|e| e.metadata().ok())
-        .filter(fs::Metadata::is_file)
-        .map(|m| m.len())
-        .sum()
+/// The bytes that deleting files frees: a file counts once, and only when all its hard
+/// links were deleted (a file an entry shares with an installed extension stays on disk).
+#[derive(Default)]
+struct Freed {
+    /// Bytes of files that had one link.
+    bytes: u64,
+    /// Files with more links, by device and inode: their size, their links, how many of
+    /// them were deleted.
+    shared: HashMap<(u64, u64), (u64, u64, u64)>,
+}
+
+impl Freed {
+    /// Counts the files under `path` (links not followed, the root included).
+    fn add(&mut self, path: &Path) {
+        let files = walkdir::WalkDir::new(path)
+            .follow_links(false)
+            .follow_root_links(false)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter_map(|e| e.metadata().ok())
+            .filter(fs::Metadata::is_file);
+        for meta in files {
+            if meta.nlink() <= 1 {
+                self.bytes += meta.len();
+                continue;
+            }
+            let file = self.shared.entry((meta.dev(), meta.ino()));
+            file.or_insert((meta.len(), meta.nlink(), 0)).2 += 1;
+        }
+    }
+
+    fn total(&self) -> u64 {
+        let all_gone = self
+            .shared
+            .values()
+            .filter(|(_, links, gone)| gone >= links);
+        self.bytes + all_gone.map(|(size, ..)| size).sum::<u64>()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::filelist::Entry;
     use std::os::unix::fs::PermissionsExt;
 
     fn layout(home: &Path) -> Layout {
@@ -290,18 +331,73 @@ mod tests {
     }
 
     #[test]
-    fn an_adopted_tree_is_moved_into_place_and_served() {
+    fn a_linked_entry_shares_the_tree_files_and_is_served_as_copies() {
         let tmp = tempfile::tempdir().unwrap();
         let src = tree(tmp.path());
         let list = FileList::scan(&src).unwrap();
-        let home = tmp.path().join("home");
-        fs::create_dir_all(&home).unwrap();
-        let cache = Cache::open(&layout(&home)).unwrap();
-        cache.adopt(COMMIT, &src, &list).unwrap();
-        assert!(!src.exists(), "the tree was copied, not moved");
-        let (got, served) = served(&cache, tmp.path()).unwrap();
-        assert_eq!(served, list);
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        cache.link(COMMIT, &src, &list).unwrap();
+        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
+        let file = Path::new("sub/run.sh");
+        assert_eq!(inode(&src.join(file)), inode(&entry(&cache).join(file)));
+        let (got, got_list) = served(&cache, tmp.path()).unwrap();
+        assert_eq!(got_list, list);
         assert_eq!(FileList::scan(&got).unwrap(), list);
+        assert_ne!(
+            inode(&got.join(file)),
+            inode(&src.join(file)),
+            "served as a copy"
+        );
+        fs::write(got.join(file), "changed").unwrap();
+        assert!(
+            served(&cache, tmp.path()).is_some(),
+            "the entry is untouched"
+        );
+    }
+
+    #[test]
+    fn a_linked_entry_whose_file_is_edited_in_place_is_a_miss() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let list = FileList::scan(&src).unwrap();
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        cache.link(COMMIT, &src, &list).unwrap();
+        let mut file = fs::File::options()
+            .write(true)
+            .truncate(true)
+            .open(src.join("extension.json"))
+            .unwrap();
+        std::io::Write::write_all(&mut file, b"{\"x\":1}").unwrap();
+        assert!(served(&cache, tmp.path()).is_none());
+        assert!(!entry(&cache).exists(), "the entry is deleted");
+    }
+
+    #[test]
+    fn a_tree_that_cannot_be_linked_is_copied() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let list = FileList::scan(&src).unwrap();
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        // A list that names a file the tree does not have: linking fails part way.
+        let mut entries = list.entries().to_vec();
+        entries.push(Entry {
+            path: b"zz-missing".to_vec(),
+            kind: crate::store::filelist::EntryKind::File,
+            mode: 0o644,
+            size: 0,
+            sha256: Some(String::new()),
+            target: None,
+        });
+        cache
+            .link(COMMIT, &src, &FileList::from_entries(entries))
+            .unwrap();
+        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
+        let file = Path::new("sub/run.sh");
+        assert_ne!(inode(&src.join(file)), inode(&entry(&cache).join(file)));
+        let (_, served) = served(&cache, tmp.path()).unwrap();
+        assert_eq!(served, list, "the copy's own list is recorded");
+        let names = fs::read_dir(cache.path()).unwrap().count();
+        assert_eq!(names, 2, "no temporary folder is left");
     }
 
     #[test]
@@ -378,6 +474,23 @@ mod tests {
         assert_eq!(stats.entries, 1);
         assert_eq!(stats.bytes, 2 + 10 + 72);
         assert_eq!(fs::read_dir(cache.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn clean_counts_no_bytes_of_files_shared_with_the_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let list = FileList::scan(&src).unwrap();
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        cache.link(COMMIT, &src, &list).unwrap();
+        let stats = cache.clean().unwrap();
+        assert_eq!(stats.entries, 1);
+        assert_eq!(stats.bytes, 72, "only the record was the cache's own");
+        fs::remove_dir_all(&src).unwrap();
+        let src = tree(tmp.path());
+        cache.link(COMMIT, &src, &list).unwrap();
+        fs::remove_dir_all(&src).unwrap();
+        assert_eq!(cache.clean().unwrap().bytes, 2 + 10 + 72, "the last links");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 mod backup;
 pub(crate) mod cache;
+mod cache_links;
 pub(crate) mod carry;
 pub(crate) mod filelist;
 pub(crate) mod install;

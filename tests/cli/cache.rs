@@ -132,6 +132,11 @@ fn the_whole_tree_is_cached_so_another_subfolder_needs_no_fetch() {
     };
     install("ext/one");
     let requests = http.requests().len();
+    // The whole checkout is linked in, the folder installed and the rest alike.
+    assert_eq!(
+        inode(&env.project_root().join("one/run.sh")),
+        inode(&cached(&env, &commit).join("ext/one/run.sh"))
+    );
     assert!(
         cached(&env, &commit)
             .join("ext/two/extension.json")
@@ -203,4 +208,132 @@ fn cache_clean_without_a_cache_changes_nothing() {
         .ok()
         .stdout_has("0 cached commits");
     assert!(!env.home.join(".ext-store").exists());
+}
+
+/// The inode of `path` (not followed) and the file system it is on.
+fn inode(path: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(path).unwrap();
+    (meta.dev(), meta.ino())
+}
+
+#[test]
+fn a_fetched_commit_is_cached_as_links_and_served_as_independent_copies() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+    install_in(&env, &env.project, &url, &commit);
+    let first = env.project_root().join("cached/rev.txt");
+    let entry = cached(&env, &commit).join("rev.txt");
+    assert_eq!(inode(&first), inode(&entry), "the entry shares the file");
+
+    let requests = http.requests().len();
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &url, &commit);
+    let copy = second.join(".zot/extensions/cached/rev.txt");
+    assert_ne!(inode(&copy), inode(&entry), "served as a copy");
+    // Editing the served copy in place leaves the entry as it was.
+    fs::write(&copy, "eno\n").unwrap();
+    install_in(&env, &other_project(&env, "third"), &url, &commit);
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let third = env.work.join("third/.zot/extensions/cached/rev.txt");
+    assert_eq!(fs::read_to_string(third).unwrap(), "one\n");
+}
+
+#[test]
+fn an_installed_file_edited_in_place_makes_its_commit_a_miss_that_is_fetched_again() {
+    use std::io::Write;
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+    install_in(&env, &env.project, &url, &commit);
+    let fetched = uploads(&http);
+
+    // Opened for writing and truncated, as an editor that saves in place does.
+    let installed = env.project_root().join("cached/rev.txt");
+    let mut file = fs::File::options()
+        .write(true)
+        .truncate(true)
+        .open(&installed)
+        .unwrap();
+    file.write_all(b"eno\n").unwrap();
+    drop(file);
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &url, &commit);
+    assert!(uploads(&http) > fetched, "the edited entry was served");
+    let copy = second.join(".zot/extensions/cached/rev.txt");
+    assert_eq!(fs::read_to_string(copy).unwrap(), "one\n");
+    assert_eq!(fs::read_to_string(&installed).unwrap(), "eno\n");
+    assert_eq!(
+        fs::read_to_string(cached(&env, &commit).join("rev.txt")).unwrap(),
+        "one\n"
+    );
+}
+
+#[test]
+fn disabling_and_removing_the_extension_keep_its_cache_entry_usable() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+    install_in(&env, &env.project, &url, &commit);
+    let requests = http.requests().len();
+
+    // The manifest is rewritten by replacing it, never in place.
+    env.zot(["ext", "disable", "cached", "--project"]).ok();
+    env.zot(["ext", "remove", "cached", "--project", "--yes"])
+        .ok();
+    assert!(!env.project_root().join("cached").exists());
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &url, &commit);
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let installed = second.join(".zot/extensions/cached");
+    assert_eq!(
+        fs::read_to_string(installed.join("rev.txt")).unwrap(),
+        "one\n"
+    );
+    let manifest = fs::read_to_string(installed.join("extension.json")).unwrap();
+    assert!(manifest.contains("\"enabled\": true"), "{manifest}");
+}
+
+#[test]
+fn a_cache_on_another_file_system_holds_copies() {
+    let shm = tempfile::tempdir_in("/dev/shm").expect("/dev/shm, a file system of its own");
+    let env = Env::new();
+    assert_ne!(
+        inode(shm.path()).0,
+        inode(&env.project).0,
+        "/dev/shm is not tmpfs"
+    );
+    let home = shm.path().join("zot-home");
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+    let install = |project: &Path| {
+        env.zot(["ext", "install", &url, "--ref", &commit, "--project"])
+            .env("ZOT_HOME", &home)
+            .current_dir(project)
+            .ok()
+    };
+    install(&env.project);
+    let entry = home.join(".ext-store/cache").join(&commit).join("rev.txt");
+    assert_eq!(fs::read_to_string(&entry).unwrap(), "one\n");
+    assert_eq!(inode(&entry).0, inode(shm.path()).0);
+
+    let requests = http.requests().len();
+    let second = other_project(&env, "second");
+    install(&second);
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let copy = second.join(".zot/extensions/cached/rev.txt");
+    assert_eq!(fs::read_to_string(copy).unwrap(), "one\n");
 }

@@ -45,8 +45,6 @@ pub(crate) struct Written {
     pub links: Vec<(PathBuf, PathBuf)>,
     /// Whether the tree has gitlinks (written as empty folders, for the submodules).
     pub gitlinks: bool,
-    /// A second copy of the tree, written alongside for the fetch cache, when asked for.
-    pub twin: Option<PathBuf>,
 }
 
 /// One entry of the tree, in the order it is written (a folder before what it holds).
@@ -66,8 +64,7 @@ enum Kind {
     Gitlink,
 }
 
-/// Writes `tree` into the existing empty folder `dir`, and into the existing empty folder
-/// `twin` too when given (a copy for the fetch cache, written from the same bytes). `None`
+/// Writes `tree` into the existing empty folder `dir`. `None`
 /// (nothing written) when git would change content on checkout or the tree holds
 /// something only libgit2's checkout handles exactly; an error (nothing written) when a
 /// name is refused. `label` names the repository in messages.
@@ -75,7 +72,6 @@ pub(crate) fn write_tree(
     repo: &Repository,
     tree: &Tree,
     dir: &Path,
-    twin: Option<&Path>,
     label: &str,
 ) -> Result<Option<Written>> {
     if !plain_configuration(repo) {
@@ -84,7 +80,7 @@ pub(crate) fn write_tree(
     let Some(items) = plan(repo, tree, label)? else {
         return Ok(None);
     };
-    write_items(repo, &items, dir, twin, label).map(Some)
+    write_items(repo, &items, dir, label).map(Some)
 }
 
 /// Whether no configuration asks for content to change on checkout: no line-ending
@@ -238,23 +234,12 @@ const NEW_FILE: OFlags = OFlags::WRONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
-/// Creates `items` under `dir`, and under `twin` too when given, from the same bytes. A
-/// twin that cannot be written is left out of the result (the cache then copies the
-/// checkout): it is only a copy for the cache.
-fn write_items(
-    repo: &Repository,
-    items: &[Item],
-    dir: &Path,
-    twin: Option<&Path>,
-    label: &str,
-) -> Result<Written> {
+/// Creates `items` under `dir`.
+fn write_items(repo: &Repository, items: &[Item], dir: &Path, label: &str) -> Result<Written> {
     let mut writer = Writer {
         repo,
         open: vec![open_top(dir)?],
         modes: Modes::default(),
-        twin: twin
-            .and_then(|t| open_top(t).ok())
-            .map(|top| Twin { open: vec![top] }),
     };
     let mut entries = Vec::with_capacity(items.len());
     let mut links = Vec::new();
@@ -274,9 +259,6 @@ fn write_items(
         files: FileList::from_entries(entries),
         links,
         gitlinks: items.iter().any(|i| i.kind == Kind::Gitlink),
-        twin: twin
-            .filter(|_| writer.twin.is_some())
-            .map(Path::to_path_buf),
     })
 }
 
@@ -285,44 +267,12 @@ fn open_top(dir: &Path) -> Result<OwnedFd> {
         .with_context(|| format!("cannot open {}", printable(&dir.display().to_string())))
 }
 
-/// What an item is made as, for the twin.
-enum Made<'a> {
-    Folder,
-    File { mode: u32, content: &'a [u8] },
-    Link { target: &'a [u8] },
-}
-
-/// The twin tree being written: its open folders on the way to the current one.
-struct Twin {
-    open: Vec<OwnedFd>,
-}
-
-impl Twin {
-    /// Makes `name` at `depth` (in the last folder opened above it).
-    fn make(&mut self, depth: usize, name: &OsStr, made: &Made) -> Result<()> {
-        self.open.truncate(depth + 1);
-        let at = self.open.last().expect("the top folder stays open");
-        match made {
-            Made::Folder => {
-                let folder = new_folder(at, name)?;
-                self.open.push(folder);
-            }
-            Made::File { mode, content } => drop(new_file(at, name, *mode, content)?),
-            Made::Link { target } => rustix::fs::symlinkat(*target, at, name)?,
-        }
-        Ok(())
-    }
-}
-
-/// Writes items in order, each into the last folder opened at its depth, in the tree and
-/// in its twin.
+/// Writes items in order, each into the last folder opened at its depth.
 struct Writer<'r> {
     repo: &'r Repository,
     /// The open folders on the way to the current one (the top first).
     open: Vec<OwnedFd>,
     modes: Modes,
-    /// `None` when there is none, or once writing it failed.
-    twin: Option<Twin>,
 }
 
 impl Writer<'_> {
@@ -344,14 +294,13 @@ impl Writer<'_> {
             Kind::Folder | Kind::Gitlink => None,
         };
         let bytes = blob.as_ref().map_or(&[][..], git2::Blob::content);
-        let made = match item.kind {
+        match item.kind {
             Kind::Folder | Kind::Gitlink => {
                 let folder = new_folder(at, name)?;
                 entry.mode = Modes::learn(&mut self.modes.folder, &folder)?;
                 if item.kind == Kind::Folder {
                     self.open.push(folder);
                 }
-                Made::Folder
             }
             Kind::File { executable } => {
                 let asked = if executable { 0o755 } else { 0o644 };
@@ -365,10 +314,6 @@ impl Writer<'_> {
                 entry.kind = EntryKind::File;
                 entry.size = bytes.len() as u64;
                 entry.sha256 = Some(hex(&Sha256::digest(bytes)));
-                Made::File {
-                    mode: asked,
-                    content: bytes,
-                }
             }
             Kind::Link => {
                 rustix::fs::symlinkat(bytes, at, name)?;
@@ -376,13 +321,7 @@ impl Writer<'_> {
                 // What `lstat` says of every link on Linux.
                 entry.mode = 0o777;
                 entry.target = Some(bytes.to_vec());
-                Made::Link { target: bytes }
             }
-        };
-        if let Some(twin) = &mut self.twin
-            && twin.make(item.depth, name, &made).is_err()
-        {
-            self.twin = None;
         }
         Ok(entry)
     }
@@ -582,7 +521,7 @@ mod tests {
         fs::create_dir_all(dir).unwrap();
         let tree = repo.find_tree(tree).unwrap();
         match plan(repo, &tree, "r")? {
-            Some(items) => write_items(repo, &items, dir, None, "r").map(Some),
+            Some(items) => write_items(repo, &items, dir, "r").map(Some),
             None => Ok(None),
         }
     }
@@ -648,40 +587,6 @@ mod tests {
             links,
             ["abs", "dangling", "run", "to-lib"].map(PathBuf::from)
         );
-    }
-
-    #[test]
-    fn a_twin_is_written_as_the_same_tree() {
-        let (tmp, repo) = repository();
-        let tree = repo.find_tree(varied_tree(&repo)).unwrap();
-        let (ours, twin) = (tmp.path().join("ours"), tmp.path().join("twin"));
-        fs::create_dir(&ours).unwrap();
-        fs::create_dir(&twin).unwrap();
-        let items = plan(&repo, &tree, "r").unwrap().unwrap();
-        let written = write_items(&repo, &items, &ours, Some(&twin), "r").unwrap();
-        assert_eq!(written.twin.as_deref(), Some(twin.as_path()));
-        assert_eq!(FileList::scan(&twin).unwrap(), written.files);
-        assert_eq!(FileList::scan(&ours).unwrap(), written.files);
-    }
-
-    #[test]
-    fn a_twin_that_cannot_be_written_is_left_out_and_the_checkout_stands() {
-        let (tmp, repo) = repository();
-        let tree = repo.find_tree(varied_tree(&repo)).unwrap();
-        let items = plan(&repo, &tree, "r").unwrap().unwrap();
-        let (ours, twin) = (tmp.path().join("ours"), tmp.path().join("twin"));
-        fs::create_dir(&ours).unwrap();
-        fs::create_dir(&twin).unwrap();
-        // Already there: writing the twin fails on it, part way through.
-        fs::create_dir(twin.join("lib")).unwrap();
-        let written = write_items(&repo, &items, &ours, Some(&twin), "r").unwrap();
-        assert!(written.twin.is_none());
-        assert_eq!(FileList::scan(&ours).unwrap(), written.files);
-        let missing = tmp.path().join("missing");
-        let ours = tmp.path().join("ours2");
-        fs::create_dir(&ours).unwrap();
-        let written = write_items(&repo, &items, &ours, Some(&missing), "r").unwrap();
-        assert!(written.twin.is_none());
     }
 
     #[test]

@@ -71,8 +71,7 @@ impl Want {
 }
 
 /// Clones `url` at `git_ref` (default branch when `None`) into `tree` (no `.git`), using
-/// `git_dir` as a scratch object store; `twin`, when given, is a folder to write a second
-/// copy of the checkout into, for the fetch cache (where it can be, see [`Written::twin`]). Submodules are fetched and checked out at the commits
+/// `git_dir` as a scratch object store. Submodules are fetched and checked out at the commits
 /// the tree records, recursively; with `only` (a folder of the repository), just those at,
 /// under or around that folder. A manifest (`only/extension.json`) that is a symbolic link
 /// or a submodule in the repository is refused before anything else is fetched.
@@ -81,7 +80,6 @@ pub(crate) fn fetch(
     git_ref: Option<&str>,
     git_dir: &Path,
     tree: &Path,
-    twin: Option<&Path>,
     only: Option<&Path>,
     progress: Progress,
 ) -> Result<Checkout> {
@@ -117,7 +115,7 @@ pub(crate) fn fetch(
         &commit.id().to_string()[..12]
     );
     submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
-    let written = write_tree(&repo, &commit, tree, twin, &label)?;
+    let written = write_tree(&repo, &commit, tree, &label)?;
     // A tree written here says whether it has gitlinks; libgit2's checkout does not.
     if written.as_ref().is_none_or(|w| w.gitlinks) {
         submodules::fetch_all(
@@ -148,20 +146,16 @@ pub(crate) fn fetch(
 }
 
 /// Writes `commit`'s tree into `dir` (created if missing): from the object database,
-/// listing it on the way (and writing its `twin` too), when git would not change any
+/// listing it on the way, when git would not change any
 /// content; else with libgit2's checkout (`None`).
 fn write_tree(
     repo: &git2::Repository,
     commit: &git2::Commit,
     dir: &Path,
-    twin: Option<&Path>,
     label: &str,
 ) -> Result<Option<Written>> {
     std::fs::create_dir_all(dir)?;
-    if let Some(twin) = twin {
-        std::fs::create_dir_all(twin)?;
-    }
-    let written = checkout::write_tree(repo, &commit.tree()?, dir, twin, label)?;
+    let written = checkout::write_tree(repo, &commit.tree()?, dir, label)?;
     if written.is_none() {
         check_out(repo, commit, dir)?;
     }
