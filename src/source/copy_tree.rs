@@ -60,10 +60,16 @@ const HELD_LEVELS: usize = 64;
 /// once (a creation locks its folder)...
 const BATCH: usize = 256;
 
-/// ... and this many batches wait at most: enough to keep the workers busy while the walk
-/// creates a folder, few enough to bound the folder handles queued files keep open (a
-/// batch holds two).
-const QUEUE: usize = 4;
+/// ... and this many batches wait at most: few enough to bound the folder handles queued
+/// files keep open (a batch holds two)...
+const QUEUE: usize = 32;
+
+/// ... and a walk that waits for room is woken once this few are left: reading a folder is
+/// quicker than copying its files, so the walk is mostly ahead and waiting; woken for every
+/// batch taken, it would sleep and wake once per folder (two system calls and two switches
+/// of thread), woken at half it does so once per this many folders, and the workers still
+/// have that many batches to take meanwhile.
+const ROOM: usize = QUEUE / 2;
 
 /// A file this large makes its batch one that idle workers help with before the walk ends:
 /// copying and hashing it takes far longer than creating it, so workers in the same folder
@@ -730,8 +736,9 @@ struct Waiting {
     taken: Vec<Arc<Batch>>,
     /// The walk is over: no more batches come.
     closed: bool,
-    /// Workers waiting for a batch, and whether the walk waits for room: a signal is sent
-    /// only when someone waits for it (each is a system call).
+    /// Workers waiting for a batch that no signal was sent to yet, and whether the walk
+    /// waits for room: a signal is sent only when someone waits for it (each is a system
+    /// call).
     idle: usize,
     full: bool,
 }
@@ -751,6 +758,9 @@ impl Queue {
         state.full = false;
         state.queued.push_back(Arc::new(batch));
         if state.idle > 0 {
+            // That worker is woken: the next batch wakes another (one left waiting counts
+            // itself again).
+            state.idle -= 1;
             self.changed.notify_one();
         }
     }
@@ -763,7 +773,8 @@ impl Queue {
             state.taken.retain(|batch| batch.left());
             if let Some(batch) = state.queued.pop_front() {
                 state.taken.push(Arc::clone(&batch));
-                if state.full {
+                if state.full && state.queued.len() <= ROOM {
+                    state.full = false;
                     self.room.notify_one();
                 }
                 return Some(batch);
@@ -781,19 +792,25 @@ impl Queue {
             }
             state.idle += 1;
             state = self.changed.wait(state).expect("no worker panics");
-            state.idle -= 1;
         }
     }
 
     /// Lets idle workers help with `batch`, which holds a large file.
     fn mark_large(&self, batch: &Batch) {
-        if !batch.large.swap(true, Ordering::Relaxed) && self.lock().idle > 0 {
+        if batch.large.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let mut state = self.lock();
+        if state.idle > 0 {
+            state.idle = 0;
             self.changed.notify_all();
         }
     }
 
     fn close(&self) {
-        self.lock().closed = true;
+        let mut state = self.lock();
+        state.closed = true;
+        state.idle = 0;
         self.changed.notify_all();
     }
 }
@@ -1389,6 +1406,52 @@ mod tests {
             }
         }
         make_writable(&s);
+    }
+
+    /// Folders of a few files each, far more than [`QUEUE`] batches, wide and deep: the walk
+    /// fills the queue and waits for room again and again, and workers wait for batches.
+    fn many_small_folders(root: &Path) {
+        for top in 0..12 {
+            let mut dir = root.join(format!("p{top:02}"));
+            for level in 0..8 {
+                dir.push(format!("n{level}"));
+                for side in 0..3 {
+                    let leaf = dir.join(format!("s{side}"));
+                    fs::create_dir_all(&leaf).unwrap();
+                    for f in 0..(top + level + side) % 5 {
+                        fs::write(leaf.join(format!("f{f}")), format!("{top}{level}{side}{f}"))
+                            .unwrap();
+                    }
+                }
+                fs::write(dir.join("here"), level.to_string()).unwrap();
+            }
+        }
+        symlink("p00/n0/here", root.join("link")).unwrap();
+    }
+
+    #[test]
+    fn many_small_folders_are_copied_and_listed_alike_by_any_number_of_workers() {
+        let (_src, s) = canonical_tempdir();
+        many_small_folders(&s);
+        let mut lists = Vec::new();
+        for workers in [1, 2, 4] {
+            let (_dst, d) = canonical_tempdir();
+            let to = d.join("t");
+            let copied = run(&s, &to, Check::Audit("src/"), workers, &mut |_| {}).unwrap();
+            assert!(
+                copied.stats.dirs > 8 * QUEUE as u64,
+                "{}",
+                copied.stats.dirs
+            );
+            assert_same_tree(&s, &to);
+            assert_eq!(
+                copied.files,
+                FileList::scan(&to).unwrap(),
+                "{workers} workers"
+            );
+            lists.push(copied.files);
+        }
+        assert!(lists.windows(2).all(|pair| pair[0] == pair[1]));
     }
 
     #[test]
