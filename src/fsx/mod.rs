@@ -55,7 +55,8 @@ impl From<Errno> for OpenError {
     }
 }
 
-const DIR_FLAGS: OFlags = OFlags::RDONLY
+/// A folder opened to be read or to have things made in it, never through a link.
+pub(crate) const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);

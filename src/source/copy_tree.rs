@@ -47,6 +47,7 @@ use super::copy::{
     special_kind_of,
 };
 use crate::catalog::manifest;
+use crate::fsx::DIR_FLAGS;
 use crate::output::printable;
 use crate::store::filelist::{Entry, EntryKind, FileList, hex};
 
@@ -484,12 +485,6 @@ fn checked(check: Check<'_>, src: &Path, e: anyhow::Error) -> anyhow::Error {
         Check::Exact => e,
     }
 }
-
-/// A folder opened to be read or to have things made in it, never through a link.
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
 
 /// Makes the folder `name` in `dst`: its handle (open when `held`).
 fn make_dir(dst: &Handle, name: &OsStr, held: bool) -> rustix::io::Result<Handle> {

@@ -20,15 +20,10 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+use rustix::fs::{AtFlags, CWD, Mode};
 
+use crate::fsx::DIR_FLAGS;
 use crate::store::filelist::{Entry, EntryKind, FileList};
-
-/// Folders are opened without following links.
-const FOLDER: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
 
 /// The mode a folder is made with when its own would close it (set at the end).
 const OPEN_FOLDER: u32 = 0o700;
@@ -133,8 +128,8 @@ impl Walk {
     fn new(from: &Path, to: &Path) -> io::Result<Walk> {
         let top = Level {
             name: Vec::new(),
-            from: rustix::fs::openat(CWD, from, FOLDER, Mode::empty())?,
-            to: rustix::fs::openat(CWD, to, FOLDER, Mode::empty())?,
+            from: rustix::fs::openat(CWD, from, DIR_FLAGS, Mode::empty())?,
+            to: rustix::fs::openat(CWD, to, DIR_FLAGS, Mode::empty())?,
         };
         Ok(Walk { open: vec![top] })
     }
@@ -158,8 +153,8 @@ impl Walk {
             let at = self.open.last().expect("the top stays open");
             let level = Level {
                 name: part.to_vec(),
-                from: rustix::fs::openat(&at.from, name, FOLDER, Mode::empty())?,
-                to: rustix::fs::openat(&at.to, name, FOLDER, Mode::empty())?,
+                from: rustix::fs::openat(&at.from, name, DIR_FLAGS, Mode::empty())?,
+                to: rustix::fs::openat(&at.to, name, DIR_FLAGS, Mode::empty())?,
             };
             self.open.push(level);
         }

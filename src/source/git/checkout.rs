@@ -26,6 +26,7 @@ use git2::{Oid, Repository, Tree};
 use rustix::fs::{CWD, Mode, OFlags};
 use sha2::{Digest, Sha256};
 
+use crate::fsx::DIR_FLAGS;
 use crate::output::printable;
 use crate::store::filelist::{Entry, EntryKind, FileList, hex};
 
@@ -221,12 +222,6 @@ fn shown(path: &[u8]) -> String {
     printable(&String::from_utf8_lossy(path))
 }
 
-/// Folders are opened without following links.
-const FOLDER: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
-
 /// Files are created, never opened: nothing in place is replaced or written through.
 const NEW_FILE: OFlags = OFlags::WRONLY
     .union(OFlags::CREATE)
@@ -263,7 +258,7 @@ fn write_items(repo: &Repository, items: &[Item], dir: &Path, label: &str) -> Re
 }
 
 fn open_top(dir: &Path) -> Result<OwnedFd> {
-    rustix::fs::openat(CWD, dir, FOLDER, Mode::empty())
+    rustix::fs::openat(CWD, dir, DIR_FLAGS, Mode::empty())
         .with_context(|| format!("cannot open {}", printable(&dir.display().to_string())))
 }
 
@@ -330,7 +325,7 @@ impl Writer<'_> {
 /// A new folder `name` in `at`, opened.
 fn new_folder(at: &OwnedFd, name: &OsStr) -> Result<OwnedFd> {
     rustix::fs::mkdirat(at, name, Mode::from_raw_mode(0o755))?;
-    Ok(rustix::fs::openat(at, name, FOLDER, Mode::empty())?)
+    Ok(rustix::fs::openat(at, name, DIR_FLAGS, Mode::empty())?)
 }
 
 /// A new file `name` in `at` asked for with mode `asked`, holding `content`.
