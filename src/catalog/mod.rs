@@ -17,7 +17,7 @@ pub(crate) mod target;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
@@ -215,6 +215,18 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
         return None;
     }
     let dir_name = dir.file_name()?.to_string_lossy().into_owned();
+    Some(found(scope, dir_name, dir, link_target, manifest::read))
+}
+
+/// The extension folder `dir` of `scope` as found alone (not yet compared with the others),
+/// its manifest read by `read`, unless it is a link whose target is gone.
+fn found(
+    scope: Scope,
+    dir_name: String,
+    dir: PathBuf,
+    link_target: Option<PathBuf>,
+    read: impl FnOnce(&Path) -> Result<Manifest, ManifestError>,
+) -> Installed {
     let manifest = match &link_target {
         Some(target) if !dir.exists() => Err(ManifestError {
             path: dir.clone(),
@@ -224,9 +236,9 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
                 target.display()
             ),
         }),
-        _ => manifest::read(&dir),
+        _ => read(&dir),
     };
-    Some(Installed {
+    Installed {
         scope,
         dir_name,
         dir,
@@ -235,7 +247,7 @@ fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
         shadowed: false,
         skipped: false,
         twins: Vec::new(),
-    })
+    }
 }
 
 /// Calls `each` with every extension of `scopes` in [`scan`]'s order, with the same
@@ -350,28 +362,12 @@ fn inspect_in(
     } else {
         None
     };
-    let manifest = match (&link_target, &root.fd) {
-        (Some(target), _) if !dir.exists() => Err(ManifestError {
-            path: dir.clone(),
-            position: None,
-            message: format!(
-                "broken link: its target {} does not exist",
-                target.display()
-            ),
-        }),
-        (_, Some(fd)) => manifest::read_in(std::os::fd::AsFd::as_fd(fd), name, &dir, buf),
-        (_, None) => manifest::read(&dir),
+    let dir_name = name.to_string_lossy().into_owned();
+    let read = |dir: &Path| match &root.fd {
+        Some(fd) => manifest::read_in(std::os::fd::AsFd::as_fd(fd), name, dir, buf),
+        None => manifest::read(dir),
     };
-    Some(Installed {
-        scope,
-        dir_name: name.to_string_lossy().into_owned(),
-        dir,
-        link_target,
-        manifest,
-        shadowed: false,
-        skipped: false,
-        twins: Vec::new(),
-    })
+    Some(found(scope, dir_name, dir, link_target, read))
 }
 
 /// The copy of `name` that commands act on: the one in `scope` if given, else the first in
