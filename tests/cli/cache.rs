@@ -5,6 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use tempfile::TempDir;
+
 use crate::git_install::{extension_repo, served};
 use crate::support::git_servers::{HttpGit, Repo};
 use crate::support::{Done, Env, manifest};
@@ -33,6 +35,34 @@ fn install_in(env: &Env, project: &Path, url: &str, commit: &str) -> Done {
 
 fn cached(env: &Env, commit: &str) -> PathBuf {
     env.home.join(".ext-store/cache").join(commit)
+}
+
+/// The extension repository `cached` served over smart HTTP, its head commit installed in
+/// the env's project (and so in the fetch cache).
+struct Cached {
+    env: Env,
+    /// The served repositories' folder, deleted when dropped.
+    _served: TempDir,
+    http: HttpGit,
+    url: String,
+    commit: String,
+}
+
+fn installed_once() -> Cached {
+    let env = Env::new();
+    let (served, root) = served();
+    let repo = extension_repo(&env, &root, "cached");
+    let commit = repo.head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("cached");
+    install_in(&env, &env.project, &url, &commit);
+    Cached {
+        env,
+        _served: served,
+        http,
+        url,
+        commit,
+    }
 }
 
 #[test]
@@ -150,13 +180,13 @@ fn the_whole_tree_is_cached_so_another_subfolder_needs_no_fetch() {
 
 #[test]
 fn a_corrupted_entry_is_not_served_but_fetched_again() {
-    let env = Env::new();
-    let (_tmp, root) = served();
-    let repo = extension_repo(&env, &root, "cached");
-    let commit = repo.head_commit();
-    let http = HttpGit::start(&root);
-    let url = http.url("cached");
-    install_in(&env, &env.project, &url, &commit);
+    let Cached {
+        env,
+        _served,
+        http,
+        url,
+        commit,
+    } = installed_once();
     let fetched = uploads(&http);
 
     // Same size, other content: only a fresh hash tells.
@@ -175,13 +205,13 @@ fn a_corrupted_entry_is_not_served_but_fetched_again() {
 
 #[test]
 fn cache_clean_empties_the_cache_and_says_what_it_freed() {
-    let env = Env::new();
-    let (_tmp, root) = served();
-    let repo = extension_repo(&env, &root, "cached");
-    let commit = repo.head_commit();
-    let http = HttpGit::start(&root);
-    let url = http.url("cached");
-    install_in(&env, &env.project, &url, &commit);
+    let Cached {
+        env,
+        _served,
+        http,
+        url,
+        commit,
+    } = installed_once();
 
     let done = env.zot(["ext", "cache", "clean", "--json"]).ok();
     let json = done.schema_first();
@@ -219,13 +249,13 @@ fn inode(path: &Path) -> (u64, u64) {
 
 #[test]
 fn a_fetched_commit_is_cached_as_links_and_served_as_independent_copies() {
-    let env = Env::new();
-    let (_tmp, root) = served();
-    let repo = extension_repo(&env, &root, "cached");
-    let commit = repo.head_commit();
-    let http = HttpGit::start(&root);
-    let url = http.url("cached");
-    install_in(&env, &env.project, &url, &commit);
+    let Cached {
+        env,
+        _served,
+        http,
+        url,
+        commit,
+    } = installed_once();
     let first = env.project_root().join("cached/rev.txt");
     let entry = cached(&env, &commit).join("rev.txt");
     assert_eq!(inode(&first), inode(&entry), "the entry shares the file");
@@ -246,13 +276,13 @@ fn a_fetched_commit_is_cached_as_links_and_served_as_independent_copies() {
 #[test]
 fn an_installed_file_edited_in_place_makes_its_commit_a_miss_that_is_fetched_again() {
     use std::io::Write;
-    let env = Env::new();
-    let (_tmp, root) = served();
-    let repo = extension_repo(&env, &root, "cached");
-    let commit = repo.head_commit();
-    let http = HttpGit::start(&root);
-    let url = http.url("cached");
-    install_in(&env, &env.project, &url, &commit);
+    let Cached {
+        env,
+        _served,
+        http,
+        url,
+        commit,
+    } = installed_once();
     let fetched = uploads(&http);
 
     // Opened for writing and truncated, as an editor that saves in place does.
@@ -278,13 +308,13 @@ fn an_installed_file_edited_in_place_makes_its_commit_a_miss_that_is_fetched_aga
 
 #[test]
 fn disabling_and_removing_the_extension_keep_its_cache_entry_usable() {
-    let env = Env::new();
-    let (_tmp, root) = served();
-    let repo = extension_repo(&env, &root, "cached");
-    let commit = repo.head_commit();
-    let http = HttpGit::start(&root);
-    let url = http.url("cached");
-    install_in(&env, &env.project, &url, &commit);
+    let Cached {
+        env,
+        _served,
+        http,
+        url,
+        commit,
+    } = installed_once();
     let requests = http.requests().len();
 
     // The manifest is rewritten by replacing it, never in place.
