@@ -5,6 +5,7 @@
 //! helpers — is [`transport`]'s, shared with the submodules.
 
 mod checkout;
+mod socket;
 mod submodules;
 mod transport;
 

@@ -32,7 +32,8 @@ const STALL_TIMEOUT_MS: i32 = 60_000;
 /// write are bounded. And objects are not hashed again each time they are read: every
 /// object zot reads was fetched into a scratch store of its own, where the pack indexer
 /// named it by the hash of its content (reading them again hashed each file twice more,
-/// with git's collision-detecting SHA-1, as much work as indexing the whole pack).
+/// with git's collision-detecting SHA-1, as much work as indexing the whole pack). And
+/// connections use zot's socket ([`super::socket`]): no Nagle, quick ACKs.
 pub(super) fn set_globals() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -43,6 +44,7 @@ pub(super) fn set_globals() {
             let _ = git2::opts::set_server_timeout_in_milliseconds(STALL_TIMEOUT_MS);
         }
         git2::opts::strict_hash_verification(false);
+        super::socket::register();
     });
 }
 
