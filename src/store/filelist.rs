@@ -51,6 +51,8 @@ use super::state::{MAX_FILE_LIST, read_state_file_up_to};
 use crate::catalog::paths::ScopeDirs;
 use crate::output::printable;
 
+mod json;
+
 /// The version of the file format.
 const FORMAT: u32 = 1;
 
@@ -124,10 +126,21 @@ pub(crate) fn shown(path: &[u8]) -> String {
 }
 
 /// What an install placed: its entries sorted by path bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct FileList {
     entries: Vec<Entry>,
+    /// The tree hash, once computed: an install needs it for the stored list and for its
+    /// report, and it is a SHA-256 over every entry. Cleared by every change of `entries`.
+    tree_hash: OnceLock<String>,
 }
+
+impl PartialEq for FileList {
+    fn eq(&self, other: &FileList) -> bool {
+        self.entries == other.entries
+    }
+}
+
+impl Eq for FileList {}
 
 /// How an entry of an installed copy stands against its file list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -172,14 +185,22 @@ impl FileList {
         }
         entries.sort_by(|a, b| a.path.cmp(&b.path));
         hash_files(root, &mut entries)?;
-        Ok(FileList { entries })
+        Ok(FileList::sorted(entries))
     }
 
     /// The list of `entries` (in any order), as a step that wrote the tree (a copy, a
     /// checkout) gathered them on its way: sorted here by path bytes.
     pub(crate) fn from_entries(mut entries: Vec<Entry>) -> FileList {
         entries.sort_by(|a, b| a.path.cmp(&b.path));
-        FileList { entries }
+        FileList::sorted(entries)
+    }
+
+    /// The list of `entries`, already sorted by path bytes.
+    fn sorted(entries: Vec<Entry>) -> FileList {
+        FileList {
+            entries,
+            tree_hash: OnceLock::new(),
+        }
     }
 
     /// Lists `path` (relative to `root`) afresh after it was rewritten: its entry is
@@ -198,6 +219,7 @@ impl FileList {
             Ok(i) => self.entries[i] = entry,
             Err(i) => self.entries.insert(i, entry),
         }
+        self.tree_hash.take();
         Ok(())
     }
 
@@ -232,13 +254,17 @@ impl FileList {
             .map(|i| &self.entries[i])
     }
 
-    /// `sha256:<hex>` (see the module documentation for the definition).
+    /// `sha256:<hex>` (see the module documentation for the definition); computed once.
     pub fn tree_hash(&self) -> String {
-        let mut hasher = Sha256::new();
-        for entry in &self.entries {
-            entry.hash_line(&mut hasher);
-        }
-        format!("sha256:{}", hex(&hasher.finalize()))
+        self.tree_hash
+            .get_or_init(|| {
+                let mut hasher = Sha256::new();
+                for entry in &self.entries {
+                    entry.hash_line(&mut hasher);
+                }
+                format!("sha256:{}", hex(&hasher.finalize()))
+            })
+            .clone()
     }
 
     /// Classifies the entries of the copy at `root` against this list. A folder the install
@@ -310,14 +336,10 @@ impl FileList {
         Ok(now.sha256 == listed.sha256 && now.target == listed.target)
     }
 
-    /// The stable JSON form (entries sorted by path bytes).
+    /// The stable JSON form (entries sorted by path bytes): the pretty JSON of the stored
+    /// form and a newline.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let file = Stored {
-            format: FORMAT,
-            tree_hash: self.tree_hash(),
-            entries: self.entries.iter().map(StoredEntry::from).collect(),
-        };
-        let mut bytes = serde_json::to_vec_pretty(&file).expect("a file list serializes");
+        let mut bytes = json::pretty(FORMAT, &self.tree_hash(), &self.entries);
         bytes.push(b'\n');
         bytes
     }
@@ -334,7 +356,7 @@ impl FileList {
             .map(Entry::try_from)
             .collect::<Result<Vec<_>>>()?;
         entries.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(FileList { entries })
+        Ok(FileList::sorted(entries))
     }
 }
 
@@ -359,7 +381,7 @@ impl<'de> Deserialize<'de> for FileList {
             .collect::<Result<Vec<_>>>()
             .map_err(serde::de::Error::custom)?;
         entries.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(FileList { entries })
+        Ok(FileList::sorted(entries))
     }
 }
 
@@ -841,6 +863,78 @@ mod tests {
         assert_eq!(FileList::from_bytes(&bytes).unwrap(), list);
         let json = serde_json::to_vec(&list).unwrap();
         assert_eq!(serde_json::from_slice::<FileList>(&json).unwrap(), list);
+    }
+
+    /// The JSON form as serde_json writes the stored form: what `to_bytes` must equal.
+    fn serde_bytes(list: &FileList) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(&list).unwrap();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    #[test]
+    fn the_written_list_is_the_bytes_serde_json_writes() {
+        let t = tree();
+        let odd = OsStr::from_bytes(b"caf\xe9\nx");
+        fs::write(t.path().join(odd), "x").unwrap();
+        fs::write(t.path().join("tab\there \"q\" back\\slash \u{1}\u{7f} \u{e9}t\u{e9}"), "").unwrap();
+        symlink(odd, t.path().join("to-odd")).unwrap();
+        symlink("../../outside\r", t.path().join("a/b/up")).unwrap();
+        fs::create_dir(t.path().join("ro")).unwrap();
+        fs::set_permissions(t.path().join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
+        let list = FileList::scan(t.path()).unwrap();
+        assert_eq!(list.to_bytes(), serde_bytes(&list));
+        assert_eq!(FileList::default().to_bytes(), serde_bytes(&FileList::default()));
+        fs::set_permissions(t.path().join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn any_entry() -> impl proptest::strategy::Strategy<Value = Entry> {
+        use proptest::prelude::*;
+        let bytes = proptest::collection::vec(any::<u8>(), 1..12);
+        let kind = prop_oneof![
+            Just(EntryKind::File),
+            Just(EntryKind::Dir),
+            Just(EntryKind::Link)
+        ];
+        let text = || {
+            proptest::string::string_regex("[a-z\\\\\"\\x00-\\x1f\\x7f\u{e9}\u{1f600}/.]{1,10}")
+                .unwrap()
+                .prop_map(String::into_bytes)
+        };
+        let path = prop_oneof![text(), bytes.clone()];
+        let target = proptest::option::of(prop_oneof![text(), bytes]);
+        let digest = proptest::option::of(any::<[u8; 32]>().prop_map(|d| hex(&d)));
+        (path, kind, 0u32..0o10000, any::<u64>(), digest, target).prop_map(
+            |(path, kind, mode, size, sha256, target)| Entry {
+                path,
+                kind,
+                mode,
+                size,
+                sha256,
+                target,
+            },
+        )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_list_is_written_as_serde_json_writes_it(
+            entries in proptest::collection::vec(any_entry(), 0..8)
+        ) {
+            let list = FileList::from_entries(entries);
+            proptest::prop_assert_eq!(list.to_bytes(), serde_bytes(&list));
+        }
+    }
+
+    #[test]
+    fn a_relisted_entry_changes_the_tree_hash_computed_before() {
+        let t = tree();
+        let mut list = FileList::scan(t.path()).unwrap();
+        let before = list.tree_hash();
+        fs::write(t.path().join("a/b/f"), "changed").unwrap();
+        list.relist(t.path(), b"a/b/f").unwrap();
+        assert_ne!(list.tree_hash(), before);
+        assert_eq!(list.tree_hash(), FileList::scan(t.path()).unwrap().tree_hash());
     }
 
     #[test]
