@@ -230,11 +230,27 @@ impl FileList {
         // The entry's record is skipped, not parsed (the store writes only records that
         // parse); an entry without a list falls back to the committed one.
         let journalled = journal::journalled::<IgnoredAny, FileList>(dirs, name);
-        if let Some(list) = journalled.and_then(|intent| intent.files) {
-            return Some(list);
+        if let Some(intent) = journalled {
+            if let Some(list) = intent.files {
+                return Some(list);
+            }
+            if intent.files_beside
+                && let Some(list) = Self::beside(dirs, name, intent.tree)
+            {
+                return Some(list);
+            }
         }
         let bytes = read_state_file_up_to(dirs, "files", &Self::file_name(name), MAX_FILE_LIST)?;
         FileList::from_bytes(&bytes).ok()
+    }
+
+    /// The list beside the journal entry of `name` for `tree`; `None` once it is committed
+    /// (moved into `files/`), or when the entry was meanwhile replaced by another's.
+    fn beside(dirs: &ScopeDirs, name: &str, tree: crate::fsx::Identity) -> Option<FileList> {
+        let list_name = journal::list_name(name);
+        let bytes = read_state_file_up_to(dirs, "pending", &list_name, MAX_FILE_LIST)?;
+        let still = journal::journalled::<IgnoredAny, IgnoredAny>(dirs, name)?;
+        (still.tree == tree).then(|| FileList::from_bytes(&bytes).ok())?
     }
 
     /// The list's file name in `.ext-store/files`.
@@ -877,14 +893,22 @@ mod tests {
         let t = tree();
         let odd = OsStr::from_bytes(b"caf\xe9\nx");
         fs::write(t.path().join(odd), "x").unwrap();
-        fs::write(t.path().join("tab\there \"q\" back\\slash \u{1}\u{7f} \u{e9}t\u{e9}"), "").unwrap();
+        fs::write(
+            t.path()
+                .join("tab\there \"q\" back\\slash \u{1}\u{7f} \u{e9}t\u{e9}"),
+            "",
+        )
+        .unwrap();
         symlink(odd, t.path().join("to-odd")).unwrap();
         symlink("../../outside\r", t.path().join("a/b/up")).unwrap();
         fs::create_dir(t.path().join("ro")).unwrap();
         fs::set_permissions(t.path().join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
         let list = FileList::scan(t.path()).unwrap();
         assert_eq!(list.to_bytes(), serde_bytes(&list));
-        assert_eq!(FileList::default().to_bytes(), serde_bytes(&FileList::default()));
+        assert_eq!(
+            FileList::default().to_bytes(),
+            serde_bytes(&FileList::default())
+        );
         fs::set_permissions(t.path().join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
     }
 
@@ -934,7 +958,10 @@ mod tests {
         fs::write(t.path().join("a/b/f"), "changed").unwrap();
         list.relist(t.path(), b"a/b/f").unwrap();
         assert_ne!(list.tree_hash(), before);
-        assert_eq!(list.tree_hash(), FileList::scan(t.path()).unwrap().tree_hash());
+        assert_eq!(
+            list.tree_hash(),
+            FileList::scan(t.path()).unwrap().tree_hash()
+        );
     }
 
     #[test]
