@@ -157,7 +157,7 @@ pub(super) fn run(
     if let Some((_, error)) = shared.error.lock().expect("no worker panics").take() {
         return Err(error);
     }
-    finish_dirs(dst, &dirs, &mut listed)?;
+    finish_dirs(dst, &dirs, &mut listed, shared.umask)?;
     for facts in hashed {
         let slot = facts.slot;
         facts.fill(&mut listed[slot]);
@@ -584,11 +584,19 @@ fn os(name: &CStr) -> OsString {
 }
 
 /// Folder modes and times, deepest first (the reverse of the walk order); a set-group-ID bit
-/// is read back into the folder's entry of `listed`.
-fn finish_dirs(dst: &Path, dirs: &[DirTimes], listed: &mut [Entry]) -> Result<()> {
+/// is read back into the folder's entry of `listed`. A folder made with the very mode it
+/// needs (see [`made_mode`]) is not changed again: in a tree of 20,000 files that is some
+/// 1,800 path look-ups less on the thread every install waits for.
+fn finish_dirs(
+    dst: &Path,
+    dirs: &[DirTimes],
+    listed: &mut [Entry],
+    umask: Option<u32>,
+) -> Result<()> {
     let root = rustix::fs::open(dst, DIR_FLAGS, Mode::empty())
         .map_err(io::Error::from)
         .with_context(|| format!("cannot open {}", dst.display()))?;
+    let made = made_mode(&root, umask);
     for dir in dirs.iter().rev() {
         let times = Timestamps {
             last_access: omit(),
@@ -600,9 +608,11 @@ fn finish_dirs(dst: &Path, dirs: &[DirTimes], listed: &mut [Entry]) -> Result<()
             &dir.relative
         };
         let _ = rustix::fs::utimensat(&root, at, &times, AtFlags::SYMLINK_NOFOLLOW);
-        rustix::fs::chmodat(&root, at, dir.mode, AtFlags::empty())
-            .map_err(io::Error::from)
-            .with_context(|| format!("cannot set the mode of {}", dst.join(at).display()))?;
+        if made != Some(dir.mode.bits() & 0o7777) {
+            rustix::fs::chmodat(&root, at, dir.mode, AtFlags::empty())
+                .map_err(io::Error::from)
+                .with_context(|| format!("cannot set the mode of {}", dst.join(at).display()))?;
+        }
         if let Some(slot) = dir.slot.filter(|_| dir.mode.contains(Mode::SGID)) {
             let stat = rustix::fs::statat(&root, at, AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(io::Error::from)
@@ -611,6 +621,16 @@ fn finish_dirs(dst: &Path, dirs: &[DirTimes], listed: &mut [Entry]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// The mode every folder of the copy was made with (`mkdirat` with 0777), when it is known:
+/// the umask decides it alone (see [`plain_umask`]) and the top folder `root` (not yet given
+/// its own mode) did not take a set-group-ID bit from the folder it was made in, which every
+/// folder made below would have taken too.
+fn made_mode(root: &OwnedFd, umask: Option<u32>) -> Option<u32> {
+    let stat = rustix::fs::fstat(root).ok()?;
+    let inherited = Mode::from_raw_mode(stat.st_mode).contains(Mode::SGID);
+    umask.filter(|_| !inherited).map(|umask| 0o777 & !umask)
 }
 
 fn omit() -> Timespec {
@@ -1423,6 +1443,23 @@ mod tests {
             }
         }
         make_writable(&s);
+    }
+
+    #[test]
+    fn folders_copied_into_a_set_group_id_folder_keep_their_own_modes() {
+        let (_src, s) = canonical_tempdir();
+        many_small_folders(&s);
+        fs::set_permissions(s.join("p01"), fs::Permissions::from_mode(0o700)).unwrap();
+        let (_dst, d) = canonical_tempdir();
+        for (parent, mode) in [("plain", 0o755), ("shared", 0o2755)] {
+            let parent = d.join(parent);
+            fs::create_dir(&parent).unwrap();
+            fs::set_permissions(&parent, fs::Permissions::from_mode(mode)).unwrap();
+            let to = parent.join("t");
+            let copied = run(&s, &to, Check::Audit("src/"), 2, &mut |_| {}).unwrap();
+            assert_same_tree(&s, &to);
+            assert_eq!(copied.files, FileList::scan(&to).unwrap());
+        }
     }
 
     /// Folders of a few files each, far more than [`QUEUE`] batches, wide and deep: the walk
