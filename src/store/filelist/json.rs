@@ -91,13 +91,24 @@ fn number(out: &mut Vec<u8>, mut n: u64) {
 
 /// A JSON string as serde_json writes it: `"` and `\` escaped, control characters as
 /// `\b \t \n \f \r` or `\u00xx` (lowercase), everything else (DEL and non-ASCII too) as is.
+/// Eight bytes at a time are passed over while none of them needs escaping (paths and
+/// digests seldom do).
 fn string(out: &mut Vec<u8>, text: &str) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     let bytes = text.as_bytes();
     let mut plain = 0;
+    let mut at = 0;
     let mut unicode = *b"\\u0000";
-    for (i, &b) in bytes.iter().enumerate() {
+    while at < bytes.len() {
+        if let Some(word) = bytes.get(at..at + 8)
+            && !needs_escape(u64::from_le_bytes(word.try_into().expect("eight bytes")))
+        {
+            at += 8;
+            continue;
+        }
+        let b = bytes[at];
+        at += 1;
         let escape: &[u8] = match b {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -113,12 +124,24 @@ fn string(out: &mut Vec<u8>, text: &str) {
             }
             _ => continue,
         };
-        out.extend_from_slice(&bytes[plain..i]);
+        out.extend_from_slice(&bytes[plain..at - 1]);
         out.extend_from_slice(escape);
-        plain = i + 1;
+        plain = at;
     }
     out.extend_from_slice(&bytes[plain..]);
     out.push(b'"');
+}
+
+/// Whether any of the eight bytes of `word` is a control character, `"` or `\`: a byte is
+/// "below" a limit of at most 0x80 when subtracting the limit sets its high bit, which it did
+/// not have; a borrow into the next byte comes only from a byte that counts itself.
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let below = |limit: u8, w: u64| w.wrapping_sub(ONES * u64::from(limit)) & !w & HIGH;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    below(0x20, word) | below(1, quote) | below(1, backslash) != 0
 }
 
 #[cfg(test)]
@@ -138,6 +161,36 @@ mod tests {
             let mut out = Vec::new();
             string(&mut out, text);
             assert_eq!(out, serde_json::to_vec(text).unwrap(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_word_needs_escaping_exactly_when_one_of_its_bytes_does() {
+        for filler in [b'a', 0x7f, 0x80, 0xff, b' '] {
+            for at in 0..8 {
+                for b in 0..=255u8 {
+                    let mut word = [filler; 8];
+                    word[at] = b;
+                    let expected = word.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
+                    assert_eq!(needs_escape(u64::from_le_bytes(word)), expected, "{word:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_strings_are_escaped_as_serde_json_escapes_them() {
+        let every_byte: String = (0u8..128)
+            .map(char::from)
+            .chain("\u{e9}\u{1f600}".chars())
+            .collect();
+        for len in 0..40 {
+            for start in 0..every_byte.len() {
+                let text: String = every_byte.chars().cycle().skip(start).take(len).collect();
+                let mut out = Vec::new();
+                string(&mut out, &text);
+                assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
+            }
         }
     }
 
