@@ -7,18 +7,21 @@
 
 use super::{Entry, EntryKind, hex};
 
-/// Bytes a typical entry takes (path, digest, punctuation): the buffer's first size, so
-/// that a large list is not copied over and over as it grows.
+/// Bytes a typical entry takes (path, digest, punctuation): the buffer's first size is made
+/// of it, so that a large list is not copied over and over as it grows.
 const ENTRY_BYTES: usize = 200;
 
-/// The pretty JSON of a list of `format`, with `tree_hash`, of `entries`.
-pub(super) fn pretty(format: u32, tree_hash: &str, entries: &[Entry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128 + entries.len() * ENTRY_BYTES);
-    out.extend_from_slice(b"{\n  \"format\": ");
-    number(&mut out, u64::from(format));
-    out.extend_from_slice(b",\n  \"tree_hash\": ");
-    string(&mut out, tree_hash);
-    out.extend_from_slice(b",\n  \"entries\": [");
+/// The pretty JSON of a list of `format` with the tree hash `tree_hash` gives (it may be
+/// computed on another thread while the entries are written: room is left at the start for
+/// the header that names it) and `entries`.
+pub(super) fn pretty_hashing(
+    format: u32,
+    entries: &[Entry],
+    tree_hash: impl FnOnce() -> String,
+) -> Vec<u8> {
+    let room = header(format, &format!("sha256:{}", "0".repeat(64))).len();
+    let mut out = Vec::with_capacity(room + 8 + entries.len() * ENTRY_BYTES);
+    out.resize(room, b' ');
     for (i, entry) in entries.iter().enumerate() {
         out.extend_from_slice(if i == 0 { b"\n    {" } else { b",\n    {" });
         fields(&mut out, entry);
@@ -28,6 +31,24 @@ pub(super) fn pretty(format: u32, tree_hash: &str, entries: &[Entry]) -> Vec<u8>
         out.extend_from_slice(b"\n  ");
     }
     out.extend_from_slice(b"]\n}");
+    let header = header(format, &tree_hash());
+    if header.len() == room {
+        out[..room].copy_from_slice(&header);
+        return out;
+    }
+    let mut whole = header;
+    whole.extend_from_slice(&out[room..]);
+    whole
+}
+
+/// Everything before the first entry.
+fn header(format: u32, tree_hash: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(b"{\n  \"format\": ");
+    number(&mut out, u64::from(format));
+    out.extend_from_slice(b",\n  \"tree_hash\": ");
+    string(&mut out, tree_hash);
+    out.extend_from_slice(b",\n  \"entries\": [");
     out
 }
 
@@ -191,6 +212,39 @@ mod tests {
                 string(&mut out, &text);
                 assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_header_longer_or_shorter_than_the_room_left_for_it_is_written_whole() {
+        let entries = [Entry {
+            path: b"a".to_vec(),
+            kind: EntryKind::Dir,
+            mode: 0o755,
+            size: 0,
+            sha256: None,
+            target: None,
+        }];
+        for hash in [
+            "",
+            "sha256:0",
+            &format!("sha256:{}", "f".repeat(64)),
+            &"x".repeat(200),
+        ] {
+            let stored = super::super::Stored {
+                format: 1,
+                tree_hash: hash.to_string(),
+                entries: entries
+                    .iter()
+                    .map(super::super::StoredEntry::from)
+                    .collect(),
+            };
+            let written = pretty_hashing(1, &entries, || hash.to_string());
+            assert_eq!(
+                written,
+                serde_json::to_vec_pretty(&stored).unwrap(),
+                "{hash}"
+            );
         }
     }
 
