@@ -1446,10 +1446,12 @@ mod tests {
     }
 
     #[test]
-    fn folders_copied_into_a_set_group_id_folder_keep_their_own_modes() {
+    fn folders_keep_their_own_modes_in_any_parent_folder() {
         let (_src, s) = canonical_tempdir();
         many_small_folders(&s);
+        // Folders the umask would not make, one closed to writing above many others.
         fs::set_permissions(s.join("p01"), fs::Permissions::from_mode(0o700)).unwrap();
+        fs::set_permissions(s.join("p02"), fs::Permissions::from_mode(0o555)).unwrap();
         let (_dst, d) = canonical_tempdir();
         for (parent, mode) in [("plain", 0o755), ("shared", 0o2755)] {
             let parent = d.join(parent);
@@ -1459,7 +1461,9 @@ mod tests {
             let copied = run(&s, &to, Check::Audit("src/"), 2, &mut |_| {}).unwrap();
             assert_same_tree(&s, &to);
             assert_eq!(copied.files, FileList::scan(&to).unwrap());
+            fs::set_permissions(to.join("p02"), fs::Permissions::from_mode(0o755)).unwrap();
         }
+        fs::set_permissions(s.join("p02"), fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     /// Folders of a few files each, far more than [`QUEUE`] batches, wide and deep: the walk
