@@ -258,6 +258,17 @@ impl FileList {
         (still.tree == tree).then(|| FileList::from_bytes(&bytes).ok())?
     }
 
+    /// Drops the list; a large one on a thread of its own, not waited for: freeing the tens
+    /// of thousands of names and digests of a large tree one by one takes milliseconds,
+    /// which a command that is about to exit (the operating system takes the memory back
+    /// whole) need not wait for.
+    pub(crate) fn drop_aside(self) {
+        if self.entries.len() >= HASH_ASIDE {
+            // Should no thread start, the list is dropped here with the closure.
+            let _ = thread::Builder::new().spawn(move || drop(self));
+        }
+    }
+
     /// The list's file name in `.ext-store/files`.
     pub fn file_name(name: &str) -> String {
         format!("{name}.json")
