@@ -113,7 +113,7 @@ impl Entry {
         line.extend_from_slice(&[kind, b' ', x, b' ']);
         match self.kind {
             EntryKind::File => {
-                line.extend_from_slice(self.sha256.as_deref().unwrap_or_default().as_bytes())
+                line.extend_from_slice(self.sha256.as_deref().unwrap_or_default().as_bytes());
             }
             EntryKind::Dir => line.push(b'-'),
             EntryKind::Link => {
@@ -927,7 +927,7 @@ mod tests {
         assert_eq!(serde_json::from_slice::<FileList>(&json).unwrap(), list);
     }
 
-    /// The JSON form as serde_json writes the stored form: what `to_bytes` must equal.
+    /// The JSON form as `serde_json` writes the stored form: what `to_bytes` must equal.
     fn serde_bytes(list: &FileList) -> Vec<u8> {
         let mut bytes = serde_json::to_vec_pretty(&list).unwrap();
         bytes.push(b'\n');

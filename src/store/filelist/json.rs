@@ -1,6 +1,6 @@
 //! The file list's JSON form, written straight into one buffer: byte for byte what
 //! `serde_json::to_vec_pretty` makes of the stored form (two-space indent, fields in their
-//! declared order, absent options left out, strings escaped as serde_json escapes them),
+//! declared order, absent options left out, strings escaped as `serde_json` escapes them),
 //! without building a `StoredEntry` (and its strings) per entry. A list of 20,000 entries is
 //! 4 to 5 MB, written once per install on the thread every install waits for; the reader
 //! stays serde's.
@@ -83,15 +83,12 @@ fn fields(out: &mut Vec<u8>, entry: &Entry) {
 
 /// A byte string as `<what>` (UTF-8) or `<what>_hex` (any other bytes).
 fn name(out: &mut Vec<u8>, key: &mut impl FnMut(&mut Vec<u8>, &str), what: &str, bytes: &[u8]) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => {
-            key(out, what);
-            string(out, text);
-        }
-        Err(_) => {
-            key(out, &format!("{what}_hex"));
-            string(out, &hex(bytes));
-        }
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        key(out, what);
+        string(out, text);
+    } else {
+        key(out, &format!("{what}_hex"));
+        string(out, &hex(bytes));
     }
 }
 
@@ -110,7 +107,7 @@ fn number(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[at..]);
 }
 
-/// A JSON string as serde_json writes it: `"` and `\` escaped, control characters as
+/// A JSON string as `serde_json` writes it: `"` and `\` escaped, control characters as
 /// `\b \t \n \f \r` or `\u00xx` (lowercase), everything else (DEL and non-ASCII too) as is.
 /// Eight bytes at a time are passed over while none of them needs escaping (paths and
 /// digests seldom do).
