@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 use std::ffi::{CStr, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -270,10 +270,11 @@ impl Walker<'_> {
         depth: usize,
     ) -> Result<()> {
         let entries = read_sorted(src).map_err(|e| self.walk_failed(relative, e))?;
+        let len = relative.as_os_str().len();
         for (name, kind) in entries {
             relative.push(&name);
             let done = self.entry(src, dst, &name, kind, relative, depth + 1);
-            relative.pop();
+            truncate(relative, len);
             done?;
         }
         Ok(())
@@ -577,6 +578,15 @@ fn read_names(fd: impl AsFd) -> io::Result<Vec<(OsString, FileType)>> {
         }
     }
     Ok(entries)
+}
+
+/// Cuts `path` back to its first `len` bytes (what it was before a push): unlike
+/// [`PathBuf::pop`], which parses the components from the end, this costs nothing per
+/// entry of the walk.
+fn truncate(path: &mut PathBuf, len: usize) {
+    let mut bytes = std::mem::take(path).into_os_string().into_vec();
+    bytes.truncate(len);
+    *path = PathBuf::from(OsString::from_vec(bytes));
 }
 
 fn os(name: &CStr) -> OsString {
