@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 use std::ffi::{CStr, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -157,7 +157,7 @@ pub(super) fn run(
     if let Some((_, error)) = shared.error.lock().expect("no worker panics").take() {
         return Err(error);
     }
-    finish_dirs(dst, &dirs, &mut listed)?;
+    finish_dirs(dst, &dirs, &mut listed, shared.umask)?;
     for facts in hashed {
         let slot = facts.slot;
         facts.fill(&mut listed[slot]);
@@ -270,10 +270,11 @@ impl Walker<'_> {
         depth: usize,
     ) -> Result<()> {
         let entries = read_sorted(src).map_err(|e| self.walk_failed(relative, e))?;
+        let len = relative.as_os_str().len();
         for (name, kind) in entries {
             relative.push(&name);
             let done = self.entry(src, dst, &name, kind, relative, depth + 1);
-            relative.pop();
+            truncate(relative, len);
             done?;
         }
         Ok(())
@@ -579,16 +580,33 @@ fn read_names(fd: impl AsFd) -> io::Result<Vec<(OsString, FileType)>> {
     Ok(entries)
 }
 
+/// Cuts `path` back to its first `len` bytes (what it was before a push): unlike
+/// [`PathBuf::pop`], which parses the components from the end, this costs nothing per
+/// entry of the walk.
+fn truncate(path: &mut PathBuf, len: usize) {
+    let mut bytes = std::mem::take(path).into_os_string().into_vec();
+    bytes.truncate(len);
+    *path = PathBuf::from(OsString::from_vec(bytes));
+}
+
 fn os(name: &CStr) -> OsString {
     OsStr::from_bytes(name.to_bytes()).to_os_string()
 }
 
 /// Folder modes and times, deepest first (the reverse of the walk order); a set-group-ID bit
-/// is read back into the folder's entry of `listed`.
-fn finish_dirs(dst: &Path, dirs: &[DirTimes], listed: &mut [Entry]) -> Result<()> {
+/// is read back into the folder's entry of `listed`. A folder made with the very mode it
+/// needs (see [`made_mode`]) is not changed again: in a tree of 20,000 files that is some
+/// 1,800 path look-ups less on the thread every install waits for.
+fn finish_dirs(
+    dst: &Path,
+    dirs: &[DirTimes],
+    listed: &mut [Entry],
+    umask: Option<u32>,
+) -> Result<()> {
     let root = rustix::fs::open(dst, DIR_FLAGS, Mode::empty())
         .map_err(io::Error::from)
         .with_context(|| format!("cannot open {}", dst.display()))?;
+    let made = made_mode(&root, umask);
     for dir in dirs.iter().rev() {
         let times = Timestamps {
             last_access: omit(),
@@ -600,9 +618,11 @@ fn finish_dirs(dst: &Path, dirs: &[DirTimes], listed: &mut [Entry]) -> Result<()
             &dir.relative
         };
         let _ = rustix::fs::utimensat(&root, at, &times, AtFlags::SYMLINK_NOFOLLOW);
-        rustix::fs::chmodat(&root, at, dir.mode, AtFlags::empty())
-            .map_err(io::Error::from)
-            .with_context(|| format!("cannot set the mode of {}", dst.join(at).display()))?;
+        if made != Some(dir.mode.bits() & 0o7777) {
+            rustix::fs::chmodat(&root, at, dir.mode, AtFlags::empty())
+                .map_err(io::Error::from)
+                .with_context(|| format!("cannot set the mode of {}", dst.join(at).display()))?;
+        }
         if let Some(slot) = dir.slot.filter(|_| dir.mode.contains(Mode::SGID)) {
             let stat = rustix::fs::statat(&root, at, AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(io::Error::from)
@@ -611,6 +631,16 @@ fn finish_dirs(dst: &Path, dirs: &[DirTimes], listed: &mut [Entry]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// The mode every folder of the copy was made with (`mkdirat` with 0777), when it is known:
+/// the umask decides it alone (see [`plain_umask`]) and the top folder `root` (not yet given
+/// its own mode) did not take a set-group-ID bit from the folder it was made in, which every
+/// folder made below would have taken too.
+fn made_mode(root: &OwnedFd, umask: Option<u32>) -> Option<u32> {
+    let stat = rustix::fs::fstat(root).ok()?;
+    let inherited = Mode::from_raw_mode(stat.st_mode).contains(Mode::SGID);
+    umask.filter(|_| !inherited).map(|umask| 0o777 & !umask)
 }
 
 fn omit() -> Timespec {
@@ -1423,6 +1453,27 @@ mod tests {
             }
         }
         make_writable(&s);
+    }
+
+    #[test]
+    fn folders_keep_their_own_modes_in_any_parent_folder() {
+        let (_src, s) = canonical_tempdir();
+        many_small_folders(&s);
+        // Folders the umask would not make, one closed to writing above many others.
+        fs::set_permissions(s.join("p01"), fs::Permissions::from_mode(0o700)).unwrap();
+        fs::set_permissions(s.join("p02"), fs::Permissions::from_mode(0o555)).unwrap();
+        let (_dst, d) = canonical_tempdir();
+        for (parent, mode) in [("plain", 0o755), ("shared", 0o2755)] {
+            let parent = d.join(parent);
+            fs::create_dir(&parent).unwrap();
+            fs::set_permissions(&parent, fs::Permissions::from_mode(mode)).unwrap();
+            let to = parent.join("t");
+            let copied = run(&s, &to, Check::Audit("src/"), 2, &mut |_| {}).unwrap();
+            assert_same_tree(&s, &to);
+            assert_eq!(copied.files, FileList::scan(&to).unwrap());
+            fs::set_permissions(to.join("p02"), fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        fs::set_permissions(s.join("p02"), fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     /// Folders of a few files each, far more than [`QUEUE`] batches, wide and deep: the walk

@@ -51,8 +51,14 @@ use super::state::{MAX_FILE_LIST, read_state_file_up_to};
 use crate::catalog::paths::ScopeDirs;
 use crate::output::printable;
 
+mod json;
+
 /// The version of the file format.
 const FORMAT: u32 = 1;
+
+/// Entries from which [`FileList::to_bytes`] hashes the tree on a second thread (below,
+/// starting it costs more than it saves).
+const HASH_ASIDE: usize = 2000;
 
 /// The type of an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,10 +96,10 @@ impl Entry {
         Path::new(OsStr::from_bytes(&self.path))
     }
 
-    /// Feeds this entry's line of the tree hash to `into` (see the module documentation).
-    fn hash_line(&self, into: &mut Sha256) {
-        into.update(&self.path);
-        into.update([0]);
+    /// Appends this entry's line of the tree hash to `line` (see the module documentation).
+    fn hash_line(&self, line: &mut Vec<u8>) {
+        line.extend_from_slice(&self.path);
+        line.push(0);
         let x = if self.kind == EntryKind::File && self.mode & 0o100 != 0 {
             b'x'
         } else {
@@ -104,17 +110,18 @@ impl Entry {
             EntryKind::Dir => b'd',
             EntryKind::Link => b'l',
         };
-        into.update([kind, b' ', x, b' ']);
+        line.extend_from_slice(&[kind, b' ', x, b' ']);
         match self.kind {
-            EntryKind::File => into.update(self.sha256.as_deref().unwrap_or_default()),
-            EntryKind::Dir => into.update(b"-"),
+            EntryKind::File => {
+                line.extend_from_slice(self.sha256.as_deref().unwrap_or_default().as_bytes());
+            }
+            EntryKind::Dir => line.push(b'-'),
             EntryKind::Link => {
-                into.update(hex(&Sha256::digest(
-                    self.target.as_deref().unwrap_or_default(),
-                )));
+                let digest = Sha256::digest(self.target.as_deref().unwrap_or_default());
+                push_hex(line, &digest);
             }
         }
-        into.update(b"\n");
+        line.push(b'\n');
     }
 }
 
@@ -124,10 +131,21 @@ pub(crate) fn shown(path: &[u8]) -> String {
 }
 
 /// What an install placed: its entries sorted by path bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct FileList {
     entries: Vec<Entry>,
+    /// The tree hash, once computed: an install needs it for the stored list and for its
+    /// report, and it is a SHA-256 over every entry. Cleared by every change of `entries`.
+    tree_hash: OnceLock<String>,
 }
+
+impl PartialEq for FileList {
+    fn eq(&self, other: &FileList) -> bool {
+        self.entries == other.entries
+    }
+}
+
+impl Eq for FileList {}
 
 /// How an entry of an installed copy stands against its file list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -172,14 +190,22 @@ impl FileList {
         }
         entries.sort_by(|a, b| a.path.cmp(&b.path));
         hash_files(root, &mut entries)?;
-        Ok(FileList { entries })
+        Ok(FileList::sorted(entries))
     }
 
     /// The list of `entries` (in any order), as a step that wrote the tree (a copy, a
     /// checkout) gathered them on its way: sorted here by path bytes.
     pub(crate) fn from_entries(mut entries: Vec<Entry>) -> FileList {
         entries.sort_by(|a, b| a.path.cmp(&b.path));
-        FileList { entries }
+        FileList::sorted(entries)
+    }
+
+    /// The list of `entries`, already sorted by path bytes.
+    fn sorted(entries: Vec<Entry>) -> FileList {
+        FileList {
+            entries,
+            tree_hash: OnceLock::new(),
+        }
     }
 
     /// Lists `path` (relative to `root`) afresh after it was rewritten: its entry is
@@ -198,6 +224,7 @@ impl FileList {
             Ok(i) => self.entries[i] = entry,
             Err(i) => self.entries.insert(i, entry),
         }
+        self.tree_hash.take();
         Ok(())
     }
 
@@ -208,11 +235,38 @@ impl FileList {
         // The entry's record is skipped, not parsed (the store writes only records that
         // parse); an entry without a list falls back to the committed one.
         let journalled = journal::journalled::<IgnoredAny, FileList>(dirs, name);
-        if let Some(list) = journalled.and_then(|intent| intent.files) {
-            return Some(list);
+        if let Some(intent) = journalled {
+            if let Some(list) = intent.files {
+                return Some(list);
+            }
+            if intent.files_beside
+                && let Some(list) = Self::beside(dirs, name, intent.tree)
+            {
+                return Some(list);
+            }
         }
         let bytes = read_state_file_up_to(dirs, "files", &Self::file_name(name), MAX_FILE_LIST)?;
         FileList::from_bytes(&bytes).ok()
+    }
+
+    /// The list beside the journal entry of `name` for `tree`; `None` once it is committed
+    /// (moved into `files/`), or when the entry was meanwhile replaced by another's.
+    fn beside(dirs: &ScopeDirs, name: &str, tree: crate::fsx::Identity) -> Option<FileList> {
+        let list_name = journal::list_name(name);
+        let bytes = read_state_file_up_to(dirs, "pending", &list_name, MAX_FILE_LIST)?;
+        let still = journal::journalled::<IgnoredAny, IgnoredAny>(dirs, name)?;
+        (still.tree == tree).then(|| FileList::from_bytes(&bytes).ok())?
+    }
+
+    /// Drops the list; a large one on a thread of its own, not waited for: freeing the tens
+    /// of thousands of names and digests of a large tree one by one takes milliseconds,
+    /// which a command that is about to exit (the operating system takes the memory back
+    /// whole) need not wait for.
+    pub(crate) fn drop_aside(self) {
+        if self.entries.len() >= HASH_ASIDE {
+            // Should no thread start, the list is dropped here with the closure.
+            let _ = thread::Builder::new().spawn(move || drop(self));
+        }
     }
 
     /// The list's file name in `.ext-store/files`.
@@ -232,12 +286,25 @@ impl FileList {
             .map(|i| &self.entries[i])
     }
 
-    /// `sha256:<hex>` (see the module documentation for the definition).
+    /// `sha256:<hex>` (see the module documentation for the definition); computed once.
     pub fn tree_hash(&self) -> String {
+        self.tree_hash.get_or_init(|| self.hash_tree()).clone()
+    }
+
+    /// The tree hash, computed: the lines go to the hasher many at a time (one call per
+    /// line piece costs about as much as hashing it).
+    fn hash_tree(&self) -> String {
+        const BATCH: usize = 32 * 1024;
         let mut hasher = Sha256::new();
+        let mut lines = Vec::with_capacity(BATCH + 1024);
         for entry in &self.entries {
-            entry.hash_line(&mut hasher);
+            entry.hash_line(&mut lines);
+            if lines.len() >= BATCH {
+                hasher.update(&lines);
+                lines.clear();
+            }
         }
+        hasher.update(&lines);
         format!("sha256:{}", hex(&hasher.finalize()))
     }
 
@@ -310,14 +377,22 @@ impl FileList {
         Ok(now.sha256 == listed.sha256 && now.target == listed.target)
     }
 
-    /// The stable JSON form (entries sorted by path bytes).
+    /// The stable JSON form (entries sorted by path bytes): the pretty JSON of the stored
+    /// form and a newline.
+    /// A large list not hashed yet is hashed on a second thread while its entries are
+    /// written (each takes a few milliseconds for 20,000 entries).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let file = Stored {
-            format: FORMAT,
-            tree_hash: self.tree_hash(),
-            entries: self.entries.iter().map(StoredEntry::from).collect(),
+        let mut bytes = if self.tree_hash.get().is_some() || self.entries.len() < HASH_ASIDE {
+            json::pretty_hashing(FORMAT, &self.entries, || self.tree_hash())
+        } else {
+            thread::scope(|scope| {
+                let hashing = thread::Builder::new().spawn_scoped(scope, || self.tree_hash());
+                json::pretty_hashing(FORMAT, &self.entries, || match hashing {
+                    Ok(hashing) => hashing.join().expect("hashing does not panic"),
+                    Err(_) => self.tree_hash(),
+                })
+            })
         };
-        let mut bytes = serde_json::to_vec_pretty(&file).expect("a file list serializes");
         bytes.push(b'\n');
         bytes
     }
@@ -334,7 +409,7 @@ impl FileList {
             .map(Entry::try_from)
             .collect::<Result<Vec<_>>>()?;
         entries.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(FileList { entries })
+        Ok(FileList::sorted(entries))
     }
 }
 
@@ -359,7 +434,7 @@ impl<'de> Deserialize<'de> for FileList {
             .collect::<Result<Vec<_>>>()
             .map_err(serde::de::Error::custom)?;
         entries.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(FileList { entries })
+        Ok(FileList::sorted(entries))
     }
 }
 
@@ -662,13 +737,22 @@ fn hash_reader(file: &mut File, len: u64) -> io::Result<(String, u64)> {
 /// Lowercase hexadecimal, two digits a byte (every file's digest goes through here: by
 /// table, not by formatting, which costs ten times as much).
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+        s.push(char::from(HEX_DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(HEX_DIGITS[usize::from(b & 0xf)]));
     }
     s
+}
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// [`hex`] appended to `out`.
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    for b in bytes {
+        out.push(HEX_DIGITS[usize::from(b >> 4)]);
+        out.push(HEX_DIGITS[usize::from(b & 0xf)]);
+    }
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
@@ -841,6 +925,111 @@ mod tests {
         assert_eq!(FileList::from_bytes(&bytes).unwrap(), list);
         let json = serde_json::to_vec(&list).unwrap();
         assert_eq!(serde_json::from_slice::<FileList>(&json).unwrap(), list);
+    }
+
+    /// The JSON form as `serde_json` writes the stored form: what `to_bytes` must equal.
+    fn serde_bytes(list: &FileList) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(&list).unwrap();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    #[test]
+    fn the_written_list_is_the_bytes_serde_json_writes() {
+        let t = tree();
+        let odd = OsStr::from_bytes(b"caf\xe9\nx");
+        fs::write(t.path().join(odd), "x").unwrap();
+        fs::write(
+            t.path()
+                .join("tab\there \"q\" back\\slash \u{1}\u{7f} \u{e9}t\u{e9}"),
+            "",
+        )
+        .unwrap();
+        symlink(odd, t.path().join("to-odd")).unwrap();
+        symlink("../../outside\r", t.path().join("a/b/up")).unwrap();
+        fs::create_dir(t.path().join("ro")).unwrap();
+        fs::set_permissions(t.path().join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
+        let list = FileList::scan(t.path()).unwrap();
+        assert_eq!(list.to_bytes(), serde_bytes(&list));
+        assert_eq!(
+            FileList::default().to_bytes(),
+            serde_bytes(&FileList::default())
+        );
+        fs::set_permissions(t.path().join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn a_large_list_hashed_while_it_is_written_is_written_as_serde_json_writes_it() {
+        let entries: Vec<Entry> = (0..HASH_ASIDE * 2)
+            .map(|i| Entry {
+                path: format!("d{}/f{i}", i % 13).into_bytes(),
+                kind: if i % 7 == 0 {
+                    EntryKind::Link
+                } else {
+                    EntryKind::File
+                },
+                mode: 0o644 | (u32::try_from(i % 2).unwrap() * 0o111),
+                size: i as u64,
+                sha256: (i % 7 != 0).then(|| hex(&Sha256::digest(i.to_string()))),
+                target: (i % 7 == 0).then(|| format!("../t{i}").into_bytes()),
+            })
+            .collect();
+        let list = FileList::from_entries(entries);
+        let written = list.to_bytes();
+        let fresh = FileList::from_entries(list.entries().to_vec());
+        assert_eq!(written, serde_bytes(&fresh));
+    }
+
+    fn any_entry() -> impl proptest::strategy::Strategy<Value = Entry> {
+        use proptest::prelude::*;
+        let bytes = proptest::collection::vec(any::<u8>(), 1..12);
+        let kind = prop_oneof![
+            Just(EntryKind::File),
+            Just(EntryKind::Dir),
+            Just(EntryKind::Link)
+        ];
+        let text = || {
+            proptest::string::string_regex("[a-z\\\\\"\\x00-\\x1f\\x7f\u{e9}\u{1f600}/.]{1,10}")
+                .unwrap()
+                .prop_map(String::into_bytes)
+        };
+        let path = prop_oneof![text(), bytes.clone()];
+        let target = proptest::option::of(prop_oneof![text(), bytes]);
+        let digest = proptest::option::of(any::<[u8; 32]>().prop_map(|d| hex(&d)));
+        (path, kind, 0u32..0o10000, any::<u64>(), digest, target).prop_map(
+            |(path, kind, mode, size, sha256, target)| Entry {
+                path,
+                kind,
+                mode,
+                size,
+                sha256,
+                target,
+            },
+        )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_list_is_written_as_serde_json_writes_it(
+            entries in proptest::collection::vec(any_entry(), 0..8)
+        ) {
+            let list = FileList::from_entries(entries);
+            proptest::prop_assert_eq!(list.to_bytes(), serde_bytes(&list));
+        }
+    }
+
+    #[test]
+    fn a_relisted_entry_changes_the_tree_hash_computed_before() {
+        let t = tree();
+        let mut list = FileList::scan(t.path()).unwrap();
+        let before = list.tree_hash();
+        fs::write(t.path().join("a/b/f"), "changed").unwrap();
+        list.relist(t.path(), b"a/b/f").unwrap();
+        assert_ne!(list.tree_hash(), before);
+        assert_eq!(
+            list.tree_hash(),
+            FileList::scan(t.path()).unwrap().tree_hash()
+        );
     }
 
     #[test]

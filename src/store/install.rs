@@ -156,6 +156,8 @@ impl Carried {
             replaced,
         } = self;
         let _ = store.rotate_backups(&staged.manifest.name);
+        let tree = prepared.files.tree_hash();
+        prepared.files.drop_aside();
         Outcome {
             manifest: staged.manifest,
             record: staged.record,
@@ -163,7 +165,7 @@ impl Carried {
             left_out_project_state: staged.left_out_project_state,
             dest: published.dest,
             carried: replaced.then_some(prepared.plan),
-            tree: prepared.files.tree_hash(),
+            tree,
             record_error: published.record_error,
         }
     }

@@ -280,6 +280,7 @@ impl Store {
         for (p, dest) in batch.iter().zip(placed.iter_mut()) {
             if dest.is_ok() {
                 let _ = journal::clear(&self.folders.pending, p.name);
+                journal::drop_list(&self.folders.pending, p.name);
                 let tree = p.staging.tree();
                 *dest = Err(anyhow!("cannot flush {} to disk: {e}", tree.display()));
             }
@@ -339,7 +340,7 @@ impl Store {
             .zip(placed)
             .map(|(p, dest)| {
                 dest.is_ok().then(|| {
-                    self.write_files(p.name, p.files, false)
+                    self.commit_files(p.name, p.files.is_some())
                         .and_then(|()| self.write_record(p.record, false))
                 })
             })
@@ -523,8 +524,9 @@ impl Store {
         }
     }
 
-    /// Writes the journal entry of `name` (see [`journal`]): `record` and `files` for the
-    /// staged `tree`, not flushed (the caller flushes the file system before the rename).
+    /// Writes the journal entry of `name` (see [`journal`]): `record` for the staged `tree`,
+    /// and `files` beside it in the bytes of `files/<name>.json`, not flushed (the caller
+    /// flushes the file system before the rename).
     fn write_intent(
         &self,
         name: &str,
@@ -532,12 +534,15 @@ impl Store {
         tree: Identity,
         files: Option<&FileList>,
     ) -> Result<()> {
-        let intent = Intent {
+        let intent: Intent<&Record, FileList> = Intent {
             record,
             tree,
-            files,
+            files: None,
+            files_beside: files.is_some(),
         };
-        journal::write(&self.folders.staging, &self.folders.pending, name, &intent)
+        let list = files.map(FileList::to_bytes);
+        let (staging, pending) = (&self.folders.staging, &self.folders.pending);
+        journal::write(staging, pending, name, &intent, list.as_deref())
     }
 
     /// Applies or drops every journal entry a killed run left, removals and installs: an
@@ -551,9 +556,20 @@ impl Store {
         })
     }
 
-    /// Commits the file list and record of a journal entry whose tree is in place.
+    /// Commits the file list and record of a journal entry whose tree is in place: the list
+    /// beside the entry is moved into `files/` (gone, it was moved already), an inline one
+    /// (written by an earlier version) is written there.
     fn commit_intent(&self, name: &str, intent: &Intent<Record, FileList>) -> Result<()> {
-        self.save_files(name, intent.files.as_ref())?;
+        if intent.files_beside {
+            let folder = self.files_folder()?;
+            if self.move_list(name)? {
+                folder
+                    .sync()
+                    .with_context(|| format!("cannot flush {} to disk", folder.path().display()))?;
+            }
+        } else {
+            self.save_files(name, intent.files.as_ref())?;
+        }
         self.save_record(&intent.record)
     }
 
@@ -597,16 +613,64 @@ impl Store {
         self.write_files(name, files, true)
     }
 
+    /// Commits the file list of `name` placed by [`Store::publish_all`], unflushed (the caller
+    /// flushes the file system): with `listed`, the list written beside its journal entry is
+    /// renamed into `files/`; without, an older list there is deleted (a linked extension
+    /// has none).
+    fn commit_files(&self, name: &str, listed: bool) -> Result<()> {
+        if !listed {
+            return self.write_files(name, None, false);
+        }
+        if self.move_list(name)? {
+            return Ok(());
+        }
+        bail!(
+            "the file list {} written before the rename is gone; the store is changed by something else than zot ext",
+            self.folders
+                .pending
+                .path()
+                .join(journal::list_name(name))
+                .display()
+        )
+    }
+
+    /// Renames `pending/<name>.list` to `files/<name>.json`, unflushed; `false` when there is
+    /// no such list.
+    fn move_list(&self, name: &str) -> Result<bool> {
+        let folder = self.files_folder()?;
+        let moved = rustix::fs::renameat(
+            &self.folders.pending,
+            journal::list_name(name),
+            folder,
+            FileList::file_name(name),
+        );
+        match moved {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(io::Error::from(e)).with_context(|| {
+                format!(
+                    "cannot write the file list {}",
+                    folder.path().join(FileList::file_name(name)).display()
+                )
+            }),
+        }
+    }
+
+    /// The folder of file lists (`files/`).
+    fn files_folder(&self) -> Result<&Folder> {
+        self.folders.files.as_ref().ok_or_else(|| {
+            anyhow!(
+                "the file lists folder in {} is missing",
+                self.dirs.state().display()
+            )
+        })
+    }
+
     /// [`Store::save_files`]; without `flush`, nothing is flushed (the caller flushes the
     /// file system).
     fn write_files(&self, name: &str, files: Option<&FileList>, flush: bool) -> Result<()> {
         let file = FileList::file_name(name);
-        let Some(folder) = &self.folders.files else {
-            bail!(
-                "the file lists folder in {} is missing",
-                self.dirs.state().display()
-            );
-        };
+        let folder = self.files_folder()?;
         let path = || folder.path().join(&file);
         let staging = &self.folders.staging;
         match (files, flush) {
@@ -1013,7 +1077,7 @@ mod tests {
         assert!(pending_names(&s).is_empty());
     }
 
-    /// A journal entry as earlier versions of zot ext wrote it, typed.
+    /// A journal entry as earlier versions of zot ext wrote it (the list inline), typed.
     #[derive(serde::Serialize)]
     struct EarlierIntent {
         record: Record,
@@ -1022,23 +1086,108 @@ mod tests {
     }
 
     #[test]
-    fn a_journal_entry_is_written_byte_for_byte_as_before() {
+    fn a_journal_entry_holds_the_record_and_its_list_is_beside_it_as_committed() {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
         let staging = stage_with(&s, "f");
         let tree = staging.identity().unwrap();
         let files = FileList::scan(&staging.tree()).unwrap();
         let r = record("a", "/src");
-        for listed in [None, Some(&files)] {
-            s.write_intent("a", &r, tree, listed).unwrap();
-            let written = fs::read(s.dirs.state().join("pending/a.json")).unwrap();
-            let earlier = EarlierIntent {
-                record: r.clone(),
-                tree,
-                files: listed.cloned(),
-            };
-            assert_eq!(written, serde_json::to_vec(&earlier).unwrap());
-        }
+        s.write_intent("a", &r, tree, Some(&files)).unwrap();
+        let pending = s.dirs.state().join("pending");
+        let entry: serde_json::Value =
+            serde_json::from_slice(&fs::read(pending.join("a.json")).unwrap()).unwrap();
+        assert_eq!(entry["files"], serde_json::Value::Null);
+        assert_eq!(entry["files_beside"], true);
+        assert_eq!(fs::read(pending.join("a.list")).unwrap(), files.to_bytes());
+        // Without a list (a linked extension), the entry is what earlier versions wrote.
+        s.write_intent("a", &r, tree, None).unwrap();
+        let earlier = EarlierIntent {
+            record: r.clone(),
+            tree,
+            files: None,
+        };
+        let written = fs::read(pending.join("a.json")).unwrap();
+        assert_eq!(written, serde_json::to_vec(&earlier).unwrap());
+    }
+
+    #[test]
+    fn an_entry_written_by_an_earlier_version_with_its_list_inline_is_settled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let staging = stage_with(&s, "new");
+        let files = FileList::scan(&staging.tree()).unwrap();
+        let earlier = EarlierIntent {
+            record: record("a", "/src/new"),
+            tree: staging.identity().unwrap(),
+            files: Some(files.clone()),
+        };
+        let entry = serde_json::to_vec(&earlier).unwrap();
+        fs::write(s.dirs.state().join("pending/a.json"), entry).unwrap();
+        s.place(&staging, "a", false).unwrap();
+        std::mem::forget(staging);
+        let dirs = s.dirs.clone();
+        assert_eq!(FileList::load(&dirs, "a").unwrap(), files);
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert!(pending_names(&s).is_empty());
+        assert_eq!(Record::load(&dirs, "a").unwrap().source, "/src/new");
+        let committed = fs::read(dirs.state().join("files/a.json")).unwrap();
+        assert_eq!(committed, files.to_bytes());
+    }
+
+    #[test]
+    fn an_entry_whose_list_was_committed_before_a_kill_settles_to_that_list() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let first = stage_with(&s, "old");
+        s.publish(&first, "a", false, &record("a", "/src/old"))
+            .unwrap();
+        drop(first);
+        let second = stage_with(&s, "new");
+        let files = FileList::scan(&second.tree()).unwrap();
+        let r = record("a", "/src/new");
+        s.write_intent("a", &r, second.identity().unwrap(), Some(&files))
+            .unwrap();
+        s.place(&second, "a", true).unwrap();
+        // Killed after the list's rename into files/, before the record's commit.
+        assert!(s.move_list("a").unwrap());
+        assert_eq!(FileList::load(&s.dirs, "a").unwrap(), files);
+        assert_eq!(Record::load(&s.dirs, "a").unwrap().source, "/src/new");
+        std::mem::forget(second);
+        let dirs = s.dirs.clone();
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert!(pending_names(&s).is_empty());
+        assert_eq!(FileList::load(&dirs, "a").unwrap(), files);
+        assert_eq!(Record::load(&dirs, "a").unwrap().source, "/src/new");
+    }
+
+    #[test]
+    fn a_list_whose_tree_was_never_placed_goes_with_its_entry_or_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = store(tmp.path());
+        let first = stage_with(&s, "old");
+        s.publish(&first, "a", false, &record("a", "/src/old"))
+            .unwrap();
+        drop(first);
+        let old = FileList::load(&s.dirs, "a").unwrap();
+        let second = stage_with(&s, "new");
+        let files = FileList::scan(&second.tree()).unwrap();
+        let r = record("a", "/src/new");
+        s.write_intent("a", &r, second.identity().unwrap(), Some(&files))
+            .unwrap();
+        // Before the rename, readers see the old list; "b" has a list but no entry (a kill
+        // between the two writes).
+        assert_eq!(FileList::load(&s.dirs, "a").unwrap(), old);
+        fs::write(s.dirs.state().join("pending/b.list"), files.to_bytes()).unwrap();
+        std::mem::forget(second);
+        let dirs = s.dirs.clone();
+        drop(s);
+        let s = Store::open(&dirs).unwrap();
+        assert!(pending_names(&s).is_empty());
+        assert_eq!(FileList::load(&dirs, "a").unwrap(), old);
+        assert!(FileList::load(&dirs, "b").is_none());
     }
 
     #[test]

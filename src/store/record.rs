@@ -99,7 +99,8 @@ impl Record {
     /// is read without following links and at most 1 MiB of it.
     /// While a change is being made, the journal's record counts as soon as its tree is in
     /// place, so a command reading without the lock never sees a tree without its record.
-    /// (An entry counts only whole, its file list read too, as when the store settles it.)
+    /// (An entry counts only whole, an inline file list of an earlier version read too, as
+    /// when the store settles it; a list beside the entry is not read.)
     pub(crate) fn load(dirs: &ScopeDirs, name: &str) -> Option<Record> {
         if let Some(intent) = journal::journalled::<Record, FileList>(dirs, name) {
             return Some(intent.record);

@@ -513,3 +513,36 @@ fn an_update_right_after_a_kill_reads_the_record_the_journal_finished() {
         .stdout_has("x (global) is up to date");
     check_invariants(&env, &[(Some("2.0.0"), Some(&v2))], "update after a kill");
 }
+
+/// A journal entry as earlier versions wrote it, the file list inline (now it is written
+/// beside the entry), left by a run killed after the rename: the next command commits the
+/// entry's record and list, byte for byte the list a fresh install writes.
+#[test]
+fn an_entry_with_its_file_list_inline_is_settled_by_the_next_command() {
+    let env = Env::new();
+    env.install(env.source("inline", "inline"));
+    let state = env.home.join(".ext-store");
+    let written = fs::read(state.join("files/inline.json")).unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    let record = fs::read(state.join("sources/inline.json")).unwrap();
+    let mut record: serde_json::Value = serde_json::from_slice(&record).unwrap();
+    record["source"] = "/from/the/journal".into();
+    let tree = fs::symlink_metadata(env.global_root().join("inline")).unwrap();
+    let entry = serde_json::json!({
+        "record": record,
+        "tree": {"dev": tree.dev(), "ino": tree.ino()},
+        "files": list,
+    });
+    fs::write(
+        state.join("pending/inline.json"),
+        serde_json::to_vec(&entry).unwrap(),
+    )
+    .unwrap();
+    fs::remove_file(state.join("files/inline.json")).unwrap();
+    env.zot(["ext", "list"]).ok();
+    assert_eq!(fs::read_dir(state.join("pending")).unwrap().count(), 0);
+    assert_eq!(fs::read(state.join("files/inline.json")).unwrap(), written);
+    let committed = fs::read(state.join("sources/inline.json")).unwrap();
+    let committed: serde_json::Value = serde_json::from_slice(&committed).unwrap();
+    assert_eq!(committed["source"], "/from/the/journal");
+}
