@@ -2,6 +2,7 @@
 //! subfolder after `#`). Credentials in it are hidden by [`crate::output::redact`] wherever
 //! it is shown.
 
+pub(crate) mod aside;
 pub(crate) mod copy;
 mod copy_tree;
 pub(crate) mod fetch;
