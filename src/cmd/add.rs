@@ -62,7 +62,6 @@ impl Run for AddArgs {
                 git_ref: self.git_ref.as_deref(),
                 subdir: subdir.as_deref(),
                 cache: cache.as_ref(),
-                beside: true,
             },
             replace: false,
             carry: crate::store::carry::Options::default(),

@@ -69,7 +69,6 @@ impl Run for InstallArgs {
                 git_ref: self.git_ref.as_deref(),
                 subdir: subdir.as_deref(),
                 cache: cache.as_ref(),
-                beside: true,
             },
             replace: self.force,
             carry: self.carry.options(),

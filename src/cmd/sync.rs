@@ -483,8 +483,6 @@ fn stage_one(
             git_ref: git_ref.as_deref(),
             subdir: entry.subdir.as_deref(),
             cache,
-            // A thread per extension would not be bounded: the pool's threads link.
-            beside: false,
         },
         replace: item.action == Action::Update,
         carry: crate::store::carry::Options::default(),

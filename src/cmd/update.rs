@@ -394,8 +394,6 @@ impl UpdateArgs {
             git_ref: job.git_ref,
             subdir: record.subdir.as_deref(),
             cache: cache.as_ref(),
-            // The staged manifest may be rewritten below, before the tree is placed.
-            beside: false,
         };
         let staged = fetch::stage(store, &request, &ctx.out)?;
         outcome.available = Some(Version {

@@ -13,7 +13,6 @@ use crate::catalog::paths::ScopeDirs;
 use crate::error::usage;
 use crate::fsx::bounded;
 use crate::output::Output;
-use crate::source::aside::Aside;
 use crate::source::copy::{self, LooseLink};
 use crate::source::git::{self, Checkout, Written};
 use crate::source::{GitUrl, Source};
@@ -33,17 +32,10 @@ pub(crate) struct Request<'a> {
     /// The fetch cache: a git source pinned to a full commit id is taken from it when
     /// there, and every fetched commit is put in it.
     pub cache: Option<&'a Cache>,
-    /// Whether the cache entry of a git checkout is linked on a thread of its own while the
-    /// install goes on ([`Aside`]): for a command that stages one tree and changes it only
-    /// through [`crate::store::install`]; else it is linked before staging returns.
-    pub beside: bool,
 }
 
 /// A validated tree in staging, ready to be placed.
 pub(crate) struct Staged {
-    /// Work still running on the staging folder and the tree: declared first, so it is
-    /// joined before the staging folder is deleted.
-    pub aside: Aside,
     pub staging: Staging,
     pub manifest: Manifest,
     pub record: Record,
@@ -57,7 +49,6 @@ pub(crate) struct Staged {
 
 /// What staging built, before the record gets its subfolder.
 struct Built {
-    aside: Aside,
     manifest: Manifest,
     record: Record,
     outside_links: Vec<LooseLink>,
@@ -87,7 +78,6 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<St
     };
     crate::fsx::crashpoint::hit("stage.done");
     Ok(Staged {
-        aside: built.aside,
         staging,
         manifest: built.manifest,
         record: Record {
@@ -151,7 +141,6 @@ fn copy_into(
     let manifest = validate(staging, &shown.join(manifest::FILE))?;
     let record = Record::new(&manifest.name, source.display().to_string(), Kind::Path);
     let built = Built {
-        aside: Aside::none(out),
         manifest,
         record,
         outside_links,
@@ -174,11 +163,10 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let (mut checkout, listed, aside) =
-        match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
-            Some((checkout, files)) => (checkout, Some(files), Aside::none(out)),
-            None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
-        };
+    let (mut checkout, listed) = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
+        Some((checkout, files)) => (checkout, Some(files)),
+        None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
+    };
     let label = format!("{} ({})", url.display, short(&checkout.commit));
     let inside = match subdir {
         Some(sub) => {
@@ -213,7 +201,6 @@ fn clone_into(
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
     Ok(Built {
-        aside,
         manifest,
         record,
         outside_links,
@@ -290,8 +277,7 @@ fn from_cache(
 /// the checkout's file list when the cache copied it (the list of its exact copy; `None`
 /// when the checkout listed itself and was linked into the cache). A checkout
 /// limited to a subfolder whose repository has submodules is not the whole tree and is not
-/// cached; a cache that cannot take it is only a note. Linking the cache entry, which the
-/// install need not wait for, is left to the [`Aside`] returned.
+/// cached; a cache that cannot take it is only a note.
 fn fetch_and_cache(
     staging: &Staging,
     url: &GitUrl,
@@ -299,7 +285,7 @@ fn fetch_and_cache(
     subdir: Option<&Path>,
     dir: &Path,
     out: &Output,
-) -> Result<(Checkout, Option<FileList>, Aside)> {
+) -> Result<(Checkout, Option<FileList>)> {
     let checkout = git::fetch(
         url,
         request.git_ref,
@@ -325,39 +311,24 @@ fn fetch_and_cache(
         None => manifest::read(dir).is_ok(),
     };
     let mut listed = None;
-    let mut linking = None;
     if let (Some(cache), true, true) = (request.cache, whole, installs) {
         // A checkout that listed itself is linked into the cache (its files shared), else
-        // copied, listed on the way. Linked beside the install only when whole: a subfolder
-        // taken out of it would be missing from the entry.
+        // copied, listed on the way. Linked now, before the install flushes the file
+        // system: links made during the flush make it wait for them, and each waits on the
+        // inodes the flush holds.
         let cached = match &checkout.written {
-            Some(written) if request.beside && subdir.is_none() => cache
-                .start_link(&checkout.commit, dir, &written.files)
-                .map(|started| linking = started),
             Some(written) => cache.link(&checkout.commit, dir, &written.files),
             None => cache.put(&checkout.commit, dir).map(|files| listed = files),
         };
         if let Err(e) = cached {
-            out.note(&cache_note(&e));
+            out.note(&format!("note: {e:#}; the next install fetches it again"));
         }
     }
-    let aside = match linking {
-        Some(linking) => Aside::start(out, move || {
-            let e = linking.finish().err()?;
-            Some(cache_note(&e))
-        }),
-        None => Aside::none(out),
-    };
-    Ok((checkout, listed, aside))
+    Ok((checkout, listed))
 }
 
 /// The scratch folder of a staging folder that holds the git object store.
 const GIT_SCRATCH: &str = "git";
-
-/// The note that the cache could not take a fetched commit.
-fn cache_note(e: &anyhow::Error) -> String {
-    format!("note: {e:#}; the next install fetches it again")
-}
 
 /// A local repository path must exist and be a repository; libgit2 would only say
 /// "unsupported URL protocol" or "could not find repository".

@@ -2,7 +2,6 @@
 //! subfolder after `#`). Credentials in it are hidden by [`crate::output::redact`] wherever
 //! it is shown.
 
-pub(crate) mod aside;
 pub(crate) mod copy;
 mod copy_tree;
 pub(crate) mod fetch;

@@ -28,12 +28,10 @@
 //! install never depends on the cache: the installed tree is flushed by the store before it
 //! is placed, whichever of its files the cache shares.
 //!
-//! **Beside the install.** A checkout's entry may be linked on another thread while the
-//! install goes on ([`Cache::start_link`], then [`Linking::finish`]): the walk reaches the
-//! checkout through a handle on its top folder, so the tree may be renamed into place
-//! meanwhile. It is started only once one file of the tree was linked into the cache (the
-//! cache is on the tree's file system and takes links); a tree that changes while it is
-//! linked (a file replaced) gives an entry that fails its hash, a miss.
+//! **Linked.** [`Cache::link`] first links one file of the checkout into the cache (the
+//! cache is then on the tree's file system and takes links; else the entry is copied at
+//! once), then the rest ([`Linking`]), reaching the checkout through a handle on its top
+//! folder, never its path again; a link that fails part way leaves a copy instead.
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -157,14 +155,9 @@ impl Cache {
 
     /// Begins [`Cache::link`] of `tree`: when no complete entry is there, and a first file
     /// of `tree` could be linked into the cache, the rest of the work, which
-    /// [`Linking::finish`] does (on any thread; `tree` may be renamed meanwhile); `None` when
-    /// the entry was there, or was copied at once because links cannot be made.
-    pub(crate) fn start_link(
-        &self,
-        commit: &str,
-        tree: &Path,
-        list: &FileList,
-    ) -> Result<Option<Linking>> {
+    /// [`Linking::finish`] does (`tree` may be renamed meanwhile); `None` when the entry was
+    /// there, or was copied at once because links cannot be made.
+    fn start_link(&self, commit: &str, tree: &Path, list: &FileList) -> Result<Option<Linking>> {
         let Some(folder) = self.missing(commit)? else {
             return Ok(None);
         };
@@ -248,7 +241,7 @@ impl Cache {
 
 /// The rest of [`Cache::link`], begun by [`Cache::start_link`]: the entry linked in a
 /// temporary folder of the cache, then renamed into place.
-pub(crate) struct Linking {
+struct Linking {
     folder: Folder,
     /// The temporary folder's name in `folder`.
     temp: String,
@@ -260,7 +253,7 @@ pub(crate) struct Linking {
 
 impl Linking {
     /// Links the entry and puts it in place; an error leaves no trace in the cache.
-    pub(crate) fn finish(self) -> Result<()> {
+    fn finish(self) -> Result<()> {
         let Linking {
             folder,
             temp,

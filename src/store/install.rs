@@ -135,14 +135,6 @@ impl Ready {
         } = self;
         let name = staged.manifest.name.clone();
         let replaced = refuse_existing(store, &name, replace)?;
-        // Carry-over writes into the staged tree: the cache entry linked beside it must not
-        // take those files for the fetched ones.
-        let rewritten = options
-            .enabled
-            .is_some_and(|e| e != staged.manifest.enabled);
-        if replaced || rewritten {
-            staged.aside.finish();
-        }
         let dirs = store.dirs.clone();
         // Handed on, not copied: carry-over returns the list of what is placed.
         let files = std::mem::take(&mut staged.files);
@@ -156,15 +148,13 @@ impl Ready {
 }
 
 impl Carried {
-    /// What placing it did, once published (the work beside it finished); deletes its
-    /// oldest saved copies.
+    /// What placing it did, once published; deletes its oldest saved copies.
     fn outcome(self, store: &Store, published: Published) -> Outcome {
         let Carried {
-            mut staged,
+            staged,
             prepared,
             replaced,
         } = self;
-        staged.aside.finish();
         let _ = store.rotate_backups(&staged.manifest.name);
         Outcome {
             manifest: staged.manifest,

@@ -368,9 +368,8 @@ fn a_cache_on_another_file_system_holds_copies() {
     assert_eq!(fs::read_to_string(copy).unwrap(), "one\n");
 }
 
-/// A served extension repository `name` large enough that its cache entry is still being
-/// linked while the install validates and places the tree: 2,000 files in 40 folders
-/// that sort before the manifest, and a link.
+/// A served extension repository `name` with 2,000 files in 40 folders that sort before the
+/// manifest, and a link.
 fn large_repo(env: &Env, root: &Path, name: &str) -> Repo {
     let src = env.source(&format!("src-{name}"), name);
     for folder in 0..40 {
@@ -389,7 +388,7 @@ fn large_repo(env: &Env, root: &Path, name: &str) -> Repo {
 }
 
 #[test]
-fn a_large_tree_cached_while_it_is_installed_serves_the_next_install_whole() {
+fn a_large_fetched_tree_is_cached_whole_and_serves_the_next_install() {
     let env = Env::new();
     let (_tmp, root) = served();
     let commit = large_repo(&env, &root, "large").head_commit();
