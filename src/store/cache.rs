@@ -157,7 +157,12 @@ impl Cache {
     /// of `tree` could be linked into the cache, the rest of the work, which
     /// [`Linking::finish`] does (`tree` may be renamed meanwhile); `None` when the entry was
     /// there, or was copied at once because links cannot be made.
-    fn start_link(&self, commit: &str, tree: &Path, list: &FileList) -> Result<Option<Linking>> {
+    fn start_link<'a>(
+        &self,
+        commit: &str,
+        tree: &Path,
+        list: &'a FileList,
+    ) -> Result<Option<Linking<'a>>> {
         let Some(folder) = self.missing(commit)? else {
             return Ok(None);
         };
@@ -174,7 +179,7 @@ impl Cache {
                 temp,
                 commit: commit.to_string(),
                 top,
-                list: list.clone(),
+                list,
             })),
             Ok(None) => {
                 let _ = folder.remove(&temp);
@@ -241,17 +246,17 @@ impl Cache {
 
 /// The rest of [`Cache::link`], begun by [`Cache::start_link`]: the entry linked in a
 /// temporary folder of the cache, then renamed into place.
-struct Linking {
+struct Linking<'a> {
     folder: Folder,
     /// The temporary folder's name in `folder`.
     temp: String,
     commit: String,
     /// The checked-out tree's top folder.
     top: OwnedFd,
-    list: FileList,
+    list: &'a FileList,
 }
 
-impl Linking {
+impl Linking<'_> {
     /// Links the entry and puts it in place; an error leaves no trace in the cache.
     fn finish(self) -> Result<()> {
         let Linking {
@@ -262,9 +267,9 @@ impl Linking {
             list,
         } = self;
         let linked = folder.path().join(&temp).join("linked");
-        let result = link_tree(top.as_fd(), &linked, &list)
+        let result = link_tree(top.as_fd(), &linked, list)
             .map_err(anyhow::Error::from)
-            .and_then(|()| place_entry(&folder, &temp, "linked", &commit, &list));
+            .and_then(|()| place_entry(&folder, &temp, "linked", &commit, list));
         let _ = folder.remove(&temp);
         result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
     }
