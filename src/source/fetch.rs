@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use crate::catalog::manifest::{self, Manifest, ManifestError};
 use crate::catalog::paths::ScopeDirs;
 use crate::error::usage;
-use crate::fsx::bounded;
+use crate::fsx::{DIR_FLAGS, bounded};
 use crate::output::Output;
 use crate::source::copy::{self, LooseLink};
 use crate::source::git::{self, Checkout, Written};
@@ -289,7 +289,7 @@ fn fetch_and_cache(
     let checkout = git::fetch(
         url,
         request.git_ref,
-        &staging.scratch("git"),
+        &staging.scratch(GIT_SCRATCH),
         dir,
         subdir,
         &mut |received, total, bytes| {
@@ -301,6 +301,9 @@ fn fetch_and_cache(
     );
     out.progress_done();
     let checkout = checkout?;
+    // The repository is closed. Its pack, deleted before the install flushes the file
+    // system, never has to be written to disk.
+    staging.remove_scratch(GIT_SCRATCH);
     // Only a tree that can install (its manifest reads) is cached.
     let whole = subdir.is_none() || fs::symlink_metadata(dir.join(".gitmodules")).is_err();
     let installs = match subdir {
@@ -310,20 +313,37 @@ fn fetch_and_cache(
     let mut listed = None;
     if let (Some(cache), true, true) = (request.cache, whole, installs) {
         // A checkout that listed itself is linked into the cache (its files shared), else
-        // copied, listed on the way.
-        let cached = match &checkout.written {
-            Some(written) => cache
-                .link(&checkout.commit, dir, &written.files)
-                .map(|()| None),
-            None => cache.put(&checkout.commit, dir),
-        };
-        match cached {
-            Ok(files) => listed = files,
-            Err(e) => out.note(&format!("note: {e:#}; the next install fetches it again")),
+        // copied, listed on the way. Linked now, before the install's own flush (links made
+        // during that flush would make it wait for them), while the checkout's files are
+        // already on their way to the disk.
+        let cached = while_flushing(dir, || match &checkout.written {
+            Some(written) => cache.link(&checkout.commit, dir, &written.files),
+            None => cache.put(&checkout.commit, dir).map(|files| listed = files),
+        });
+        if let Err(e) = cached {
+            out.note(&format!("note: {e:#}; the next install fetches it again"));
         }
     }
     Ok((checkout, listed))
 }
+
+/// Runs `work` while the file system of `dir` is flushed on a second thread (joined
+/// before this returns): the files just written go to the disk meanwhile, so the flush
+/// that comes before the install is placed has little left to write.
+fn while_flushing<T>(dir: &Path, work: impl FnOnce() -> T) -> T {
+    let top = rustix::fs::openat(rustix::fs::CWD, dir, DIR_FLAGS, rustix::fs::Mode::empty());
+    std::thread::scope(|s| {
+        if let Ok(top) = &top {
+            let flush = move || rustix::fs::syncfs(top);
+            // A thread that cannot be started only leaves the flush to the install.
+            let _ = std::thread::Builder::new().spawn_scoped(s, flush);
+        }
+        work()
+    })
+}
+
+/// The scratch folder of a staging folder that holds the git object store.
+const GIT_SCRATCH: &str = "git";
 
 /// A local repository path must exist and be a repository; libgit2 would only say
 /// "unsupported URL protocol" or "could not find repository".

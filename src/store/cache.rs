@@ -21,22 +21,34 @@
 //! is a miss and is replaced by the next put. The cache folder is state: it is opened
 //! without following links ([`crate::fsx::Folder`]), and a link or a file in its place is an
 //! error that names it.
+//!
+//! **Not flushed.** Nothing here waits for the disk: whatever a crash leaves of an entry (a
+//! tree without its record, an empty record, a tree missing files or holding unwritten
+//! ones) fails the hash of [`Cache::get`], so it is a miss, deleted and fetched again. An
+//! install never depends on the cache: the installed tree is flushed by the store before it
+//! is placed, whichever of its files the cache shares.
+//!
+//! **Linked.** [`Cache::link`] first links one file of the checkout into the cache (the
+//! cache is then on the tree's file system and takes links; else the entry is copied at
+//! once), then the rest ([`Linking`]), reaching the checkout through a handle on its top
+//! folder, never its path again; a link that fails part way leaves a copy instead.
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fs;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
-use rustix::fs::FileType;
+use rustix::fs::{AtFlags, CWD, FileType, Mode};
 
 use crate::catalog::paths::{Layout, ScopeDirs};
-use crate::fsx::{Folder, unique_name};
+use crate::fsx::{DIR_FLAGS, Folder, unique_name};
 use crate::source::copy;
 use crate::store::cache_links::link_tree;
-use crate::store::filelist::FileList;
+use crate::store::filelist::{EntryKind, FileList};
 use crate::store::{create_dir, lenient, open_state, state_error};
 
 /// The cache folder's name inside the global state folder.
@@ -120,24 +132,71 @@ impl Cache {
     /// while it is made: that list, which is `tree`'s too (the copy is exact), when a copy was
     /// made.
     pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<Option<FileList>> {
-        self.store(commit, tree, None)
+        let Some(folder) = self.missing(commit)? else {
+            return Ok(None);
+        };
+        copy_entry(&folder, commit, tree).map(Some)
     }
 
     /// [`Cache::put`] of a checked-out tree given its list (what [`FileList::scan`] of it
     /// says): the entry's files are hard links to `tree`'s when the cache is on its file
     /// system and links are allowed there (see [`link_tree`]), else copies.
     pub(crate) fn link(&self, commit: &str, tree: &Path, list: &FileList) -> Result<()> {
-        self.store(commit, tree, Some(list)).map(|_| ())
+        let Some(linking) = self.start_link(commit, tree, list)? else {
+            return Ok(());
+        };
+        // A half-linked tree is deleted with its temporary folder; the tree is still here to
+        // be copied.
+        match linking.finish() {
+            Ok(()) => Ok(()),
+            Err(_) => self.put(commit, tree).map(|_| ()),
+        }
     }
 
-    /// Puts `tree`: linked when `listed` and that can be done, else copied and listed on
-    /// the way; the list when the entry was made.
-    fn store(
+    /// Begins [`Cache::link`] of `tree`: when no complete entry is there, and a first file
+    /// of `tree` could be linked into the cache, the rest of the work, which
+    /// [`Linking::finish`] does (`tree` may be renamed meanwhile); `None` when the entry was
+    /// there, or was copied at once because links cannot be made.
+    fn start_link<'a>(
         &self,
         commit: &str,
         tree: &Path,
-        listed: Option<&FileList>,
-    ) -> Result<Option<FileList>> {
+        list: &'a FileList,
+    ) -> Result<Option<Linking<'a>>> {
+        let Some(folder) = self.missing(commit)? else {
+            return Ok(None);
+        };
+        let temp = unique_name(".put-");
+        let started = folder
+            .create_dir(&temp)
+            .and_then(|_| {
+                rustix::fs::openat(CWD, tree, DIR_FLAGS, Mode::empty()).map_err(Into::into)
+            })
+            .and_then(|top| links_made(&top, &folder, &temp, list).map(|made| made.then_some(top)));
+        match started {
+            Ok(Some(top)) => Ok(Some(Linking {
+                folder,
+                temp,
+                commit: commit.to_string(),
+                top,
+                list,
+            })),
+            Ok(None) => {
+                let _ = folder.remove(&temp);
+                copy_entry(&folder, commit, tree)?;
+                Ok(None)
+            }
+            Err(e) => {
+                let _ = folder.remove(&temp);
+                Err(anyhow::Error::from(e)).with_context(|| {
+                    format!("cannot cache {commit} in {}", folder.path().display())
+                })
+            }
+        }
+    }
+
+    /// The cache folder when it has no complete entry for `commit` (made when missing).
+    fn missing(&self, commit: &str) -> Result<Option<Folder>> {
         if !is_commit_id(commit) {
             return Err(anyhow!("\"{commit}\" is not a commit id"));
         }
@@ -145,27 +204,7 @@ impl Cache {
         if recorded(&folder, commit).is_some() && folder.stat(commit)?.is_some() {
             return Ok(None);
         }
-        let temp = unique_name(".put-");
-        let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
-        let result = built.and_then(|dir| {
-            // A half-linked tree (another file system, links refused) stays in `linked`,
-            // deleted with the temporary folder; the copy goes to `tree`.
-            let (made, list) = match listed {
-                Some(list) if link_tree(tree, &dir.join("linked"), list).is_ok() => {
-                    ("linked", list.clone())
-                }
-                _ => ("tree", copy::copy(tree, &dir.join("tree"), &mut |_| {})?.1),
-            };
-            fs::write(dir.join("record"), format!("{}\n", list.tree_hash()))?;
-            forget(&folder, commit);
-            folder.rename_to(&format!("{temp}/{made}"), &folder, commit)?;
-            folder.rename_to(&format!("{temp}/record"), &folder, record_name(commit))?;
-            Ok(list)
-        });
-        let _ = folder.remove(&temp);
-        result
-            .map(Some)
-            .with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
+        Ok(Some(folder))
     }
 
     /// Deletes every entry (and what a killed put left); the cache folder stays.
@@ -203,6 +242,105 @@ impl Cache {
         let _ = self.folder.set(folder.try_clone()?);
         Ok(folder)
     }
+}
+
+/// The rest of [`Cache::link`], begun by [`Cache::start_link`]: the entry linked in a
+/// temporary folder of the cache, then renamed into place.
+struct Linking<'a> {
+    folder: Folder,
+    /// The temporary folder's name in `folder`.
+    temp: String,
+    commit: String,
+    /// The checked-out tree's top folder.
+    top: OwnedFd,
+    list: &'a FileList,
+}
+
+impl Linking<'_> {
+    /// Links the entry and puts it in place; an error leaves no trace in the cache.
+    fn finish(self) -> Result<()> {
+        let Linking {
+            folder,
+            temp,
+            commit,
+            top,
+            list,
+        } = self;
+        let linked = folder.path().join(&temp).join("linked");
+        let result = link_tree(top.as_fd(), &linked, list)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| place_entry(&folder, &temp, "linked", &commit, list));
+        let _ = folder.remove(&temp);
+        result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
+    }
+}
+
+/// Puts a copy of `tree`, listed on the way, in `folder` (the cache folder) as `commit`'s
+/// entry; the list.
+fn copy_entry(folder: &Folder, commit: &str, tree: &Path) -> Result<FileList> {
+    let temp = unique_name(".put-");
+    let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
+    let result = built.and_then(|dir| {
+        let list = copy::copy(tree, &dir.join("tree"), &mut |_| {})?.1;
+        place_entry(folder, &temp, "tree", commit, &list)?;
+        Ok(list)
+    });
+    let _ = folder.remove(&temp);
+    result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
+}
+
+/// Whether a hard link from `tree` (its top folder) into `temp` in `folder` can be made,
+/// tried with a file at the top of the tree (the link is deleted again). A tree without one
+/// is taken to allow it when it is on the cache's file system.
+fn links_made(
+    tree: &OwnedFd,
+    folder: &Folder,
+    temp: &str,
+    list: &FileList,
+) -> std::io::Result<bool> {
+    let top_file = list
+        .entries()
+        .iter()
+        .find(|e| e.kind == EntryKind::File && !e.path.contains(&b'/'));
+    let Some(file) = top_file else {
+        let device = |fd: std::os::fd::BorrowedFd| rustix::fs::fstat(fd).map(|s| s.st_dev);
+        return Ok(device(tree.as_fd())? == device(folder.as_fd())?);
+    };
+    let probe = format!("{temp}/probe");
+    let name = std::ffi::OsStr::from_bytes(&file.path);
+    match rustix::fs::linkat(tree, name, folder, probe.as_str(), AtFlags::empty()) {
+        Ok(()) => {
+            rustix::fs::unlinkat(folder, probe.as_str(), AtFlags::empty())?;
+            Ok(true)
+        }
+        Err(_) => Ok(false),
+    }
+}
+
+/// Puts the tree `made` of the temporary folder `temp` in place as `commit`'s entry, with
+/// the record of `list`'s hash beside it (the tree first, the record last). Nothing is
+/// flushed: see the module documentation.
+fn place_entry(
+    folder: &Folder,
+    temp: &str,
+    made: &str,
+    commit: &str,
+    list: &FileList,
+) -> Result<()> {
+    fs::write(
+        folder.path().join(temp).join("record"),
+        format!("{}\n", list.tree_hash()),
+    )?;
+    forget(folder, commit);
+    rustix::fs::renameat(folder, format!("{temp}/{made}").as_str(), folder, commit)?;
+    let record = format!("{temp}/record");
+    rustix::fs::renameat(
+        folder,
+        record.as_str(),
+        folder,
+        record_name(commit).as_str(),
+    )?;
+    Ok(())
 }
 
 /// The cache folder of `global` if it exists; a link or a file in its place is an error.
@@ -379,17 +517,8 @@ mod tests {
         let list = FileList::scan(&src).unwrap();
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
         // A list that names a file the tree does not have: linking fails part way.
-        let mut entries = list.entries().to_vec();
-        entries.push(Entry {
-            path: b"zz-missing".to_vec(),
-            kind: crate::store::filelist::EntryKind::File,
-            mode: 0o644,
-            size: 0,
-            sha256: Some(String::new()),
-            target: None,
-        });
         cache
-            .link(COMMIT, &src, &FileList::from_entries(entries))
+            .link(COMMIT, &src, &listing_a_missing_file(&list))
             .unwrap();
         let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
         let file = Path::new("sub/run.sh");
@@ -398,6 +527,65 @@ mod tests {
         assert_eq!(served, list, "the copy's own list is recorded");
         let names = fs::read_dir(cache.path()).unwrap().count();
         assert_eq!(names, 2, "no temporary folder is left");
+    }
+
+    /// [`tree`]'s list with a file it does not have, deep inside.
+    fn listing_a_missing_file(list: &FileList) -> FileList {
+        let mut entries = list.entries().to_vec();
+        entries.push(Entry {
+            path: b"sub/zz-missing".to_vec(),
+            kind: EntryKind::File,
+            mode: 0o644,
+            size: 0,
+            sha256: Some(String::new()),
+            target: None,
+        });
+        FileList::from_entries(entries)
+    }
+
+    #[test]
+    fn a_link_finished_after_its_tree_moved_is_served() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let list = FileList::scan(&src).unwrap();
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        let linking = cache.start_link(COMMIT, &src, &list).unwrap().unwrap();
+        fs::rename(&src, tmp.path().join("moved")).unwrap();
+        linking.finish().unwrap();
+        let (_, served) = served(&cache, tmp.path()).unwrap();
+        assert_eq!(served, list);
+        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
+        let file = Path::new("sub/run.sh");
+        let moved = tmp.path().join("moved").join(file);
+        assert_eq!(inode(&moved), inode(&entry(&cache).join(file)));
+    }
+
+    #[test]
+    fn a_link_that_fails_part_way_leaves_nothing_in_the_cache() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let list = listing_a_missing_file(&FileList::scan(&src).unwrap());
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        let linking = cache.start_link(COMMIT, &src, &list).unwrap().unwrap();
+        let error = linking.finish().unwrap_err();
+        assert!(format!("{error:#}").contains(COMMIT), "{error:#}");
+        assert_eq!(fs::read_dir(cache.path()).unwrap().count(), 0);
+        assert!(served(&cache, tmp.path()).is_none());
+    }
+
+    #[test]
+    fn a_tree_on_another_file_system_is_copied_at_once() {
+        let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(shm.path());
+        let list = FileList::scan(&src).unwrap();
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        assert!(cache.start_link(COMMIT, &src, &list).unwrap().is_none());
+        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
+        let file = Path::new("sub/run.sh");
+        assert_ne!(inode(&src.join(file)), inode(&entry(&cache).join(file)));
+        let (_, served) = served(&cache, tmp.path()).unwrap();
+        assert_eq!(served, list);
     }
 
     #[test]

@@ -12,11 +12,13 @@
 //! those leave them open to the owner, else open and their modes set last, the deepest
 //! first, so a read-only folder is filled before it closes), files are linked from
 //! the checkout through folder handles opened without following links (`linkat` itself
-//! never follows a link either), and links are made as links.
+//! never follows a link either), and links are made as links. The checkout is reached
+//! through a handle on its top folder, not its path, so the walk may go on while the tree
+//! is renamed into place.
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -29,10 +31,10 @@ use crate::store::filelist::{Entry, EntryKind, FileList};
 const OPEN_FOLDER: u32 = 0o700;
 
 /// Makes `to` (a new folder) the tree `list` describes, its files hard links to those of
-/// `from` (the tree `list` was made of). Any error leaves `to` for the caller to delete:
-/// `EXDEV` when `from` is on another file system, `EPERM` where hard links are refused,
-/// `EMLINK` at the link limit.
-pub(crate) fn link_tree(from: &Path, to: &Path, list: &FileList) -> io::Result<()> {
+/// the tree `from` is the top folder of (the tree `list` was made of). Any error leaves `to`
+/// for the caller to delete: `EXDEV` when `from` is on another file system, `EPERM` where
+/// hard links are refused, `EMLINK` at the link limit.
+pub(crate) fn link_tree(from: BorrowedFd, to: &Path, list: &FileList) -> io::Result<()> {
     rustix::fs::mkdir(to, Mode::from_raw_mode(OPEN_FOLDER))?;
     let mut walk = Walk::new(from, to)?;
     let mut modes = FolderModes::default();
@@ -55,7 +57,7 @@ pub(crate) fn link_tree(from: &Path, to: &Path, list: &FileList) -> io::Result<(
 /// deepest first (in reverse order of the sorted list, what a folder holds comes before
 /// it).
 fn set_folder_modes(
-    from: &Path,
+    from: BorrowedFd,
     to: &Path,
     list: &FileList,
     modes: &FolderModes,
@@ -125,10 +127,10 @@ struct Level {
 }
 
 impl Walk {
-    fn new(from: &Path, to: &Path) -> io::Result<Walk> {
+    fn new(from: BorrowedFd, to: &Path) -> io::Result<Walk> {
         let top = Level {
             name: Vec::new(),
-            from: rustix::fs::openat(CWD, from, DIR_FLAGS, Mode::empty())?,
+            from: from.try_clone_to_owned()?,
             to: rustix::fs::openat(CWD, to, DIR_FLAGS, Mode::empty())?,
         };
         Ok(Walk { open: vec![top] })
@@ -167,7 +169,14 @@ impl Walk {
 mod tests {
     use super::*;
     use std::fs;
+    use std::os::fd::AsFd;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    /// [`link_tree`] from the tree at `from`.
+    fn link_path(from: &Path, to: &Path, list: &FileList) -> io::Result<()> {
+        let top = rustix::fs::openat(CWD, from, DIR_FLAGS, Mode::empty())?;
+        link_tree(top.as_fd(), to, list)
+    }
 
     /// A tree with a read-only folder, folders of unusual modes, an executable, an empty file, a link, a non-UTF-8
     /// name, and names that sort between a folder and what it holds (`a-b` between `a` and
@@ -202,7 +211,7 @@ mod tests {
         fs::create_dir(&from).unwrap();
         tree(&from);
         let list = FileList::scan(&from).unwrap();
-        link_tree(&from, &to, &list).unwrap();
+        link_path(&from, &to, &list).unwrap();
         assert_eq!(FileList::scan(&to).unwrap(), list);
         let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
         assert_eq!(inode(&from.join("a/x")), inode(&to.join("a/x")));
@@ -210,6 +219,26 @@ mod tests {
         assert_eq!(fs::read_link(to.join("link")).unwrap(), Path::new("a/x"));
         fs::set_permissions(to.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
         fs::set_permissions(from.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn the_tree_is_reached_through_its_handle_while_it_moves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (from, to) = (tmp.path().join("from"), tmp.path().join("to"));
+        fs::create_dir(&from).unwrap();
+        tree(&from);
+        let list = FileList::scan(&from).unwrap();
+        let top = rustix::fs::openat(CWD, &from, DIR_FLAGS, Mode::empty()).unwrap();
+        let moved = tmp.path().join("moved");
+        fs::rename(&from, &moved).unwrap();
+        fs::create_dir(&from).unwrap();
+        link_tree(top.as_fd(), &to, &list).unwrap();
+        assert_eq!(FileList::scan(&to).unwrap(), list);
+        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
+        assert_eq!(inode(&moved.join("a/x")), inode(&to.join("a/x")));
+        for ro in [&to, &moved] {
+            fs::set_permissions(ro.join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
+        }
     }
 
     #[test]
@@ -224,7 +253,7 @@ mod tests {
         fs::write(outside.join("x"), "secret").unwrap();
         fs::remove_dir_all(from.join("a")).unwrap();
         std::os::unix::fs::symlink(&outside, from.join("a")).unwrap();
-        let err = link_tree(&from, &to, &list).unwrap_err();
+        let err = link_path(&from, &to, &list).unwrap_err();
         assert!(!to.join("a/x").exists(), "{err}");
     }
 }

@@ -50,6 +50,14 @@ impl Staging {
         self.path.join(name)
     }
 
+    /// Deletes the scratch folder `name` beside the tree now, never through a link; what
+    /// cannot be deleted goes with the staging folder.
+    pub(crate) fn remove_scratch(&self, name: &str) {
+        if let Ok(Some(folder)) = self.parent.sub(&self.name, false) {
+            let _ = folder.remove(name);
+        }
+    }
+
     /// Renames the folder `sub` beside the tree to `to_name` in `to`, then flushes `to`.
     pub(crate) fn move_out(&self, sub: &str, to: &Folder, to_name: &str) -> io::Result<()> {
         self.parent

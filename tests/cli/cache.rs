@@ -367,3 +367,92 @@ fn a_cache_on_another_file_system_holds_copies() {
     let copy = second.join(".zot/extensions/cached/rev.txt");
     assert_eq!(fs::read_to_string(copy).unwrap(), "one\n");
 }
+
+/// A served extension repository `name` with 2,000 files in 40 folders that sort before the
+/// manifest, and a link.
+fn large_repo(env: &Env, root: &Path, name: &str) -> Repo {
+    let src = env.source(&format!("src-{name}"), name);
+    for folder in 0..40 {
+        let dir = src.join(format!("assets/d{folder:02}"));
+        fs::create_dir_all(&dir).unwrap();
+        for file in 0..50 {
+            fs::write(
+                dir.join(format!("f{file:02}.txt")),
+                format!("{folder}/{file}\n"),
+            )
+            .unwrap();
+        }
+    }
+    std::os::unix::fs::symlink("assets/d00/f00.txt", src.join("first")).unwrap();
+    Repo::from_dir(root, name, &src)
+}
+
+#[test]
+fn a_large_fetched_tree_is_cached_whole_and_serves_the_next_install() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let commit = large_repo(&env, &root, "large").head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("large");
+    install_in(&env, &env.project, &url, &commit);
+    let entry = cached(&env, &commit).join("assets/d39/f49.txt");
+    let installed = env.project_root().join("large/assets/d39/f49.txt");
+    assert_eq!(
+        inode(&entry),
+        inode(&installed),
+        "the entry shares the file"
+    );
+    assert!(
+        fs::read_dir(env.home.join(".ext-store/cache"))
+            .unwrap()
+            .all(|e| {
+                !e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".put-")
+            })
+    );
+
+    // Served only when it hashes to its record: the whole tree, as it was fetched.
+    let requests = http.requests().len();
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &url, &commit);
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let list = |project: &Path| {
+        fs::read_to_string(project.join(".zot/.ext-store/files/large.json")).unwrap()
+    };
+    assert_eq!(list(&env.project), list(&second));
+}
+
+#[test]
+fn a_first_install_with_disable_caches_the_manifest_as_fetched() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let commit = large_repo(&env, &root, "large").head_commit();
+    let http = HttpGit::start(&root);
+    let url = http.url("large");
+    env.zot([
+        "ext",
+        "install",
+        &url,
+        "--ref",
+        &commit,
+        "--project",
+        "--disable",
+    ])
+    .ok();
+    let manifest = fs::read_to_string(env.project_root().join("large/extension.json")).unwrap();
+    assert!(manifest.contains("\"enabled\": false"), "{manifest}");
+
+    // The rewritten manifest is not the entry's: the entry still serves the fetched tree.
+    let requests = http.requests().len();
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &url, &commit);
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let served = second.join(".zot/extensions/large/extension.json");
+    assert!(
+        !fs::read_to_string(served)
+            .unwrap()
+            .contains("\"enabled\": false")
+    );
+}

@@ -1,6 +1,6 @@
 //! `zot ext install <git-url>` against real git servers on 127.0.0.1: `git daemon`
-//! (git://), smart HTTP through `git http-backend` (with and without basic auth), `file://`
-//! URLs and local `*.git` paths.
+//! (git://), smart HTTP through `git http-backend` (with and without basic auth), https in
+//! front of it, `file://` URLs and local `*.git` paths.
 
 use std::fs;
 use std::io::Read;
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::git_servers::{self, GitDaemon, HttpGit, Repo};
+use crate::support::git_servers::{self, GitDaemon, HttpGit, Https, Repo, tls_dir};
 use crate::support::{Done, Env, Run, command_line, manifest};
 
 /// No install may take longer than this; a hang fails the test instead of blocking the run.
@@ -311,6 +311,34 @@ fn the_default_branch_is_the_remote_head_even_when_not_main() {
         assert_eq!(rev_txt(&env, "trunky"), "trunk\n", "{url}");
         assert_git_record(&env, "trunky", &url, None, &trunk);
     }
+}
+
+#[test]
+fn installs_over_https_from_a_server_the_certificate_bundle_trusts_and_refuses_others() {
+    let (_tmp, root) = served();
+    extension_repo(&Env::new(), &root, "secure");
+    let https = Https::start(&root);
+    let url = https.url("secure");
+
+    // The bundle OpenSSL is given (read only once an https URL is fetched) trusts the server.
+    let env = Env::new();
+    let run = env
+        .zot(["ext", "install", &url])
+        .env("SSL_CERT_FILE", tls_dir().join("ca.pem"));
+    bounded(run, &["ext", "install", &url]).success();
+    assert_eq!(rev_txt(&env, "secure"), "one\n");
+    assert!(!https.http.requests().is_empty());
+
+    // The system's bundle does not.
+    let other = Env::new();
+    let mut run = other.zot(["ext", "install", &url]);
+    run.cmd
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR");
+    let refused = bounded(run, &["ext", "install", &url]);
+    refused.failure(1);
+    assert!(refused.stderr.contains("certificate"), "{}", refused.stderr);
+    assert!(!installed_dir(&other, "secure").exists());
 }
 
 #[test]

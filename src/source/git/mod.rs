@@ -4,6 +4,7 @@
 //! the transport allows it, credentials from the ssh agent, key files and git's credential
 //! helpers — is [`transport`]'s, shared with the submodules.
 
+mod certificates;
 mod checkout;
 mod socket;
 mod submodules;
@@ -15,6 +16,7 @@ use anyhow::{Result, bail};
 
 use crate::source::GitUrl;
 use crate::store::record::RefKind;
+pub(crate) use certificates::start as start_libgit2;
 pub(crate) use checkout::Written;
 use transport::{
     Auth, Progress, RemoteRefs, advertised, check_out, connect, depth_for, download_on,
@@ -84,6 +86,7 @@ pub(crate) fn fetch(
     only: Option<&Path>,
     progress: Progress,
 ) -> Result<Checkout> {
+    start_libgit2();
     set_globals();
     let repo = scratch_repository(git_dir)?;
     let auth = Auth::default();
@@ -166,6 +169,7 @@ fn write_tree(
 /// Finds what `git_ref` (the default branch when `None`) points at on the remote, without
 /// fetching any objects. `scratch` is an empty folder for a temporary repository.
 pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
+    start_libgit2();
     set_globals();
     let repo = scratch_repository(scratch)?;
     let auth = Auth::default();

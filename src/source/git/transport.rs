@@ -16,6 +16,7 @@ use git2::{
     RemoteConnection, Repository, RepositoryInitOptions,
 };
 
+use super::certificates;
 use crate::output::redact::is_scp_like;
 use crate::source::{GitUrl, scrub};
 
@@ -132,6 +133,7 @@ pub(super) fn connect<'repo, 'c, 'cb>(
     remote: &'c mut Remote<'repo>,
     auth: &'cb Auth,
 ) -> Result<RemoteConnection<'repo, 'c, 'cb>, git2::Error> {
+    certificates::load_for(remote.url_bytes());
     remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)
 }
 
@@ -221,6 +223,7 @@ pub(super) fn download_on(
     depth: i32,
     progress: Progress,
 ) -> Result<(), git2::Error> {
+    certificates::load_for(remote.url_bytes());
     let mut options = FetchOptions::new();
     options
         .remote_callbacks(auth.callbacks(Some(progress)))

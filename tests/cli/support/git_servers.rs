@@ -1,7 +1,7 @@
 //! Real git servers for integration tests, all on 127.0.0.1: bare repository fixtures built
 //! with the `git` CLI, `git daemon` (git://), an HTTP/1.1 server (`tiny_http`) that runs
 //! `git http-backend` as CGI (smart HTTP), optionally behind basic auth, logging requests,
-//! and sshd.
+//! a TLS front for it (https, with the certificates of `tests/cli/tls/`), and sshd.
 //!
 //! Everything is bounded: servers are waited for a few seconds at most, a CGI program is
 //! killed after a time limit, and dropping a server stops it.
@@ -653,6 +653,92 @@ fn read_cgi_header(out: &mut impl BufRead) -> io::Result<(u16, Vec<tiny_http::He
 pub(crate) fn base64(input: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(input)
+}
+
+// ---------------------------------------------------------------------------------------------
+// https
+
+/// The TLS front of [`Https`]: accepts TLS connections with the certificate of
+/// `tests/cli/tls/server.pem` (issued for 127.0.0.1 by `tls/ca.pem`, valid 2000-2200) and
+/// relays each to the plain HTTP server, both ways.
+const TLS_FRONT: &str = r#"
+import socket, ssl, sys, threading
+cert, key, upstream = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+def relay(a, b):
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+def serve(client):
+    try:
+        tls = ctx.wrap_socket(client, server_side=True)
+    except (OSError, ssl.SSLError):
+        client.close()
+        return
+    plain = socket.create_connection(("127.0.0.1", upstream))
+    threading.Thread(target=relay, args=(tls, plain), daemon=True).start()
+    relay(plain, tls)
+while True:
+    client, _ = listener.accept()
+    threading.Thread(target=serve, args=(client,), daemon=True).start()
+"#;
+
+/// The certificate folder of the https server.
+pub(crate) fn tls_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/tls")
+}
+
+/// [`HttpGit`] behind TLS (a python3 relay, killed on drop): `https://127.0.0.1:PORT/`,
+/// trusted by a client whose bundle is `tls_dir()/ca.pem`.
+pub(crate) struct Https {
+    pub http: HttpGit,
+    relay: Child,
+    port: u16,
+}
+
+impl Https {
+    pub(crate) fn start(root: &Path) -> Https {
+        let http = HttpGit::start(root);
+        let tls = tls_dir();
+        let mut relay = Command::new("python3")
+            .arg("-c")
+            .arg(TLS_FRONT)
+            .arg(tls.join("server.pem"))
+            .arg(tls.join("server.key"))
+            .arg(http.port().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start python3");
+        let mut line = String::new();
+        let stdout = relay.stdout.take().expect("piped");
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let port = line.trim().parse().expect("the relay's port");
+        Https { http, relay, port }
+    }
+
+    /// `https://127.0.0.1:PORT/<name>.git`.
+    pub(crate) fn url(&self, name: &str) -> String {
+        format!("https://127.0.0.1:{}/{name}.git", self.port)
+    }
+}
+
+impl Drop for Https {
+    fn drop(&mut self) {
+        let _ = self.relay.kill();
+        let _ = self.relay.wait();
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
