@@ -18,6 +18,8 @@ use std::path::PathBuf;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use libgit2_sys as raw;
+
 /// The variables OpenSSL reads for its default bundle file and folder.
 const CERT_FILE: &str = "SSL_CERT_FILE";
 const CERT_DIR: &str = "SSL_CERT_DIR";
@@ -37,6 +39,10 @@ unsafe extern "C" {
 pub(crate) fn start() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        // OpenSSL first, as git2 starts it: without an exit handler. libgit2's own start
+        // asks OpenSSL for one, which would tear OpenSSL down at exit under any thread
+        // still using it.
+        raw::openssl_init();
         let saved = std::env::var_os(CERT_FILE);
         // SAFETY: no other thread reads the environment meanwhile (see above), and
         // `git_libgit2_init` may be called any number of times, from any thread.
@@ -89,4 +95,54 @@ pub(crate) fn load_for(url: &[u8]) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// Set in the copy of the test binary that [`starting_libgit2_leaves_openssl_up_at_exit`]
+    /// starts: that process starts libgit2 and exits.
+    const IN_CHILD: &str = "ZOT_EXT_TEST_OPENSSL_AT_EXIT";
+    /// What OpenSSL's own exit handler would print, through the handler added to it here.
+    const TORN_DOWN: &str = "openssl was torn down at exit";
+
+    unsafe extern "C" {
+        /// OpenSSL's list of handlers that its clean-up (`OPENSSL_cleanup`) runs.
+        fn OPENSSL_atexit(handler: extern "C" fn()) -> std::ffi::c_int;
+    }
+
+    extern "C" fn say_torn_down() {
+        let line = format!("{TORN_DOWN}\n");
+        // SAFETY: writes a buffer of its own length to standard output.
+        unsafe { libc::write(1, line.as_ptr().cast(), line.len()) };
+    }
+
+    /// OpenSSL is started as git2 starts it, without an exit handler of its own: a clean-up
+    /// at exit would tear it down under any thread still fetching over https.
+    #[test]
+    fn starting_libgit2_leaves_openssl_up_at_exit() {
+        if std::env::var_os(IN_CHILD).is_some() {
+            start();
+            assert!(
+                DEFERRED.load(Ordering::SeqCst),
+                "libgit2 was started before"
+            );
+            // SAFETY: a handler without arguments, as OpenSSL calls it.
+            assert_eq!(unsafe { OPENSSL_atexit(say_torn_down) }, 1);
+            return;
+        }
+        let me = std::env::current_exe().unwrap();
+        let name = "source::git::certificates::tests::starting_libgit2_leaves_openssl_up_at_exit";
+        let child = Command::new(me)
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(IN_CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&child.stdout);
+        assert!(child.status.success(), "{stdout}");
+        assert!(stdout.contains("1 passed"), "{stdout}");
+        assert!(!stdout.contains(TORN_DOWN), "{stdout}");
+    }
 }
