@@ -1132,3 +1132,40 @@ fn http_test_server_speaks_chunked_bodies_and_basic_auth() {
         "the refs do not list {head}"
     );
 }
+
+/// The certificate bundle is loaded by the first https connection of whichever thread
+/// comes first; the others, over https and git://, fetch meanwhile.
+#[test]
+fn sync_fetches_over_https_and_git_on_several_threads_at_once() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let names = ["sa", "sb", "sc", "sd"];
+    for name in names {
+        extension_repo(&env, &root, name);
+    }
+    let daemon = GitDaemon::start(&root);
+    let https = Https::start(&root);
+    let extensions: serde_json::Map<String, Value> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let url = if i % 2 == 0 {
+                https.url(name)
+            } else {
+                daemon.url(name)
+            };
+            (name.to_string(), serde_json::json!({ "source": url }))
+        })
+        .collect();
+    let file = env.project.join(".zot/extensions.json");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let text = serde_json::json!({ "extensions": extensions }).to_string();
+    fs::write(&file, text).unwrap();
+    let args = ["ext", "sync", "--jobs", "4"];
+    let run = env.zot(args).env("SSL_CERT_FILE", tls_dir().join("ca.pem"));
+    bounded(run, &args).success();
+    for name in names {
+        let rev = env.project_root().join(name).join("rev.txt");
+        assert_eq!(fs::read_to_string(rev).unwrap(), "one\n", "{name}");
+    }
+}
