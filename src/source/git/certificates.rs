@@ -43,10 +43,14 @@ pub(crate) fn start() {
         // asks OpenSSL for one, which would tear OpenSSL down at exit under any thread
         // still using it.
         raw::openssl_init();
-        let saved = std::env::var_os(CERT_FILE);
         // SAFETY: no other thread reads the environment meanwhile (see above), and
         // `git_libgit2_init` may be called any number of times, from any thread.
         let starts = unsafe {
+            // git2's own first step (its `init`, before libgit2's), taken here first so
+            // that libgit2 starts OpenSSL with the folder it finds: without it OpenSSL
+            // would also add the folder it was built with, which git2 never trusted.
+            openssl_probe::init_openssl_env_vars();
+            let saved = std::env::var_os(CERT_FILE);
             std::env::set_var(CERT_FILE, "");
             let starts = git_libgit2_init();
             restore(saved);
@@ -119,6 +123,24 @@ mod tests {
         unsafe { libc::write(1, line.as_ptr().cast(), line.len()) };
     }
 
+    /// Runs the test `name` of this binary again in a child process (with [`IN_CHILD`] set
+    /// and the certificate variables unset, as in a fresh environment); its standard output.
+    fn in_child(name: &str) -> String {
+        let me = std::env::current_exe().unwrap();
+        let full = format!("source::git::certificates::tests::{name}");
+        let child = Command::new(me)
+            .args(["--exact", &full, "--test-threads=1", "--nocapture"])
+            .env(IN_CHILD, "1")
+            .env_remove(CERT_FILE)
+            .env_remove(CERT_DIR)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&child.stdout).into_owned();
+        assert!(child.status.success(), "{stdout}");
+        assert!(stdout.contains("1 passed"), "{stdout}");
+        stdout
+    }
+
     /// OpenSSL is started as git2 starts it, without an exit handler of its own: a clean-up
     /// at exit would tear it down under any thread still fetching over https.
     #[test]
@@ -133,16 +155,26 @@ mod tests {
             assert_eq!(unsafe { OPENSSL_atexit(say_torn_down) }, 1);
             return;
         }
-        let me = std::env::current_exe().unwrap();
-        let name = "source::git::certificates::tests::starting_libgit2_leaves_openssl_up_at_exit";
-        let child = Command::new(me)
-            .args(["--exact", name, "--test-threads=1", "--nocapture"])
-            .env(IN_CHILD, "1")
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&child.stdout);
-        assert!(child.status.success(), "{stdout}");
-        assert!(stdout.contains("1 passed"), "{stdout}");
+        let stdout = in_child("starting_libgit2_leaves_openssl_up_at_exit");
         assert!(!stdout.contains(TORN_DOWN), "{stdout}");
+    }
+
+    /// libgit2 starts OpenSSL with the certificate folder git2's probe finds already named
+    /// (OpenSSL takes its folder from `SSL_CERT_DIR` at that moment, else the one it was
+    /// built with, which git2 alone never trusted), and leaves both variables as git2 sets
+    /// them.
+    #[test]
+    fn libgit2_starts_with_the_certificate_places_git2_finds() {
+        if std::env::var_os(IN_CHILD).is_some() {
+            // What git2's probe finds in this environment (no variable set; a system
+            // without certificates finds nothing, and then nothing is to be set).
+            let found = openssl_probe::probe();
+            start();
+            let now = |name| std::env::var_os(name).map(PathBuf::from);
+            assert_eq!(now(CERT_DIR), found.cert_dir);
+            assert_eq!(now(CERT_FILE), found.cert_file);
+            return;
+        }
+        in_child("libgit2_starts_with_the_certificate_places_git2_finds");
     }
 }
