@@ -16,11 +16,11 @@ use anyhow::{Result, bail};
 
 use crate::source::GitUrl;
 use crate::store::record::RefKind;
-pub(crate) use certificates::start as start_libgit2;
 pub(crate) use checkout::Written;
+pub(crate) use transport::set_globals as start_libgit2;
 use transport::{
     Auth, Progress, RemoteRefs, advertised, check_out, connect, depth_for, download_on,
-    fetch_commit, fetch_error, list_remote, scratch_repository, set_globals,
+    fetch_commit, fetch_error, list_remote, scratch_repository,
 };
 
 /// What was checked out.
@@ -87,7 +87,6 @@ pub(crate) fn fetch(
     progress: Progress,
 ) -> Result<Checkout> {
     start_libgit2();
-    set_globals();
     let repo = scratch_repository(git_dir)?;
     let auth = Auth::default();
     let mut remote = repo.remote_anonymous(&url.url)?;
@@ -170,7 +169,6 @@ fn write_tree(
 /// fetching any objects. `scratch` is an empty folder for a temporary repository.
 pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
     start_libgit2();
-    set_globals();
     let repo = scratch_repository(scratch)?;
     let auth = Auth::default();
     let advertised = list_remote(&repo, url, &auth).map_err(|e| fetch_error(&e, url, &auth))?;

@@ -34,12 +34,14 @@ const STALL_TIMEOUT_MS: i32 = 60_000;
 /// object zot reads was fetched into a scratch store of its own, where the pack indexer
 /// named it by the hash of its content (reading them again hashed each file twice more,
 /// with git's collision-detecting SHA-1, as much work as indexing the whole pack). And
-/// connections use zot's socket ([`super::socket`]): no Nagle, quick ACKs.
-pub(super) fn set_globals() {
+/// connections use zot's socket ([`super::socket`]): no Nagle, quick ACKs. libgit2 itself
+/// is started first, without the certificate bundle ([`certificates::start`]). Called
+/// before a command starts threads that fetch (`sync` calls it ahead of its pool).
+pub(crate) fn set_globals() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // SAFETY: these set libgit2 globals; zot fetches on its main thread, and no other
-        // thread uses libgit2 while they are set.
+        certificates::start();
+        // SAFETY: these set libgit2 globals; no other thread uses libgit2 yet (see above).
         unsafe {
             let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
             let _ = git2::opts::set_server_timeout_in_milliseconds(STALL_TIMEOUT_MS);
