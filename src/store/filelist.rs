@@ -56,9 +56,10 @@ mod json;
 /// The version of the file format.
 const FORMAT: u32 = 1;
 
-/// Entries from which [`FileList::to_bytes`] hashes the tree on a second thread (below,
-/// starting it costs more than it saves).
-const HASH_ASIDE: usize = 2000;
+/// Entries from which work on a list is given a thread of its own: [`FileList::to_bytes`]
+/// hashes the tree beside writing it, [`FileList::drop_aside`] frees it unwaited (below,
+/// starting a thread costs more than it saves).
+const LARGE_LIST: usize = 2000;
 
 /// The type of an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -263,7 +264,7 @@ impl FileList {
     /// which a command that is about to exit (the operating system takes the memory back
     /// whole) need not wait for.
     pub(crate) fn drop_aside(self) {
-        if self.entries.len() >= HASH_ASIDE {
+        if self.entries.len() >= LARGE_LIST {
             // Should no thread start, the list is dropped here with the closure.
             let _ = thread::Builder::new().spawn(move || drop(self));
         }
@@ -382,7 +383,7 @@ impl FileList {
     /// A large list not hashed yet is hashed on a second thread while its entries are
     /// written (each takes a few milliseconds for 20,000 entries).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = if self.tree_hash.get().is_some() || self.entries.len() < HASH_ASIDE {
+        let mut bytes = if self.tree_hash.get().is_some() || self.entries.len() < LARGE_LIST {
             json::pretty_hashing(FORMAT, &self.entries, || self.tree_hash())
         } else {
             thread::scope(|scope| {
@@ -737,12 +738,9 @@ fn hash_reader(file: &mut File, len: u64) -> io::Result<(String, u64)> {
 /// Lowercase hexadecimal, two digits a byte (every file's digest goes through here: by
 /// table, not by formatting, which costs ten times as much).
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(HEX_DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(HEX_DIGITS[usize::from(b & 0xf)]));
-    }
-    s
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    push_hex(&mut out, bytes);
+    String::from_utf8(out).expect("hexadecimal digits are ASCII")
 }
 
 const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -960,7 +958,7 @@ mod tests {
 
     #[test]
     fn a_large_list_hashed_while_it_is_written_is_written_as_serde_json_writes_it() {
-        let entries: Vec<Entry> = (0..HASH_ASIDE * 2)
+        let entries: Vec<Entry> = (0..LARGE_LIST * 2)
             .map(|i| Entry {
                 path: format!("d{}/f{i}", i % 13).into_bytes(),
                 kind: if i % 7 == 0 {
