@@ -217,26 +217,10 @@ unsafe extern "C" fn connect(stream: Stream) -> c_int {
 unsafe extern "C" fn read(stream: Stream, data: *mut c_void, len: usize) -> isize {
     // SAFETY: libgit2 passes the stream `init` made.
     let stream = unsafe { SocketStream::of(stream) };
-    loop {
-        // SAFETY: libgit2 passes a buffer of `len` writable bytes.
-        let got = unsafe { libc::recv(stream.fd, data, len, 0) };
-        if got >= 0 {
-            return got;
-        }
-        let error = io::Error::last_os_error();
-        match error.kind() {
-            io::ErrorKind::Interrupted => {}
-            io::ErrorKind::WouldBlock => {
-                ask_for_quick_acks(stream.fd);
-                match ready(stream.fd, libc::POLLIN, stream.parent.timeout) {
-                    Ok(true) => {}
-                    Ok(false) => return timed_out("could not read from socket: timed out"),
-                    Err(error) => return failed("error receiving data from socket", &error),
-                }
-            }
-            _ => return failed("error receiving data from socket", &error),
-        }
-    }
+    // SAFETY: libgit2 passes a buffer of `len` writable bytes.
+    transfer(stream.fd, stream.parent.timeout, &READING, || unsafe {
+        libc::recv(stream.fd, data, len, 0)
+    })
 }
 
 unsafe extern "C" fn write(
@@ -247,23 +231,55 @@ unsafe extern "C" fn write(
 ) -> isize {
     // SAFETY: libgit2 passes the stream `init` made.
     let stream = unsafe { SocketStream::of(stream) };
+    // SAFETY: libgit2 passes `len` readable bytes.
+    transfer(stream.fd, stream.parent.timeout, &WRITING, || unsafe {
+        libc::send(stream.fd, data.cast(), len, SEND_FLAGS)
+    })
+}
+
+/// One direction of the socket: what a blocked call waits for, and its failures in
+/// libgit2's words.
+struct Way {
+    events: libc::c_short,
+    timed_out: &'static str,
+    failed: &'static str,
+}
+
+const READING: Way = Way {
+    events: libc::POLLIN,
+    timed_out: "could not read from socket: timed out",
+    failed: "error receiving data from socket",
+};
+
+const WRITING: Way = Way {
+    events: libc::POLLOUT,
+    timed_out: "could not write to socket: timed out",
+    failed: "error sending data to socket",
+};
+
+/// Runs `call` (a `recv` or a `send` on `fd`) until it moves bytes or fails: an interrupted
+/// call is made again, one that would block waits for the socket at most `timeout`
+/// milliseconds (asking for quick ACKs first when it waits to read).
+fn transfer(fd: RawFd, timeout: c_int, way: &Way, mut call: impl FnMut() -> isize) -> isize {
     loop {
-        // SAFETY: libgit2 passes `len` readable bytes.
-        let sent = unsafe { libc::send(stream.fd, data.cast(), len, SEND_FLAGS) };
-        if sent >= 0 {
-            return sent;
+        let moved = call();
+        if moved >= 0 {
+            return moved;
         }
         let error = io::Error::last_os_error();
         match error.kind() {
             io::ErrorKind::Interrupted => {}
             io::ErrorKind::WouldBlock => {
-                match ready(stream.fd, libc::POLLOUT, stream.parent.timeout) {
+                if way.events == libc::POLLIN {
+                    ask_for_quick_acks(fd);
+                }
+                match ready(fd, way.events, timeout) {
                     Ok(true) => {}
-                    Ok(false) => return timed_out("could not write to socket: timed out"),
-                    Err(error) => return failed("error sending data to socket", &error),
+                    Ok(false) => return timed_out(way.timed_out),
+                    Err(error) => return failed(way.failed, &error),
                 }
             }
-            _ => return failed("error sending data to socket", &error),
+            _ => return failed(way.failed, &error),
         }
     }
 }
