@@ -23,6 +23,10 @@ mod protocol;
 mod source;
 mod store;
 
+/// `zot-ext-git`, the helper that does zot's git work (src/source/helper/): its `main`.
+#[doc(hidden)]
+pub use source::helper::main as git_helper_main;
+
 /// What the fuzz targets (`fuzz/`) and the integration tests reach beyond the command line:
 /// the manifest and frame codecs, and file lists. Not an API.
 #[doc(hidden)]

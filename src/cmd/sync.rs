@@ -430,8 +430,6 @@ fn stage_all(
         items.iter().map(|_| Mutex::new(None)).collect();
     // Progress lines of parallel fetches would overwrite each other.
     let silent = Output::new(ColorChoice::Never, true, true);
-    // Before any other thread runs: it sets an environment variable for a moment.
-    crate::source::git::start_libgit2();
     std::thread::scope(|s| {
         for _ in 0..jobs.min(items.len()) {
             s.spawn(|| {

@@ -17,7 +17,7 @@ use crate::output::redact::redact;
 use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
 use crate::source::fetch::{self, Request, short};
-use crate::source::git;
+use crate::source::helper;
 use crate::store::Store;
 use crate::store::carry;
 use crate::store::filelist::FileList;
@@ -329,7 +329,7 @@ impl UpdateArgs {
             );
         };
         let scratch = tempfile::tempdir()?;
-        let probe = git::probe(&url, git_ref, scratch.path())?;
+        let probe = helper::probe(&url, git_ref, scratch.path())?;
         if probe.commit.is_none() || probe.commit != record.commit {
             return Ok(None);
         }

@@ -14,7 +14,8 @@ use crate::error::usage;
 use crate::fsx::{DIR_FLAGS, bounded};
 use crate::output::Output;
 use crate::source::copy::{self, LooseLink};
-use crate::source::git::{self, Checkout, Written};
+use crate::source::git::{Checkout, Written};
+use crate::source::helper;
 use crate::source::{GitUrl, Source};
 use crate::store::cache::{Cache, is_commit_id};
 use crate::store::filelist::{Entry, FileList};
@@ -286,7 +287,7 @@ fn fetch_and_cache(
     dir: &Path,
     out: &Output,
 ) -> Result<(Checkout, Option<FileList>)> {
-    let checkout = git::fetch(
+    let checkout = helper::fetch(
         url,
         request.git_ref,
         &staging.scratch(GIT_SCRATCH),
@@ -345,8 +346,8 @@ fn while_flushing<T>(dir: &Path, work: impl FnOnce() -> T) -> T {
 /// The scratch folder of a staging folder that holds the git object store.
 const GIT_SCRATCH: &str = "git";
 
-/// A local repository path must exist and be a repository; libgit2 would only say
-/// "unsupported URL protocol" or "could not find repository".
+/// A local repository path must exist; libgit2 would only say "unsupported URL protocol"
+/// or "could not find repository". (That it is a repository is the git helper's check.)
 fn check_local_repository(url: &GitUrl) -> Result<()> {
     if !url.local || url.url.to_ascii_lowercase().starts_with("file://") {
         return Ok(());
@@ -355,12 +356,6 @@ fn check_local_repository(url: &GitUrl) -> Result<()> {
     if !path.exists() {
         bail!(
             "{} does not exist; give a git repository or a folder that holds extension.json",
-            url.display
-        );
-    }
-    if git2::Repository::open_bare(path).is_err() && git2::Repository::open(path).is_err() {
-        bail!(
-            "{} is not a git repository, nor a folder with extension.json to copy",
             url.display
         );
     }

@@ -6,6 +6,7 @@ pub(crate) mod copy;
 mod copy_tree;
 pub(crate) mod fetch;
 pub(crate) mod git;
+pub(crate) mod helper;
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +22,7 @@ pub(crate) enum Source {
 }
 
 /// A git URL as typed (used to fetch) and its credential-free form (shown and stored).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct GitUrl {
     pub url: String,
     pub display: String,

@@ -18,7 +18,7 @@ pub(crate) mod install;
 mod journal;
 pub(crate) mod record;
 mod staging;
-mod state;
+pub(crate) mod state;
 
 pub(crate) use backup::backups;
 pub(crate) use staging::Staging;

@@ -20,7 +20,7 @@ pub(super) const STATE: &str = ".ext-store";
 pub(super) const MAX_STATE_FILE: u64 = 1 << 20;
 
 /// Longest file list read (about 300 000 entries).
-pub(super) const MAX_FILE_LIST: u64 = 64 << 20;
+pub(crate) const MAX_FILE_LIST: u64 = 64 << 20;
 
 /// `<base>/.ext-store`, never through a link; `None` when it is missing and not created.
 /// Without `create` (read-only commands), a folder that cannot be opened for another

@@ -18,6 +18,7 @@ mod doctor_versions;
 mod flags;
 mod generated;
 mod git_checkout;
+mod git_helper;
 mod git_install;
 mod hostile;
 mod info;

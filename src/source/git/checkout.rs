@@ -48,6 +48,28 @@ pub(crate) struct Written {
     pub gitlinks: bool,
 }
 
+impl Written {
+    /// What a tree listed as `files`, without gitlinks, holds: its links from the list.
+    pub(crate) fn from_files(files: FileList) -> Written {
+        let links = files
+            .entries()
+            .iter()
+            .filter_map(|e| {
+                let target = e.target.as_deref()?;
+                Some((
+                    PathBuf::from(OsStr::from_bytes(&e.path)),
+                    PathBuf::from(OsStr::from_bytes(target)),
+                ))
+            })
+            .collect();
+        Written {
+            files,
+            links,
+            gitlinks: false,
+        }
+    }
+}
+
 /// One entry of the tree, in the order it is written (a folder before what it holds).
 struct Item {
     path: Vec<u8>,
@@ -582,6 +604,13 @@ mod tests {
             links,
             ["abs", "dangling", "run", "to-lib"].map(PathBuf::from)
         );
+        // The helper sends the list alone; the links read back from it are the same.
+        let sent = FileList::from_bytes(&written.files.to_bytes()).unwrap();
+        let mut read_back = Written::from_files(sent).links;
+        let mut links = written.links.clone();
+        read_back.sort();
+        links.sort();
+        assert_eq!(read_back, links);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use anyhow::{Result, bail};
 use crate::source::GitUrl;
 use crate::store::record::RefKind;
 pub(crate) use checkout::Written;
-pub(crate) use transport::set_globals as start_libgit2;
+use transport::set_globals as start_libgit2;
 use transport::{
     Auth, Progress, RemoteRefs, advertised, check_out, connect, depth_for, download_on,
     fetch_commit, fetch_error, list_remote, scratch_repository,

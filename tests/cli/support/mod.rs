@@ -65,7 +65,16 @@ impl Env {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zot"));
+        self.zot_at(Path::new(env!("CARGO_BIN_EXE_zot")), args)
+    }
+
+    /// Like [`Env::zot`], with the binary at `program` (a link to it, a stand-in).
+    pub(crate) fn zot_at<I, S>(&self, program: &Path, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(&self.project)
             .env_clear()

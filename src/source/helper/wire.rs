@@ -1,0 +1,54 @@
+//! What `zot` and `zot-ext-git` say to each other. The helper's arguments are the verb and
+//! the paths it works in (paths may not be UTF-8); the request, a URL that may hold a
+//! credential, is one JSON document on its stdin, never on its command line. Its stdout is
+//! JSON lines: progress, then one answer; a fetch answer that carries the checkout's file
+//! list is followed by the list's bytes (its stored form), counted in the answer.
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::GitUrl;
+use crate::store::record::RefKind;
+
+/// `zot-ext-git fetch <git-dir> <tree> [<only>]`: clone into `tree` with `git-dir` as the
+/// scratch object store, limited to the folder `only` of the repository when given.
+pub(super) const FETCH: &str = "fetch";
+/// `zot-ext-git probe <scratch>`: what the ref points at on the remote.
+pub(super) const PROBE: &str = "probe";
+
+/// What to fetch or probe.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Request {
+    pub url: GitUrl,
+    pub git_ref: Option<String>,
+}
+
+/// One line of the helper's stdout.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Message {
+    /// Objects received of total, bytes.
+    Progress(usize, usize, usize),
+    Fetched {
+        commit: String,
+        ref_kind: RefKind,
+        branch: Option<String>,
+        /// The length of the file list that follows this line, when the checkout listed
+        /// its tree on the way.
+        file_list: Option<usize>,
+    },
+    Probed {
+        commit: Option<String>,
+        ref_kind: RefKind,
+        branch: Option<String>,
+    },
+    Failed {
+        /// The error and its causes, as one line (`{:#}`).
+        message: String,
+        /// A usage error (exit status 2).
+        usage: bool,
+    },
+}
+
+/// The longest line the client reads: an answer is a few hundred bytes, an error message
+/// a few lines' worth.
+pub(super) const MAX_LINE: u64 = 1 << 20;
