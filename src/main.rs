@@ -1,12 +1,23 @@
 //! The `zot` binary: parse, dispatch, map errors to exit codes, and print an error as one
-//! line with no credential in it.
+//! line with no credential in it. `#![no_main]`: the process starts in C's `main`, without
+//! Rust's runtime set-up, which [`zot_ext::cli::start`] replaces with what zot needs of it.
+
+#![no_main]
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use zot_ext::{cmd, error, output};
 
-fn main() -> ExitCode {
+#[unsafe(no_mangle)]
+extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
+    zot_ext::cli::start::run(zot)
+}
+
+/// The process's body; its exit status.
+fn zot() -> u8 {
     // Answers `COMPLETE=<shell> zot -- <words>` (shell completion) and exits; else no-op.
     zot_ext::cli::complete::complete_if_requested();
     // Invoked as `zot` with a command line that is not ours: the zot agent's (src/cli/agent.rs).
@@ -18,17 +29,17 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             // clap's exit codes are 0 (help, version) and 2 (usage).
-            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+            return u8::try_from(e.exit_code()).unwrap_or(2);
         }
     };
     match cmd::run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if error::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Ok(()) => 0,
+        Err(e) if error::is_broken_pipe(&e) => 0,
         Err(e) if cli.global.json => {
             cli.global
                 .output()
                 .json_error(&format!("{e:#}"), error::suggestions(&e));
-            ExitCode::from(error::exit_code(&e))
+            error::exit_code(&e)
         }
         Err(e) => {
             let label = cli.global.output().paint_err(output::BAD, "error:");
@@ -36,7 +47,7 @@ fn main() -> ExitCode {
             // file name still prints as one line without a secret.
             let message = output::clean(&format!("{e:#}"));
             let _ = writeln!(std::io::stderr(), "{label} {message}");
-            ExitCode::from(error::exit_code(&e))
+            error::exit_code(&e)
         }
     }
 }

@@ -24,7 +24,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -305,7 +305,7 @@ fn depth(value: Option<&OsStr>) -> u32 {
 /// with, or `None` when the manager should handle it. On Unix a successful hand-over never
 /// returns: the agent replaces this process, so its signals and exit status are the
 /// caller's.
-pub fn pass_through_if_agents() -> Option<ExitCode> {
+pub fn pass_through_if_agents() -> Option<u8> {
     let args: Vec<OsString> = std::env::args_os().collect();
     let route = route(&args);
     if route == Route::Manager {
@@ -334,16 +334,16 @@ pub fn pass_through_if_agents() -> Option<ExitCode> {
     Some(run(command, &agent))
 }
 
-fn run(mut command: std::process::Command, agent: &Path) -> ExitCode {
+fn run(mut command: std::process::Command, agent: &Path) -> u8 {
     use std::os::unix::process::CommandExt;
     let err = command.exec();
     let shown = printable(&agent.to_string_lossy());
     fail(&format!("could not run the zot agent {shown}: {err}"), 1)
 }
 
-fn fail(message: &str, code: u8) -> ExitCode {
+fn fail(message: &str, code: u8) -> u8 {
     Output::plain().fail(message);
-    ExitCode::from(code)
+    code
 }
 
 #[cfg(test)]

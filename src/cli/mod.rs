@@ -12,6 +12,7 @@ pub mod complete;
 mod hints;
 pub mod lazy;
 pub mod pages;
+pub mod start;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -433,6 +433,29 @@ fn assert_quiet_success(mut child: Child) {
     assert_eq!(stderr, "");
 }
 
+/// Started with stdout closed, zot writes to nothing rather than into the first file it
+/// opens (which would take descriptor 1): the log, opened for reading, refused the write.
+#[test]
+fn a_closed_stdout_is_never_a_file_zot_opens() {
+    use std::os::unix::process::CommandExt as _;
+    let env = Env::new();
+    env.installed("x", false);
+    let path = write_log(&env, "x", &numbered(1, 10));
+    let mut run = env.zot(["ext", "logs", "-n", "1", "x"]);
+    // SAFETY: close is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        run.cmd.pre_exec(|| {
+            libc::close(1);
+            Ok(())
+        });
+    }
+    let out = run.cmd.stderr(Stdio::piped()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert_eq!(stderr, "");
+    assert_eq!(fs::read_to_string(path).unwrap(), numbered(1, 10));
+}
+
 #[test]
 fn closed_pipe_ends_printing_quietly() {
     let env = Env::new();
