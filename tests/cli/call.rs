@@ -419,19 +419,14 @@ fn a_timed_out_tool_call_is_cancelled() {
 #[test]
 fn terminating_call_leaves_nothing_running() {
     use std::os::unix::process::ExitStatusExt;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
 
     let env = Env::new();
     let script = "echo '{\"type\":\"hello\",\"name\":\"busy\",\"version\":\"1\"}'\nread ack\necho '{\"type\":\"register_command\",\"name\":\"work\"}'\necho '{\"type\":\"ready\"}'\nread call\necho $$ > pid\nsleep 300\n";
     let dir = sh_extension(&env.global_root(), "busy", "busy", script);
-    let mut run = env.zot(["ext", "call", "--timeout", "60", "busy", "/work"]);
-    let mut zot = run
-        .cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut zot = env
+        .zot(["ext", "call", "--timeout", "60", "busy", "/work"])
+        .spawn_silent();
     let until = Instant::now() + Duration::from_secs(10);
     let pid = loop {
         let text = std::fs::read_to_string(dir.join("pid")).unwrap_or_default();

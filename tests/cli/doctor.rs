@@ -642,7 +642,7 @@ fn nothing_installed_and_unknown_names() {
 #[test]
 fn interrupting_doctor_leaves_nothing_running() {
     use std::os::unix::process::ExitStatusExt;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
 
     let env = Env::new();
     let dir = sh_extension(
@@ -651,14 +651,7 @@ fn interrupting_doctor_leaves_nothing_running() {
         "hang",
         "echo $$ > pid\nsleep 300\n",
     );
-    let mut run = env.zot(["ext", "doctor", "--timeout", "60"]);
-    let mut zot = run
-        .cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut zot = env.zot(["ext", "doctor", "--timeout", "60"]).spawn_silent();
     let until = Instant::now() + Duration::from_secs(10);
     let pid = loop {
         let text = fs::read_to_string(dir.join("pid")).unwrap_or_default();

@@ -153,14 +153,7 @@ fn killing_zot_mid_fetch_kills_its_helper_which_never_saw_the_password_on_its_co
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let url = format!("http://someone:hunter2@127.0.0.1:{port}/x.git");
-    let mut run = env.zot(["ext", "install", &url]);
-    let mut zot = run
-        .cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut zot = env.zot(["ext", "install", &url]).spawn_silent();
     let deadline = Instant::now() + Duration::from_secs(30);
     let helper = loop {
         if let Some(&pid) = children(zot.id()).first() {

@@ -430,6 +430,17 @@ impl Run {
         }
     }
 
+    /// Starts it in the background with no stdin and its output thrown away, for tests that
+    /// stop or kill it themselves.
+    pub(crate) fn spawn_silent(mut self) -> std::process::Child {
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn zot")
+    }
+
     /// Runs and asserts exit status 0.
     #[track_caller]
     pub(crate) fn ok(self) -> Done {
