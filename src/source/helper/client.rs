@@ -200,6 +200,9 @@ impl Drop for Helper {
 /// that links to an install finds that install's helper).
 fn helper_path() -> Result<PathBuf> {
     let me = std::env::current_exe().context("cannot find where zot is installed")?;
+    // Linux names the file itself; macOS names the path zot was started by, which may be a
+    // link (`~/.local/bin/zot-ext`). A binary replaced while it runs cannot be resolved.
+    let me = std::fs::canonicalize(&me).unwrap_or(me);
     Ok(me.with_file_name(HELPER))
 }
 
