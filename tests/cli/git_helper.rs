@@ -60,6 +60,12 @@ fn a_helper_that_answers_nonsense_or_stops_early_is_an_error_not_a_hang() {
             "cat >/dev/null; printf '{\"progress\":[1,2,3]}'",
             "stopped before it answered",
         ),
+        // A line longer than zot reads (1 MiB). This one ends; a helper that went on
+        // writing would wait for zot to read, while zot waited for it to exit.
+        (
+            "cat >/dev/null; yes | tr -d '\\n' | head -c 1048600",
+            "said something zot does not understand (a line over",
+        ),
         (
             "cat >/dev/null; echo '{\"probed\":{\"commit\":null,\"ref_kind\":\"branch\",\"branch\":null}}'",
             "which zot did not ask for",

@@ -123,6 +123,13 @@ impl Helper {
             .read_until(b'\n', &mut line)
             .with_context(|| format!("cannot read from the git helper {}", self.shown()))?;
         if line.last() != Some(&b'\n') {
+            if line.len() as u64 == MAX_LINE {
+                // Not waited for: it may be blocked writing the rest. Dropped, it is killed.
+                bail!(
+                    "the git helper {} said something zot does not understand (a line over {MAX_LINE} bytes); is it from another version of zot-ext?",
+                    self.shown()
+                );
+            }
             return Err(self.stopped());
         }
         let message: Message = serde_json::from_slice(&line).with_context(|| {
