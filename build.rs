@@ -24,6 +24,9 @@ fn main() {
     let Some(unwinder) = static_unwinder(&target) else {
         return;
     };
+    // The script names the archive's path: found again when it moves (a new GCC release
+    // takes the old one's folder away), else every link fails until `cargo clean`.
+    println!("cargo:rerun-if-changed={}", unwinder.display());
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let dir = out.join("static-unwinder");
     std::fs::create_dir_all(&dir).expect("OUT_DIR is writable");

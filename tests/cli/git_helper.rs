@@ -60,6 +60,12 @@ fn a_helper_that_answers_nonsense_or_stops_early_is_an_error_not_a_hang() {
             "cat >/dev/null; printf '{\"progress\":[1,2,3]}'",
             "stopped before it answered",
         ),
+        // A line longer than zot reads (1 MiB). This one ends; a helper that went on
+        // writing would wait for zot to read, while zot waited for it to exit.
+        (
+            "cat >/dev/null; yes | tr -d '\\n' | head -c 1048600",
+            "said something zot does not understand (a line over",
+        ),
         (
             "cat >/dev/null; echo '{\"probed\":{\"commit\":null,\"ref_kind\":\"branch\",\"branch\":null}}'",
             "which zot did not ask for",
@@ -181,15 +187,22 @@ fn killing_zot_mid_fetch_kills_its_helper_which_never_saw_the_password_on_its_co
     }
 }
 
-/// The helper is found through links to `zot`: beside the file they lead to.
+/// The helper is found through links to `zot`: beside the file they lead to, also through
+/// the `zot-ext` alias linked to a link (macOS names the link zot was started by).
 #[test]
 fn a_link_to_zot_finds_the_helper_beside_the_binary() {
     let env = Env::new();
     let repo = repository(&env);
     let bin = env.work.join("links");
+    let alias = env.work.join("alias");
     fs::create_dir_all(&bin).unwrap();
+    fs::create_dir_all(&alias).unwrap();
     let link = bin.join("zot");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_zot"), &link).unwrap();
     env.zot_at(&link, ["ext", "install", &repo]).ok();
+    assert_eq!(env.installed_names(), ["x"]);
+    let zot_ext = alias.join("zot-ext");
+    std::os::unix::fs::symlink(&link, &zot_ext).unwrap();
+    env.zot_at(&zot_ext, ["install", "--force", &repo]).ok();
     assert_eq!(env.installed_names(), ["x"]);
 }

@@ -337,9 +337,10 @@ fn write_all(
     let mut entries = Vec::with_capacity(items.len());
     let mut links = Vec::new();
     for item in items {
-        let content = has_blob(item.kind).then(|| blob(item)).transpose()?;
-        let entry = writer
-            .write(item, content)
+        let entry = has_blob(item.kind)
+            .then(|| blob(item))
+            .transpose()
+            .and_then(|content| writer.write(item, content))
             .map_err(|e| anyhow::anyhow!("{label}: cannot write {}: {e}", shown(&item.path)))?;
         if let Some(target) = &entry.target {
             links.push((
@@ -730,6 +731,50 @@ mod tests {
         assert_eq!(scanned, FileList::scan(&theirs).unwrap());
         assert_eq!(written.files, scanned);
         assert_eq!(written.links.len(), 4);
+    }
+
+    /// A loose object that says it is a blob of 100 bytes and holds 3: its header reads,
+    /// its content does not.
+    fn corrupt_blob(repo: &Repository) -> Oid {
+        let id = Oid::from_str("00000000000000000000000000000000000c0a7e").unwrap();
+        let inflated = b"blob 100\0abc";
+        // zlib: one stored deflate block, then the Adler-32 of what it holds.
+        let len = u16::try_from(inflated.len()).unwrap();
+        let mut bytes = vec![0x78, 0x01, 0x01];
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&(!len).to_le_bytes());
+        bytes.extend_from_slice(inflated);
+        let (a, b) = inflated.iter().fold((1_u32, 0_u32), |(a, b), &c| {
+            let a = (a + u32::from(c)) % 65521;
+            (a, (b + a) % 65521)
+        });
+        bytes.extend_from_slice(&((b << 16) | a).to_be_bytes());
+        let hex = id.to_string();
+        let folder = repo.path().join("objects").join(&hex[..2]);
+        fs::create_dir_all(&folder).unwrap();
+        fs::write(folder.join(&hex[2..]), bytes).unwrap();
+        assert!(repo.odb().unwrap().read_header(id).is_ok());
+        assert!(repo.find_blob(id).is_err());
+        id
+    }
+
+    #[test]
+    fn a_blob_that_cannot_be_read_is_named_with_the_repository_on_either_thread() {
+        let (tmp, repo) = repository();
+        let missing = Oid::from_str("0123456789abcdef0123456789abcdef01234567").unwrap();
+        let corrupt = corrupt_blob(&repo);
+        for (count, bad) in [(3, missing), (3, corrupt), (READ_AHEAD_FROM + 10, corrupt)] {
+            let names: Vec<String> = (0..count).map(|i| format!("f{i:04}")).collect();
+            let mut entries: Vec<(&str, &[u8], Oid)> = names
+                .iter()
+                .map(|n| ("100644", n.as_bytes(), repo.blob(n.as_bytes()).unwrap()))
+                .collect();
+            entries.insert(count / 2, ("100644", b"f-bad", bad));
+            let tree = raw_tree(&repo, &entries);
+            let dir = tmp.path().join(format!("out-{count}-{bad}"));
+            let err = write(&repo, tree, &dir).unwrap_err().to_string();
+            assert!(err.starts_with("r: cannot write f-bad: "), "{err}");
+        }
     }
 
     #[test]

@@ -123,6 +123,13 @@ impl Helper {
             .read_until(b'\n', &mut line)
             .with_context(|| format!("cannot read from the git helper {}", self.shown()))?;
         if line.last() != Some(&b'\n') {
+            if line.len() as u64 == MAX_LINE {
+                // Not waited for: it may be blocked writing the rest. Dropped, it is killed.
+                bail!(
+                    "the git helper {} said something zot does not understand (a line over {MAX_LINE} bytes); is it from another version of zot-ext?",
+                    self.shown()
+                );
+            }
             return Err(self.stopped());
         }
         let message: Message = serde_json::from_slice(&line).with_context(|| {
@@ -200,6 +207,9 @@ impl Drop for Helper {
 /// that links to an install finds that install's helper).
 fn helper_path() -> Result<PathBuf> {
     let me = std::env::current_exe().context("cannot find where zot is installed")?;
+    // Linux names the file itself; macOS names the path zot was started by, which may be a
+    // link (`~/.local/bin/zot-ext`). A binary replaced while it runs cannot be resolved.
+    let me = std::fs::canonicalize(&me).unwrap_or(me);
     Ok(me.with_file_name(HELPER))
 }
 
