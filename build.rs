@@ -5,8 +5,9 @@
 //! of each start here, a tenth of `zot --version`. The build script puts a linker script
 //! named `libgcc_s.so` first on the library path that stands for the static `libgcc_eh.a`
 //! of the C compiler in use: the same unwinder, linked in, as `-static-libgcc` does for C.
-//! When the compiler does not name a `libgcc_eh.a` (clang with its own runtime, say),
-//! nothing changes.
+//! When the compiler does not name a `libgcc_eh.a` (clang with its own runtime, say), or
+//! when cross-compiling without the target's compiler named in the environment (the host's
+//! `cc` would name the host's archive), nothing changes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,8 +15,9 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let target = std::env::var("TARGET").unwrap_or_default();
-    println!("cargo:rerun-if-env-changed=CC_{}", target.replace('-', "_"));
-    println!("cargo:rerun-if-env-changed=CC");
+    for variable in compiler_variables(&target) {
+        println!("cargo:rerun-if-env-changed={variable}");
+    }
     let linux_gnu = std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
         && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu");
     if !linux_gnu {
@@ -35,12 +37,31 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", dir.display());
 }
 
+/// The variables that name the target's C compiler, first match wins, as the `cc` crate
+/// reads them.
+fn compiler_variables(target: &str) -> [String; 4] {
+    [
+        format!("CC_{target}"),
+        format!("CC_{}", target.replace('-', "_")),
+        "TARGET_CC".to_owned(),
+        "CC".to_owned(),
+    ]
+}
+
+/// The target's C compiler: the first variable of [`compiler_variables`] that is set, else
+/// `cc` when building for this machine; `None` when cross-compiling without one.
+fn target_compiler(target: &str) -> Option<String> {
+    let named = compiler_variables(target)
+        .iter()
+        .find_map(|variable| std::env::var(variable).ok());
+    let native = std::env::var("HOST").is_ok_and(|host| host == target);
+    named.or_else(|| native.then(|| "cc".to_owned()))
+}
+
 /// `libgcc_eh.a` as the target's C compiler finds it (`-print-file-name`), when it is a
 /// file and its path needs no quoting in a linker script.
 fn static_unwinder(target: &str) -> Option<PathBuf> {
-    let compiler = std::env::var("CC_".to_owned() + &target.replace('-', "_"))
-        .or_else(|_| std::env::var("CC"))
-        .unwrap_or_else(|_| "cc".to_owned());
+    let compiler = target_compiler(target)?;
     let output = Command::new(compiler)
         .arg("-print-file-name=libgcc_eh.a")
         .output()

@@ -6,8 +6,9 @@
 //! keeps what matters of that set-up: `SIGPIPE` ignored (a closed pipe is an error to
 //! handle, not a signal that kills), standard descriptors that were closed opened on
 //! `/dev/null` (so that no file zot opens becomes its stdout), a panic ending the process
-//! with status 101, and stdout flushed at the end. A stack overflow still ends the process, by `SIGSEGV` instead of an abort with a
-//! message. `zot --version` and `logs -n 100`: 40 and 100 µs less a run.
+//! with status 101, and stdout flushed at the end. A stack overflow still ends the process,
+//! by `SIGSEGV` instead of an abort with a message. `zot --version` and `logs -n 100`: 40
+//! and 100 µs less a run.
 
 use std::io::Write as _;
 
