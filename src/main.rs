@@ -2,12 +2,14 @@
 //! line with no credential in it. `#![no_main]`: the process starts in C's `main`, without
 //! Rust's runtime set-up, which [`zot_ext::cli::start`] replaces with what zot needs of it.
 
-#![no_main]
+// Built as a test target too (`cargo test --all-targets`), where the harness has the `main`.
+#![cfg_attr(not(test), no_main)]
 
 use std::io::Write;
 
 use zot_ext::{cmd, error, output};
 
+#[cfg(not(test))]
 #[unsafe(no_mangle)]
 extern "C" fn main(
     _argc: std::ffi::c_int,
@@ -17,6 +19,7 @@ extern "C" fn main(
 }
 
 /// The process's body; its exit status.
+#[cfg_attr(test, allow(dead_code))]
 fn zot() -> u8 {
     // Answers `COMPLETE=<shell> zot -- <words>` (shell completion) and exits; else no-op.
     zot_ext::cli::complete::complete_if_requested();
