@@ -14,7 +14,7 @@ use crate::error::usage;
 use crate::fsx::{DIR_FLAGS, bounded};
 use crate::output::Output;
 use crate::source::copy::{self, LooseLink};
-use crate::source::git::{Checkout, Written};
+use crate::source::git::Checkout;
 use crate::source::helper;
 use crate::source::{GitUrl, Source};
 use crate::store::cache::{Cache, is_commit_id};
@@ -179,8 +179,8 @@ fn clone_into(
     let prefix = format!("{label}: {inside}");
     let (outside_links, files) = match checkout.written.take() {
         Some(written) => {
-            let (files, links) = within(written, subdir);
-            let outside_links = copy::audit_links(&staging.tree(), &links, &prefix)?;
+            let files = within(written.files, subdir);
+            let outside_links = copy::audit_links(&staging.tree(), &files.links(), &prefix)?;
             (outside_links, Some(files))
         }
         // Copied out of the cache or into it (an exact copy, listed on the way): without a
@@ -209,11 +209,11 @@ fn clone_into(
     })
 }
 
-/// The list and links of what a checkout wrote, of the folder `subdir` of it when given
-/// (paths made relative to that folder).
-fn within(written: Written, subdir: Option<&Path>) -> (FileList, Vec<(PathBuf, PathBuf)>) {
+/// The list of what a checkout wrote, of the folder `subdir` of it when given (paths made
+/// relative to that folder).
+fn within(files: FileList, subdir: Option<&Path>) -> FileList {
     let Some(sub) = subdir else {
-        return (written.files, written.links);
+        return files;
     };
     // Its parts as the tree names them: `a//b` and `a/./b` are the folder `a/b`.
     let mut prefix = Vec::new();
@@ -221,8 +221,7 @@ fn within(written: Written, subdir: Option<&Path>) -> (FileList, Vec<(PathBuf, P
         prefix.extend_from_slice(part.as_os_str().as_bytes());
         prefix.push(b'/');
     }
-    let files = written
-        .files
+    let inside = files
         .entries()
         .iter()
         .filter_map(|entry| {
@@ -233,12 +232,7 @@ fn within(written: Written, subdir: Option<&Path>) -> (FileList, Vec<(PathBuf, P
             })
         })
         .collect();
-    let links = written
-        .links
-        .into_iter()
-        .filter_map(|(link, target)| Some((link.strip_prefix(sub).ok()?.to_path_buf(), target)))
-        .collect();
-    (FileList::from_entries(files), links)
+    FileList::from_entries(inside)
 }
 
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a

@@ -19,7 +19,7 @@ use std::fs::File;
 use std::io::Write as _;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use git2::{Oid, Repository, Tree};
@@ -40,34 +40,11 @@ const TREE: i32 = 0o040_000;
 /// What was written.
 #[derive(Debug, Clone)]
 pub(crate) struct Written {
-    /// The list of the tree as written (what [`FileList::scan`] of it would say).
+    /// The list of the tree as written (what [`FileList::scan`] of it would say), its links
+    /// with their targets.
     pub files: FileList,
-    /// Every link: its path in the tree and its target.
-    pub links: Vec<(PathBuf, PathBuf)>,
     /// Whether the tree has gitlinks (written as empty folders, for the submodules).
     pub gitlinks: bool,
-}
-
-impl Written {
-    /// What a tree listed as `files`, without gitlinks, holds: its links from the list.
-    pub(crate) fn from_files(files: FileList) -> Written {
-        let links = files
-            .entries()
-            .iter()
-            .filter_map(|e| {
-                let target = e.target.as_deref()?;
-                Some((
-                    PathBuf::from(OsStr::from_bytes(&e.path)),
-                    PathBuf::from(OsStr::from_bytes(target)),
-                ))
-            })
-            .collect();
-        Written {
-            files,
-            links,
-            gitlinks: false,
-        }
-    }
 }
 
 /// One entry of the tree, in the order it is written (a folder before what it holds).
@@ -335,24 +312,16 @@ fn write_all(
         modes: Modes::default(),
     };
     let mut entries = Vec::with_capacity(items.len());
-    let mut links = Vec::new();
     for item in items {
         let entry = has_blob(item.kind)
             .then(|| blob(item))
             .transpose()
             .and_then(|content| writer.write(item, content))
             .map_err(|e| anyhow::anyhow!("{label}: cannot write {}: {e}", shown(&item.path)))?;
-        if let Some(target) = &entry.target {
-            links.push((
-                PathBuf::from(OsStr::from_bytes(&item.path)),
-                PathBuf::from(OsStr::from_bytes(target)),
-            ));
-        }
         entries.push(entry);
     }
     Ok(Written {
         files: FileList::from_entries(entries),
-        links,
         gitlinks: items.iter().any(|i| i.kind == Kind::Gitlink),
     })
 }
@@ -575,6 +544,7 @@ mod tests {
     use super::*;
     use crate::source::git::transport::check_out;
     use std::fs;
+    use std::path::PathBuf;
 
     /// A bare repository in a temporary folder.
     fn repository() -> (tempfile::TempDir, Repository) {
@@ -672,19 +642,15 @@ mod tests {
         assert_eq!(written.files, scanned);
         assert!(written.gitlinks);
         assert!(!ours.join("hollow").exists());
-        let mut links: Vec<_> = written.links.iter().map(|(l, _)| l.clone()).collect();
+        let mut links: Vec<_> = written.files.links().into_iter().map(|(l, _)| l).collect();
         links.sort();
         assert_eq!(
             links,
             ["abs", "dangling", "run", "to-lib"].map(PathBuf::from)
         );
-        // The helper sends the list alone; the links read back from it are the same.
+        // The helper sends the list as bytes; the links read back from it are the same.
         let sent = FileList::from_bytes(&written.files.to_bytes()).unwrap();
-        let mut read_back = Written::from_files(sent).links;
-        let mut links = written.links.clone();
-        read_back.sort();
-        links.sort();
-        assert_eq!(read_back, links);
+        assert_eq!(sent.links(), written.files.links());
     }
 
     #[test]
@@ -730,7 +696,7 @@ mod tests {
         assert!(scanned.entries().len() > READ_AHEAD_FROM);
         assert_eq!(scanned, FileList::scan(&theirs).unwrap());
         assert_eq!(written.files, scanned);
-        assert_eq!(written.links.len(), 4);
+        assert_eq!(written.files.links().len(), 4);
     }
 
     /// A loose object that says it is a blob of 100 bytes and holds 3: its header reads,

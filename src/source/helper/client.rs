@@ -47,7 +47,11 @@ pub(crate) fn fetch(
                     commit,
                     ref_kind,
                     branch,
-                    written: files.map(Written::from_files),
+                    // A list comes only for a tree without gitlinks.
+                    written: files.map(|files| Written {
+                        files,
+                        gitlinks: false,
+                    }),
                 });
             }
             other => return Err(helper.unexpected(&other)),
