@@ -959,6 +959,14 @@ mod tests {
         s.folders.pending.names().unwrap()
     }
 
+    /// Installs `a` from `/src/old` (a tree holding the file `old`), as a first version to
+    /// replace.
+    fn publish_old(s: &Store) {
+        let first = stage_with(s, "old");
+        s.publish(&first, "a", false, &record("a", "/src/old"))
+            .unwrap();
+    }
+
     #[test]
     fn a_placed_tree_gets_its_journalled_record_on_the_next_open() {
         let tmp = tempfile::tempdir().unwrap();
@@ -982,9 +990,7 @@ mod tests {
     fn a_reader_without_the_lock_sees_the_journalled_record_once_the_tree_is_placed() {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
-        let first = stage_with(&s, "old");
-        s.publish(&first, "a", false, &record("a", "/src/old"))
-            .unwrap();
+        publish_old(&s);
         let second = stage_with(&s, "new");
         let r = record("a", "/src/new");
         s.write_intent("a", &r, second.identity().unwrap(), None)
@@ -1000,12 +1006,9 @@ mod tests {
     fn publish_commits_the_file_list_with_the_record_and_the_journal_finishes_both() {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
-        let first = stage_with(&s, "old");
-        s.publish(&first, "a", false, &record("a", "/src/old"))
-            .unwrap();
+        publish_old(&s);
         let listed = FileList::load(&s.dirs, "a").unwrap();
         assert!(listed.get(b"old").is_some());
-        drop(first);
         // A kill right after the rename of a second version: the journal's list counts
         // for readers at once, and the next open commits it.
         let second = stage_with(&s, "new");
@@ -1140,10 +1143,7 @@ mod tests {
     fn an_entry_whose_list_was_committed_before_a_kill_settles_to_that_list() {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
-        let first = stage_with(&s, "old");
-        s.publish(&first, "a", false, &record("a", "/src/old"))
-            .unwrap();
-        drop(first);
+        publish_old(&s);
         let second = stage_with(&s, "new");
         let files = FileList::scan(&second.tree()).unwrap();
         let r = record("a", "/src/new");
@@ -1167,10 +1167,7 @@ mod tests {
     fn a_list_whose_tree_was_never_placed_goes_with_its_entry_or_alone() {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
-        let first = stage_with(&s, "old");
-        s.publish(&first, "a", false, &record("a", "/src/old"))
-            .unwrap();
-        drop(first);
+        publish_old(&s);
         let old = FileList::load(&s.dirs, "a").unwrap();
         let second = stage_with(&s, "new");
         let files = FileList::scan(&second.tree()).unwrap();
@@ -1218,10 +1215,7 @@ mod tests {
     fn a_tree_never_placed_keeps_the_old_record() {
         let tmp = tempfile::tempdir().unwrap();
         let s = store(tmp.path());
-        let first = stage_with(&s, "old");
-        s.publish(&first, "a", false, &record("a", "/src/old"))
-            .unwrap();
-        drop(first);
+        publish_old(&s);
         let second = stage_with(&s, "new");
         s.write_intent(
             "a",
