@@ -33,6 +33,21 @@ fn install_in(env: &Env, project: &Path, url: &str, commit: &str) -> Done {
         .ok()
 }
 
+/// Installs `url` at `commit` into a new project `second` and asserts the fetch cache served
+/// it: no request reached `http`. Returns the project.
+fn install_from_cache(env: &Env, http: &HttpGit, url: &str, commit: &str) -> PathBuf {
+    let requests = http.requests().len();
+    let second = other_project(env, "second");
+    install_in(env, &second, url, commit);
+    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    second
+}
+
+/// The stored file list of the project extension `name` installed in `project`.
+fn stored_list(project: &Path, name: &str) -> String {
+    fs::read_to_string(project.join(format!(".zot/.ext-store/files/{name}.json"))).unwrap()
+}
+
 fn cached(env: &Env, commit: &str) -> PathBuf {
     env.home.join(".ext-store/cache").join(commit)
 }
@@ -76,13 +91,10 @@ fn a_commit_installed_twice_is_fetched_once() {
 
     install_in(&env, &env.project, &url, &commit);
     let fetched = uploads(&http);
-    let requests = http.requests().len();
     assert!(fetched > 0, "{:#?}", http.requests());
     assert!(cached(&env, &commit).join("rev.txt").exists());
 
-    let second = other_project(&env, "second");
-    install_in(&env, &second, &url, &commit);
-    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let second = install_from_cache(&env, &http, &url, &commit);
     let installed = second.join(".zot/extensions/cached");
     assert_eq!(
         fs::read_to_string(installed.join("rev.txt")).unwrap(),
@@ -100,7 +112,7 @@ fn a_commit_installed_twice_is_fetched_once() {
         .ok()
         .stdout_is("cached (project): ok\n");
     let hash = |project: &Path| {
-        let list = fs::read_to_string(project.join(".zot/.ext-store/files/cached.json")).unwrap();
+        let list = stored_list(project, "cached");
         serde_json::from_str::<serde_json::Value>(&list).unwrap()["tree_hash"].clone()
     };
     assert_eq!(hash(&env.project), hash(&second));
@@ -115,19 +127,16 @@ fn a_commit_is_installed_from_the_cache_as_it_was_fetched_its_own_zot_folder_inc
     let http = HttpGit::start(&root);
     let url = http.url("cached");
     install_in(&env, &env.project, &url, &commit);
-    let requests = http.requests().len();
 
-    let second = other_project(&env, "second");
-    install_in(&env, &second, &url, &commit);
-    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let second = install_from_cache(&env, &http, &url, &commit);
     for project in [&env.project, &second] {
         let kept = project.join(".zot/extensions/cached/.zot/keep.txt");
         assert_eq!(fs::read_to_string(kept).unwrap(), "kept\n");
     }
-    let list = |project: &Path| {
-        fs::read_to_string(project.join(".zot/.ext-store/files/cached.json")).unwrap()
-    };
-    assert_eq!(list(&env.project), list(&second));
+    assert_eq!(
+        stored_list(&env.project, "cached"),
+        stored_list(&second, "cached")
+    );
 }
 
 #[test]
@@ -414,14 +423,11 @@ fn a_large_fetched_tree_is_cached_whole_and_serves_the_next_install() {
     );
 
     // Served only when it hashes to its record: the whole tree, as it was fetched.
-    let requests = http.requests().len();
-    let second = other_project(&env, "second");
-    install_in(&env, &second, &url, &commit);
-    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
-    let list = |project: &Path| {
-        fs::read_to_string(project.join(".zot/.ext-store/files/large.json")).unwrap()
-    };
-    assert_eq!(list(&env.project), list(&second));
+    let second = install_from_cache(&env, &http, &url, &commit);
+    assert_eq!(
+        stored_list(&env.project, "large"),
+        stored_list(&second, "large")
+    );
 }
 
 #[test]
@@ -445,10 +451,7 @@ fn a_first_install_with_disable_caches_the_manifest_as_fetched() {
     assert!(manifest.contains("\"enabled\": false"), "{manifest}");
 
     // The rewritten manifest is not the entry's: the entry still serves the fetched tree.
-    let requests = http.requests().len();
-    let second = other_project(&env, "second");
-    install_in(&env, &second, &url, &commit);
-    assert_eq!(http.requests().len(), requests, "{:#?}", http.requests());
+    let second = install_from_cache(&env, &http, &url, &commit);
     let served = second.join(".zot/extensions/large/extension.json");
     assert!(
         !fs::read_to_string(served)
