@@ -179,7 +179,7 @@ fn clone_into(
     let prefix = format!("{label}: {inside}");
     let (outside_links, files) = match checkout.written.take() {
         Some(written) => {
-            let files = within(written.files, subdir);
+            let files = within(written, subdir);
             let outside_links = copy::audit_links(&staging.tree(), &files.links(), &prefix)?;
             (outside_links, Some(files))
         }
@@ -312,7 +312,7 @@ fn fetch_and_cache(
         // during that flush would make it wait for them), while the checkout's files are
         // already on their way to the disk.
         let cached = while_flushing(dir, || match &checkout.written {
-            Some(written) => cache.link(&checkout.commit, dir, &written.files),
+            Some(written) => cache.link(&checkout.commit, dir, written),
             None => cache.put(&checkout.commit, dir).map(|files| listed = files),
         });
         if let Err(e) = cached {

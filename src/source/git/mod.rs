@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use crate::source::GitUrl;
+use crate::store::filelist::FileList;
 use crate::store::record::RefKind;
-pub(crate) use checkout::Written;
+use checkout::Written;
 use transport::set_globals as start_libgit2;
 use transport::{
     Auth, Progress, RemoteRefs, advertised, check_out, connect, depth_for, download_on,
@@ -32,13 +33,13 @@ pub(crate) struct Checkout {
     pub ref_kind: RefKind,
     /// The branch checked out, when the ref named one (or was the default branch).
     pub branch: Option<String>,
-    /// The tree's file list and links, when the checkout listed them on the way (it wrote
-    /// the tree itself and there are no submodules).
-    pub written: Option<Written>,
+    /// The tree's file list (its links with their targets), when the checkout listed it on
+    /// the way (it wrote the tree itself and there are no submodules).
+    pub written: Option<FileList>,
 }
 
 /// What a ref points at on the remote now, found without fetching.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Probe {
     /// The commit the ref points at; `None` for an abbreviated commit id.
     pub commit: Option<String>,
@@ -144,7 +145,7 @@ pub(crate) fn fetch(
         commit: commit.id().to_string(),
         ref_kind: want.kind(),
         branch: want.branch(),
-        written: written.filter(|w| !w.gitlinks),
+        written: written.filter(|w| !w.gitlinks).map(|w| w.files),
     })
 }
 

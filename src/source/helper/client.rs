@@ -13,7 +13,7 @@ use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::error::usage;
 use crate::output::printable;
 use crate::source::GitUrl;
-use crate::source::git::{Checkout, Probe, Written};
+use crate::source::git::{Checkout, Probe};
 use crate::store::filelist::FileList;
 use crate::store::state::MAX_FILE_LIST;
 
@@ -41,17 +41,13 @@ pub(crate) fn fetch(
                 branch,
                 file_list,
             } => {
-                let files = file_list.map(|len| helper.file_list(len)).transpose()?;
+                let written = file_list.map(|len| helper.file_list(len)).transpose()?;
                 helper.finish()?;
                 return Ok(Checkout {
                     commit,
                     ref_kind,
                     branch,
-                    // A list comes only for a tree without gitlinks.
-                    written: files.map(|files| Written {
-                        files,
-                        gitlinks: false,
-                    }),
+                    written,
                 });
             }
             other => return Err(helper.unexpected(&other)),
@@ -64,17 +60,9 @@ pub(crate) fn fetch(
 pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
     let mut helper = Helper::start(&[OsStr::new(PROBE), scratch.as_os_str()], url, git_ref)?;
     match helper.next()? {
-        Message::Probed {
-            commit,
-            ref_kind,
-            branch,
-        } => {
+        Message::Probed(probe) => {
             helper.finish()?;
-            Ok(Probe {
-                commit,
-                ref_kind,
-                branch,
-            })
+            Ok(probe)
         }
         other => Err(helper.unexpected(&other)),
     }

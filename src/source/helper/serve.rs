@@ -41,8 +41,11 @@ pub fn main() -> ExitCode {
             )
         }
         (Some(PROBE), [scratch]) => {
-            let answer = probe(&request, Path::new(scratch));
-            send(&mut out, &answer)
+            let probed = git::probe(&request.url, request.git_ref.as_deref(), Path::new(scratch));
+            send(
+                &mut out,
+                &probed.map_or_else(|e| failure(&e), Message::Probed),
+            )
         }
         _ => return not_by_hand(),
     };
@@ -91,7 +94,7 @@ fn fetch(
                 if (due || received == total) && failed_writing.is_none() {
                     last = Some(Instant::now());
                     let progress = Message::Progress(received, total, bytes);
-                    failed_writing = send(out, &Ok(progress)).and_then(|()| out.flush()).err();
+                    failed_writing = send(out, &progress).and_then(|()| out.flush()).err();
                 }
             },
         )
@@ -101,44 +104,32 @@ fn fetch(
     }
     let checkout = match fetched {
         Ok(checkout) => checkout,
-        Err(e) => return send(out, &Err(e)),
+        Err(e) => return send(out, &failure(&e)),
     };
-    let file_list = checkout.written.map(|w| w.files.to_bytes());
+    let file_list = checkout.written.map(|files| files.to_bytes());
     let answer = Message::Fetched {
         commit: checkout.commit,
         ref_kind: checkout.ref_kind,
         branch: checkout.branch,
         file_list: file_list.as_ref().map(Vec::len),
     };
-    send(out, &Ok(answer))?;
+    send(out, &answer)?;
     if let Some(file_list) = file_list {
         out.write_all(&file_list)?;
     }
     Ok(())
 }
 
-fn probe(request: &Request, scratch: &Path) -> Result<Message> {
-    let probe = git::probe(&request.url, request.git_ref.as_deref(), scratch)?;
-    Ok(Message::Probed {
-        commit: probe.commit,
-        ref_kind: probe.ref_kind,
-        branch: probe.branch,
-    })
+/// The answer for an error: its message with its causes, and whether it is a usage error.
+fn failure(e: &anyhow::Error) -> Message {
+    Message::Failed {
+        message: format!("{e:#}"),
+        usage: crate::error::exit_code(e) == 2,
+    }
 }
 
-/// Writes `answer` (an error as [`Message::Failed`]) as one line.
-fn send(out: &mut impl Write, answer: &Result<Message>) -> std::io::Result<()> {
-    let failed;
-    let message = match answer {
-        Ok(message) => message,
-        Err(e) => {
-            failed = Message::Failed {
-                message: format!("{e:#}"),
-                usage: crate::error::exit_code(e) == 2,
-            };
-            &failed
-        }
-    };
+/// Writes `message` as one line.
+fn send(out: &mut impl Write, message: &Message) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, message)?;
     out.write_all(b"\n")
 }

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::source::GitUrl;
+use crate::source::git::Probe;
 use crate::store::record::RefKind;
 
 /// `zot-ext-git fetch <git-dir> <tree> [<only>]`: clone into `tree` with `git-dir` as the
@@ -36,11 +37,7 @@ pub(super) enum Message {
         /// its tree on the way.
         file_list: Option<usize>,
     },
-    Probed {
-        commit: Option<String>,
-        ref_kind: RefKind,
-        branch: Option<String>,
-    },
+    Probed(Probe),
     Failed {
         /// The error and its causes, as one line (`{:#}`).
         message: String,
