@@ -12,11 +12,20 @@
 //!
 //! The agent is `$ZOT_AGENT` when set (and not empty), else the first `zot` on PATH that is
 //! an executable file and not this binary, compared by file identity (device and inode of
-//! the file a link resolves to), so links to ourselves are skipped. Relative PATH entries
-//! are skipped: a `zot` in whatever folder the shell is in is never run. The child gets
-//! `ZOT_EXT_PASSTHROUGH=<depth>`; an agent that is a wrapper calling `zot` back would
-//! otherwise loop, so after `MAX_DEPTH` nested hand-overs the binary refuses (exit 2). The
-//! limit is not 1 so that the agent may itself run `zot` (a sub-agent, a bash tool).
+//! the file a link resolves to), so links to ourselves are skipped. A `ZOT_AGENT` without a
+//! slash is a name looked up on PATH the same way (and the file found is the one run); one
+//! with a slash is a path, relative to the current folder if it does not start with `/`.
+//! Relative PATH entries are skipped: a `zot` in whatever folder the shell is in is never
+//! run.
+//!
+//! Two copies of this binary on PATH (`~/.cargo/bin` and `/usr/local/bin`) are different
+//! files, so the first would hand over to the second and the second back to the first. Each
+//! hand-over therefore adds the identity of the copy that made it to `ZOT_EXT_HANDED_OVER`,
+//! and every copy skips the files listed there as it skips itself: the search goes on past
+//! them to the agent. The child also gets `ZOT_EXT_PASSTHROUGH=<depth>`; an agent that is a
+//! wrapper calling `zot` back would otherwise loop, so after `MAX_DEPTH` nested hand-overs
+//! the binary refuses (exit 2). The limit is not 1 so that the agent may itself run `zot` (a
+//! sub-agent, a bash tool).
 //!
 //! [`agent_version`] asks that agent for its version (`<agent> --version`), bounded in time
 //! and output, for the commands that judge extensions by what the host does.
@@ -37,6 +46,11 @@ pub const AGENT_VAR: &str = "ZOT_AGENT";
 pub const DEPTH_VAR: &str = "ZOT_EXT_PASSTHROUGH";
 /// Nested hand-overs allowed before the binary assumes a loop.
 pub const MAX_DEPTH: u32 = 4;
+/// Environment variable listing the copies of this binary that handed over: their file
+/// identities (`device:inode`), separated by spaces.
+pub const HANDED_OVER_VAR: &str = "ZOT_EXT_HANDED_OVER";
+/// At most this many identities are read from [`HANDED_OVER_VAR`].
+const HANDED_OVER_CAP: usize = 16;
 
 /// Where the agent lives, to say in the no-agent hint.
 const AGENT_HOME: &str = "https://github.com/patriceckhart/zot";
@@ -62,6 +76,63 @@ impl FileId {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path).ok()?;
         Some(FileId((meta.dev(), meta.ino())))
+    }
+
+    /// The identity as written in [`HANDED_OVER_VAR`]: `device:inode`.
+    fn to_word(&self) -> String {
+        let FileId((dev, ino)) = self;
+        format!("{dev}:{ino}")
+    }
+
+    fn from_word(word: &str) -> Option<FileId> {
+        let (dev, ino) = word.split_once(':')?;
+        Some(FileId((dev.parse().ok()?, ino.parse().ok()?)))
+    }
+}
+
+/// The files that are this program: the running binary and the copies of it that handed
+/// the command line over ([`HANDED_OVER_VAR`]). The agent search skips all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Us {
+    me: Option<FileId>,
+    handed_over: Vec<FileId>,
+}
+
+impl Us {
+    /// `me` and the copies listed in `handed_over` (the variable's value).
+    pub fn new(me: Option<FileId>, handed_over: Option<&OsStr>) -> Us {
+        let words = handed_over.and_then(OsStr::to_str).unwrap_or_default();
+        Us {
+            me,
+            handed_over: words
+                .split_whitespace()
+                .filter_map(FileId::from_word)
+                .take(HANDED_OVER_CAP)
+                .collect(),
+        }
+    }
+
+    /// This process's running binary and `ZOT_EXT_HANDED_OVER`.
+    pub fn from_env() -> Us {
+        let me = std::env::current_exe().ok().and_then(|p| FileId::of(&p));
+        Us::new(me, std::env::var_os(HANDED_OVER_VAR).as_deref())
+    }
+
+    /// Whether `path` resolves to one of these files.
+    fn holds(&self, path: &Path) -> bool {
+        let Some(id) = FileId::of(path) else {
+            return false;
+        };
+        self.me.as_ref() == Some(&id) || self.handed_over.contains(&id)
+    }
+
+    /// The value of [`HANDED_OVER_VAR`] for the agent: the copies before, and this one.
+    fn handed_over_value(&self) -> String {
+        let mut words: Vec<String> = self.handed_over.iter().map(FileId::to_word).collect();
+        if let Some(me) = self.me.as_ref().filter(|me| !self.handed_over.contains(me)) {
+            words.push(me.to_word());
+        }
+        words.join(" ")
     }
 }
 
@@ -237,52 +308,64 @@ impl NoAgent {
 }
 
 /// Finds the agent: `zot_agent` (the value of `ZOT_AGENT`) if set, else the first `zot` on
-/// `path` that is an executable file other than `me`.
+/// `path` that is an executable file and none of `us`.
 pub fn find_agent(
     zot_agent: Option<&OsStr>,
     path: Option<&OsStr>,
-    me: Option<&FileId>,
+    us: &Us,
 ) -> Result<PathBuf, NoAgent> {
-    if let Some(named) = zot_agent.filter(|v| !v.is_empty()) {
-        return check_named_agent(Path::new(named), me);
-    }
     let path = path.unwrap_or_default();
+    match zot_agent.filter(|v| !v.is_empty()) {
+        Some(named) if !named.as_encoded_bytes().contains(&b'/') => {
+            search_path(named, path, us).ok_or_else(|| not_on_path(named))
+        }
+        Some(named) => check_named_agent(Path::new(named), us),
+        None => search_path(OsStr::new("zot"), path, us).ok_or(NoAgent::NotFound),
+    }
+}
+
+/// The first `name` in an absolute folder of `path` that is an executable file and none of
+/// `us`.
+fn search_path(name: &OsStr, path: &OsStr, us: &Us) -> Option<PathBuf> {
     std::env::split_paths(path)
         .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join("zot"))
-        .find(|candidate| is_executable_file(candidate) && !is_me(candidate, me))
-        .ok_or(NoAgent::NotFound)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable_file(candidate) && !us.holds(candidate))
 }
 
 /// The agent found from this process's environment (`ZOT_AGENT`, PATH, the running
-/// executable), for any command that needs to ask the agent something.
+/// executable and the copies that handed over), for any command that needs to ask the agent
+/// something.
 pub fn find_agent_from_env() -> Result<PathBuf, NoAgent> {
-    let me = std::env::current_exe().ok().and_then(|p| FileId::of(&p));
     find_agent(
         std::env::var_os(AGENT_VAR).as_deref(),
         std::env::var_os("PATH").as_deref(),
-        me.as_ref(),
+        &Us::from_env(),
     )
 }
 
-fn check_named_agent(named: &Path, me: Option<&FileId>) -> Result<PathBuf, NoAgent> {
+fn not_on_path(named: &OsStr) -> NoAgent {
+    let shown = printable(&named.to_string_lossy());
+    NoAgent::BadVariable(format!(
+        "{AGENT_VAR}={shown} names no executable file on PATH other than this zot ext binary \
+         (a name without a slash is looked up on PATH); set it to the agent's path or unset it"
+    ))
+}
+
+fn check_named_agent(named: &Path, us: &Us) -> Result<PathBuf, NoAgent> {
     let shown = printable(&named.to_string_lossy());
     if !is_executable_file(named) {
         return Err(NoAgent::BadVariable(format!(
             "{AGENT_VAR}={shown} is not an executable file; point it at the zot agent or unset it"
         )));
     }
-    if is_me(named, me) {
+    if us.holds(named) {
         return Err(NoAgent::BadVariable(format!(
             "{AGENT_VAR}={shown} is this zot ext binary, not the agent; point it at the zot \
              agent or unset it"
         )));
     }
     Ok(named.to_path_buf())
-}
-
-fn is_me(candidate: &Path, me: Option<&FileId>) -> bool {
-    me.is_some_and(|me| FileId::of(candidate).as_ref() == Some(me))
 }
 
 fn is_executable_file(path: &Path) -> bool {
@@ -311,7 +394,13 @@ pub fn pass_through_if_agents() -> Option<u8> {
     if route == Route::Manager {
         return None;
     }
-    let agent = match find_agent_from_env() {
+    let us = Us::from_env();
+    let found = find_agent(
+        std::env::var_os(AGENT_VAR).as_deref(),
+        std::env::var_os("PATH").as_deref(),
+        &us,
+    );
+    let agent = match found {
         Ok(agent) => agent,
         Err(NoAgent::NotFound) if route == Route::AgentOrHelp => return None,
         Err(e) => return Some(fail(&e.message(), 2)),
@@ -330,7 +419,8 @@ pub fn pass_through_if_agents() -> Option<u8> {
     let mut command = std::process::Command::new(&agent);
     command
         .args(&args[1..])
-        .env(DEPTH_VAR, (depth + 1).to_string());
+        .env(DEPTH_VAR, (depth + 1).to_string())
+        .env(HANDED_OVER_VAR, us.handed_over_value());
     Some(run(command, &agent))
 }
 
@@ -427,20 +517,20 @@ mod tests {
         std::os::unix::fs::symlink(me_dir.join("zot"), link_dir.join("zot")).unwrap();
         std::fs::write(plain_dir.join("zot"), "not executable").unwrap();
         executable(&agent_dir.join("zot"));
-        let me = FileId::of(&me_dir.join("zot"));
+        let me = Us::new(FileId::of(&me_dir.join("zot")), None);
         let path = std::env::join_paths(["relative", "", &link_dir.to_string_lossy()]).unwrap();
         let mut dirs = std::env::split_paths(&path).collect::<Vec<_>>();
         dirs.extend([me_dir.clone(), plain_dir.clone(), agent_dir.clone()]);
         let path = std::env::join_paths(dirs).unwrap();
-        let found = find_agent(None, Some(&path), me.as_ref()).unwrap();
+        let found = find_agent(None, Some(&path), &me).unwrap();
         assert_eq!(found, agent_dir.join("zot"));
         let without_agent =
             std::env::join_paths([link_dir.clone(), me_dir.clone(), plain_dir.clone()]).unwrap();
         assert_eq!(
-            find_agent(None, Some(&without_agent), me.as_ref()),
+            find_agent(None, Some(&without_agent), &me),
             Err(NoAgent::NotFound)
         );
-        assert_eq!(find_agent(None, None, me.as_ref()), Err(NoAgent::NotFound));
+        assert_eq!(find_agent(None, None, &me), Err(NoAgent::NotFound));
     }
 
     #[test]
@@ -450,7 +540,10 @@ mod tests {
         let cwd = std::env::current_dir().unwrap();
         let relative = pathdiff(root.path(), &cwd);
         let path = std::env::join_paths([relative]).unwrap();
-        assert_eq!(find_agent(None, Some(&path), None), Err(NoAgent::NotFound));
+        assert_eq!(
+            find_agent(None, Some(&path), &Us::default()),
+            Err(NoAgent::NotFound)
+        );
     }
 
     /// `target` written relative to `base` with `..` steps.
@@ -473,19 +566,75 @@ mod tests {
         std::fs::create_dir(root.path().join("bin")).unwrap();
         std::os::unix::fs::symlink(&on_path, root.path().join("bin/zot")).unwrap();
         let path = root.path().join("bin").into_os_string();
-        let me_id = FileId::of(&me);
-        let found = find_agent(Some(named.as_os_str()), Some(&path), me_id.as_ref());
+        let me_id = Us::new(FileId::of(&me), None);
+        let found = find_agent(Some(named.as_os_str()), Some(&path), &me_id);
         assert_eq!(found, Ok(named.clone()));
-        let empty = find_agent(Some(OsStr::new("")), Some(&path), me_id.as_ref());
+        let empty = find_agent(Some(OsStr::new("")), Some(&path), &me_id);
         assert_eq!(empty, Ok(root.path().join("bin/zot")));
         let missing = root.path().join("missing");
-        let err = find_agent(Some(missing.as_os_str()), Some(&path), None).unwrap_err();
+        let err = find_agent(Some(missing.as_os_str()), Some(&path), &Us::default()).unwrap_err();
         assert!(
             err.message().contains("is not an executable file"),
             "{err:?}"
         );
-        let err = find_agent(Some(me.as_os_str()), Some(&path), me_id.as_ref()).unwrap_err();
+        let err = find_agent(Some(me.as_os_str()), Some(&path), &me_id).unwrap_err();
         assert!(err.message().contains("is this zot ext binary"), "{err:?}");
+    }
+
+    #[test]
+    fn a_name_without_a_slash_is_looked_up_on_path_and_one_with_a_slash_is_a_path() {
+        let root = tempfile::tempdir().unwrap();
+        let [me_dir, agent_dir] = ["me", "agent"].map(|d| root.path().join(d));
+        for dir in [&me_dir, &agent_dir] {
+            std::fs::create_dir(dir).unwrap();
+            executable(&dir.join("my-zot"));
+        }
+        let us = Us::new(FileId::of(&me_dir.join("my-zot")), None);
+        let path = std::env::join_paths([&me_dir, &agent_dir]).unwrap();
+        let found = find_agent(Some(OsStr::new("my-zot")), Some(&path), &us);
+        assert_eq!(found, Ok(agent_dir.join("my-zot")));
+        let err = find_agent(Some(OsStr::new("other")), Some(&path), &us).unwrap_err();
+        assert!(
+            err.message().contains("names no executable file on PATH"),
+            "{err:?}"
+        );
+        // A path (here relative to a current folder that has no `agent/`) is not searched.
+        let relative = OsStr::new("agent/my-zot");
+        let err = find_agent(Some(relative), Some(&path), &us).unwrap_err();
+        assert!(
+            err.message().contains("is not an executable file"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn copies_that_handed_over_are_skipped_and_passed_on() {
+        let root = tempfile::tempdir().unwrap();
+        let [first, second, agent] = ["first", "second", "agent"].map(|d| root.path().join(d));
+        for dir in [&first, &second, &agent] {
+            std::fs::create_dir(dir).unwrap();
+            executable(&dir.join("zot"));
+        }
+        let [first_id, second_id] = [&first, &second].map(|d| FileId::of(&d.join("zot")).unwrap());
+        let path = std::env::join_paths([&first, &second, &agent]).unwrap();
+        let at_first = Us::new(Some(first_id.clone()), None);
+        assert_eq!(
+            find_agent(None, Some(&path), &at_first),
+            Ok(second.join("zot"))
+        );
+        let passed = at_first.handed_over_value();
+        assert_eq!(passed, first_id.to_word());
+        let at_second = Us::new(Some(second_id.clone()), Some(OsStr::new(&passed)));
+        assert_eq!(
+            find_agent(None, Some(&path), &at_second),
+            Ok(agent.join("zot"))
+        );
+        assert_eq!(
+            at_second.handed_over_value(),
+            format!("{} {}", first_id.to_word(), second_id.to_word())
+        );
+        let junk = Us::new(None, Some(OsStr::new("x 1:y :2 3:4:5")));
+        assert_eq!(junk, Us::default());
     }
 
     #[test]

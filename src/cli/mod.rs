@@ -142,7 +142,9 @@ fn decorate(
 ///
 /// zot shares its name with the zot agent: any other command line (zot --ext ./x, and with
 /// the agent installed also the bare zot, --help and --version) is handed to the agent,
-/// $ZOT_AGENT or the next zot on PATH. Invoked as zot-ext, the binary is always zot ext.
+/// $ZOT_AGENT or the next zot on PATH that is not a copy of this binary. A ZOT_AGENT without
+/// a slash is looked up on PATH; with a slash it is a path (relative to the current folder
+/// unless it starts with /). Invoked as zot-ext, the binary is always zot ext.
 #[derive(Debug, Parser)]
 #[command(
     name = "zot",

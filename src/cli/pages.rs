@@ -421,14 +421,22 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "The zot agent's executable. Invoked as zot with a command line other than ext, \
          completions or help for those, the binary runs the agent in its place with the \
          same arguments; when unset or empty, the agent is the next zot on PATH that is not \
-         this binary (by file identity; relative PATH entries are skipped). Never used when \
-         invoked as zot-ext.",
+         this binary (by file identity; relative PATH entries are skipped). A value without \
+         a slash is a name looked up on PATH the same way; one with a slash is a path, \
+         relative to the current folder unless it starts with /. Never used when invoked \
+         as zot-ext.",
     ),
     (
         "ZOT_EXT_PASSTHROUGH",
         "Set in the agent's environment: how many times in a row a command line was handed \
          to the agent. At 4 the binary stops (exit 2), since the agent then seems to call \
          zot back.",
+    ),
+    (
+        "ZOT_EXT_HANDED_OVER",
+        "Set in the agent's environment: the file identities (device:inode) of the copies \
+         of this binary that handed the command line over; every copy skips them when it \
+         looks for the agent, so two copies on PATH do not hand over to each other.",
     ),
     (
         "COMPLETE",

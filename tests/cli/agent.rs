@@ -256,3 +256,84 @@ fn raw_arguments_and_signals_pass_through() {
 
 /// The signal number of SIGTERM on every Unix.
 const SIGTERM: i32 = 15;
+
+/// A copy (not a link) of the binary under test, named `zot`, in `dir`.
+fn copy_of_us(dir: &Path) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let copy = dir.join("zot");
+    fs::copy(env!("CARGO_BIN_EXE_zot"), &copy).unwrap();
+    copy
+}
+
+/// Two copies of the binary on PATH before the agent (`~/.cargo/bin` and `/usr/local/bin`,
+/// say) are different files: each hand-over tells the next copy which copies handed over,
+/// so the second goes on to the agent instead of handing back to the first.
+#[test]
+fn two_copies_on_path_hand_over_to_the_agent_not_to_each_other() {
+    let env = Env::new();
+    let first = copy_of_us(&env.work.join("cargo-bin"));
+    copy_of_us(&env.work.join("local-bin"));
+    let agent_dir = env.work.join("agent-bin");
+    script(&agent_dir, "zot", FAKE_AGENT);
+    let mut dirs = vec![
+        env.work.join("cargo-bin"),
+        env.work.join("local-bin"),
+        agent_dir,
+    ];
+    dirs.extend(std::env::split_paths(&env.path_with(&env.work)));
+    let path = std::env::join_paths(dirs).unwrap();
+    run(&env, &first, &["--ext", "./x"], path, &[])
+        .failure(7)
+        .stdout_has("agent argv: [--ext] [./x]")
+        .stdout_has("agent depth: 2\n")
+        .stderr_is("");
+}
+
+/// `ZOT_AGENT` without a slash is a name looked up on PATH (this binary left out), for the
+/// check and the run alike; a `zot` in the current folder is used only when written as a
+/// path (`./zot`).
+#[test]
+fn zot_agent_without_a_slash_is_looked_up_on_path_for_check_and_run() {
+    let env = Env::new();
+    script(
+        &env.project,
+        "zot",
+        "#!/bin/sh\necho the zot in the current folder\nexit 3\n",
+    );
+    let ours = env.work.join("cargo-bin");
+    let link = link_to_us(&ours, "zot");
+    let agent_dir = env.work.join("agent-bin");
+    script(&agent_dir, "zot", FAKE_AGENT);
+    let mut dirs = vec![ours.clone(), agent_dir];
+    dirs.extend(std::env::split_paths(&env.path_with(&env.work)));
+    let path = std::env::join_paths(dirs).unwrap();
+    run(
+        &env,
+        &link,
+        &["--ext", "x"],
+        path.clone(),
+        &[("ZOT_AGENT", Path::new("zot"))],
+    )
+    .failure(7)
+    .stdout_has("agent argv: [--ext] [x]")
+    .stdout_lacks("current folder");
+    run(
+        &env,
+        &link,
+        &["--ext", "x"],
+        path,
+        &[("ZOT_AGENT", Path::new("./zot"))],
+    )
+    .failure(3)
+    .stdout_has("the zot in the current folder");
+    let done = run(
+        &env,
+        &link,
+        &["--ext", "x"],
+        env.path_with(&ours),
+        &[("ZOT_AGENT", Path::new("zot"))],
+    );
+    done.failure(2);
+    done.stderr_one_line();
+    done.stderr_has("ZOT_AGENT=zot names no executable file on PATH");
+}
