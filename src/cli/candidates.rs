@@ -1,6 +1,7 @@
 //! The extension names a name argument offers on TAB: installed extensions chosen by state
 //! and scope, the names of logs, and folders for arguments that also take a path. Read
-//! through the catalog, as every command reads the store.
+//! through the catalog, as every command reads the store. The shell prints candidates and
+//! their descriptions on the terminal, so their hidden characters are always escaped.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -12,6 +13,7 @@ use clap_complete::{ArgValueCompleter, CompletionCandidate, PathCompleter};
 
 use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::{self, Installed};
+use crate::output::{first_hidden, printable};
 
 /// `--project`/`--global` as typed on the line being completed, so names come from that scope.
 static SCOPE_HINT: OnceLock<Option<Scope>> = OnceLock::new();
@@ -62,8 +64,26 @@ fn installed(offer: Offer, current: &OsStr) -> Vec<CompletionCandidate> {
     let scope = SCOPE_HINT.get().copied().flatten();
     offered(&layout, offer, scope, prefix)
         .into_iter()
-        .map(|o| CompletionCandidate::new(o.name).help(o.help.map(Into::into)))
+        .map(|o| {
+            let help = o.help.map(|h| printable(&h).into());
+            CompletionCandidate::new(printable(&o.name)).help(help)
+        })
         .collect()
+}
+
+/// `candidate` as it may reach the shell, which shows it on the terminal: a value that is
+/// not UTF-8 or holds hidden characters (controls, bidirectional overrides, zero-width
+/// spaces) is given escaped ([`printable`]); such a name is then shown, not completed.
+fn escaped(candidate: CompletionCandidate) -> CompletionCandidate {
+    let Some(value) = candidate.get_value().to_str() else {
+        let value = printable(&candidate.get_value().to_string_lossy());
+        return CompletionCandidate::new(value).help(candidate.get_help().cloned());
+    };
+    if first_hidden(value).is_none() {
+        return candidate;
+    }
+    let value = printable(value);
+    CompletionCandidate::new(value).help(candidate.get_help().cloned())
 }
 
 /// Whether the word being completed is (the start of) a path rather than a name: what
@@ -78,7 +98,11 @@ fn looks_like_folder(word: &OsStr) -> bool {
 fn folders(word: &OsStr) -> Vec<CompletionCandidate> {
     // `~` alone names no folder yet; complete what is in the home folder.
     let word = if word == "~" { OsStr::new("~/") } else { word };
-    PathCompleter::dir().complete(word)
+    PathCompleter::dir()
+        .complete(word)
+        .into_iter()
+        .map(escaped)
+        .collect()
 }
 
 /// One candidate: the name to insert and what the shell may show beside it.

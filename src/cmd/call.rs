@@ -48,7 +48,7 @@ impl Run for CallArgs {
         if ctx.out.json {
             ctx.out.json(&transcript)?;
         } else {
-            ctx.out.print(&reply_text(&reply))?;
+            ctx.out.print(&reply_text(&ctx.out, &reply))?;
         }
         reply.outcome(&request)
     }
@@ -107,11 +107,16 @@ fn print_frame(out: &Output, frame: &FromExt) -> Result<()> {
     let text = match frame {
         _ if out.json => return Ok(()),
         FromExt::Notify(n) => format!("[{}] {}\n", clean(&n.level), clean(&n.message)),
-        FromExt::OpenPanel(p) => format!("[panel {}] {}", p.panel.id, panel_text(&p.panel.content)),
-        FromExt::PanelRender(p) => format!("[panel {}] {}", p.panel_id, panel_text(&p.content)),
+        FromExt::OpenPanel(p) => panel_frame(out, &p.panel.id, &p.panel.content),
+        FromExt::PanelRender(p) => panel_frame(out, &p.panel_id, &p.content),
         _ => return Ok(()),
     };
     Ok(out.print(&text)?)
+}
+
+/// A panel frame as printed: `[panel <id>]`, then the panel.
+fn panel_frame(out: &Output, id: &str, panel: &PanelContent) -> String {
+    format!("[panel {}] {}", out.extension_text(id), panel_text(panel))
 }
 
 /// A panel as text: its title, then its lines and footer indented.
@@ -127,8 +132,9 @@ fn panel_text(panel: &PanelContent) -> String {
     text
 }
 
-/// The answer as printed: the command's action and its text, or the tool's content blocks.
-fn reply_text(reply: &Reply) -> String {
+/// The answer as printed: the command's action and its text, or the tool's content blocks
+/// (escaped on a terminal: [`Output::extension_text`]).
+fn reply_text(out: &Output, reply: &Reply) -> String {
     match reply {
         Reply::Command(r) => {
             if let Some(panel) = r
@@ -144,7 +150,7 @@ fn reply_text(reply: &Reply) -> String {
                 Action::Display => Some(&r.display),
                 _ => None,
             };
-            match text {
+            match text.map(|t| out.extension_text(t)) {
                 Some(text) if text.contains('\n') => format!("{}:\n{text}\n", r.action),
                 Some(text) => format!("{}: {text}\n", r.action),
                 None => format!("{}\n", r.action),
@@ -154,11 +160,15 @@ fn reply_text(reply: &Reply) -> String {
             .content
             .iter()
             .map(|block| match &block.kind {
-                ContentKind::Text => format!("{}\n", block.text),
-                ContentKind::Image => {
-                    format!("[image {}, {}]\n", block.mime_type, image_size(&block.data))
+                ContentKind::Text => format!("{}\n", out.extension_text(&block.text)),
+                ContentKind::Image => format!(
+                    "[image {}, {}]\n",
+                    out.extension_text(&block.mime_type),
+                    image_size(&block.data)
+                ),
+                ContentKind::Unknown(other) => {
+                    format!("[{} block]\n", out.extension_text(other))
                 }
-                ContentKind::Unknown(other) => format!("[{other} block]\n"),
             })
             .collect(),
     }
@@ -274,7 +284,7 @@ mod tests {
 
     #[test]
     fn replies_print_by_action_and_block_kind() {
-        let printed = |line: &str| reply_text(&reply(line));
+        let printed = |line: &str| reply_text(&Output::plain(), &reply(line));
         assert_eq!(
             printed(r#"{"type":"command_response","id":"1","action":"insert","insert":"a\nb"}"#),
             "insert:\na\nb\n"

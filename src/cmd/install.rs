@@ -163,6 +163,9 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
     for note in &manifest.notes {
         ctx.out.warn(note);
     }
+    if let Some(warning) = hidden_character_warning(&manifest.name) {
+        ctx.out.warn(&warning);
+    }
     if let Some(note) = copy::loose_note(&manifest.name, &done.outside_links) {
         ctx.out.note(&format!("note: {note}"));
     }
@@ -173,6 +176,21 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
     }
     shadow_note(ctx, &ctx.layout, &manifest.name, scope);
     Ok(())
+}
+
+/// The warning for a name that holds a character a terminal does not show (zot accepts such
+/// names): which one, and how the name reads without it. Printed through
+/// [`crate::output::Output::warn`],
+/// which shows the name escaped.
+fn hidden_character_warning(name: &str) -> Option<String> {
+    let hidden = crate::output::first_hidden(name)?;
+    let seen = crate::output::escape::without_hidden(name);
+    Some(format!(
+        "the name \"{name}\" holds U+{:04X}, a character terminals do not show: printed \
+         as it is, it reads \"{seen}\" (zot ext shows it escaped; type it as it is to name \
+         the extension, or change \"name\" in its extension.json)",
+        u32::from(hidden)
+    ))
 }
 
 fn shadow_note(ctx: &Context, layout: &Layout, name: &str, scope: Scope) {

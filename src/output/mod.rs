@@ -13,7 +13,7 @@ pub mod redact;
 pub mod style;
 pub mod table;
 
-pub use escape::{clean, printable};
+pub use escape::{clean, first_hidden, printable, terminal_text};
 use redact::redact_text;
 pub use style::{BAD, BOLD, DIM, GOOD, WARN, paint};
 pub use table::Cell;
@@ -26,6 +26,7 @@ pub struct Output {
     color_stdout: bool,
     color_stderr: bool,
     progress: bool,
+    terminal_stdout: bool,
 }
 
 /// When to colour output (`--color`).
@@ -62,6 +63,7 @@ impl Output {
             color_stdout: use_color(color, &io::stdout()),
             color_stderr: use_color(color, &io::stderr()),
             progress: live_progress(quiet),
+            terminal_stdout: io::stdout().is_terminal(),
         }
     }
 
@@ -74,12 +76,24 @@ impl Output {
             color_stdout: false,
             color_stderr: false,
             progress: false,
+            terminal_stdout: io::stdout().is_terminal(),
         }
     }
 
     /// Whether stdout is coloured.
     pub fn color(&self) -> bool {
         self.color_stdout
+    }
+
+    /// Text an extension sent, as it may go to stdout: on a terminal its control, bidi and
+    /// invisible characters are escaped, newlines and tabs kept ([`terminal_text`]); into a
+    /// pipe or a file it stays byte for byte as sent.
+    pub fn extension_text(&self, text: &str) -> String {
+        if self.terminal_stdout {
+            terminal_text(text)
+        } else {
+            text.to_string()
+        }
     }
 
     /// Colours `text` for stdout.

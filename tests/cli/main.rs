@@ -20,6 +20,7 @@ mod generated;
 mod git_checkout;
 mod git_helper;
 mod git_install;
+mod hidden_text;
 mod hostile;
 mod info;
 mod install;
