@@ -1,12 +1,16 @@
 //! The extension's process group: signals to every process in it, and the leader's exit
 //! status read without reaping it, so its group id cannot be reused before the final kill;
-//! on Linux a wait for that exit blocks on a pidfd instead of polling.
+//! on Linux a wait for that exit blocks on a pidfd instead of polling. [`Group::kill_tree`]
+//! is the one cleanup every way of ending an extension comes to (a stop, a drop, a signal to
+//! zot): the group killed, then the processes of its tree that left the group.
 
 use std::fmt;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+
+use super::orphans::{self, Leftover, Proc};
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +64,12 @@ impl Group {
         Group {
             leader: Pid::from_child(child),
         }
+    }
+
+    /// The group whose id (its leader's pid) is `id`, if that can be one.
+    pub(super) fn with_id(id: i32) -> Option<Group> {
+        let leader = Pid::from_raw(id).filter(|_| id > 0)?;
+        Some(Group { leader })
     }
 
     /// The leader's pid, which is also the group id.
@@ -121,6 +131,20 @@ impl Group {
     /// Sends SIGKILL to every process in the group.
     pub(super) fn kill(self) {
         self.signal(Signal::KILL);
+    }
+
+    /// Kills every process in the group, then ends the processes of `tree` (the leader's
+    /// descendants, taken while they were still linked to it) that left the group; returns
+    /// those.
+    pub(super) fn kill_with(self, tree: &[Proc]) -> Vec<Leftover> {
+        self.kill();
+        orphans::end_escaped(tree, self.id())
+    }
+
+    /// [`Group::kill_with`] the leader's descendants as they are now.
+    pub(super) fn kill_tree(self) -> Vec<Leftover> {
+        let tree = orphans::descendants(self.id());
+        self.kill_with(&tree)
     }
 
     fn signal(self, signal: Signal) {

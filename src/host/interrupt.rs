@@ -1,6 +1,8 @@
 //! Interruption: extensions run in process groups of their own, so Ctrl-C at the terminal
-//! does not reach them. While any is running, SIGINT, SIGTERM and SIGHUP kill every such
-//! group, then end zot with the same signal as before.
+//! does not reach them. While any is running, SIGINT, SIGTERM and SIGHUP end every such
+//! extension's whole tree as a stop does ([`Group::kill_tree`]: the group, then the
+//! processes that left it with `setsid`), and the processes zot adopted as their subreaper,
+//! then end zot with the same signal as before.
 //!
 //! The signals are caught with the `signal-hook` crate rather than a hand-written
 //! `sigaction` handler: its handler only wakes a thread of ours, which does the work outside
@@ -11,7 +13,8 @@
 
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
-use rustix::process::{Pid, Signal};
+use super::group::Group;
+use super::orphans;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use signal_hook::low_level::emulate_default_handler;
@@ -56,18 +59,15 @@ fn install() {
         .spawn(move || signals.forever().for_each(end_all));
 }
 
-/// Kills every registered group, then ends zot by `signal`. The list stays locked, so an
-/// extension started meanwhile waits to be registered until zot is gone.
+/// Ends the tree of every registered group and the processes zot adopted, then ends zot by
+/// `signal`. The list stays locked, so an extension started meanwhile waits to be registered
+/// until zot is gone.
 fn end_all(signal: i32) {
     let groups = groups();
-    for pid in groups
-        .iter()
-        .filter(|&&g| g > 0)
-        .filter_map(|&g| Pid::from_raw(g))
-    {
-        // ESRCH: the group ended on its own meanwhile.
-        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+    for group in groups.iter().filter_map(|&g| Group::with_id(g)) {
+        group.kill_tree();
     }
+    orphans::end_adopted(&groups);
     let _ = emulate_default_handler(signal);
 }
 

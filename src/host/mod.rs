@@ -2,11 +2,13 @@
 //! stdin and stdout piped, stderr captured; lines read on a thread and taken with deadlines;
 //! shutdown with the host's escalation (shutdown, 2 s, SIGTERM, 1 s, SIGKILL). Dropping a
 //! [`Session`] kills whatever is left of the group and reaps the process; processes that
-//! left the group are found and ended too (see [`orphans`]).
+//! left the group are found and ended too (see [`orphans`]), and on Linux the extension gets
+//! SIGKILL from the kernel if zot itself is killed (see [`lifetime`]).
 
 pub(crate) mod exec;
 mod group;
 mod interrupt;
+mod lifetime;
 pub(crate) mod orphans;
 
 use std::io::{self, BufRead, BufReader, PipeReader, Read as _, Write};
@@ -23,6 +25,7 @@ use serde_json::Value;
 
 pub(crate) use exec::{ExecError, resolve};
 pub(crate) use group::Exit;
+pub(crate) use lifetime::die_with_parent;
 pub(crate) use orphans::{Leftover, become_subreaper};
 
 use crate::protocol::{self, DecodeError, Decoded, FromExt, FromHost, zot};
@@ -159,14 +162,17 @@ impl Session {
         } else {
             None
         };
-        let mut child = Command::new(&launch.program)
+        let mut command = Command::new(&launch.program);
+        command
             .args(&launch.args)
             .current_dir(&launch.dir)
             .stdin(Stdio::from(stdin_read))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()?;
+            .process_group(0);
+        // A SIGKILLed zot cannot stop it; the kernel then does.
+        lifetime::exec_dying_with_parent(&mut command, &launch.program, &launch.args)?;
+        let mut child = command.spawn()?;
         let started = Instant::now();
         let group = Group::of(&child);
         interrupt::register(group.id());
@@ -304,8 +310,7 @@ impl Session {
     /// Kills what is left of the group, then ends the processes of `tree` that escaped it.
     fn end_group(&mut self, tree: &[orphans::Proc]) -> Vec<Leftover> {
         self.stopped = true;
-        self.group.kill();
-        orphans::end_escaped(tree, self.pid())
+        self.group.kill_with(tree)
     }
 
     /// Whether it exited leaving bytes in its stdin (only known when watched): the frames
@@ -358,8 +363,8 @@ impl Drop for Session {
         self.input = None;
         // The leader is unreaped until here, so the group id still names this group.
         if !self.stopped {
-            let tree = orphans::descendants(self.pid());
-            self.end_group(&tree);
+            self.stopped = true;
+            self.group.kill_tree();
         }
         self.group.kill();
         let _ = self.child.wait();

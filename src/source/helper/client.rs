@@ -11,6 +11,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use super::HELPER;
 use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::error::usage;
+use crate::host::die_with_parent;
 use crate::output::printable;
 use crate::source::GitUrl;
 use crate::source::git::{Checkout, Probe};
@@ -84,6 +85,8 @@ impl Helper {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        // Killed with zot: it must not go on writing into a staging folder that the next
+        // command clears.
         die_with_parent(&mut command);
         let mut child = command.spawn().map_err(|e| {
             anyhow!(
@@ -203,30 +206,4 @@ fn helper_path() -> Result<PathBuf> {
     // link (`~/.local/bin/zot-ext`). A binary replaced while it runs cannot be resolved.
     let me = std::fs::canonicalize(&me).unwrap_or(me);
     Ok(me.with_file_name(HELPER))
-}
-
-/// The helper is killed when the thread that started it ends (zot killed mid-fetch): it
-/// must not go on writing into a staging folder that the next command clears. Linux only;
-/// elsewhere it finishes its fetch and exits on its own.
-fn die_with_parent(command: &mut Command) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt as _;
-        let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
-        // SAFETY: prctl and getppid are async-signal-safe, and the closure allocates nothing.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // zot died before the signal was asked for.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = command;
 }
