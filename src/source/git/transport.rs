@@ -16,7 +16,6 @@ use git2::{
     RemoteConnection, Repository, RepositoryInitOptions,
 };
 
-use super::certificates;
 use crate::output::redact::is_scp_like;
 use crate::source::{GitUrl, scrub};
 
@@ -34,13 +33,12 @@ const STALL_TIMEOUT_MS: i32 = 60_000;
 /// object zot reads was fetched into a scratch store of its own, where the pack indexer
 /// named it by the hash of its content (reading them again hashed each file twice more,
 /// with git's collision-detecting SHA-1, as much work as indexing the whole pack). And
-/// connections use zot's socket ([`super::socket`]): no Nagle, quick ACKs. libgit2 itself
-/// is started first, without the certificate bundle ([`certificates::start`]). Called
-/// before a command starts threads that fetch (`sync` calls it ahead of its pool).
+/// connections use zot's socket ([`super::socket`]): no Nagle, quick ACKs. Called by the
+/// `zot-ext-git` helper before its fetch or probe, which is the only libgit2 work of its
+/// process.
 pub(crate) fn set_globals() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        certificates::start();
         // SAFETY: these set libgit2 globals; no other thread uses libgit2 yet (see above).
         unsafe {
             let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
@@ -135,7 +133,6 @@ pub(super) fn connect<'repo, 'c, 'cb>(
     remote: &'c mut Remote<'repo>,
     auth: &'cb Auth,
 ) -> Result<RemoteConnection<'repo, 'c, 'cb>, git2::Error> {
-    certificates::load_for(remote.url_bytes());
     remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)
 }
 
@@ -225,7 +222,6 @@ pub(super) fn download_on(
     depth: i32,
     progress: Progress,
 ) -> Result<(), git2::Error> {
-    certificates::load_for(remote.url_bytes());
     let mut options = FetchOptions::new();
     options
         .remote_callbacks(auth.callbacks(Some(progress)))
