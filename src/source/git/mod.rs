@@ -5,7 +5,6 @@
 //! helpers — is [`transport`]'s, shared with the submodules.
 
 mod checkout;
-mod socket;
 mod submodules;
 mod transport;
 
