@@ -1,25 +1,19 @@
 //! The `zot` binary: parse, dispatch, map errors to exit codes, and print an error as one
-//! line with no credential in it. `#![no_main]`: the process starts in C's `main`, without
-//! Rust's runtime set-up, which [`zot_ext::cli::start`] replaces with what zot needs of it.
-
-// Built as a test target too (`cargo test --all-targets`), where the harness has the `main`.
-#![cfg_attr(not(test), no_main)]
+//! line with no credential in it. Rust's runtime does the rest of the process's start and
+//! end: `SIGPIPE` ignored (a closed pipe is an error [`error::is_broken_pipe`] turns into
+//! success), closed standard descriptors opened on `/dev/null` (so no file zot opens becomes
+//! its stdout), a panic exiting with status 101, stdout flushed at exit.
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use zot_ext::{cmd, error, output};
 
-#[cfg(not(test))]
-#[unsafe(no_mangle)]
-extern "C" fn main(
-    _argc: std::ffi::c_int,
-    _argv: *const *const std::ffi::c_char,
-) -> std::ffi::c_int {
-    zot_ext::cli::start::run(zot)
+fn main() -> ExitCode {
+    ExitCode::from(zot())
 }
 
 /// The process's body; its exit status.
-#[cfg_attr(test, allow(dead_code))]
 fn zot() -> u8 {
     // Answers `COMPLETE=<shell> zot -- <words>` (shell completion) and exits; else no-op.
     zot_ext::cli::complete::complete_if_requested();

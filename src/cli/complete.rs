@@ -44,7 +44,7 @@ pub fn complete_if_requested() {
     };
     // A completer that fails or panics must not draw over the prompt.
     std::panic::set_hook(Box::new(|_| {}));
-    let args = expand_alias(args, dashes);
+    let alias = typed_as_alias(&args[dashes + 1..]);
     super::candidates::set_scope_hint(scope_hint(&args[dashes + 1..]));
     let current_dir = std::env::current_dir().ok();
     let adapters = [
@@ -55,7 +55,7 @@ pub fn complete_if_requested() {
         ValuesFirst(&Zsh),
     ];
     let shells: Vec<&dyn EnvCompleter> = adapters.iter().map(|a| a as _).collect();
-    let answered = CompleteEnv::with_factory(Cli::command)
+    let answered = CompleteEnv::with_factory(|| completed_command(alias))
         .var(VAR)
         .shells(Shells(&shells))
         .try_complete(args, current_dir.as_deref());
@@ -203,23 +203,26 @@ fn print_registration(shell: &OsStr) -> i32 {
     }
 }
 
-/// Words typed as `zot-ext ...` are completed as `zot ext ...`. The shells that pass the
-/// cursor position in `_CLAP_COMPLETE_INDEX` get it moved past the inserted word.
-fn expand_alias(mut args: Vec<OsString>, dashes: usize) -> Vec<OsString> {
-    let words: Vec<OsString> = args.drain(dashes + 1..).collect();
-    let typed = words.len();
-    let words = crate::effective_args(words);
-    if words.len() > typed {
-        let index = std::env::var("_CLAP_COMPLETE_INDEX")
-            .ok()
-            .and_then(|i| i.parse::<usize>().ok());
-        if let Some(index) = index {
-            // SAFETY: runs at the start of `main`, before any other thread exists.
-            unsafe { std::env::set_var("_CLAP_COMPLETE_INDEX", (index + 1).to_string()) };
-        }
+/// The command the words are completed against: `zot`'s, or its `ext` subcommand for words
+/// typed as `zot-ext ...` (with the global flags, as `zot ext` has them). The words and the
+/// cursor position the shell passed in `_CLAP_COMPLETE_INDEX` then stay as typed.
+fn completed_command(alias: bool) -> clap::Command {
+    let mut cli = Cli::command();
+    if !alias {
+        return cli;
     }
-    args.extend(words);
-    args
+    // Builds the subcommands too, giving them the global flags.
+    cli.build();
+    cli.find_subcommand("ext")
+        .cloned()
+        .expect("zot has an ext subcommand")
+}
+
+/// Whether the words were typed as `zot-ext ...`.
+fn typed_as_alias(words: &[OsString]) -> bool {
+    words
+        .first()
+        .is_some_and(|first| crate::effective_args([first.clone()]).len() > 1)
 }
 
 /// The scope picked by `-p/--project`, `-g/--global` or `--scope project|global` among the

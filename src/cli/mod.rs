@@ -12,7 +12,6 @@ pub mod complete;
 mod hints;
 pub mod lazy;
 pub mod pages;
-pub mod start;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -51,14 +51,11 @@ use super::state::{MAX_FILE_LIST, read_state_file_up_to};
 use crate::catalog::paths::ScopeDirs;
 use crate::output::printable;
 
-mod json;
-
 /// The version of the file format.
 const FORMAT: u32 = 1;
 
-/// Entries from which work on a list is given a thread of its own: [`FileList::to_bytes`]
-/// hashes the tree beside writing it, [`FileList::drop_aside`] frees it unwaited (below,
-/// starting a thread costs more than it saves).
+/// Entries from which [`FileList::drop_aside`] frees a list on a thread of its own, unwaited
+/// (below, starting a thread costs more than it saves).
 const LARGE_LIST: usize = 2000;
 
 /// The type of an entry.
@@ -394,20 +391,8 @@ impl FileList {
 
     /// The stable JSON form (entries sorted by path bytes): the pretty JSON of the stored
     /// form and a newline.
-    /// A large list not hashed yet is hashed on a second thread while its entries are
-    /// written (each takes a few milliseconds for 20,000 entries).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = if self.tree_hash.get().is_some() || self.entries.len() < LARGE_LIST {
-            json::pretty_hashing(FORMAT, &self.entries, || self.tree_hash())
-        } else {
-            thread::scope(|scope| {
-                let hashing = thread::Builder::new().spawn_scoped(scope, || self.tree_hash());
-                json::pretty_hashing(FORMAT, &self.entries, || match hashing {
-                    Ok(hashing) => hashing.join().expect("hashing does not panic"),
-                    Err(_) => self.tree_hash(),
-                })
-            })
-        };
+        let mut bytes = serde_json::to_vec_pretty(self).expect("a file list serializes");
         bytes.push(b'\n');
         bytes
     }
@@ -430,12 +415,64 @@ impl FileList {
 
 impl Serialize for FileList {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Stored {
+        Written {
             format: FORMAT,
-            tree_hash: self.tree_hash(),
-            entries: self.entries.iter().map(StoredEntry::from).collect(),
+            tree_hash: &self.tree_hash(),
+            entries: &self.entries,
         }
         .serialize(s)
+    }
+}
+
+/// The stored form as it is written: borrowed from the list, no string copied per entry.
+#[derive(Serialize)]
+struct Written<'a> {
+    format: u32,
+    tree_hash: &'a str,
+    #[serde(serialize_with = "written_entries")]
+    entries: &'a [Entry],
+}
+
+fn written_entries<S: serde::Serializer>(entries: &&[Entry], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(entries.iter().map(WrittenEntry::from))
+}
+
+/// An entry as it is written: the fields of [`StoredEntry`], in its order.
+#[derive(Serialize)]
+struct WrittenEntry<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_hex: Option<String>,
+    #[serde(rename = "type")]
+    kind: EntryKind,
+    mode: u32,
+    size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_hex: Option<String>,
+}
+
+impl<'a> From<&'a Entry> for WrittenEntry<'a> {
+    fn from(e: &'a Entry) -> WrittenEntry<'a> {
+        let (path, path_hex) = split_name(&e.path);
+        let (target, target_hex) = match &e.target {
+            Some(t) => split_name(t),
+            None => (None, None),
+        };
+        WrittenEntry {
+            path,
+            path_hex,
+            kind: e.kind,
+            mode: e.mode,
+            size: e.size,
+            sha256: e.sha256.as_deref(),
+            target,
+            target_hex,
+        }
     }
 }
 
@@ -453,37 +490,34 @@ impl<'de> Deserialize<'de> for FileList {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+/// The stored form as it is read.
+#[derive(Deserialize)]
 struct Stored {
     format: u32,
     /// Written for readers; recomputed, never trusted, on reading.
-    tree_hash: String,
+    #[serde(rename = "tree_hash")]
+    _tree_hash: String,
     entries: Vec<StoredEntry>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct StoredEntry {
-    #[serde(skip_serializing_if = "Option::is_none")]
     path: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     path_hex: Option<String>,
     #[serde(rename = "type")]
     kind: EntryKind,
     mode: u32,
     #[serde(default)]
     size: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     sha256: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     target: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     target_hex: Option<String>,
 }
 
 /// A name as (`utf8`, `hex`): one of the two is set.
-fn split_name(bytes: &[u8]) -> (Option<String>, Option<String>) {
+fn split_name(bytes: &[u8]) -> (Option<&str>, Option<String>) {
     match std::str::from_utf8(bytes) {
-        Ok(s) => (Some(s.to_string()), None),
+        Ok(s) => (Some(s), None),
         Err(_) => (None, Some(hex(bytes))),
     }
 }
@@ -496,26 +530,6 @@ fn join_name(utf8: Option<String>, hexed: Option<String>, what: &str) -> Result<
             .ok_or_else(|| anyhow!("{what}_hex is not hexadecimal")),
         (None, None) => Ok(None),
         (Some(_), Some(_)) => bail!("an entry has both {what} and {what}_hex"),
-    }
-}
-
-impl From<&Entry> for StoredEntry {
-    fn from(e: &Entry) -> StoredEntry {
-        let (path, path_hex) = split_name(&e.path);
-        let (target, target_hex) = match &e.target {
-            Some(t) => split_name(t),
-            None => (None, None),
-        };
-        StoredEntry {
-            path,
-            path_hex,
-            kind: e.kind,
-            mode: e.mode,
-            size: e.size,
-            sha256: e.sha256.clone(),
-            target,
-            target_hex,
-        }
     }
 }
 
@@ -939,9 +953,41 @@ mod tests {
         assert_eq!(serde_json::from_slice::<FileList>(&json).unwrap(), list);
     }
 
-    /// The JSON form as `serde_json` writes the stored form: what `to_bytes` must equal.
-    fn serde_bytes(list: &FileList) -> Vec<u8> {
-        let mut bytes = serde_json::to_vec_pretty(&list).unwrap();
+    /// The JSON form built field by field as a `serde_json` value (its maps keep their
+    /// order), pretty-printed: what `to_bytes` must equal.
+    fn expected_bytes(list: &FileList) -> Vec<u8> {
+        use serde_json::{Map, Value, json};
+        let name = |entry: &mut Map<String, Value>, what: &str, bytes: &[u8]| {
+            match std::str::from_utf8(bytes) {
+                Ok(text) => entry.insert(what.to_owned(), json!(text)),
+                Err(_) => entry.insert(format!("{what}_hex"), json!(hex(bytes))),
+            };
+        };
+        let entries: Vec<Value> = list
+            .entries()
+            .iter()
+            .map(|e| {
+                let mut entry = Map::new();
+                name(&mut entry, "path", &e.path);
+                let kind = match e.kind {
+                    EntryKind::File => "file",
+                    EntryKind::Dir => "dir",
+                    EntryKind::Link => "link",
+                };
+                entry.insert("type".into(), json!(kind));
+                entry.insert("mode".into(), json!(e.mode));
+                entry.insert("size".into(), json!(e.size));
+                if let Some(digest) = &e.sha256 {
+                    entry.insert("sha256".into(), json!(digest));
+                }
+                if let Some(target) = &e.target {
+                    name(&mut entry, "target", target);
+                }
+                Value::Object(entry)
+            })
+            .collect();
+        let whole = json!({"format": FORMAT, "tree_hash": list.tree_hash(), "entries": entries});
+        let mut bytes = serde_json::to_vec_pretty(&whole).unwrap();
         bytes.push(b'\n');
         bytes
     }
@@ -962,16 +1008,17 @@ mod tests {
         fs::create_dir(t.path().join("ro")).unwrap();
         fs::set_permissions(t.path().join("ro"), fs::Permissions::from_mode(0o555)).unwrap();
         let list = FileList::scan(t.path()).unwrap();
-        assert_eq!(list.to_bytes(), serde_bytes(&list));
+        assert_eq!(list.to_bytes(), expected_bytes(&list));
+        assert_eq!(FileList::from_bytes(&list.to_bytes()).unwrap(), list);
         assert_eq!(
             FileList::default().to_bytes(),
-            serde_bytes(&FileList::default())
+            expected_bytes(&FileList::default())
         );
         fs::set_permissions(t.path().join("ro"), fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     #[test]
-    fn a_large_list_hashed_while_it_is_written_is_written_as_serde_json_writes_it() {
+    fn a_large_list_is_written_as_serde_json_writes_it() {
         let entries: Vec<Entry> = (0..LARGE_LIST * 2)
             .map(|i| Entry {
                 path: format!("d{}/f{i}", i % 13).into_bytes(),
@@ -987,9 +1034,74 @@ mod tests {
             })
             .collect();
         let list = FileList::from_entries(entries);
-        let written = list.to_bytes();
-        let fresh = FileList::from_entries(list.entries().to_vec());
-        assert_eq!(written, serde_bytes(&fresh));
+        assert_eq!(list.to_bytes(), expected_bytes(&list));
+    }
+
+    /// Entries of every kind, names that need escaping and names that are not UTF-8.
+    fn pinned_entries() -> Vec<Entry> {
+        vec![
+            Entry {
+                path: b"a".to_vec(),
+                kind: EntryKind::Dir,
+                mode: 0o755,
+                size: 0,
+                sha256: None,
+                target: None,
+            },
+            Entry {
+                path: "a/tab\t\"q\" \\ \u{1}\u{7f} \u{e9}".as_bytes().to_vec(),
+                kind: EntryKind::File,
+                mode: 0o644,
+                size: 5,
+                sha256: Some(hex(&Sha256::digest("hello"))),
+                target: None,
+            },
+            Entry {
+                path: b"caf\xe9".to_vec(),
+                kind: EntryKind::Link,
+                mode: 0o777,
+                size: 3,
+                sha256: None,
+                target: Some(b"\xff/x".to_vec()),
+            },
+        ]
+    }
+
+    /// The JSON form, byte for byte: two-space indent, fields in their order, absent ones
+    /// left out, strings escaped as `serde_json` escapes them, names that are not UTF-8 in hex.
+    #[test]
+    fn the_written_list_is_pinned_byte_for_byte() {
+        let list = FileList::from_entries(pinned_entries());
+        // <DEL> stands for the character DEL (0x7f), which JSON leaves as it is.
+        let expected = r#"{
+  "format": 1,
+  "tree_hash": "sha256:d66a0f5bb19a52bb514dfbcba706a301d7ae7e88fd82d5bbb852bc23fe1e2ca2",
+  "entries": [
+    {
+      "path": "a",
+      "type": "dir",
+      "mode": 493,
+      "size": 0
+    },
+    {
+      "path": "a/tab\t\"q\" \\ \u0001<DEL> é",
+      "type": "file",
+      "mode": 420,
+      "size": 5,
+      "sha256": "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+    },
+    {
+      "path_hex": "636166e9",
+      "type": "link",
+      "mode": 511,
+      "size": 3,
+      "target_hex": "ff2f78"
+    }
+  ]
+}
+"#
+        .replace("<DEL>", "\u{7f}");
+        assert_eq!(String::from_utf8(list.to_bytes()).unwrap(), expected);
     }
 
     fn any_entry() -> impl proptest::strategy::Strategy<Value = Entry> {
@@ -1026,7 +1138,7 @@ mod tests {
             entries in proptest::collection::vec(any_entry(), 0..8)
         ) {
             let list = FileList::from_entries(entries);
-            proptest::prop_assert_eq!(list.to_bytes(), serde_bytes(&list));
+            proptest::prop_assert_eq!(list.to_bytes(), expected_bytes(&list));
         }
     }
 

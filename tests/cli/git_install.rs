@@ -320,7 +320,7 @@ fn installs_over_https_from_a_server_the_certificate_bundle_trusts_and_refuses_o
     let https = Https::start(&root);
     let url = https.url("secure");
 
-    // The bundle OpenSSL is given (read only once an https URL is fetched) trusts the server.
+    // The bundle OpenSSL is given trusts the server.
     let env = Env::new();
     let run = env
         .zot(["ext", "install", &url])
@@ -1133,8 +1133,7 @@ fn http_test_server_speaks_chunked_bodies_and_basic_auth() {
     );
 }
 
-/// The certificate bundle is loaded by the first https connection of whichever thread
-/// comes first; the others, over https and git://, fetch meanwhile.
+/// Several fetches at once, over https and git://, each trusting the bundle it is given.
 #[test]
 fn sync_fetches_over_https_and_git_on_several_threads_at_once() {
     let env = Env::new();

@@ -4,9 +4,7 @@
 //! the transport allows it, credentials from the ssh agent, key files and git's credential
 //! helpers — is [`transport`]'s, shared with the submodules.
 
-mod certificates;
 mod checkout;
-mod socket;
 mod submodules;
 mod transport;
 
@@ -235,4 +233,77 @@ fn resolve(refs: &RemoteRefs, git_ref: Option<&str>, url: &GitUrl) -> Result<Wan
         url.display,
         url.display
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    /// Set in the copy of the test binary that [`in_child`] starts: that process starts
+    /// libgit2 and exits.
+    const IN_CHILD: &str = "ZOT_EXT_TEST_LIBGIT2_START";
+    /// What OpenSSL's own exit handler would print, through the handler added to it here.
+    const TORN_DOWN: &str = "openssl was torn down at exit";
+
+    unsafe extern "C" {
+        /// OpenSSL's list of handlers that its clean-up (`OPENSSL_cleanup`) runs.
+        fn OPENSSL_atexit(handler: extern "C" fn()) -> std::ffi::c_int;
+    }
+
+    extern "C" fn say_torn_down() {
+        let line = format!("{TORN_DOWN}\n");
+        // SAFETY: writes a buffer of its own length to standard output.
+        unsafe { libc::write(1, line.as_ptr().cast(), line.len()) };
+    }
+
+    /// Runs the test `name` of this binary again in a child process (with [`IN_CHILD`] set
+    /// and the certificate variables unset, as in a fresh environment); its standard output.
+    fn in_child(name: &str) -> String {
+        let me = std::env::current_exe().unwrap();
+        let full = format!("source::git::tests::{name}");
+        let child = Command::new(me)
+            .args(["--exact", &full, "--test-threads=1", "--nocapture"])
+            .env(IN_CHILD, "1")
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&child.stdout).into_owned();
+        assert!(child.status.success(), "{stdout}");
+        assert!(stdout.contains("1 passed"), "{stdout}");
+        stdout
+    }
+
+    /// OpenSSL is started as git2 starts it, without an exit handler of its own: a clean-up
+    /// at exit would tear it down under any thread still fetching over https.
+    #[test]
+    fn starting_libgit2_leaves_openssl_up_at_exit() {
+        if std::env::var_os(IN_CHILD).is_some() {
+            super::start_libgit2();
+            // SAFETY: a handler without arguments, as OpenSSL calls it.
+            assert_eq!(unsafe { OPENSSL_atexit(say_torn_down) }, 1);
+            return;
+        }
+        let stdout = in_child("starting_libgit2_leaves_openssl_up_at_exit");
+        assert!(!stdout.contains(TORN_DOWN), "{stdout}");
+    }
+
+    /// libgit2 starts OpenSSL with the certificate file and folder git2's probe finds
+    /// (OpenSSL would otherwise trust the folder it was built with, which need not be the
+    /// system's).
+    #[test]
+    fn libgit2_starts_with_the_certificate_places_git2_finds() {
+        if std::env::var_os(IN_CHILD).is_some() {
+            // What git2's probe finds in this environment (no variable set; a system
+            // without certificates finds nothing, and then nothing is to be set).
+            let found = openssl_probe::probe();
+            super::start_libgit2();
+            let now = |name| std::env::var_os(name).map(PathBuf::from);
+            assert_eq!(now("SSL_CERT_DIR"), found.cert_dir);
+            assert_eq!(now("SSL_CERT_FILE"), found.cert_file);
+            return;
+        }
+        in_child("libgit2_starts_with_the_certificate_places_git2_finds");
+    }
 }

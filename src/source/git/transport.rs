@@ -16,7 +16,6 @@ use git2::{
     RemoteConnection, Repository, RepositoryInitOptions,
 };
 
-use super::certificates;
 use crate::output::redact::is_scp_like;
 use crate::source::{GitUrl, scrub};
 
@@ -30,24 +29,22 @@ const STALL_TIMEOUT_MS: i32 = 60_000;
 
 /// Sets libgit2's globals once. libgit2 waits forever by default, so a server that accepts
 /// the connection and then stalls would hang the install: the connect and every read and
-/// write are bounded. And objects are not hashed again each time they are read: every
-/// object zot reads was fetched into a scratch store of its own, where the pack indexer
-/// named it by the hash of its content (reading them again hashed each file twice more,
-/// with git's collision-detecting SHA-1, as much work as indexing the whole pack). And
-/// connections use zot's socket ([`super::socket`]): no Nagle, quick ACKs. libgit2 itself
-/// is started first, without the certificate bundle ([`certificates::start`]). Called
-/// before a command starts threads that fetch (`sync` calls it ahead of its pool).
+/// write of libgit2's own sockets (http, https, git://, ssh) are bounded. And objects are
+/// not hashed again each time they are read: every object zot reads was fetched into a
+/// scratch store of its own, where the pack indexer named it by the hash of its content
+/// (reading them again hashed each file twice more, with git's collision-detecting SHA-1,
+/// as much work as indexing the whole pack). Called by the `zot-ext-git` helper before its
+/// fetch or probe, which is the only libgit2 work of its process.
 pub(crate) fn set_globals() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        certificates::start();
-        // SAFETY: these set libgit2 globals; no other thread uses libgit2 yet (see above).
+        // SAFETY: these set libgit2 globals before the helper's one fetch or probe uses
+        // libgit2, on the only thread that uses it.
         unsafe {
             let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
             let _ = git2::opts::set_server_timeout_in_milliseconds(STALL_TIMEOUT_MS);
         }
         git2::opts::strict_hash_verification(false);
-        super::socket::register();
     });
 }
 
@@ -135,7 +132,6 @@ pub(super) fn connect<'repo, 'c, 'cb>(
     remote: &'c mut Remote<'repo>,
     auth: &'cb Auth,
 ) -> Result<RemoteConnection<'repo, 'c, 'cb>, git2::Error> {
-    certificates::load_for(remote.url_bytes());
     remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)
 }
 
@@ -225,7 +221,6 @@ pub(super) fn download_on(
     depth: i32,
     progress: Progress,
 ) -> Result<(), git2::Error> {
-    certificates::load_for(remote.url_bytes());
     let mut options = FetchOptions::new();
     options
         .remote_callbacks(auth.callbacks(Some(progress)))
