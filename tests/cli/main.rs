@@ -11,6 +11,7 @@ mod call;
 mod carry_over;
 mod completion;
 mod discovery;
+mod docs;
 mod doctor;
 mod doctor_host;
 mod doctor_progress;
