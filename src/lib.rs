@@ -17,6 +17,7 @@ mod catalog;
 mod check;
 mod fsx;
 mod host;
+mod install;
 mod logs;
 mod project;
 mod protocol;

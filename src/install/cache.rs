@@ -13,7 +13,7 @@
 //! **Shared files.** An entry made of a checkout whose list is known ([`Cache::link`]) holds
 //! hard links to the checked-out files, which become the installed ones: a file edited in
 //! place through the installed extension changes the entry too, which then fails its hash
-//! and is a miss (nothing is ever linked out of the cache, see [`crate::store::cache_links`]).
+//! and is a miss (nothing is ever linked out of the cache, see [`super::cache_links`]).
 //!
 //! **Atomic.** An entry is built in `cache/.put-<unique>/` (copied or linked there) and
 //! renamed into place, the
@@ -46,10 +46,11 @@ use rustix::fs::{AtFlags, CWD, FileType, Mode};
 
 use crate::catalog::paths::{Layout, ScopeDirs};
 use crate::fsx::{DIR_FLAGS, Folder, unique_name};
+use crate::install::cache_links::link_tree;
 use crate::source::copy;
-use crate::store::cache_links::link_tree;
+use crate::store::create_dir;
 use crate::store::filelist::{EntryKind, FileList};
-use crate::store::{create_dir, lenient, open_state, state_error};
+use crate::store::state::{lenient, open_state, state_error};
 
 /// The cache folder's name inside the global state folder.
 const CACHE: &str = "cache";

@@ -4,7 +4,6 @@
 
 pub(crate) mod copy;
 mod copy_tree;
-pub(crate) mod fetch;
 pub(crate) mod git;
 pub(crate) mod helper;
 

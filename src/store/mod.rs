@@ -10,11 +10,8 @@
 //! [`state`]), and anything there that is not what it must be is an error that names it.
 
 mod backup;
-pub(crate) mod cache;
-mod cache_links;
 pub(crate) mod carry;
 pub(crate) mod filelist;
-pub(crate) mod install;
 mod journal;
 pub(crate) mod record;
 mod staging;
@@ -790,7 +787,7 @@ fn open_lock(state: &Folder, create: bool) -> Result<Option<File>> {
     Ok(Some(File::from(fd)))
 }
 
-fn create_dir(path: &Path) -> Result<()> {
+pub(crate) fn create_dir(path: &Path) -> Result<()> {
     fs::create_dir_all(path).map_err(|e| match e.kind() {
         io::ErrorKind::PermissionDenied => anyhow!(
             "cannot create {}: permission denied; zot ext needs write access there",
