@@ -106,7 +106,7 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
     ctx.out.note(&format!(
         "note: zot {} and earlier do not load linked extension folders; for those, install a copy instead: zot ext install --force{project} {}",
         newest_skipping.versions,
-        crate::check::build_hint::quote(&target.display().to_string())
+        crate::output::shell::quote(&target.display().to_string())
     ));
 }
 
