@@ -25,6 +25,7 @@ mod hostile;
 mod info;
 mod install;
 mod json;
+mod layers;
 mod link;
 mod links;
 mod list;
