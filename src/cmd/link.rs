@@ -6,11 +6,11 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::agent::{self, AgentVersion};
 use crate::catalog::manifest;
 use crate::catalog::paths::Scope;
 use crate::catalog::paths::ScopeDirs;
 use crate::cli::LinkArgs;
-use crate::cli::agent::{self, AgentVersion};
 use crate::install::fetch::canonical_or_absolute;
 use crate::protocol::zot;
 use crate::source::split_at_folder;
