@@ -5,7 +5,8 @@
 //! also through a module it imported (`use crate::store; store::Store`). A path is taken to
 //! the deepest module with a file of its own, so a name `mod.rs` re-exports counts as a use
 //! of `mod.rs` (which itself uses the file that defines it). Declaring a child (`mod x;`)
-//! alone is no use of it.
+//! alone is no use of it. And each folder uses only folders below it in the picture under
+//! "## Layers" in ARCHITECTURE.md, which names every one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -396,8 +397,9 @@ fn no_two_files_of_src_use_each_other() {
     );
 }
 
-#[test]
-fn no_two_folders_of_src_use_each_other() {
+/// The top-level modules of `src/` (folders, and files beside them such as `logs.rs`), each
+/// with the ones it uses.
+fn folder_uses() -> BTreeMap<String, BTreeSet<String>> {
     let top = |file: &str| {
         file.split('/')
             .next()
@@ -419,6 +421,32 @@ fn no_two_folders_of_src_use_each_other() {
             .collect();
         graph.entry(from).or_default().extend(to);
     }
+    graph
+}
+
+/// The modules of the picture under "## Layers" in ARCHITECTURE.md, top to bottom
+/// (`cmd/` and `logs.rs` as `cmd` and `logs`).
+fn architecture_layers() -> Vec<String> {
+    let text = fs::read_to_string(src().join("../ARCHITECTURE.md")).unwrap();
+    let section = &text[text.find("\n## Layers\n").expect("a \"## Layers\" section")..];
+    let picture = section
+        .split("```")
+        .nth(1)
+        .expect("a picture in a code block");
+    picture
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(|word| {
+            word.trim_end_matches('/')
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn no_two_folders_of_src_use_each_other() {
+    let graph = folder_uses();
     let groups = cycles(&graph);
     assert!(
         groups.is_empty(),
@@ -462,4 +490,34 @@ fn the_reader_finds_uses_in_every_form() {
     .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
     .collect();
     assert_eq!(cycles(&graph), [["a", "b", "c"]]);
+}
+
+#[test]
+fn each_folder_uses_only_folders_below_it_in_architecture_md() {
+    let layers = architecture_layers();
+    let graph = folder_uses();
+    let place = |module: &str| layers.iter().position(|l| l == module);
+    let mut problems = Vec::new();
+    for (module, used) in &graph {
+        let Some(at) = place(module) else {
+            problems.push(format!("src/{module} is not in the picture"));
+            continue;
+        };
+        for other in used {
+            match place(other) {
+                None => problems.push(format!("src/{other} is not in the picture")),
+                Some(below) if below < at => {
+                    problems.push(format!("{module} uses {other}, which is above it"));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md's \"## Layers\" picture and the code disagree:\n- {}",
+        problems.join("\n- ")
+    );
 }
