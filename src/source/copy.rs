@@ -409,8 +409,9 @@ pub(crate) fn audit(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_walk(root, prefix, Walk::Tree)
 }
 
-/// [`audit`] for a local source before it is copied: what [`copy`] leaves out is not looked
-/// at. [`copy_source`] checks the same on its way; this, alone, is what its tests compare with.
+/// [`audit`] for a local source before it is copied: what
+/// [`super::copy_tree::copy_source`] leaves out is not looked at. That copy checks the same
+/// on its way; this, alone, is what its tests compare with.
 #[cfg(test)]
 pub(crate) fn audit_source(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_walk(root, prefix, Walk::Source)

@@ -1152,7 +1152,7 @@ fn read_write(
 }
 
 /// Copies the local source `src` to `dst` (which must not exist), checking it on the way as
-/// [`super::copy::audit_source`] does (the same errors, paths shown after `prefix`), in one
+/// `audit_source` (in copy.rs) does (the same errors, paths shown after `prefix`), in one
 /// walk ([`run`]). Calls `progress` after each entry. Returns what [`super::copy::audit`] of the
 /// copy would: the copy's links that point outside it or nowhere (looked at one by one in
 /// the copy, not by walking it again); and the copy's file list, made on the way.
