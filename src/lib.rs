@@ -7,7 +7,9 @@ compile_error!(
     "zot-ext builds only on Unix (Linux and macOS): it runs extensions in process groups and opens files with O_NOFOLLOW and O_NONBLOCK"
 );
 
-// The binary's entry points: the command line, its commands, errors and output.
+// The binary's entry points: the hand-over to the zot agent, the command line, its
+// commands, errors and output.
+pub mod agent;
 pub mod cli;
 pub mod cmd;
 pub mod error;
@@ -17,6 +19,7 @@ mod catalog;
 mod check;
 mod fsx;
 mod host;
+mod install;
 mod logs;
 mod project;
 mod protocol;

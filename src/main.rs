@@ -17,8 +17,8 @@ fn main() -> ExitCode {
 fn zot() -> u8 {
     // Answers `COMPLETE=<shell> zot -- <words>` (shell completion) and exits; else no-op.
     zot_ext::cli::complete::complete_if_requested();
-    // Invoked as `zot` with a command line that is not ours: the zot agent's (src/cli/agent.rs).
-    if let Some(code) = zot_ext::cli::agent::pass_through_if_agents() {
+    // Invoked as `zot` with a command line that is not ours: the zot agent's (src/agent.rs).
+    if let Some(code) = zot_ext::agent::pass_through_if_agents() {
         return code;
     }
     let cli = match zot_ext::cli::try_parse_from(zot_ext::effective_args(std::env::args_os())) {

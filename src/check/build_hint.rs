@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use crate::catalog::manifest::Manifest;
 use crate::fsx::bounded;
 use crate::host::{self, ExecError};
+use crate::output::shell::quote;
 
 /// How many folders above the extension are searched for the go.mod it belongs to.
 const MODULE_LEVELS: usize = 8;
@@ -194,16 +195,6 @@ fn is_regular_file(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
-/// `word` as sh reads it back: as-is when it has only safe characters, else in single
-/// quotes (a quote inside written as `'\''`).
-pub(crate) fn quote(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_./,:=@%+-".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        return word.to_string();
-    }
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,12 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn words_are_quoted_for_sh() {
-        assert_eq!(quote("/a/b-c_1.2"), "/a/b-c_1.2");
-        assert_eq!(quote("a b"), "'a b'");
-        assert_eq!(quote("it's"), r"'it'\''s'");
-        assert_eq!(quote("$x"), "'$x'");
-        assert_eq!(quote(""), "''");
+    fn go_module_names_are_words_of_the_extension_name() {
         assert_eq!(module_name("..my ext."), "my-ext");
         assert_eq!(module_name("ünï"), "n-");
         assert_eq!(module_name("ü"), "extension");

@@ -9,10 +9,10 @@ use serde::Serialize;
 
 use super::handshake::{self, Handshake, HostInfo};
 use super::{Level, Problem};
+use crate::agent::{self, AgentVersion, NoAgent};
 use crate::catalog::manifest::Manifest;
 use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::target::{self, Target};
-use crate::cli::agent::{self, AgentVersion, NoAgent};
 use crate::host::{self, Leftover, Session, Stopped};
 use crate::output::printable;
 use crate::protocol::zot::{self, Chosen, Fit, HostFacts};

@@ -6,7 +6,6 @@
 //! as $ZOT_HOME stay unquoted there.
 #![allow(clippy::doc_markdown)]
 
-pub mod agent;
 pub mod candidates;
 pub mod complete;
 mod hints;

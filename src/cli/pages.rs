@@ -1,8 +1,8 @@
 //! What the documentation says about each command beyond its clap definitions: examples,
 //! exit statuses, environment variables and files. The man pages in `man/` render all of
 //! it (tests/cli/support/man.rs), `--help` shows each subcommand's first examples
-//! ([`help_examples`]), and a test holds README's exit-status tables to [`EXIT_STATUS`] and
-//! [`EXIT_STATUSES`].
+//! ([`help_examples`]), and a test holds the exit-status tables of docs/commands.md to
+//! [`EXIT_STATUS`] and [`EXIT_STATUSES`].
 //!
 //! Commands are keyed by their path as typed: `zot`, `zot ext`, `zot ext list`.
 

@@ -9,13 +9,13 @@ use crate::catalog::manifest;
 use crate::catalog::paths::Scope;
 use crate::cli::AddArgs;
 use crate::error::usage;
+use crate::install::fetch::{self, short};
+use crate::install::{self, Outcome};
 use crate::output::printable;
 use crate::project::lock::{self, Lock};
 use crate::project::{self, ProjectFile, Where};
 use crate::source::Source;
-use crate::source::fetch::{self, short};
 use crate::store::Store;
-use crate::store::install::{self, Outcome};
 
 /// `zot ext add --json` output.
 #[derive(Debug, Serialize)]

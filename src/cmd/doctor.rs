@@ -15,12 +15,12 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::agent;
 use crate::catalog::target::Target;
 use crate::check::Problem;
 use crate::check::doctor::{self, JudgedBy, Options, Report, Status, TakenNames};
 use crate::check::handshake::HostInfo;
 use crate::cli::DoctorArgs;
-use crate::cli::agent;
 use crate::host::{self, Leftover};
 use crate::output::{BAD, DIM, GOOD, Output, WARN, clean};
 use crate::protocol::zot::Discovery;

@@ -1,4 +1,4 @@
-//! `zot ext install`: the arguments checked, then [`crate::store::install`] stages a copy or
+//! `zot ext install`: the arguments checked, then [`crate::install`] stages a copy or
 //! clone, validates it and renames it into place.
 
 use anyhow::Result;
@@ -10,13 +10,13 @@ use crate::catalog::manifest;
 use crate::catalog::paths::{Layout, Scope};
 use crate::cli::InstallArgs;
 use crate::error::usage;
+use crate::install;
+use crate::install::cache::Cache;
+use crate::install::fetch::{self, Request};
 use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
-use crate::source::fetch::{self, Request};
 use crate::store::Store;
-use crate::store::cache::Cache;
 use crate::store::carry::Plan;
-use crate::store::install;
 use crate::store::record::Record;
 
 /// `zot ext install --json` output.

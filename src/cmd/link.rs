@@ -6,13 +6,13 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::agent::{self, AgentVersion};
 use crate::catalog::manifest;
 use crate::catalog::paths::Scope;
 use crate::catalog::paths::ScopeDirs;
 use crate::cli::LinkArgs;
-use crate::cli::agent::{self, AgentVersion};
+use crate::install::fetch::canonical_or_absolute;
 use crate::protocol::zot;
-use crate::source::fetch::canonical_or_absolute;
 use crate::source::split_at_folder;
 use crate::store::Store;
 use crate::store::record::{Kind, Record};
@@ -106,7 +106,7 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
     ctx.out.note(&format!(
         "note: zot {} and earlier do not load linked extension folders; for those, install a copy instead: zot ext install --force{project} {}",
         newest_skipping.versions,
-        crate::check::build_hint::quote(&target.display().to_string())
+        crate::output::shell::quote(&target.display().to_string())
     ));
 }
 

@@ -25,16 +25,16 @@ use crate::catalog;
 use crate::catalog::manifest;
 use crate::catalog::paths::{Scope, ScopeDirs};
 use crate::cli::SyncArgs;
+use crate::install::cache::Cache;
+use crate::install::fetch;
+use crate::install::{self, Outcome, Ready};
 use crate::output::redact::redact;
 use crate::output::{ColorChoice, Output, printable};
 use crate::project::lock::{self, Lock};
 use crate::project::{self, ProjectFile, Where};
 use crate::source::Source;
-use crate::source::fetch;
 use crate::store::Store;
-use crate::store::cache::Cache;
 use crate::store::filelist::{FileList, Standing};
-use crate::store::install::{self, Outcome, Ready};
 use crate::store::record::Record;
 
 /// What the plan does with one extension.

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 pub mod escape;
 pub mod redact;
+pub(crate) mod shell;
 pub mod style;
 pub mod table;
 

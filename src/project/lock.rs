@@ -98,6 +98,13 @@ impl Lock {
     }
 }
 
+impl super::Where {
+    /// The lock file of this scope, beside its project file.
+    pub(crate) fn lock_file(&self) -> std::path::PathBuf {
+        self.dir.join(FILE)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

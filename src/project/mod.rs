@@ -82,10 +82,6 @@ impl Where {
         self.dir.join(FILE)
     }
 
-    pub(crate) fn lock_file(&self) -> PathBuf {
-        self.dir.join(lock::FILE)
-    }
-
     /// The source as `install` should get it: a relative folder or repository path made
     /// absolute from [`Where::root`]; URLs as they are.
     pub(crate) fn resolve(&self, source: &str) -> String {

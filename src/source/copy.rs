@@ -1,9 +1,8 @@
 //! Extension trees on disk: the audit (special files refused, links that point outside the
-//! tree or nowhere listed), a recursive copy (run by [`super::copy_tree`], which audits on its
-//! way) that keeps file modes, times and symbolic links
-//! (as links, whatever they point to) and leaves out `.git` and the source's own `.zot/`
-//! (zot's state for that folder as a project), and working out where a link leads without
-//! ever opening what it points to.
+//! tree or nowhere listed), the pieces the recursive copy of [`super::copy_tree`] checks with
+//! as it goes (the copy keeps file modes, times and symbolic links, as links whatever they
+//! point to, and leaves out `.git` and the source's own `.zot/`, zot's state for that folder
+//! as a project), and working out where a link leads without ever opening what it points to.
 //!
 //! No function here follows a symbolic link to read or write: links are read with
 //! `readlink`, entries looked at with `lstat`, and only absolute targets are `stat`ed to
@@ -20,7 +19,6 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use walkdir::{DirEntry, WalkDir};
 
-use super::copy_tree;
 use crate::catalog::manifest;
 use crate::output::printable;
 use crate::store::filelist::{EntryKind, FileList};
@@ -411,8 +409,9 @@ pub(crate) fn audit(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_walk(root, prefix, Walk::Tree)
 }
 
-/// [`audit`] for a local source before it is copied: what [`copy`] leaves out is not looked
-/// at. [`copy_source`] checks the same on its way; this, alone, is what its tests compare with.
+/// [`audit`] for a local source before it is copied: what
+/// [`super::copy_tree::copy_source`] leaves out is not looked at. That copy checks the same
+/// on its way; this, alone, is what its tests compare with.
 #[cfg(test)]
 pub(crate) fn audit_source(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_walk(root, prefix, Walk::Source)
@@ -547,34 +546,11 @@ pub(super) fn special_kind_of(kind: rustix::fs::FileType) -> &'static str {
     }
 }
 
-/// Copies the local source `src` to `dst` (which must not exist), checking it on the way as
-/// [`audit_source`] does (the same errors, paths shown after `prefix`), in one walk (see
-/// [`super::copy_tree`]). Calls `progress` after each entry. Returns what [`audit`] of the
-/// copy would: the copy's links that point outside it or nowhere (looked at one by one in
-/// the copy, not by walking it again); and the copy's file list, made on the way.
-pub(crate) fn copy_source(
-    src: &Path,
-    dst: &Path,
-    prefix: &str,
-    progress: &mut dyn FnMut(&CopyStats),
-) -> Result<(CopyStats, Vec<LooseLink>, FileList)> {
-    let copied = copy_tree::run(
-        src,
-        dst,
-        copy_tree::Check::Audit(prefix),
-        copy_tree::workers(),
-        progress,
-    )?;
-    let loose = links_of_copy(dst, &copied.links, Some(&copied.files))
-        .map_err(|e| shown_after(dst, prefix, &e))?;
-    Ok((copied.stats, loose, copied.files))
-}
-
 /// The links of the copy at `root` (`links`: relative path and target) that point outside it
 /// or nowhere; the manifest's link, if any, must lead to a file inside. With `files`, the
 /// copy's list, links are followed in the list rather than on disk (some 1,000 `lstat`s
 /// less for 200 links into deep folders).
-fn links_of_copy(
+pub(super) fn links_of_copy(
     root: &Path,
     links: &[(PathBuf, PathBuf)],
     files: Option<&FileList>,
@@ -595,23 +571,10 @@ fn links_of_copy(
     Ok(found)
 }
 
-/// Copies the tree `src` to `dst` (which must not exist) as it is, calling `progress` after
-/// each entry: nothing is left out, links are copied as links with their targets as stored,
-/// whatever they point to; nothing is followed. Special files are refused. Returns the
-/// copy's file list, made on the way (see [`super::copy_tree`]).
-pub(crate) fn copy(
-    src: &Path,
-    dst: &Path,
-    progress: &mut dyn FnMut(&CopyStats),
-) -> Result<(CopyStats, FileList)> {
-    let check = copy_tree::Check::Exact;
-    let copied = copy_tree::run(src, dst, check, copy_tree::workers(), progress)?;
-    Ok((copied.stats, copied.files))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::copy_tree::{copy, copy_source};
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     fn no_progress() -> impl FnMut(&CopyStats) {

@@ -1,5 +1,4 @@
-//! The copy of a tree in one walk (what [`super::copy::copy`] and
-//! [`super::copy::copy_source`] run): folders are read and recreated in walk order on the
+//! The copy of a tree in one walk ([`copy`] and [`copy_source`]): folders are read and recreated in walk order on the
 //! walking thread, each entry checked as it is met (the audit of
 //! [`super::copy::audit_source`]: special files refused, the manifest link checked), links
 //! recreated as links, and regular files handed to a few worker threads.
@@ -43,8 +42,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, Timespec, Timestamps};
 use sha2::{Digest, Sha256};
 
 use super::copy::{
-    CopyStats, LooseLink, PROJECT_STATE, Root, check_manifest_link, io_reason, reach,
-    special_kind_of,
+    CopyStats, LooseLink, PROJECT_STATE, Root, check_manifest_link, io_reason, links_of_copy,
+    reach, shown_after, special_kind_of,
 };
 use crate::catalog::manifest;
 use crate::fsx::DIR_FLAGS;
@@ -482,7 +481,7 @@ impl Walker<'_> {
 /// [`super::copy::audit`]).
 fn checked(check: Check<'_>, src: &Path, e: anyhow::Error) -> anyhow::Error {
     match check {
-        Check::Audit(prefix) => super::copy::shown_after(src, prefix, &e),
+        Check::Audit(prefix) => shown_after(src, prefix, &e),
         Check::Exact => e,
     }
 }
@@ -1152,10 +1151,41 @@ fn read_write(
     Ok(copied)
 }
 
+/// Copies the local source `src` to `dst` (which must not exist), checking it on the way as
+/// `audit_source` (in copy.rs) does (the same errors, paths shown after `prefix`), in one
+/// walk ([`run`]). Calls `progress` after each entry. Returns what [`super::copy::audit`] of the
+/// copy would: the copy's links that point outside it or nowhere (looked at one by one in
+/// the copy, not by walking it again); and the copy's file list, made on the way.
+pub(crate) fn copy_source(
+    src: &Path,
+    dst: &Path,
+    prefix: &str,
+    progress: &mut dyn FnMut(&CopyStats),
+) -> Result<(CopyStats, Vec<LooseLink>, FileList)> {
+    let copied = run(src, dst, Check::Audit(prefix), workers(), progress)?;
+    let loose = links_of_copy(dst, &copied.links, Some(&copied.files))
+        .map_err(|e| shown_after(dst, prefix, &e))?;
+    Ok((copied.stats, loose, copied.files))
+}
+
+/// Copies the tree `src` to `dst` (which must not exist) as it is, calling `progress` after
+/// each entry: nothing is left out, links are copied as links with their targets as stored,
+/// whatever they point to; nothing is followed. Special files are refused. Returns the
+/// copy's file list, made on the way (see the module docs).
+pub(crate) fn copy(
+    src: &Path,
+    dst: &Path,
+    progress: &mut dyn FnMut(&CopyStats),
+) -> Result<(CopyStats, FileList)> {
+    let check = Check::Exact;
+    let copied = run(src, dst, check, workers(), progress)?;
+    Ok((copied.stats, copied.files))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::copy::{audit_source, copy_source};
+    use crate::source::copy::audit_source;
     use std::fs;
     use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt, symlink};
     use std::time::{Duration, SystemTime};
@@ -1349,7 +1379,7 @@ mod tests {
             .unwrap();
         assert!(status.success());
         let (_dst, d) = canonical_tempdir();
-        let err = crate::source::copy::copy(&s, &d.join("t"), &mut |_| {}).unwrap_err();
+        let err = copy(&s, &d.join("t"), &mut |_| {}).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(

@@ -3,8 +3,7 @@
 //! it is shown.
 
 pub(crate) mod copy;
-mod copy_tree;
-pub(crate) mod fetch;
+pub(crate) mod copy_tree;
 pub(crate) mod git;
 pub(crate) mod helper;
 

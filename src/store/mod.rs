@@ -5,16 +5,13 @@
 //! [`record`], [`filelist`]), which never use it.
 //!
 //! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `files`,
-//! `pending`, `backup`, and in `$ZOT_HOME` the fetch cache `cache`, see [`cache`])
+//! `pending`, `backup`, and in `$ZOT_HOME` the fetch cache `cache`, see [`crate::install::cache`])
 //! is untrusted: it is opened without following symbolic links (see [`fsx`] and
 //! [`state`]), and anything there that is not what it must be is an error that names it.
 
 mod backup;
-pub(crate) mod cache;
-mod cache_links;
 pub(crate) mod carry;
 pub(crate) mod filelist;
-pub(crate) mod install;
 mod journal;
 pub(crate) mod record;
 mod staging;
@@ -790,7 +787,7 @@ fn open_lock(state: &Folder, create: bool) -> Result<Option<File>> {
     Ok(Some(File::from(fd)))
 }
 
-fn create_dir(path: &Path) -> Result<()> {
+pub(crate) fn create_dir(path: &Path) -> Result<()> {
     fs::create_dir_all(path).map_err(|e| match e.kind() {
         io::ErrorKind::PermissionDenied => anyhow!(
             "cannot create {}: permission denied; zot ext needs write access there",

@@ -25,7 +25,7 @@ pub(crate) const MAX_FILE_LIST: u64 = 64 << 20;
 /// `<base>/.ext-store`, never through a link; `None` when it is missing and not created.
 /// Without `create` (read-only commands), a folder that cannot be opened for another
 /// reason than being the wrong kind of file counts as missing.
-pub(super) fn open_state(dirs: &ScopeDirs, create: bool) -> Result<Option<Folder>> {
+pub(crate) fn open_state(dirs: &ScopeDirs, create: bool) -> Result<Option<Folder>> {
     let base = match Folder::open_path(&dirs.base) {
         Ok(base) => base,
         Err(_) if !create => return Ok(None),
@@ -35,7 +35,7 @@ pub(super) fn open_state(dirs: &ScopeDirs, create: bool) -> Result<Option<Folder
 }
 
 /// Without `create`, an I/O error opening a folder makes it count as missing.
-pub(super) fn lenient<T>(
+pub(crate) fn lenient<T>(
     opened: Result<Option<T>, OpenError>,
     create: bool,
 ) -> Result<Option<T>, OpenError> {
@@ -46,7 +46,7 @@ pub(super) fn lenient<T>(
 }
 
 /// A state folder `path` that could not be opened: what is wrong, and the fix.
-pub(super) fn state_error(path: &Path, e: OpenError) -> anyhow::Error {
+pub(crate) fn state_error(path: &Path, e: OpenError) -> anyhow::Error {
     let shown = printable(&path.display().to_string());
     match e {
         OpenError::Wrong(Wrong::Link) => anyhow!(

@@ -1,5 +1,5 @@
 //! The committed completions/ and man/ files are exactly what the code renders, and the
-//! README's command reference names exactly the commands clap defines.
+//! command reference in docs/commands.md names exactly the commands clap defines.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -15,6 +15,10 @@ use crate::support::man;
 
 /// The one command that rewrites every generated file.
 const REGENERATE: &str = "ZOT_REGENERATE=1 cargo test --test cli generated";
+
+/// The command reference: a `### ` heading per command under "## Commands", and the
+/// "## Exit status" tables.
+const COMMANDS_DOC: &str = "docs/commands.md";
 
 /// Folders that hold only generated files.
 const GENERATED_DIRS: [&str; 2] = ["completions", "man"];
@@ -143,14 +147,15 @@ fn completions_rejects_an_unknown_shell() {
     assert!(done.stderr.contains("COMPLETE=tcsh"), "{}", done.stderr);
 }
 
-/// The `###` headings of README's "Commands" section (each a command in backticks), as
+/// The `###` headings of the "Commands" section of docs/commands.md (each a command in
+/// backticks), as
 /// command paths (`ext list`), with the `<placeholders>` each heading shows.
 fn readme_commands() -> Vec<(String, String)> {
-    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
-    let section = readme
+    let reference = fs::read_to_string(repo().join(COMMANDS_DOC)).unwrap();
+    let section = reference
         .split("\n## ")
         .find(|s| s.starts_with("Commands\n"))
-        .expect("README has a \"## Commands\" section");
+        .expect("docs/commands.md has a \"## Commands\" section");
     let mut found = Vec::new();
     for heading in section.lines().filter(|l| l.starts_with("### ")) {
         for (i, span) in heading.split('`').enumerate() {
@@ -170,7 +175,7 @@ fn readme_commands() -> Vec<(String, String)> {
 }
 
 #[test]
-fn readme_command_reference_matches_clap() {
+fn command_reference_matches_clap() {
     let cli = Cli::command();
     let mut defined = Vec::new();
     for cmd in cli.get_subcommands() {
@@ -206,7 +211,7 @@ fn readme_command_reference_matches_clap() {
     let unknown: Vec<_> = documented_paths.difference(&defined_paths).collect();
     assert!(
         undocumented.is_empty() && unknown.is_empty(),
-        "README.md's Commands section and src/cli/mod.rs disagree: add a `### \\`zot <command> ...\\`` \
+        "docs/commands.md's Commands section and src/cli/mod.rs disagree: add a `### \\`zot <command> ...\\`` \
          section for {undocumented:?}; no such command: {unknown:?}"
     );
     // Each heading shows the command's required arguments as <placeholders>.
@@ -219,13 +224,13 @@ fn readme_command_reference_matches_clap() {
             let placeholder = format!("<{}>", names.to_lowercase());
             assert!(
                 heading.contains(&placeholder),
-                "README heading `{heading}` lacks {placeholder}"
+                "docs/commands.md heading `{heading}` lacks {placeholder}"
             );
         }
     }
 }
 
-/// The rows of the Markdown table in `section` of README whose header row is `header`, as
+/// The rows of the Markdown table in `section` of a document whose header row is `header`, as
 /// cells without the Markdown: backticks dropped, `\|` read as `|`.
 fn readme_table(section: &str, header: &str) -> Option<Vec<Vec<String>>> {
     let mut lines = section.lines().skip_while(|l| l.trim() != header);
@@ -254,16 +259,16 @@ fn markdown_cell(text: &str) -> String {
     text.replace('|', "\\|")
 }
 
-/// README's "Exit status" tables say what `EXIT_STATUS` and `EXIT_STATUSES` in
+/// The "Exit status" tables of docs/commands.md say what `EXIT_STATUS` and `EXIT_STATUSES` in
 /// src/cli/pages.rs say (which the man pages render), row for row and word for word.
 #[test]
-fn readme_exit_status_tables_match_the_page_data() {
+fn exit_status_tables_match_the_page_data() {
     use zot_ext::cli::pages::{EXIT_STATUS, EXIT_STATUSES};
-    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
-    let section = readme
+    let reference = fs::read_to_string(repo().join(COMMANDS_DOC)).unwrap();
+    let section = reference
         .split("\n## ")
         .find(|s| s.starts_with("Exit status\n"))
-        .expect("README has a \"## Exit status\" section");
+        .expect("docs/commands.md has a \"## Exit status\" section");
     let general: Vec<Vec<String>> = EXIT_STATUS
         .iter()
         .map(|(status, text)| vec![status.to_string(), text.to_string()])
@@ -334,8 +339,8 @@ fn readme_exit_status_tables_match_the_page_data() {
     };
     assert!(
         problems.is_empty(),
-        "README.md's \"## Exit status\" tables disagree with EXIT_STATUS and EXIT_STATUSES in \
-         src/cli/pages.rs:\n- {}\nChange README (backticks may be added) or the data in \
+        "docs/commands.md's \"## Exit status\" tables disagree with EXIT_STATUS and EXIT_STATUSES in \
+         src/cli/pages.rs:\n- {}\nChange docs/commands.md (backticks may be added) or the data in \
          src/cli/pages.rs, then regenerate the man pages. The tables the data gives:\n\n{}\n{}",
         problems.join("\n- "),
         table("| status | meaning |", &general),
@@ -363,7 +368,8 @@ fn readme_bash_blocks(title: &str) -> Vec<Vec<String>> {
 
 /// README's first commands install the example: they say where it goes, and every line that
 /// installs runs with a throwaway `ZOT_HOME`, so trying them leaves the real zot folder
-/// alone. Each `zot ext` command there works as written (from the repository's folder).
+/// alone. Each `zot ext` command there, typed to the installed binary or through cargo,
+/// works as written (from the repository's folder).
 #[test]
 fn readme_try_out_commands_use_a_throwaway_zot_home() {
     let blocks = readme_bash_blocks("The two commands");
@@ -374,7 +380,11 @@ fn readme_try_out_commands_use_a_throwaway_zot_home() {
         let mut exported = false;
         for line in block {
             exported |= line.starts_with("export ZOT_HOME=$(mktemp -d)");
-            let Some((before, args)) = line.split_once("cargo run --release -- ext ") else {
+            // The installed binary (`zot ext ...`) or the one cargo builds.
+            let Some((before, args)) = line
+                .split_once("cargo run --release -- ext ")
+                .or_else(|| line.strip_prefix("zot ext ").map(|args| ("", args)))
+            else {
                 continue;
             };
             let args: Vec<&str> = args.split('#').next().unwrap().split_whitespace().collect();
@@ -390,9 +400,12 @@ fn readme_try_out_commands_use_a_throwaway_zot_home() {
             }
             let args: Vec<String> = args
                 .iter()
-                .map(|a| match a.strip_prefix("examples/") {
-                    Some(_) => repo().join(a).display().to_string(),
-                    None => (*a).to_string(),
+                .map(|a| {
+                    let a = a.strip_prefix("./").unwrap_or(*a);
+                    match a.strip_prefix("examples/") {
+                        Some(_) => repo().join(a).display().to_string(),
+                        None => a.to_string(),
+                    }
                 })
                 .collect();
             let mut words = vec!["ext".to_string()];

@@ -8,7 +8,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use super::HELPER;
+use super::wire::HELPER;
 use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::error::usage;
 use crate::host::die_with_parent;

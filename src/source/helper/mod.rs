@@ -13,6 +13,3 @@ mod wire;
 
 pub(crate) use client::{fetch, probe};
 pub use serve::main;
-
-/// The helper's file name; it is looked up beside the running `zot`.
-pub(crate) const HELPER: &str = "zot-ext-git";

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use super::HELPER;
+use super::wire::HELPER;
 use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::source::GitUrl;
 use crate::source::git;

@@ -10,6 +10,9 @@ use crate::source::GitUrl;
 use crate::source::git::Probe;
 use crate::store::record::RefKind;
 
+/// The helper's file name; it is looked up beside the running `zot`.
+pub(crate) const HELPER: &str = "zot-ext-git";
+
 /// `zot-ext-git fetch <git-dir> <tree> [<only>]`: clone into `tree` with `git-dir` as the
 /// scratch object store, limited to the folder `only` of the repository when given.
 pub(super) const FETCH: &str = "fetch";

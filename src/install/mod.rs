@@ -3,6 +3,14 @@
 //! publish tree, record and file list through the journal). Staging changes nothing in the
 //! extensions root, so a caller may stage several extensions, check them all, and place
 //! them only then.
+//!
+//! This layer sits above both `store/` and `source/`: [`fetch`] stages a source (a local
+//! copy, or a clone through the git helper, served from the [`cache`] of fetched commits
+//! when it holds the commit) into the store's staging folder, and the pipeline places it.
+
+pub(crate) mod cache;
+mod cache_links;
+pub(crate) mod fetch;
 
 use std::path::PathBuf;
 
@@ -11,10 +19,10 @@ use anyhow::{Result, bail};
 use crate::catalog::manifest::Manifest;
 use crate::output::Output;
 use crate::source::copy::LooseLink;
-use crate::source::fetch::{self, Staged};
 use crate::store::carry::{self, Options, Plan, Prepared};
 use crate::store::record::Record;
 use crate::store::{Placement, Published, Store};
+use fetch::Staged;
 
 /// What to install, and how.
 pub(crate) struct Request<'a> {

@@ -13,7 +13,7 @@
 //! **Shared files.** An entry made of a checkout whose list is known ([`Cache::link`]) holds
 //! hard links to the checked-out files, which become the installed ones: a file edited in
 //! place through the installed extension changes the entry too, which then fails its hash
-//! and is a miss (nothing is ever linked out of the cache, see [`crate::store::cache_links`]).
+//! and is a miss (nothing is ever linked out of the cache, see [`super::cache_links`]).
 //!
 //! **Atomic.** An entry is built in `cache/.put-<unique>/` (copied or linked there) and
 //! renamed into place, the
@@ -46,10 +46,11 @@ use rustix::fs::{AtFlags, CWD, FileType, Mode};
 
 use crate::catalog::paths::{Layout, ScopeDirs};
 use crate::fsx::{DIR_FLAGS, Folder, unique_name};
-use crate::source::copy;
-use crate::store::cache_links::link_tree;
+use crate::install::cache_links::link_tree;
+use crate::source::copy_tree;
+use crate::store::create_dir;
 use crate::store::filelist::{EntryKind, FileList};
-use crate::store::{create_dir, lenient, open_state, state_error};
+use crate::store::state::{lenient, open_state, state_error};
 
 /// The cache folder's name inside the global state folder.
 const CACHE: &str = "cache";
@@ -117,7 +118,7 @@ impl Cache {
             .stat(commit)?
             .is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
         if is_dir
-            && let Ok((_, list)) = copy::copy(&folder.path().join(commit), into, &mut |_| {})
+            && let Ok((_, list)) = copy_tree::copy(&folder.path().join(commit), into, &mut |_| {})
             && list.tree_hash() == recorded
         {
             return Ok(Some(list));
@@ -281,7 +282,7 @@ fn copy_entry(folder: &Folder, commit: &str, tree: &Path) -> Result<FileList> {
     let temp = unique_name(".put-");
     let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
     let result = built.and_then(|dir| {
-        let list = copy::copy(tree, &dir.join("tree"), &mut |_| {})?.1;
+        let list = copy_tree::copy(tree, &dir.join("tree"), &mut |_| {})?.1;
         place_entry(folder, &temp, "tree", commit, &list)?;
         Ok(list)
     });

@@ -12,12 +12,13 @@ use crate::catalog::manifest::{self, Manifest, ManifestError};
 use crate::catalog::paths::ScopeDirs;
 use crate::error::usage;
 use crate::fsx::{DIR_FLAGS, bounded};
+use crate::install::cache::{Cache, is_commit_id};
 use crate::output::Output;
 use crate::source::copy::{self, LooseLink};
+use crate::source::copy_tree;
 use crate::source::git::Checkout;
 use crate::source::helper;
 use crate::source::{GitUrl, Source};
-use crate::store::cache::{Cache, is_commit_id};
 use crate::store::filelist::{Entry, FileList};
 use crate::store::record::{Kind, Record, RefKind};
 use crate::store::{Staging, Store};
@@ -126,7 +127,7 @@ fn copy_into(
         None => source.to_path_buf(),
     };
     let left_out = copy::has_project_state(&from);
-    let copied = copy::copy_source(&from, &staging.tree(), &prefix, &mut |stats| {
+    let copied = copy_tree::copy_source(&from, &staging.tree(), &prefix, &mut |stats| {
         if (stats.files + stats.dirs + stats.links) % 64 == 0 {
             out.progress(&format!(
                 "copying: {} files, {:.1} MiB",
