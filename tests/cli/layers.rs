@@ -123,10 +123,15 @@ fn code_only(code: &str) -> String {
     out
 }
 
-/// `code` without the items marked `#[cfg(test)]` (test modules and test-only functions).
+/// `code` without the items marked `#[cfg(test)]` or `#[cfg(all(test, ...))]` (test modules
+/// and test-only functions).
 fn without_tests(code: &str) -> String {
     let mut code = code.to_owned();
-    while let Some(start) = code.find("#[cfg(test)]") {
+    while let Some(start) = ["#[cfg(test)]", "#[cfg(all(test,"]
+        .iter()
+        .filter_map(|attribute| code.find(attribute))
+        .min()
+    {
         let mut depth = 0;
         let mut end = code.len();
         for (i, c) in code[start..].char_indices() {
