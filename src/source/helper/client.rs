@@ -12,8 +12,8 @@ use super::HELPER;
 use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::error::usage;
 use crate::output::printable;
-use crate::source::GitUrl;
 use crate::source::git::{Checkout, Probe};
+use crate::source::{GitUrl, controls};
 use crate::store::filelist::FileList;
 use crate::store::state::MAX_FILE_LIST;
 
@@ -77,6 +77,7 @@ struct Helper {
 
 impl Helper {
     fn start(args: &[&OsStr], url: &GitUrl, git_ref: Option<&str>) -> Result<Helper> {
+        controls::check(&url.url).map_err(|why| anyhow!(why))?;
         let path = helper_path()?;
         let mut command = Command::new(&path);
         command
