@@ -10,6 +10,7 @@ mod cache;
 mod call;
 mod carry_over;
 mod completion;
+mod credential_helpers;
 mod discovery;
 mod doctor;
 mod doctor_host;

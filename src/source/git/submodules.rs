@@ -140,7 +140,11 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
         check_manifest_entry(&commit.tree()?, only.as_deref(), Some(top), &run.label)?;
     }
     let dir = real_folder(sup.dir, &link.path, &run.label, &full)?;
-    check_out(&repo, &commit, &dir)?;
+    {
+        // Nothing is received meanwhile: the time does not count against the limit.
+        let _paused = super::meter::pause();
+        check_out(&repo, &commit, &dir)?;
+    }
     fetch_all(
         run,
         &Superproject {
