@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::git_install::extension_repo;
+use crate::git_install::{bounded, extension_repo};
 use crate::support::{Env, write_executable};
 
 /// `work/bin/zot`: the `zot` under test, hard-linked (copied across file systems) into a
@@ -86,6 +86,27 @@ fn a_helper_that_answers_nonsense_or_stops_early_is_an_error_not_a_hang() {
             .stderr_has(expected);
         assert!(env.installed_names().is_empty(), "{script}");
     }
+}
+
+/// A helper that says nothing at all, not even its heartbeat, is stopped after the
+/// low-speed time instead of being waited for.
+#[test]
+fn a_helper_that_stops_answering_is_stopped() {
+    let env = Env::new();
+    let zot = lone_zot(&env);
+    let repo = repository(&env);
+    let helper = zot.with_file_name("zot-ext-git");
+    write_executable(&helper, "#!/bin/sh\ncat >/dev/null\nexec sleep 600\n");
+    let done = bounded(
+        env.zot_at(&zot, ["ext", "install", &repo])
+            .env("GIT_HTTP_LOW_SPEED_TIME", "2"),
+        &[],
+    );
+    done.failure(1).stderr_has(&format!(
+        "the git helper {} stopped answering for 2 s while fetching {repo}; it was stopped",
+        helper.display()
+    ));
+    assert!(env.installed_names().is_empty());
 }
 
 #[test]

@@ -36,6 +36,7 @@ mod remove;
 mod resources;
 mod secrets;
 mod shells;
+mod slow_transfers;
 mod special_files;
 mod ssh_install;
 mod store_safety;

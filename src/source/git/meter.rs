@@ -60,6 +60,14 @@ pub(crate) fn received(bytes: u64) {
     RECEIVED.fetch_add(bytes, Ordering::Relaxed);
 }
 
+/// The bytes received so far, and whether the time now counts.
+pub(crate) fn reading() -> (u64, bool) {
+    (
+        RECEIVED.load(Ordering::Relaxed),
+        PAUSED.load(Ordering::Relaxed) == 0,
+    )
+}
+
 /// While this lives, time does not count against the limit.
 pub(crate) struct Pause(());
 
