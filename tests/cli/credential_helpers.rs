@@ -164,3 +164,24 @@ fn a_helper_that_does_not_answer_is_stopped() {
     done.failure(1);
     done.stderr_has("did not answer within 2 s");
 }
+
+/// A password a helper answered, rejected by the server, appears in no output, and the
+/// helper is named by its program only.
+#[test]
+fn a_rejected_helper_password_is_never_shown() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    extension_repo(&env, &root, "r");
+    let http = HttpGit::with_auth(&root, "bob", "right-pw");
+    fs::write(
+        env.user_home.join(".gitconfig"),
+        "[credential]\n\thelper = \"!printf 'username=bob\\\\npassword=wr0ng-s3cret\\\\n'; :\"\n",
+    )
+    .unwrap();
+    let done = zot(&env, &["ext", "install", &http.url("r")]);
+    done.failure(1);
+    done.stderr_has("cannot authenticate")
+        .stderr_lacks("wr0ng-s3cret")
+        .stdout_lacks("wr0ng-s3cret");
+    assert_eq!(authorizations(&http), [basic("bob", "wr0ng-s3cret")]);
+}

@@ -1,6 +1,6 @@
-//! Slow transfers end: a server that sends a byte a second (a trickle) fails the fetch
-//! once it has been under the low-speed limit for the low-speed time, for http and
-//! git:// alike; the limit and time are lowered through `GIT_HTTP_LOW_SPEED_*` so each
+//! Slow transfers end: a server that sends a byte a second (a trickle), or nothing at
+//! all, fails the fetch once it has been under the low-speed limit for the low-speed time,
+//! for http and git:// alike; the limit and time are lowered through `GIT_HTTP_LOW_SPEED_*` so each
 //! case takes a few seconds (zot's default is 1,000 bytes per second over 60 s).
 
 use std::io::{Read as _, Write as _};
@@ -49,6 +49,10 @@ fn trickle(mut stream: TcpStream, reply: &[u8], stop: &AtomicBool) {
         }
         thread::sleep(Duration::from_secs(1));
     }
+    // Then silence, the connection held open.
+    while !stop.load(Ordering::SeqCst) {
+        thread::sleep(Duration::from_millis(200));
+    }
 }
 
 impl Drop for Trickle {
@@ -67,17 +71,16 @@ const GIT_REPLY: &[u8] = b"0100aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 fn a_trickling_server_ends_the_fetch_with_the_rate_and_the_url() {
     let http = Trickle::start(HTTP_REPLY);
     let git = Trickle::start(GIT_REPLY);
-    for (url, command) in [
-        (format!("http://127.0.0.1:{}/x.git", http.port), "install"),
-        (format!("git://127.0.0.1:{}/x.git", git.port), "install"),
-        (
-            format!("http://u:hunter2@127.0.0.1:{}/x.git", http.port),
-            "install",
-        ),
+    let silent = Trickle::start(b"");
+    for url in [
+        format!("git://127.0.0.1:{}/x.git", silent.port),
+        format!("http://127.0.0.1:{}/x.git", http.port),
+        format!("git://127.0.0.1:{}/x.git", git.port),
+        format!("http://u:hunter2@127.0.0.1:{}/x.git", http.port),
     ] {
         let env = Env::new();
         let done = bounded(
-            env.zot(["ext", command, &url])
+            env.zot(["ext", "install", &url])
                 .env("GIT_HTTP_LOW_SPEED_LIMIT", "1000")
                 .env("GIT_HTTP_LOW_SPEED_TIME", "3"),
             &[],

@@ -228,7 +228,7 @@ pub(super) fn fill(url: &str, user: Option<&str>, timeout: Duration) -> Result<O
         if answered.quit {
             bail!(
                 "the credential helper {} said to stop (quit=true)",
-                printable(helper)
+                label(helper)
             );
         }
         if let Some(user) = answered.username {
@@ -293,6 +293,16 @@ fn read_answer(text: &str) -> Answered {
     answered
 }
 
+/// How a helper is named in a message: its program, never its arguments or a snippet's
+/// text (either may hold a secret).
+fn label(helper: &str) -> String {
+    if helper.starts_with('!') {
+        return "(a `!` shell command)".to_string();
+    }
+    let program = helper.split_whitespace().next().unwrap_or_default();
+    format!("\"{}\"", printable(program))
+}
+
 /// The shell command git runs for `helper` with the action `get`.
 fn command_line(helper: &str) -> String {
     match helper.strip_prefix('!') {
@@ -316,12 +326,7 @@ fn run_helper(helper: &str, asked: &Asked, timeout: Duration) -> Result<Answered
         .stderr(Stdio::inherit())
         .process_group(0)
         .spawn()
-        .map_err(|e| {
-            anyhow!(
-                "cannot run the credential helper {}: {e}",
-                printable(helper)
-            )
-        })?;
+        .map_err(|e| anyhow!("cannot run the credential helper {}: {e}", label(helper)))?;
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let (tx, rx) = mpsc::channel();
@@ -342,11 +347,11 @@ fn run_helper(helper: &str, asked: &Asked, timeout: Duration) -> Result<Answered
         Ok(Ok(text)) => Ok(read_answer(&String::from_utf8_lossy(&text))),
         Ok(Err(e)) => bail!(
             "cannot read the answer of the credential helper {}: {e}",
-            printable(helper)
+            label(helper)
         ),
         Err(_) => bail!(
             "the credential helper {} did not answer within {} s; it was stopped",
-            printable(helper),
+            label(helper),
             timeout.as_secs()
         ),
     }
@@ -432,6 +437,12 @@ mod tests {
             command_line("!f() { echo x; }; f"),
             "f() { echo x; }; f get"
         );
+    }
+
+    #[test]
+    fn helpers_are_named_without_their_arguments() {
+        assert_eq!(label("store --file /s"), "\"store\"");
+        assert_eq!(label("!echo password=s3cret"), "(a `!` shell command)");
     }
 
     #[test]
