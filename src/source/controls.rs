@@ -116,6 +116,15 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_input_is_judged_without_panicking(url in "[a-z:/@%0-9A-F\\x00-\\x1fé.]{0,40}") {
+            let found = control_in(&url);
+            let raw = url.chars().any(char::is_control);
+            proptest::prop_assert!(!raw || found.is_some(), "{:?}", url);
+        }
+    }
+
     #[test]
     fn the_refusal_shows_no_password_and_no_raw_control() {
         let url = "https://u:hunter2%0A@h/r";
