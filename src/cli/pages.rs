@@ -559,8 +559,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             (
                 "2",
                 "--ref with a local folder; both --subdir and URL#path; a --subdir that is \
-                 not a relative folder inside the source; an empty source; or a \
-                 user:password@host:path source (that form cannot carry a password).",
+                 not a relative folder inside the source; an empty source; a \
+                 user:password@host:path source (that form cannot carry a password); or a git \
+                 URL holding a control character, also percent-encoded.",
             ),
         ],
     ),
@@ -728,8 +729,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "2",
-                "--ref for a folder source, a subfolder given twice (--subdir and URL#path), or a \
-                 URL with credentials (they are never written into the project file).",
+                "--ref for a folder source, a subfolder given twice (--subdir and URL#path), a \
+                 URL with credentials (they are never written into the project file), or a git \
+                 URL holding a control character, also percent-encoded.",
             ),
         ],
     ),
