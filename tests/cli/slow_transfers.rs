@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use crate::git_install::bounded;
+use crate::git_install::{bounded, extension_repo, served};
 use crate::support::Env;
+use crate::support::git_servers::{HttpGit, Repo};
 
 /// A loopback server that answers every connection with `reply`, one byte a second.
 struct Trickle {
@@ -109,4 +110,27 @@ fn the_low_speed_limit_is_read_from_the_git_configuration() {
     let done = bounded(env.zot(["ext", "install", &url]), &[]);
     done.failure(1);
     done.stderr_has("under the limit of 500 bytes per second for 2 s");
+}
+
+/// A slow submodule server: the error names the submodule's URL, not the top one's.
+#[test]
+fn a_slow_submodule_is_named_by_its_own_url() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let lib = Repo::with_files(&root, "lib", &[("lib.txt", "lib\n")]);
+    let http = HttpGit::start(&root);
+    let slow = Trickle::start(HTTP_REPLY);
+    let slow_url = format!("http://127.0.0.1:{}/lib.git", slow.port);
+    let sup = extension_repo(&env, &root, "withsub");
+    sup.add_submodule("vendor/lib", &lib, &slow_url);
+    let done = bounded(
+        env.zot(["ext", "install", &http.url("withsub")])
+            .env("GIT_HTTP_LOW_SPEED_TIME", "3"),
+        &[],
+    );
+    done.failure(1);
+    done.stderr_has(&format!(
+        "cannot fetch {slow_url}: the transfer was too slow"
+    ));
+    assert!(env.installed_names().is_empty());
 }

@@ -5,6 +5,7 @@
 //! `GIT_HTTP_LOW_SPEED_LIMIT` / `GIT_HTTP_LOW_SPEED_TIME`, by default 1,000 bytes per
 //! second over 60 seconds, for every transport. zot's side of the helper enforces it.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Bytes received by this process.
@@ -53,6 +54,26 @@ impl LowSpeed {
             ),
         }
     }
+}
+
+/// The (redacted) URL of the repository being fetched now: the top one or a submodule's.
+static FETCHING: Mutex<String> = Mutex::new(String::new());
+
+/// Notes that `url` (redacted) is being fetched now, for the low-speed error.
+pub(crate) fn fetching(url: &str) {
+    if let Ok(mut now) = FETCHING.lock() {
+        now.clear();
+        now.push_str(url);
+    }
+}
+
+/// The URL [`fetching`] noted last, if any.
+pub(crate) fn fetching_now() -> Option<String> {
+    FETCHING
+        .lock()
+        .ok()
+        .map(|now| now.clone())
+        .filter(|now| !now.is_empty())
 }
 
 /// Counts `bytes` more received.

@@ -18,7 +18,7 @@ use git2::{
 };
 
 use super::{certificates, credential, meter};
-use crate::output::redact::is_scp_like;
+use crate::output::redact::{is_scp_like, redact};
 use crate::source::{GitUrl, scrub};
 
 /// Progress of the transfer: objects received of total, bytes.
@@ -137,6 +137,7 @@ pub(super) fn connect<'repo, 'c, 'cb>(
     auth: &'cb Auth,
 ) -> Result<RemoteConnection<'repo, 'c, 'cb>, git2::Error> {
     certificates::load_for(remote.url_bytes());
+    meter::fetching(&redact(&String::from_utf8_lossy(remote.url_bytes())));
     remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)
 }
 
@@ -227,6 +228,7 @@ pub(super) fn download_on(
     progress: Progress,
 ) -> Result<(), git2::Error> {
     certificates::load_for(remote.url_bytes());
+    meter::fetching(&redact(&String::from_utf8_lossy(remote.url_bytes())));
     let mut options = FetchOptions::new();
     options
         .remote_callbacks(auth.callbacks(Some(progress)))

@@ -16,6 +16,7 @@ use super::watch::Watch;
 use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::error::usage;
 use crate::output::printable;
+use crate::output::redact::redact;
 use crate::source::git::{Checkout, Probe};
 use crate::source::{GitUrl, controls};
 use crate::store::filelist::FileList;
@@ -78,7 +79,8 @@ struct Helper {
     child: Child,
     /// What the reader thread read from the helper's stdout.
     lines: Receiver<FromHelper>,
-    /// The URL fetched, redacted, for the low-speed error.
+    /// The URL being fetched (the helper says when a submodule's is), redacted, for the
+    /// low-speed error.
     shown_url: String,
     watch: Watch,
 }
@@ -176,7 +178,11 @@ impl Helper {
                     received,
                     metered,
                     low_speed,
+                    fetching,
                 } => {
+                    if let Some(fetching) = fetching {
+                        self.shown_url = printable(&redact(&fetching));
+                    }
                     if let Some(slow) = self.watch.beat(received, metered, low_speed) {
                         let why = slow.describe(&self.shown_url);
                         return Err(self.stop(&why));

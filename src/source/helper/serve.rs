@@ -83,6 +83,7 @@ fn start_heartbeat() {
                 received,
                 metered,
                 low_speed,
+                fetching: meter::fetching_now(),
             };
             let mut out = std::io::stdout().lock();
             if ANSWERED.load(Ordering::SeqCst)

@@ -46,6 +46,8 @@ pub(super) enum Message {
         received: u64,
         metered: bool,
         low_speed: LowSpeed,
+        /// The (redacted) URL being fetched now: the top repository's or a submodule's.
+        fetching: Option<String>,
     },
     Failed {
         /// The error and its causes, as one line (`{:#}`).
