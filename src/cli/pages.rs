@@ -448,6 +448,18 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "The width list fits its table to on a terminal that does not report its own size \
          (else 80). Ignored when stdout is not a terminal: piped output is always full width.",
     ),
+    (
+        "GIT_HTTP_LOW_SPEED_LIMIT, GIT_HTTP_LOW_SPEED_TIME",
+        "A git fetch that receives fewer than LIMIT bytes per second for TIME seconds ends \
+         with an error, over every transport; they override git's http.lowSpeedLimit and \
+         http.lowSpeedTime (default 1000 bytes per second over 60 s; 0 turns it off).",
+    ),
+    (
+        "GIT_ALLOW_PROTOCOL",
+        "When set, the colon-separated protocols submodules may use; a local (file:// or \
+         path) submodule URL needs file in it, or else protocol.file.allow=always in the git \
+         configuration.",
+    ),
 ];
 
 /// The files and folders zot reads and writes: (path pattern, what it holds).
@@ -555,8 +567,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             (
                 "2",
                 "--ref with a local folder; both --subdir and URL#path; a --subdir that is \
-                 not a relative folder inside the source; an empty source; or a \
-                 user:password@host:path source (that form cannot carry a password).",
+                 not a relative folder inside the source; an empty source; a \
+                 user:password@host:path source (that form cannot carry a password); or a git \
+                 URL holding a control character, also percent-encoded.",
             ),
         ],
     ),
@@ -724,8 +737,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "2",
-                "--ref for a folder source, a subfolder given twice (--subdir and URL#path), or a \
-                 URL with credentials (they are never written into the project file).",
+                "--ref for a folder source, a subfolder given twice (--subdir and URL#path), a \
+                 URL with credentials (they are never written into the project file), or a git \
+                 URL holding a control character, also percent-encoded.",
             ),
         ],
     ),

@@ -98,6 +98,7 @@ impl AddArgs {
     fn source_and_subdir(&self) -> Result<(Source, Option<String>)> {
         let on_disk = Source::parse_on_disk(&self.source);
         let (source, fragment) = (on_disk.source, on_disk.subdir);
+        source.check_controls().map_err(usage)?;
         if self.git_ref.is_some() && matches!(source, Source::Path(_)) {
             return Err(usage(format!(
                 "--ref applies to git sources only; {} is a local folder",

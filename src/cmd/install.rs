@@ -45,6 +45,7 @@ impl Run for InstallArgs {
         }
         let on_disk = Source::parse_on_disk(&self.source);
         let source = on_disk.source;
+        source.check_controls().map_err(usage)?;
         let subdir = self.subdir(on_disk.subdir)?;
         if self.git_ref.is_some() && matches!(source, Source::Path(_)) {
             return Err(usage(format!(

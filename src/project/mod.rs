@@ -377,14 +377,27 @@ impl<'a> Doc<'a> {
             }
             let field = format!("\"{key}\" of \"{}\"", crate::output::printable(name));
             match key.as_str() {
-                "source" => source = Some(self.string(&prop.value, &field)?),
+                "source" => source = Some((self.string(&prop.value, &field)?, prop.value.start())),
                 "ref" => entry.git_ref = self.optional_string(&prop.value, &field)?,
                 "subdir" => entry.subdir = self.optional_string(&prop.value, &field)?,
                 _ => entry.enabled = self.boolean(&prop.value, &field)?,
             }
         }
         match source {
-            Some(s) if !s.trim().is_empty() => entry.source = s,
+            Some((s, at)) if !s.trim().is_empty() => {
+                crate::source::Source::parse(&s)
+                    .check_controls()
+                    .map_err(|why| {
+                        self.error(
+                            at,
+                            format!(
+                                "\"source\" of \"{}\": {why}",
+                                crate::output::printable(name)
+                            ),
+                        )
+                    })?;
+                entry.source = s;
+            }
             Some(_) => {
                 return Err(self.error(
                     value.start(),

@@ -2,6 +2,7 @@
 //! subfolder after `#`). Credentials in it are hidden by [`crate::output::redact`] wherever
 //! it is shown.
 
+pub(crate) mod controls;
 pub(crate) mod copy;
 pub(crate) mod copy_tree;
 pub(crate) mod git;
@@ -141,6 +142,16 @@ pub(crate) fn split_at_folder(arg: &str) -> Option<(&str, &str)> {
     arg.match_indices('#')
         .map(|(i, _)| (&arg[..i], &arg[i + 1..]))
         .find(|(folder, _)| !folder.is_empty() && Path::new(folder).is_dir())
+}
+
+impl Source {
+    /// `Err` saying why a git URL with a control character is refused ([`controls`]).
+    pub(crate) fn check_controls(&self) -> Result<(), String> {
+        match self {
+            Source::Git(url) => controls::check(&url.url),
+            Source::Path(_) => Ok(()),
+        }
+    }
 }
 
 impl GitUrl {

@@ -1047,7 +1047,8 @@ fn a_server_that_stalls_times_out_instead_of_hanging() {
         install_fails(
             &env,
             &["ext", "install", &url],
-            &[&format!("cannot fetch {url}"), "timed out"],
+            // libgit2's read timeout or the low-speed limit, both 60 s: whichever is first.
+            &[&format!("cannot fetch {url}")],
         );
     }
 }

@@ -653,9 +653,79 @@ fn url_cases() -> Vec<Case> {
         Case::fails("unreachable_ssh", 1, "127.0.0.1:1", |_| {
             install_url("ssh://git@127.0.0.1:1/x.git")
         }),
-        Case::fails("url_with_newline", 1, "everything is fine", |_| {
+        Case::fails("url_with_newline", 2, "everything is fine", |_| {
             install_url("http://127.0.0.1:1/x\nerror: everything is fine.git")
         }),
+        // A decoded newline in the user name would be a line of its own to a credential
+        // helper (`host=github.com`): refused before anything connects, as git does.
+        Case::fails(
+            "url_user_with_encoded_newline",
+            2,
+            "U+000A) in its user name",
+            |_| {
+                install_url(
+                    "http://victim%0Ahost%3Dgithub.com%0Aprotocol%3Dhttps@127.0.0.1:1/r.git",
+                )
+            },
+        ),
+        Case::fails(
+            "url_password_with_encoded_cr",
+            2,
+            "U+000D) in its password",
+            |_| install_url("http://u:hunter2%0D@127.0.0.1:1/r.git"),
+        )
+        .forbid("hunter2"),
+        Case::fails(
+            "url_host_with_encoded_nul",
+            2,
+            "U+0000) in its host",
+            |_| install_url("https://127.0.0.1%00.example:1/r.git"),
+        ),
+        Case::fails(
+            "url_path_with_encoded_escape",
+            2,
+            "U+001B) in its path",
+            |_| install_url("git://127.0.0.1:1/r%1B]0;pwned%07.git"),
+        ),
+        Case::fails("url_path_with_encoded_c1", 2, "U+009B) in its path", |_| {
+            install_url("http://127.0.0.1:1/r%C2%9B2J.git")
+        }),
+        Case::fails(
+            "scp_user_with_encoded_newline",
+            2,
+            "U+000A) in its user name",
+            |_| install_url("git%0Ahost=x@127.0.0.1:r.git"),
+        ),
+        Case::fails(
+            "add_url_with_encoded_newline",
+            2,
+            "U+000A) in its path",
+            |_| ext(["add", "http://127.0.0.1:1/r%0Ahost=x.git"]),
+        ),
+        Case::fails(
+            "sync_url_with_encoded_newline",
+            1,
+            "extensions.json:3:21: \"source\" of \"r\"",
+            |w| {
+                let dir = w.env.project.join(".zot");
+                fs::create_dir_all(&dir).unwrap();
+                fs::write(
+                dir.join("extensions.json"),
+                "{\n  \"extensions\": {\n    \"r\": {\"source\": \"http://x%0Ahost%3Dgithub.com@127.0.0.1:1/r.git\"}\n  }\n}\n",
+            )
+            .unwrap();
+                ext(["sync"])
+            },
+        ),
+        Case::fails(
+            "update_record_url_with_encoded_newline",
+            1,
+            "U+000A) in its user name",
+            |w| {
+                write_git_record(w, "http://x%0Ahost%3Dgithub.com@127.0.0.1:1/r.git");
+                ext(["update", "existing"])
+            },
+        ),
         Case::fails("ext_transport", 1, "ext::", |w| {
             install_url(format!(
                 "ext::sh -c touch% {}/pwned.git",

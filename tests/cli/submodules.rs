@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::git_install::{
-    assert_git_record, assert_installed_tree, extension_repo, install_fails, install_git,
+    assert_git_record, assert_installed_tree, bounded, extension_repo, install_fails, install_git,
     install_git_with, served, zot_ok,
 };
 use crate::support::git_servers::{self, GitDaemon, HttpGit, Repo};
@@ -126,8 +126,17 @@ fn nested_submodules_are_checked_out_recursively() {
     assert_no_git(&dir);
 }
 
+/// Lets the file protocol through for submodules in the user's git configuration.
+fn allow_file_protocol(env: &Env) {
+    fs::write(
+        env.user_home.join(".gitconfig"),
+        "[protocol \"file\"]\n\tallow = always\n",
+    )
+    .unwrap();
+}
+
 #[test]
-fn local_repositories_take_path_file_and_relative_submodule_urls() {
+fn local_repositories_take_path_file_and_relative_submodule_urls_where_git_allows_them() {
     let seed = Env::new();
     let (_tmp, root) = served();
     let inner = Repo::with_files(&root, "inner", &[("inner.txt", "inner\n")]);
@@ -146,6 +155,7 @@ fn local_repositories_take_path_file_and_relative_submodule_urls() {
     let path = sup.bare.display().to_string();
     for source in [file_url.as_str(), path.as_str()] {
         let env = Env::new();
+        allow_file_protocol(&env);
         install_git(&env, source);
         let dir = installed(&env, "local");
         assert_eq!(read(&dir, "vendor/lib/deps/inner/inner.txt"), "inner\n");
@@ -153,6 +163,108 @@ fn local_repositories_take_path_file_and_relative_submodule_urls() {
         assert_no_git(&dir);
         assert_git_record(&env, "local", source, None, &head);
     }
+    // GIT_ALLOW_PROTOCOL holding file allows them too.
+    let env = Env::new();
+    let done = bounded(
+        env.zot(["ext", "install", &path])
+            .env("GIT_ALLOW_PROTOCOL", "https:file"),
+        &[],
+    );
+    done.success();
+    assert_eq!(
+        read(&installed(&env, "local"), "vendor/rel/lib.txt"),
+        "rel\n"
+    );
+}
+
+/// A project ships a bare repository whose submodule points at a repository elsewhere on
+/// the disk: without `protocol.file.allow=always` nothing of it is read, as with git.
+#[test]
+fn local_submodule_urls_are_refused_unless_git_allows_the_file_protocol() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let secret = lib_repo(&root, "secret", "TOP SECRET\n");
+    let daemon = GitDaemon::start(&root);
+    let vendored = extension_repo(&env, &root, "vendored");
+    vendored.add_submodule("vendor/lib", &secret, secret.bare.to_str().unwrap());
+    let relative = extension_repo(&env, &root, "relative");
+    relative.add_submodule("vendor/lib", &secret, "../secret.git");
+    let cases = [
+        (
+            vendored.bare.display().to_string(),
+            secret.bare.display().to_string(),
+        ),
+        (
+            format!("file://{}", vendored.bare.display()),
+            secret.bare.display().to_string(),
+        ),
+        (
+            relative.bare.display().to_string(),
+            "../secret.git".to_string(),
+        ),
+        (daemon.url("vendored"), secret.bare.display().to_string()),
+    ];
+    for (source, url) in &cases {
+        let done = install_fails(
+            &env,
+            &["ext", "install", source],
+            &[
+                &format!("submodule vendor/lib has the URL {url}"),
+                "protocol.file.allow=always",
+            ],
+        );
+        assert_one_line(&done.stderr);
+    }
+    // `user` is not enough (git runs submodules with GIT_PROTOCOL_FROM_USER=0), and
+    // GIT_ALLOW_PROTOCOL without file wins over the configuration.
+    fs::write(
+        env.user_home.join(".gitconfig"),
+        "[protocol]\n\tallow = user\n",
+    )
+    .unwrap();
+    install_fails(
+        &env,
+        &["ext", "install", &cases[0].0],
+        &["protocol.file.allow=always"],
+    );
+    allow_file_protocol(&env);
+    let done = bounded(
+        env.zot(["ext", "install", &cases[0].0])
+            .env("GIT_ALLOW_PROTOCOL", "https:git"),
+        &[],
+    );
+    done.failure(1);
+    done.stderr_has("protocol.file.allow=always");
+    assert!(!installed(&env, "vendored").exists());
+}
+
+/// A submodule URL with a control character (percent-encoded) is refused before anything
+/// connects, naming the submodule.
+#[test]
+fn submodule_urls_with_control_characters_are_refused() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let lib = lib_repo(&root, "lib", "lib\n");
+    let http = HttpGit::start(&root);
+    let sup = extension_repo(&env, &root, "hostile");
+    let url = format!(
+        "http://x%0Ahost%3Dgithub.com@127.0.0.1:{}/lib.git",
+        http.port()
+    );
+    sup.add_submodule("vendor/lib", &lib, &url);
+    let done = install_fails(
+        &env,
+        &["ext", "install", &http.url("hostile")],
+        &["submodule vendor/lib", "U+000A) in its user name"],
+    );
+    assert_one_line(&done.stderr);
+    assert!(
+        !http
+            .requests()
+            .iter()
+            .any(|r| r.path.starts_with("/lib.git")),
+        "the submodule was fetched"
+    );
 }
 
 #[test]
@@ -351,31 +463,6 @@ fn missing_commits_and_urls_of_submodules_are_reported() {
         &["ext", "install", &daemon.url("unlisted")],
         &["submodule third_party/x has no url in .gitmodules"],
     );
-}
-
-#[test]
-fn local_submodule_urls_in_a_remote_repository_are_refused() {
-    let env = Env::new();
-    let (_tmp, root) = served();
-    let lib = lib_repo(&root, "lib", "lib\n");
-    let daemon = GitDaemon::start(&root);
-    for (name, url) in [
-        ("bypath", lib.bare.display().to_string()),
-        ("byfile", format!("file://{}", lib.bare.display())),
-    ] {
-        let sup = extension_repo(&env, &root, name);
-        sup.add_submodule("vendor/lib", &lib, &url);
-        let done = install_fails(
-            &env,
-            &["ext", "install", &daemon.url(name)],
-            &[
-                &format!("submodule vendor/lib has the URL {url}"),
-                "refuses local submodule URLs in a remote repository",
-                "protocol.file.allow",
-            ],
-        );
-        assert_one_line(&done.stderr);
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

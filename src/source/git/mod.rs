@@ -5,14 +5,16 @@
 //! helpers — is [`transport`]'s, shared with the submodules.
 
 mod checkout;
+mod credential;
+pub(crate) mod meter;
 mod submodules;
 mod transport;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 
-use crate::source::GitUrl;
+use crate::source::{GitUrl, controls};
 use crate::store::filelist::FileList;
 use crate::store::record::RefKind;
 use checkout::Written;
@@ -85,6 +87,8 @@ pub(crate) fn fetch(
     only: Option<&Path>,
     progress: Progress,
 ) -> Result<Checkout> {
+    // zot checks too; a URL with a control character never reaches libgit2.
+    controls::check(&url.url).map_err(|why| anyhow!(why))?;
     start_libgit2();
     let repo = scratch_repository(git_dir)?;
     let auth = Auth::default();
@@ -157,6 +161,8 @@ fn write_tree(
     label: &str,
 ) -> Result<Option<Written>> {
     std::fs::create_dir_all(dir)?;
+    // Nothing is received meanwhile: the time does not count against the low-speed limit.
+    let _paused = meter::pause();
     let written = checkout::write_tree(repo, &commit.tree()?, dir, label)?;
     if written.is_none() {
         check_out(repo, commit, dir)?;
@@ -167,6 +173,8 @@ fn write_tree(
 /// Finds what `git_ref` (the default branch when `None`) points at on the remote, without
 /// fetching any objects. `scratch` is an empty folder for a temporary repository.
 pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
+    // zot checks too; a URL with a control character never reaches libgit2.
+    controls::check(&url.url).map_err(|why| anyhow!(why))?;
     start_libgit2();
     let repo = scratch_repository(scratch)?;
     let auth = Auth::default();

@@ -18,7 +18,7 @@ use super::transport::{
 use crate::catalog::manifest;
 use crate::output::printable;
 use crate::output::redact::{is_scp_like, redact};
-use crate::source::GitUrl;
+use crate::source::{GitUrl, controls};
 
 /// Submodules nested deeper than this are refused (a chain that long is a mistake or a trap).
 const MAX_LEVEL: usize = 8;
@@ -101,7 +101,7 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
         return Ok(());
     }
     let raw = module.url.as_deref().unwrap_or_default();
-    let url = submodule_url(sup.url, raw).map_err(|why| {
+    let url = submodule_url(sup.url, raw, file_protocol_allowed()).map_err(|why| {
         anyhow!(
             "{}: submodule {} has the URL {}, which {why}",
             run.label,
@@ -140,7 +140,11 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
         check_manifest_entry(&commit.tree()?, only.as_deref(), Some(top), &run.label)?;
     }
     let dir = real_folder(sup.dir, &link.path, &run.label, &full)?;
-    check_out(&repo, &commit, &dir)?;
+    {
+        // Nothing is received meanwhile: the time does not count against the limit.
+        let _paused = super::meter::pause();
+        check_out(&repo, &commit, &dir)?;
+    }
     fetch_all(
         run,
         &Superproject {
@@ -413,9 +417,16 @@ fn value(chars: &mut Chars) -> String {
 // Submodule URLs
 
 /// The URL to fetch a submodule from: `raw` from `.gitmodules`, resolved against the
-/// superproject's URL when relative (`./`, `../`). Local URLs (`file://`, absolute paths) are
-/// allowed only in a local superproject; `Err` says why the URL is refused.
-fn submodule_url(sup: &GitUrl, raw: &str) -> Result<GitUrl, String> {
+/// superproject's URL when relative (`./`, `../`). Local URLs (`file://`, absolute paths,
+/// and relative ones in a local superproject) follow git's rule (2.38.1+): refused unless
+/// the user's git configuration allows the file protocol everywhere (`file_allowed`, see
+/// [`file_protocol_allowed`]); `Err` says why the URL is refused.
+fn submodule_url(sup: &GitUrl, raw: &str, file_allowed: bool) -> Result<GitUrl, String> {
+    if let Some(why) = controls::control_in(raw) {
+        return Err(format!(
+            "holds {why} (percent-decoded); git refuses such URLs too"
+        ));
+    }
     let url = if raw.starts_with("./") || raw.starts_with("../") {
         relative_url(&base_url(sup), raw)?
     } else {
@@ -423,16 +434,16 @@ fn submodule_url(sup: &GitUrl, raw: &str) -> Result<GitUrl, String> {
     };
     let local = match classify(&url) {
         UrlKind::Remote => false,
-        UrlKind::Local if sup.local => true,
+        UrlKind::Local if file_allowed => true,
         UrlKind::Local => {
-            return Err(format!(
-                "is on the local disk while {} is not; zot refuses local submodule URLs in a remote repository (as git does by default since 2.38, protocol.file.allow); install from a local clone whose submodules you trust",
-                sup.display
-            ));
+            return Err(
+                "is on the local disk; git refuses local submodules unless protocol.file.allow=always, and so does zot: if you trust this repository's submodules, run `git config --global protocol.file.allow always` (or set GIT_ALLOW_PROTOCOL to a list holding file)"
+                    .to_string(),
+            );
         }
         UrlKind::Unsupported => {
             return Err(
-                "is not a URL zot can fetch (https, http, ssh, git, user@host:path, or file and absolute paths in a local repository)"
+                "is not a URL zot can fetch (https, http, ssh, git, user@host:path, or file and absolute paths where protocol.file.allow=always)"
                     .to_string(),
             );
         }
@@ -443,6 +454,23 @@ fn submodule_url(sup: &GitUrl, raw: &str) -> Result<GitUrl, String> {
         local,
         subdir: None,
     })
+}
+
+/// Whether the user's git configuration lets submodules use the file protocol, as git
+/// decides it for a submodule: `GIT_ALLOW_PROTOCOL`, when set, is the colon-separated list
+/// of protocols allowed; else `protocol.file.allow`, else `protocol.allow`, must be
+/// `always` (`user` does not count: git sets `GIT_PROTOCOL_FROM_USER=0` for submodules).
+fn file_protocol_allowed() -> bool {
+    if let Some(list) = std::env::var_os("GIT_ALLOW_PROTOCOL") {
+        return list.to_string_lossy().split(':').any(|p| p == "file");
+    }
+    let Ok(config) = git2::Config::open_default() else {
+        return false;
+    };
+    let policy = config
+        .get_string("protocol.file.allow")
+        .or_else(|_| config.get_string("protocol.allow"));
+    policy.is_ok_and(|p| p == "always")
 }
 
 /// What relative submodule URLs resolve against: the URL as given, local paths made absolute.
@@ -573,20 +601,26 @@ mod tests {
     }
 
     #[test]
-    fn local_submodules_only_in_local_repositories() {
+    fn local_submodules_only_where_the_file_protocol_is_allowed() {
         let remote = git_url("git://h/super.git", false);
         let local = git_url("file:///srv/super.git", true);
-        for raw in ["file:///srv/lib.git", "/srv/lib.git"] {
-            let err = submodule_url(&remote, raw).unwrap_err();
-            assert!(err.contains("protocol.file.allow"), "{err}");
-            assert!(submodule_url(&local, raw).unwrap().local, "{raw}");
+        for sup in [&remote, &local] {
+            for raw in ["file:///srv/lib.git", "/srv/lib.git"] {
+                let err = submodule_url(sup, raw, false).unwrap_err();
+                assert!(err.contains("protocol.file.allow=always"), "{err}");
+                assert!(submodule_url(sup, raw, true).unwrap().local, "{raw}");
+            }
         }
-        assert!(!submodule_url(&local, "https://h/x").unwrap().local);
+        assert!(submodule_url(&local, "../lib.git", false).is_err());
+        assert!(submodule_url(&local, "../lib.git", true).unwrap().local);
+        assert!(!submodule_url(&local, "https://h/x", false).unwrap().local);
         for raw in ["ext::sh -c touch% /tmp/pwned", "lib.git", "foo://h/x"] {
-            let err = submodule_url(&remote, raw).unwrap_err();
+            let err = submodule_url(&remote, raw, true).unwrap_err();
             assert!(err.contains("not a URL zot can fetch"), "{raw}: {err}");
         }
-        let resolved = submodule_url(&git_url("https://u:pw@h/o/s", false), "../l").unwrap();
+        let err = submodule_url(&remote, "https://x%0Ahost=h@h/r", true).unwrap_err();
+        assert!(err.contains("U+000A) in its user name"), "{err}");
+        let resolved = submodule_url(&git_url("https://u:pw@h/o/s", false), "../l", false).unwrap();
         assert_eq!(resolved.url, "https://u:pw@h/o/l");
         assert!(!resolved.display.contains("pw"), "{}", resolved.display);
     }

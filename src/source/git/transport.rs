@@ -1,6 +1,7 @@
 //! Talking to a git remote with libgit2: timeouts, listing the refs it advertises,
 //! downloading (shallow where the transport allows it), fetching a commit by id,
-//! credentials from the ssh agent, key files and git's credential helpers, the ssh host key
+//! credentials from the ssh agent, key files and git's credential helpers (asked as git
+//! asks them, [`super::credential`]), the bytes received ([`super::meter`]), the ssh host key
 //! check and the errors that say what was tried; and the checkout of a commit without
 //! `.git`. Used by the top repository's fetch and by each submodule's.
 
@@ -16,7 +17,8 @@ use git2::{
     RemoteConnection, Repository, RepositoryInitOptions,
 };
 
-use crate::output::redact::is_scp_like;
+use super::{credential, meter};
+use crate::output::redact::{is_scp_like, redact};
 use crate::source::{GitUrl, scrub};
 
 /// Progress of the transfer: objects received of total, bytes.
@@ -132,6 +134,7 @@ pub(super) fn connect<'repo, 'c, 'cb>(
     remote: &'c mut Remote<'repo>,
     auth: &'cb Auth,
 ) -> Result<RemoteConnection<'repo, 'c, 'cb>, git2::Error> {
+    meter::fetching(&redact(&String::from_utf8_lossy(remote.url_bytes())));
     remote.connect_auth(Direction::Fetch, Some(auth.callbacks(None)), None)
 }
 
@@ -221,6 +224,7 @@ pub(super) fn download_on(
     depth: i32,
     progress: Progress,
 ) -> Result<(), git2::Error> {
+    meter::fetching(&redact(&String::from_utf8_lossy(remote.url_bytes())));
     let mut options = FetchOptions::new();
     options
         .remote_callbacks(auth.callbacks(Some(progress)))
@@ -241,6 +245,8 @@ pub(super) struct Auth {
     offered: RefCell<Vec<String>>,
     /// The host key an ssh server presented (`ED25519 key SHA256:...`), for a refusal.
     host_key: RefCell<Option<String>>,
+    /// What the credential helpers answered, per URL.
+    answers: RefCell<Vec<(String, Option<credential::Answer>)>>,
 }
 
 impl Auth {
@@ -257,12 +263,23 @@ impl Auth {
             }
             Ok(git2::CertificateCheckStatus::CertificatePassthrough)
         });
-        if let Some(progress) = progress {
-            callbacks.transfer_progress(move |p| {
+        // Every byte received counts for the low-speed limit: pack data, and the server's
+        // messages while it prepares the pack (asking for them also brings upload-pack's
+        // keep-alives).
+        callbacks.sideband_progress(|text| {
+            meter::received(text.len() as u64);
+            true
+        });
+        let mut progress = progress;
+        let mut counted = 0;
+        callbacks.transfer_progress(move |p| {
+            meter::received(p.received_bytes().saturating_sub(counted) as u64);
+            counted = p.received_bytes();
+            if let Some(progress) = progress.as_mut() {
                 progress(p.received_objects(), p.total_objects(), p.received_bytes());
-                true
-            });
-        }
+            }
+            true
+        });
         callbacks
     }
 
@@ -285,6 +302,7 @@ impl Auth {
         user: Option<&str>,
         allowed: CredentialType,
     ) -> Result<Cred, git2::Error> {
+        let from_url = user;
         let user = user.unwrap_or("git");
         if allowed.contains(CredentialType::USERNAME) {
             return Cred::username(user);
@@ -299,13 +317,15 @@ impl Auth {
                 }
             }
         }
-        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
-            && !self.attempted(helpers_label())
-            && let Ok(config) = git2::Config::open_default()
-            && let Ok(cred) =
-                Cred::credential_helper(&config, url, Some(user).filter(|u| *u != "git"))
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) && !self.attempted(helpers_label())
         {
-            return Ok(cred);
+            match self.helpers_answer(url, from_url) {
+                Ok(Some(answer)) => {
+                    return Cred::userpass_plaintext(&answer.username, &answer.password);
+                }
+                Ok(None) => {}
+                Err(e) => return Err(git2::Error::from_str(&format!("{e:#}"))),
+            }
         }
         if allowed.contains(CredentialType::DEFAULT) && !self.attempted("default credentials") {
             return Cred::default();
@@ -314,15 +334,37 @@ impl Auth {
     }
 }
 
+impl Auth {
+    /// What git's credential helpers answer for `url` (the server libgit2 connects to),
+    /// asked once per URL for all the connections of a fetch, with the clock of the
+    /// low-speed limit stopped: a helper may wait for the user; it is bounded by the
+    /// low-speed time on its own.
+    fn helpers_answer(
+        &self,
+        url: &str,
+        user: Option<&str>,
+    ) -> anyhow::Result<Option<credential::Answer>> {
+        if let Some((_, answer)) = self.answers.borrow().iter().find(|(u, _)| u == url) {
+            return Ok(answer.clone());
+        }
+        let _paused = meter::pause();
+        let low = meter::LowSpeed::configured();
+        let seconds = if low.seconds == 0 {
+            meter::LowSpeed::DEFAULT.seconds
+        } else {
+            low.seconds
+        };
+        let answer = credential::fill(url, user, std::time::Duration::from_secs(seconds))?;
+        self.answers
+            .borrow_mut()
+            .push((url.to_string(), answer.clone()));
+        Ok(answer)
+    }
+}
+
 /// How the credential helpers are named in an auth failure: whether any is configured.
 fn helpers_label() -> &'static str {
-    let configured = git2::Config::open_default()
-        .and_then(|c| {
-            let mut entries = c.entries(Some("credential\\..*helper"))?;
-            Ok(entries.next().is_some())
-        })
-        .unwrap_or(false);
-    if configured {
+    if credential::any_configured() {
         "git credential helpers"
     } else {
         "git credential helpers (none configured)"

@@ -1,20 +1,25 @@
 //! `zot`'s side: start `zot-ext-git` beside the running binary for one request, pass its
-//! progress on, and turn its answer back into a checkout, a probe or the error it met.
+//! progress on, and turn its answer back into a checkout, a probe or the error it met;
+//! a helper whose transfer is too slow, or that stops answering, is killed
+//! ([`super::watch`]).
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
+use super::watch::Watch;
 use super::wire::HELPER;
 use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::error::usage;
 use crate::host::die_with_parent;
 use crate::output::printable;
-use crate::source::GitUrl;
+use crate::output::redact::redact;
 use crate::source::git::{Checkout, Probe};
+use crate::source::{GitUrl, controls};
 use crate::store::filelist::FileList;
 use crate::store::state::MAX_FILE_LIST;
 
@@ -73,11 +78,26 @@ pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Resu
 struct Helper {
     path: PathBuf,
     child: Child,
-    out: BufReader<ChildStdout>,
+    /// What the reader thread read from the helper's stdout.
+    lines: Receiver<FromHelper>,
+    /// The URL being fetched (the helper says when a submodule's is), redacted, for the
+    /// low-speed error.
+    shown_url: String,
+    watch: Watch,
+}
+
+/// What the reader thread passes on: a line, the file list's bytes after an answer that
+/// counts them, or the end of the helper's stdout.
+enum FromHelper {
+    Line(Vec<u8>),
+    Bytes(Vec<u8>),
+    /// The helper's stdout ended (or failed) before a whole line; `Some` for a line too long.
+    End(Option<u64>),
 }
 
 impl Helper {
     fn start(args: &[&OsStr], url: &GitUrl, git_ref: Option<&str>) -> Result<Helper> {
+        controls::check(&url.url).map_err(|why| anyhow!(why))?;
         let path = helper_path()?;
         let mut command = Command::new(&path);
         command
@@ -103,46 +123,85 @@ impl Helper {
         // Written whole before anything is read: a request is far smaller than a pipe's
         // buffer. A helper that died at once is reported by what it left on its stdout.
         let _ = serde_json::to_writer(stdin, &request);
-        Ok(Helper { path, child, out })
+        let (tx, lines) = mpsc::channel();
+        // Not joined: it ends when the helper's stdout does (the helper is killed on drop).
+        std::thread::spawn(move || read_lines(out, &tx));
+        Ok(Helper {
+            path,
+            child,
+            lines,
+            shown_url: printable(&url.display),
+            watch: Watch::new(),
+        })
     }
 
     fn shown(&self) -> String {
         printable(&self.path.display().to_string())
     }
 
-    /// The next line of the helper's stdout. An error it reports is returned as the error.
+    /// The next message of the helper, heartbeats taken in by the watchdog. An error it
+    /// reports is returned as the error; a helper too slow or silent is killed.
     fn next(&mut self) -> Result<Message> {
-        let mut line = Vec::new();
-        (&mut self.out)
-            .take(MAX_LINE)
-            .read_until(b'\n', &mut line)
-            .with_context(|| format!("cannot read from the git helper {}", self.shown()))?;
-        if line.last() != Some(&b'\n') {
-            if line.len() as u64 == MAX_LINE {
-                // Not waited for: it may be blocked writing the rest. Dropped, it is killed.
-                bail!(
-                    "the git helper {} said something zot does not understand (a line over {MAX_LINE} bytes); is it from another version of zot-ext?",
+        loop {
+            let line = match self.lines.recv_timeout(self.watch.silence_allowed()) {
+                Ok(FromHelper::Line(line)) => line,
+                Ok(FromHelper::Bytes(_)) => {
+                    bail!(
+                        "the git helper {} sent bytes zot did not ask for; is it from another version of zot-ext?",
+                        self.shown()
+                    )
+                }
+                Ok(FromHelper::End(Some(_))) => {
+                    // Not waited for: it may be blocked writing the rest. Dropped, it is killed.
+                    bail!(
+                        "the git helper {} said something zot does not understand (a line over {MAX_LINE} bytes); is it from another version of zot-ext?",
+                        self.shown()
+                    );
+                }
+                Ok(FromHelper::End(None)) | Err(RecvTimeoutError::Disconnected) => {
+                    return Err(self.stopped());
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let silent = self.watch.silence_allowed().as_secs();
+                    return Err(self.stop(&format!(
+                        "the git helper {} stopped answering for {silent} s while fetching {}; it was stopped",
+                        self.shown(),
+                        self.shown_url
+                    )));
+                }
+            };
+            let message: Message = serde_json::from_slice(&line).with_context(|| {
+                format!(
+                    "the git helper {} said something zot does not understand; is it from another version of zot-ext?",
                     self.shown()
-                );
+                )
+            })?;
+            match message {
+                Message::Heartbeat {
+                    received,
+                    metered,
+                    low_speed,
+                    fetching,
+                } => {
+                    if let Some(fetching) = fetching {
+                        self.shown_url = printable(&redact(&fetching));
+                    }
+                    if let Some(slow) = self.watch.beat(received, metered, low_speed) {
+                        let why = slow.describe(&self.shown_url);
+                        return Err(self.stop(&why));
+                    }
+                }
+                Message::Failed { message, usage: u } => {
+                    let _ = self.finish();
+                    return Err(if u { usage(message) } else { anyhow!(message) });
+                }
+                message => return Ok(message),
             }
-            return Err(self.stopped());
-        }
-        let message: Message = serde_json::from_slice(&line).with_context(|| {
-            format!(
-                "the git helper {} said something zot does not understand; is it from another version of zot-ext?",
-                self.shown()
-            )
-        })?;
-        match message {
-            Message::Failed { message, usage: u } => {
-                let _ = self.finish();
-                Err(if u { usage(message) } else { anyhow!(message) })
-            }
-            message => Ok(message),
         }
     }
 
-    /// The `len` bytes of a file list that follow an answer.
+    /// The bytes of a file list that follow an answer (read by the reader thread, which
+    /// checked their length).
     fn file_list(&mut self, len: usize) -> Result<FileList> {
         if len as u64 > MAX_FILE_LIST {
             bail!(
@@ -150,10 +209,10 @@ impl Helper {
                 self.shown()
             );
         }
-        let mut bytes = vec![0; len];
-        if self.out.read_exact(&mut bytes).is_err() {
-            return Err(self.stopped());
-        }
+        let bytes = match self.lines.recv() {
+            Ok(FromHelper::Bytes(bytes)) if bytes.len() == len => bytes,
+            _ => return Err(self.stopped()),
+        };
         FileList::from_bytes(&bytes)
             .with_context(|| format!("the file list from the git helper {}", self.shown()))
     }
@@ -168,6 +227,13 @@ impl Helper {
             );
         }
         Ok(())
+    }
+
+    /// Kills the helper and returns `why` as the error.
+    fn stop(&mut self, why: &str) -> anyhow::Error {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        anyhow!("{why}")
     }
 
     /// The error for a helper that stopped before it answered.
@@ -186,6 +252,39 @@ impl Helper {
             "the git helper {} answered {message:?}, which zot did not ask for; is it from another version of zot-ext?",
             self.shown()
         )
+    }
+}
+
+/// The reader thread: passes each line of the helper's stdout on, and the file list's
+/// bytes after an answer that counts them (within [`MAX_FILE_LIST`]).
+fn read_lines(mut out: BufReader<ChildStdout>, tx: &Sender<FromHelper>) {
+    loop {
+        let mut line = Vec::new();
+        let read = (&mut out).take(MAX_LINE).read_until(b'\n', &mut line);
+        if read.is_err() || line.last() != Some(&b'\n') {
+            let too_long = (line.len() as u64 == MAX_LINE).then_some(MAX_LINE);
+            let _ = tx.send(FromHelper::End(too_long));
+            return;
+        }
+        let counted = match serde_json::from_slice(&line) {
+            Ok(Message::Fetched {
+                file_list: Some(len),
+                ..
+            }) => Some(len),
+            _ => None,
+        };
+        if tx.send(FromHelper::Line(line)).is_err() {
+            return;
+        }
+        if let Some(len) = counted.filter(|len| *len as u64 <= MAX_FILE_LIST) {
+            let mut bytes = vec![0; len];
+            let read = match out.read_exact(&mut bytes) {
+                Ok(()) => FromHelper::Bytes(bytes),
+                Err(_) => FromHelper::End(None),
+            };
+            let _ = tx.send(read);
+            return;
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod client;
 mod serve;
+mod watch;
 mod wire;
 
 pub(crate) use client::{fetch, probe};

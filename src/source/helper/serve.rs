@@ -1,11 +1,13 @@
 //! `zot-ext-git`'s side: read the one request, run it with libgit2 ([`crate::source::git`]),
 //! and write progress and the answer (see [`super::wire`]). An error is an answer too; the
-//! exit status is 0 unless the helper could not be talked to.
+//! exit status is 0 unless the helper could not be talked to. A heartbeat thread reports
+//! the bytes received meanwhile, for zot's low-speed watchdog.
 
 use std::ffi::OsString;
 use std::io::{IsTerminal as _, Read as _, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -14,10 +16,18 @@ use super::wire::HELPER;
 use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::source::GitUrl;
 use crate::source::git;
+use crate::source::git::meter::{self, LowSpeed};
 
 /// Progress is passed on at most this often (libgit2 reports every object), and always
 /// when the last object is in.
 const PROGRESS_EVERY: Duration = Duration::from_millis(50);
+
+/// How often the heartbeat is sent: well within a second, so zot hears from a working
+/// helper at least once a second.
+const HEARTBEAT_EVERY: Duration = Duration::from_millis(400);
+
+/// Set, under the stdout lock, when the answer is written: no heartbeat follows it.
+static ANSWERED: AtomicBool = AtomicBool::new(false);
 
 /// The helper's `main`.
 pub fn main() -> ExitCode {
@@ -25,15 +35,14 @@ pub fn main() -> ExitCode {
     let Some(request) = read_request() else {
         return not_by_hand();
     };
-    let mut out = std::io::stdout().lock();
-    let answered = match (
+    let answer = match (
         args.first().and_then(|a| a.to_str()),
         &args[1.min(args.len())..],
     ) {
         (Some(FETCH), [git_dir, tree, only @ ..]) if only.len() <= 1 => {
+            start_heartbeat();
             let only = only.first().map(PathBuf::from);
             fetch(
-                &mut out,
                 &request,
                 Path::new(git_dir),
                 Path::new(tree),
@@ -41,18 +50,57 @@ pub fn main() -> ExitCode {
             )
         }
         (Some(PROBE), [scratch]) => {
+            start_heartbeat();
             let probed = git::probe(&request.url, request.git_ref.as_deref(), Path::new(scratch));
-            send(
-                &mut out,
-                &probed.map_or_else(|e| failure(&e), Message::Probed),
-            )
+            Ok((probed.map_or_else(|e| failure(&e), Message::Probed), None))
         }
         _ => return not_by_hand(),
     };
-    match answered.and_then(|()| out.flush()) {
+    let answered = answer.and_then(|(message, file_list)| {
+        let mut out = std::io::stdout().lock();
+        ANSWERED.store(true, Ordering::SeqCst);
+        send(&mut out, &message)?;
+        if let Some(file_list) = file_list {
+            out.write_all(&file_list)?;
+        }
+        out.flush()
+    });
+    match answered {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::FAILURE,
     }
+}
+
+/// Starts the thread that tells zot, every [`HEARTBEAT_EVERY`], how many bytes were
+/// received so far and the low-speed limit ([`meter`]): zot stops a helper whose transfer
+/// is too slow, or that stops telling. It ends at the answer, or when zot stops reading.
+fn start_heartbeat() {
+    let low_speed = LowSpeed::configured();
+    let beat = move || {
+        loop {
+            let (received, metered) = meter::reading();
+            let heartbeat = Message::Heartbeat {
+                received,
+                metered,
+                low_speed,
+                fetching: meter::fetching_now(),
+            };
+            let mut out = std::io::stdout().lock();
+            if ANSWERED.load(Ordering::SeqCst)
+                || send(&mut out, &heartbeat)
+                    .and_then(|()| out.flush())
+                    .is_err()
+            {
+                return;
+            }
+            drop(out);
+            std::thread::sleep(HEARTBEAT_EVERY);
+        }
+    };
+    // Without the thread, zot stops the helper after the low-speed time.
+    let _ = std::thread::Builder::new()
+        .name("heartbeat".into())
+        .spawn(beat);
 }
 
 /// The request on stdin; `None` when stdin is a terminal or holds no request.
@@ -73,13 +121,13 @@ fn not_by_hand() -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Runs the fetch, passing progress on; the answer and the file list that follows it.
 fn fetch(
-    out: &mut impl Write,
     request: &Request,
     git_dir: &Path,
     tree: &Path,
     only: Option<&Path>,
-) -> std::io::Result<()> {
+) -> std::io::Result<(Message, Option<Vec<u8>>)> {
     let mut last: Option<Instant> = None;
     let mut failed_writing = None;
     let fetched = check_repository(&request.url).and_then(|()| {
@@ -94,7 +142,8 @@ fn fetch(
                 if (due || received == total) && failed_writing.is_none() {
                     last = Some(Instant::now());
                     let progress = Message::Progress(received, total, bytes);
-                    failed_writing = send(out, &progress).and_then(|()| out.flush()).err();
+                    let mut out = std::io::stdout().lock();
+                    failed_writing = send(&mut out, &progress).and_then(|()| out.flush()).err();
                 }
             },
         )
@@ -104,7 +153,7 @@ fn fetch(
     }
     let checkout = match fetched {
         Ok(checkout) => checkout,
-        Err(e) => return send(out, &failure(&e)),
+        Err(e) => return Ok((failure(&e), None)),
     };
     let file_list = checkout.written.map(|files| files.to_bytes());
     let answer = Message::Fetched {
@@ -113,11 +162,7 @@ fn fetch(
         branch: checkout.branch,
         file_list: file_list.as_ref().map(Vec::len),
     };
-    send(out, &answer)?;
-    if let Some(file_list) = file_list {
-        out.write_all(&file_list)?;
-    }
-    Ok(())
+    Ok((answer, file_list))
 }
 
 /// The answer for an error: its message with its causes, and whether it is a usage error.
@@ -128,10 +173,11 @@ fn failure(e: &anyhow::Error) -> Message {
     }
 }
 
-/// Writes `message` as one line.
+/// Writes `message` as one line, in one write (the heartbeat thread writes too).
 fn send(out: &mut impl Write, message: &Message) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, message)?;
-    out.write_all(b"\n")
+    let mut line = serde_json::to_vec(message)?;
+    line.push(b'\n');
+    out.write_all(&line)
 }
 
 /// A local repository path must be a repository; libgit2 would only say "unsupported URL

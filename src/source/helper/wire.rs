@@ -1,13 +1,14 @@
 //! What `zot` and `zot-ext-git` say to each other. The helper's arguments are the verb and
 //! the paths it works in (paths may not be UTF-8); the request, a URL that may hold a
 //! credential, is one JSON document on its stdin, never on its command line. Its stdout is
-//! JSON lines: progress, then one answer; a fetch answer that carries the checkout's file
+//! JSON lines: progress and heartbeats, then one answer; a fetch answer that carries the checkout's file
 //! list is followed by the list's bytes (its stored form), counted in the answer.
 
 use serde::{Deserialize, Serialize};
 
 use crate::source::GitUrl;
 use crate::source::git::Probe;
+use crate::source::git::meter::LowSpeed;
 use crate::store::record::RefKind;
 
 /// The helper's file name; it is looked up beside the running `zot`.
@@ -41,6 +42,16 @@ pub(super) enum Message {
         file_list: Option<usize>,
     },
     Probed(Probe),
+    /// Sent by the helper's own thread at least once a second until the answer: the bytes
+    /// received so far, whether the time now counts against the limit (not while a
+    /// checkout is written or a credential helper asked), and the limit.
+    Heartbeat {
+        received: u64,
+        metered: bool,
+        low_speed: LowSpeed,
+        /// The (redacted) URL being fetched now: the top repository's or a submodule's.
+        fetching: Option<String>,
+    },
     Failed {
         /// The error and its causes, as one line (`{:#}`).
         message: String,
