@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::git_install::extension_repo;
+use crate::git_install::{bounded, extension_repo};
 use crate::support::{Env, write_executable};
 
 /// `work/bin/zot`: the `zot` under test, hard-linked (copied across file systems) into a
@@ -88,6 +88,27 @@ fn a_helper_that_answers_nonsense_or_stops_early_is_an_error_not_a_hang() {
     }
 }
 
+/// A helper that says nothing at all, not even its heartbeat, is stopped after the
+/// low-speed time instead of being waited for.
+#[test]
+fn a_helper_that_stops_answering_is_stopped() {
+    let env = Env::new();
+    let zot = lone_zot(&env);
+    let repo = repository(&env);
+    let helper = zot.with_file_name("zot-ext-git");
+    write_executable(&helper, "#!/bin/sh\ncat >/dev/null\nexec sleep 600\n");
+    let done = bounded(
+        env.zot_at(&zot, ["ext", "install", &repo])
+            .env("GIT_HTTP_LOW_SPEED_TIME", "2"),
+        &[],
+    );
+    done.failure(1).stderr_has(&format!(
+        "the git helper {} stopped answering for 2 s while fetching {repo}; it was stopped",
+        helper.display()
+    ));
+    assert!(env.installed_names().is_empty());
+}
+
 #[test]
 fn the_helper_is_not_a_command_of_its_own() {
     let helper = env!("CARGO_BIN_EXE_zot-ext-git");
@@ -161,15 +182,20 @@ fn killing_zot_mid_fetch_kills_its_helper_which_never_saw_the_password_on_its_co
     let url = format!("http://someone:hunter2@127.0.0.1:{port}/x.git");
     let mut zot = env.zot(["ext", "install", &url]).spawn_silent();
     let deadline = Instant::now() + Duration::from_secs(30);
-    let helper = loop {
-        if let Some(&pid) = children(zot.id()).first() {
-            break pid;
+    // Between its fork and its exec, the child's command line is still zot's: wait for the
+    // helper's own.
+    let (helper, cmdline) = loop {
+        let started = children(zot.id()).into_iter().find_map(|pid| {
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            cmdline.contains("zot-ext-git").then_some((pid, cmdline))
+        });
+        if let Some(found) = started {
+            break found;
         }
         assert!(Instant::now() < deadline, "no helper started");
         std::thread::sleep(Duration::from_millis(10));
     };
-    let cmdline = fs::read(format!("/proc/{helper}/cmdline")).unwrap();
-    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
     assert!(cmdline.contains("zot-ext-git fetch "), "{cmdline}");
     assert!(
         !cmdline.contains("hunter2") && !cmdline.contains("127.0.0.1"),
