@@ -742,7 +742,7 @@ fn line(r: &Report) -> String {
     let commit = r
         .commit
         .as_deref()
-        .map(|c| format!(" ({})", &c[..c.len().min(7)]))
+        .map(|c| format!(" ({})", printable(&c.chars().take(7).collect::<String>())))
         .unwrap_or_default();
     let why = r
         .message
