@@ -125,6 +125,7 @@ fn copy_into(
         Some(sub) => real_subdir(source, sub, &source.display().to_string())?,
         None => source.to_path_buf(),
     };
+    check_manifest_first(&from, &shown)?;
     let left_out = copy::has_project_state(&from);
     let copied = copy::copy_source(&from, &staging.tree(), &prefix, &mut |stats| {
         if (stats.files + stats.dirs + stats.links) % 64 == 0 {
@@ -416,22 +417,44 @@ pub(crate) fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
 
+/// Before the first file is copied: a folder without a manifest that reads (`/usr`, say)
+/// fails at once rather than after copying all of it. A manifest that is a link is left to
+/// the copy's audit, which names what is wrong with the link; the staged copy's manifest is
+/// read again either way.
+fn check_manifest_first(from: &Path, shown: &Path) -> Result<()> {
+    let path = from.join(manifest::FILE);
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    manifest::read(from)
+        .map(drop)
+        .map_err(|e| manifest_error(e, from, &shown.join(manifest::FILE)))
+}
+
 /// Reads the staged manifest; errors name `shown` instead of the staging path.
 fn validate(staging: &Staging, shown: &Path) -> Result<Manifest> {
     let tree = staging.tree();
-    manifest::read(&tree).map_err(|e| {
-        let hint = if e.message.starts_with("not found") {
-            nested_manifest_hint(&tree)
-        } else {
-            String::new()
-        };
-        let relabelled = ManifestError {
-            path: shown.to_path_buf(),
-            ..e
-        };
-        anyhow!("{relabelled}{hint} (nothing was changed)")
-    })
+    manifest::read(&tree).map_err(|e| manifest_error(e, &tree, shown))
 }
+
+/// The error of reading the manifest of `tree`, naming `shown` instead, with a hint at
+/// manifests in subfolders when there is none.
+fn manifest_error(e: ManifestError, tree: &Path, shown: &Path) -> anyhow::Error {
+    let hint = if e.message.starts_with("not found") {
+        nested_manifest_hint(tree)
+    } else {
+        String::new()
+    };
+    let relabelled = ManifestError {
+        path: shown.to_path_buf(),
+        ..e
+    };
+    anyhow!("{relabelled}{hint} (nothing was changed)")
+}
+
+/// How many entries the search for manifests in subfolders looks at (a source folder can
+/// be as big as `/usr`).
+const HINT_ENTRIES: usize = 10_000;
 
 /// Points at manifests in subfolders when the top level has none.
 fn nested_manifest_hint(tree: &Path) -> String {
@@ -439,6 +462,7 @@ fn nested_manifest_hint(tree: &Path) -> String {
         .min_depth(2)
         .max_depth(4)
         .into_iter()
+        .take(HINT_ENTRIES)
         .flatten()
         .filter(|e| e.file_name() == manifest::FILE)
         .filter_map(|e| {
