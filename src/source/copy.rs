@@ -1,6 +1,7 @@
 //! Extension trees on disk: the audit (special files refused, links that point outside the
 //! tree or nowhere listed), a recursive copy (run by [`super::copy_tree`], which audits on its
-//! way) that keeps file modes, times and symbolic links
+//! way) that keeps file modes (the unsafe bits are dropped after staging:
+//! [`crate::store::filelist::UNSAFE_MODE_BITS`]), times and symbolic links
 //! (as links, whatever they point to) and leaves out `.git` and the source's own `.zot/`
 //! (zot's state for that folder as a project), and working out where a link leads without
 //! ever opening what it points to.

@@ -73,10 +73,13 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<St
             false,
         ),
     };
-    let files = match built.files {
+    let mut files = match built.files {
         Some(files) => files,
         None => FileList::scan(&staging.tree())?,
     };
+    // Whoever owned the source, the copy is the user's: no set-user-ID, set-group-ID or
+    // sticky bit, nothing writable by the group or others.
+    files.drop_unsafe_modes(&staging.tree())?;
     crate::fsx::crashpoint::hit("stage.done");
     Ok(Staged {
         staging,
