@@ -168,7 +168,8 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let (mut checkout, listed) = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
+    let cached = from_cache(staging, request.cache, url, git_ref, &checkout_dir)?;
+    let (mut checkout, listed) = match cached {
         Some((checkout, files)) => (checkout, Some(files)),
         None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
     };
@@ -242,10 +243,11 @@ fn within(files: FileList, subdir: Option<&Path>) -> FileList {
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
 /// scratch folder of `staging`, so a failed copy leaves `dir` free), with the copy's file
 /// list; `None` when the ref is not a full commit id, no cache is given, or the cache does
-/// not hold it (or holds something else: see [`Cache::get`]).
+/// not hold it as fetched from `url` (or holds something else: see [`Cache::get`]).
 fn from_cache(
     staging: &Staging,
     cache: Option<&Cache>,
+    url: &GitUrl,
     git_ref: Option<&str>,
     dir: &Path,
 ) -> Result<Option<(Checkout, FileList)>> {
@@ -258,7 +260,7 @@ fn from_cache(
     // An entry deleted meanwhile (`cache clean` in another shell) or edited is fetched after
     // all; the half copy goes with the staging folder.
     let copied = staging.scratch("cached");
-    let Some(files) = cache.get(&commit, &copied)? else {
+    let Some(files) = cache.get(&commit, &url.cache_key(), &copied)? else {
         return Ok(None);
     };
     fs::rename(&copied, dir)
@@ -315,9 +317,12 @@ fn fetch_and_cache(
         // copied, listed on the way. Linked now, before the install's own flush (links made
         // during that flush would make it wait for them), while the checkout's files are
         // already on their way to the disk.
+        let source = url.cache_key();
         let cached = while_flushing(dir, || match &checkout.written {
-            Some(written) => cache.link(&checkout.commit, dir, written),
-            None => cache.put(&checkout.commit, dir).map(|files| listed = files),
+            Some(written) => cache.link(&checkout.commit, &source, dir, written),
+            None => cache
+                .put(&checkout.commit, &source, dir)
+                .map(|files| listed = files),
         });
         if let Err(e) = cached {
             out.note(&format!("note: {e:#}; the next install fetches it again"));
