@@ -421,8 +421,13 @@ fn real_subdir(base: &Path, sub: &Path, label: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The first 12 characters of a commit id (all of it when shorter).
 pub(crate) fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(12)]
+    commit
+        .char_indices()
+        .nth(12)
+        .and_then(|(end, _)| commit.get(..end))
+        .unwrap_or(commit)
 }
 
 /// Before the first file is copied: a folder without a manifest that reads (`/usr`, say)

@@ -140,7 +140,10 @@ fn folder_fragment(arg: &str, literal: PathBuf) -> OnDisk {
 /// `folder#path` split at the first `#` whose left part is an existing folder.
 pub(crate) fn split_at_folder(arg: &str) -> Option<(&str, &str)> {
     arg.match_indices('#')
-        .map(|(i, _)| (&arg[..i], &arg[i + 1..]))
+        .filter_map(|(i, _)| {
+            let (folder, rest) = arg.split_at_checked(i)?;
+            Some((folder, rest.strip_prefix('#')?))
+        })
         .find(|(folder, _)| !folder.is_empty() && Path::new(folder).is_dir())
 }
 
@@ -179,7 +182,9 @@ impl GitUrl {
     /// An scp-like address with a password (`user:password@host:path`): libgit2 reads
     /// `user` as the host of such an address, so it can never be fetched.
     pub(crate) fn scp_password(&self) -> bool {
-        scp_at(&self.url).is_some_and(|at| self.url[..at].contains(':'))
+        scp_at(&self.url)
+            .and_then(|at| self.url.get(..at))
+            .is_some_and(|user| user.contains(':'))
     }
 }
 
@@ -196,8 +201,14 @@ fn repository_path(path: &str) -> &str {
 /// part, so a password holding `#` stays in the URL.
 fn split_fragment(arg: &str) -> (&str, Option<&str>) {
     let from = userinfo_at(arg).map_or(0, |at| at + 1);
-    match arg[from..].find('#') {
-        Some(i) => (&arg[..from + i], Some(&arg[from + i + 1..])),
+    let Some((head, tail)) = arg.split_at_checked(from) else {
+        return (arg, None);
+    };
+    match tail.split_once('#') {
+        Some((before, after)) => (
+            arg.get(..head.len() + before.len()).unwrap_or(arg),
+            Some(after),
+        ),
         None => (arg, None),
     }
 }
@@ -228,7 +239,11 @@ mod tests {
         ] {
             assert_eq!(key(same), plain, "{same}");
         }
-        assert_ne!(key("https://example.com/team/repo"), plain, "paths keep their case");
+        assert_ne!(
+            key("https://example.com/team/repo"),
+            plain,
+            "paths keep their case"
+        );
         assert_ne!(key("https://example.com:8443/Team/Repo"), plain);
         assert_ne!(key("http://example.com/Team/Repo"), plain);
         assert_eq!(key("git@GitHub.com:me/x.git"), "github.com:me/x");
