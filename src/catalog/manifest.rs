@@ -371,10 +371,9 @@ impl<'de> serde::Deserialize<'de> for Entries {
 }
 
 fn strip_position(message: &str) -> &str {
-    match message.rfind(" at line ") {
-        Some(i) => &message[..i],
-        None => message,
-    }
+    message
+        .rsplit_once(" at line ")
+        .map_or(message, |(message, _)| message)
 }
 
 /// Field-by-field validation of a parsed top-level object.
@@ -558,10 +557,10 @@ fn value_offsets(text: &str) -> Vec<usize> {
 
 /// 1-based line and column (in characters) of a byte offset.
 fn position_of(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
+    let last_line = before.rsplit('\n').next().unwrap_or(before);
+    (line, last_line.chars().count() + 1)
 }
 
 /// Longest manifest that `enable`/`disable` rewrite.
@@ -689,16 +688,15 @@ fn append_enabled(text: &str, enabled: bool) -> Option<String> {
     let key_start = ast::Node::from(&last.name).start();
     let key_end = ast::Node::from(&last.name).end();
     let (value_start, value_end) = (last.value.start(), last.value.end());
-    let indent_start = text[..key_start]
+    // Offsets of the parsed text: on character boundaries, so `get` always answers.
+    let indent_start = text
+        .get(..key_start)?
         .trim_end_matches([' ', '\t', '\n', '\r'])
         .len();
-    let indent = &text[indent_start..key_start];
-    let colon = &text[key_end..value_start];
-    Some(format!(
-        "{},{indent}\"enabled\"{colon}{enabled}{}",
-        &text[..value_end],
-        &text[value_end..]
-    ))
+    let indent = text.get(indent_start..key_start)?;
+    let colon = text.get(key_end..value_start)?;
+    let (head, tail) = text.split_at_checked(value_end)?;
+    Some(format!("{head},{indent}\"enabled\"{colon}{enabled}{tail}"))
 }
 
 /// Replaces `name` in `folder` with `contents` (permission bits `mode`): a flushed

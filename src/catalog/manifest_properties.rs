@@ -238,6 +238,8 @@ fn written() -> impl Strategy<Value = Written> {
 }
 
 /// What the rewrite must produce when `written` has `enabled` members: each value replaced.
+// The offsets are where this module's generator put the values: character boundaries.
+#[allow(clippy::string_slice)]
 fn replaced(written: &Written, literal: &str) -> String {
     let mut out = String::new();
     let mut at = 0;
@@ -371,6 +373,8 @@ proptest! {
 
 /// A key near a field's: a field as documented (sometimes written with escapes), in
 /// another case or with a folding character (`ſ`, the Kelvin sign), or another key.
+// The known fields are ASCII: any byte index is a character boundary.
+#[allow(clippy::string_slice)]
 fn near_key() -> impl Strategy<Value = String> {
     let field = prop::sample::select(KNOWN.to_vec());
     prop_oneof![

@@ -122,7 +122,10 @@ fn with_folder_hint(error: anyhow::Error, arg: &str) -> anyhow::Error {
     error::Suggested {
         message: format!(
             "{}; did you mean {folder}? (a folder in the current directory)",
-            &found.message[..found.message.len() - generic.len()]
+            found
+                .message
+                .strip_suffix(generic)
+                .unwrap_or(&found.message)
         ),
         suggestions: vec![folder],
     }

@@ -8,9 +8,11 @@
 //! list recorded at install hashes to the lock's tree hash, and re-hashing the installed
 //! files against that list finds none edited or missing. The re-hash (rather than trusting
 //! the recorded hash alone) catches a tree changed by hand; it reads only local files, so an
-//! up-to-date sync needs no network. `extension.json` is left out of it, since enable and
-//! disable rewrite it (its `enabled` is set from the file on every sync), and files the
-//! install did not place are the extension's own data.
+//! up-to-date sync needs no network. Every placed file counts, `extension.json` included:
+//! only its `enabled` value may differ (enable and disable rewrite it, and sync sets it from
+//! the file), judged by the rule `verify` uses ([`manifest_toggled_only`]). Files the install
+//! did not place are the extension's own data. A placed file changed is reinstalled by
+//! `sync` and refused by `--frozen`, naming the files.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -34,6 +36,7 @@ use crate::project::lock::{self, Lock};
 use crate::project::{self, ProjectFile, Where};
 use crate::source::Source;
 use crate::store::Store;
+use crate::store::carry::manifest_toggled_only;
 use crate::store::filelist::{FileList, Standing};
 use crate::store::record::Record;
 
@@ -74,6 +77,8 @@ struct Item {
     locked: Option<lock::Entry>,
     /// The enabled state to set on an extension that stays (`None`: already right).
     set_enabled: Option<bool>,
+    /// The placed files changed since the install (shown), which `--frozen` refuses.
+    edited: Vec<String>,
 }
 
 /// One element of `zot ext sync --json`, and one line of text.
@@ -136,11 +141,17 @@ impl Run for SyncArgs {
         if self.dry_run {
             Store::tidy(dirs)?;
             let items = self.plan(ctx, &at, dirs, &file, &lock)?;
+            if self.frozen {
+                check_frozen_edits(&at, &items)?;
+            }
             let reports: Vec<Report> = items.iter().map(dry_report).collect();
             return self.finish(ctx, &at, &reports);
         }
         let store = Store::open(dirs)?;
         let items = self.plan(ctx, &at, dirs, &file, &lock)?;
+        if self.frozen {
+            check_frozen_edits(&at, &items)?;
+        }
         let reports = self.apply(&at, &store, &items, &ctx.layout.global)?;
         if !self.frozen {
             save_lock(&at, &lock, lock_text.as_deref(), &file, &reports)?;
@@ -174,6 +185,7 @@ impl SyncArgs {
                         entry: None,
                         locked: None,
                         set_enabled: None,
+                        edited: Vec::new(),
                     });
                 }
             }
@@ -277,6 +289,7 @@ fn plan_one(
         entry: Some(entry.clone()),
         locked: agrees.clone(),
         set_enabled: None,
+        edited: Vec::new(),
     };
     match drift(dirs, name, locked, entry) {
         Ok(()) => {
@@ -288,6 +301,14 @@ fn plan_one(
             item.action = Action::Update;
             item.reason = Some(why);
         }
+        Err(Drift::Edited(files)) => {
+            item.action = Action::Update;
+            item.reason = Some(format!(
+                "files changed since it was installed: {}",
+                files.join(", ")
+            ));
+            item.edited = files;
+        }
     }
     item
 }
@@ -296,6 +317,8 @@ fn plan_one(
 enum Drift {
     Missing,
     Changed(String),
+    /// Placed files edited or missing (shown).
+    Edited(Vec<String>),
 }
 
 /// Checks the installed copy of `name` against its lock entry (see the module doc).
@@ -332,15 +355,15 @@ fn drift(
         .map_err(|e| Drift::Changed(format!("cannot read the installed copy: {e:#}")))?;
     let edited: Vec<String> = classified
         .iter()
-        .filter(|c| matches!(c.standing, Standing::Edited | Standing::Missing))
-        .filter(|c| c.path != manifest::FILE.as_bytes())
+        .filter(|c| match c.standing {
+            Standing::Missing => true,
+            Standing::Edited => !manifest_toggled_only(&dir, Some(&list), c),
+            _ => false,
+        })
         .map(|c| crate::store::filelist::shown(&c.path))
         .collect();
     if !edited.is_empty() {
-        return Err(Drift::Changed(format!(
-            "files changed since it was installed: {}",
-            edited.join(", ")
-        )));
+        return Err(Drift::Edited(edited));
     }
     Ok(())
 }
@@ -412,6 +435,31 @@ fn check_frozen(at: &Where, file: &ProjectFile, lock: &Lock) -> Result<()> {
         "--frozen: {} and {} disagree: {}; nothing was changed (run zot ext sync without --frozen to update the lock)",
         at.project_file().display(),
         at.lock_file().display(),
+        problems.join("; ")
+    ))
+}
+
+/// `--frozen`: no installed extension has a placed file changed since its install (an
+/// `extension.json` that now runs something else, say); such a copy is not reinstalled
+/// behind the user's back but named. Checked before anything is fetched.
+fn check_frozen_edits(at: &Where, items: &[Item]) -> Result<()> {
+    let problems: Vec<String> = items
+        .iter()
+        .filter(|i| !i.edited.is_empty())
+        .map(|i| {
+            format!(
+                "{}: {} changed since it was installed",
+                printable(&i.name),
+                i.edited.join(", ")
+            )
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow!(
+        "--frozen: installed files differ from their file lists in {}: {}; nothing was changed (run zot ext sync without --frozen to install them again)",
+        at.dir.display(),
         problems.join("; ")
     ))
 }
@@ -742,7 +790,7 @@ fn line(r: &Report) -> String {
     let commit = r
         .commit
         .as_deref()
-        .map(|c| format!(" ({})", &c[..c.len().min(7)]))
+        .map(|c| format!(" ({})", printable(&c.chars().take(7).collect::<String>())))
         .unwrap_or_default();
     let why = r
         .message

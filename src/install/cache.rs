@@ -7,8 +7,14 @@
 //! recorded one ([`Cache::get`]); anything else (a file edited, added or removed, a special
 //! file, a missing record) makes the entry a miss and it is deleted. The hash is that of the
 //! copy served, made while copying it out (one pass over the data): it is the only check that
-//! catches an edit which keeps sizes and times. Entries are content-addressed: a commit id
-//! names the same tree in every repository, so an entry serves any URL.
+//! catches an edit which keeps sizes and times.
+//!
+//! **Sources.** An entry answers only for a repository that served that commit:
+//! `<commit>.sources` holds one line per source that fetched it (the SHA-256 of the source's
+//! key, [`crate::source::GitUrl::cache_key`]: the URL without credentials, so no secret is
+//! written here). A commit asked for under another URL is fetched from that URL (and fails
+//! there when that repository does not have it), then that URL is added. An entry without
+//! the file (made before sources were kept) answers for none until a fetch adds one.
 //!
 //! **Shared files.** An entry made of a checkout whose list is known ([`Cache::link`]) holds
 //! hard links to the checked-out files, which become the installed ones: a file edited in
@@ -104,13 +110,16 @@ impl Cache {
 
     /// Copies the cached tree of `commit` into `into` (a new folder), listing the copy on the
     /// way: its file list when its tree hash is the recorded one. `None` when there is no
-    /// entry, or when the copy is not the recorded tree (the entry was edited, holds a
+    /// entry, when `source` (a [`crate::source::GitUrl::cache_key`]) did not fetch it, or when the copy is not the recorded tree (the entry was edited, holds a
     /// special file, or was deleted meanwhile): the entry is then deleted, and what was
     /// copied stays in `into` for the caller to drop.
-    pub(crate) fn get(&self, commit: &str, into: &Path) -> Result<Option<FileList>> {
+    pub(crate) fn get(&self, commit: &str, source: &str, into: &Path) -> Result<Option<FileList>> {
         let Some(folder) = self.folder.get().filter(|_| is_commit_id(commit)) else {
             return Ok(None);
         };
+        if !sources(folder, commit).contains(&source_line(source)) {
+            return Ok(None);
+        }
         let Some(recorded) = recorded(folder, commit) else {
             return Ok(None);
         };
@@ -127,30 +136,36 @@ impl Cache {
         Ok(None)
     }
 
-    /// Stores a copy of `tree` (a checked-out commit, a real folder) as `commit`, unless a
-    /// complete entry is there already. Links are copied as links, never followed; a
+    /// Stores a copy of `tree` (a checked-out commit, a real folder) as `commit`, fetched
+    /// from `source`, unless a complete entry is there already (then `source` is added to it). Links are copied as links, never followed; a
     /// special file in `tree` is an error. The tree hash recorded is that of the copy, listed
     /// while it is made: that list, which is `tree`'s too (the copy is exact), when a copy was
     /// made.
-    pub(crate) fn put(&self, commit: &str, tree: &Path) -> Result<Option<FileList>> {
-        let Some(folder) = self.missing(commit)? else {
+    pub(crate) fn put(&self, commit: &str, source: &str, tree: &Path) -> Result<Option<FileList>> {
+        let Some(folder) = self.missing(commit, source)? else {
             return Ok(None);
         };
-        copy_entry(&folder, commit, tree).map(Some)
+        copy_entry(&folder, commit, source, tree).map(Some)
     }
 
     /// [`Cache::put`] of a checked-out tree given its list (what [`FileList::scan`] of it
     /// says): the entry's files are hard links to `tree`'s when the cache is on its file
     /// system and links are allowed there (see [`link_tree`]), else copies.
-    pub(crate) fn link(&self, commit: &str, tree: &Path, list: &FileList) -> Result<()> {
-        let Some(linking) = self.start_link(commit, tree, list)? else {
+    pub(crate) fn link(
+        &self,
+        commit: &str,
+        source: &str,
+        tree: &Path,
+        list: &FileList,
+    ) -> Result<()> {
+        let Some(linking) = self.start_link(commit, source, tree, list)? else {
             return Ok(());
         };
         // A half-linked tree is deleted with its temporary folder; the tree is still here to
         // be copied.
         match linking.finish() {
             Ok(()) => Ok(()),
-            Err(_) => self.put(commit, tree).map(|_| ()),
+            Err(_) => self.put(commit, source, tree).map(|_| ()),
         }
     }
 
@@ -161,10 +176,11 @@ impl Cache {
     fn start_link<'a>(
         &self,
         commit: &str,
+        source: &'a str,
         tree: &Path,
         list: &'a FileList,
     ) -> Result<Option<Linking<'a>>> {
-        let Some(folder) = self.missing(commit)? else {
+        let Some(folder) = self.missing(commit, source)? else {
             return Ok(None);
         };
         let temp = unique_name(".put-");
@@ -179,12 +195,13 @@ impl Cache {
                 folder,
                 temp,
                 commit: commit.to_string(),
+                source,
                 top,
                 list,
             })),
             Ok(None) => {
                 let _ = folder.remove(&temp);
-                copy_entry(&folder, commit, tree)?;
+                copy_entry(&folder, commit, source, tree)?;
                 Ok(None)
             }
             Err(e) => {
@@ -196,13 +213,16 @@ impl Cache {
         }
     }
 
-    /// The cache folder when it has no complete entry for `commit` (made when missing).
-    fn missing(&self, commit: &str) -> Result<Option<Folder>> {
+    /// The cache folder when it has no complete entry for `commit` (made when missing); a
+    /// complete one gets `source`, which has just fetched that commit, among its sources.
+    fn missing(&self, commit: &str, source: &str) -> Result<Option<Folder>> {
         if !is_commit_id(commit) {
             return Err(anyhow!("\"{commit}\" is not a commit id"));
         }
         let folder = self.made()?;
         if recorded(&folder, commit).is_some() && folder.stat(commit)?.is_some() {
+            add_source(&folder, commit, source)
+                .with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))?;
             return Ok(None);
         }
         Ok(Some(folder))
@@ -221,7 +241,9 @@ impl Cache {
             folder
                 .remove(&name)
                 .with_context(|| format!("cannot delete {}", path.display()))?;
-            if !name.as_bytes().starts_with(b".") && !name.as_bytes().ends_with(b".tree") {
+            let bytes = name.as_bytes();
+            let beside = bytes.ends_with(b".tree") || bytes.ends_with(SOURCES.as_bytes());
+            if !bytes.starts_with(b".") && !beside {
                 stats.entries += 1;
             }
         }
@@ -252,6 +274,8 @@ struct Linking<'a> {
     /// The temporary folder's name in `folder`.
     temp: String,
     commit: String,
+    /// Where the commit was fetched from.
+    source: &'a str,
     /// The checked-out tree's top folder.
     top: OwnedFd,
     list: &'a FileList,
@@ -264,13 +288,15 @@ impl Linking<'_> {
             folder,
             temp,
             commit,
+            source,
             top,
             list,
         } = self;
         let linked = folder.path().join(&temp).join("linked");
         let result = link_tree(top.as_fd(), &linked, list)
             .map_err(anyhow::Error::from)
-            .and_then(|()| place_entry(&folder, &temp, "linked", &commit, list));
+            .and_then(|()| place_entry(&folder, &temp, "linked", &commit, list))
+            .and_then(|()| add_source(&folder, &commit, source).map_err(Into::into));
         let _ = folder.remove(&temp);
         result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
     }
@@ -278,12 +304,13 @@ impl Linking<'_> {
 
 /// Puts a copy of `tree`, listed on the way, in `folder` (the cache folder) as `commit`'s
 /// entry; the list.
-fn copy_entry(folder: &Folder, commit: &str, tree: &Path) -> Result<FileList> {
+fn copy_entry(folder: &Folder, commit: &str, source: &str, tree: &Path) -> Result<FileList> {
     let temp = unique_name(".put-");
     let built = folder.create_dir(&temp).map_err(anyhow::Error::from);
     let result = built.and_then(|dir| {
         let list = copy_tree::copy(tree, &dir.join("tree"), &mut |_| {})?.1;
         place_entry(folder, &temp, "tree", commit, &list)?;
+        add_source(folder, commit, source)?;
         Ok(list)
     });
     let _ = folder.remove(&temp);
@@ -360,10 +387,66 @@ fn recorded(folder: &Folder, commit: &str) -> Option<String> {
     hash.starts_with("sha256:").then(|| hash.to_string())
 }
 
-/// Deletes the entry of `commit`, record first (a tree without one is never served).
+/// Deletes the entry of `commit`, record and sources first (a tree without them is never
+/// served).
 fn forget(folder: &Folder, commit: &str) {
     let _ = folder.unlink(record_name(commit));
+    let _ = folder.unlink(sources_name(commit));
     let _ = folder.remove(commit);
+}
+
+/// The suffix of the file beside an entry that names the sources that fetched it.
+const SOURCES: &str = ".sources";
+
+/// Longest sources file read: some thousands of sources.
+const MAX_SOURCES: u64 = 1 << 20;
+
+fn sources_name(commit: &str) -> String {
+    format!("{commit}{SOURCES}")
+}
+
+/// The line of `source` in a sources file: the hexadecimal SHA-256 of its key.
+fn source_line(source: &str) -> String {
+    use sha2::{Digest, Sha256};
+    crate::store::filelist::hex(&Sha256::digest(source.as_bytes()))
+}
+
+/// The sources recorded for `commit` in `folder` (none when there is no readable file).
+fn sources(folder: &Folder, commit: &str) -> Vec<String> {
+    let Some(bytes) = folder
+        .read_file(sources_name(commit), MAX_SOURCES)
+        .ok()
+        .flatten()
+    else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Adds `source` to the sources of `commit` in `folder`: the whole file written beside and
+/// renamed over it (two runs adding at once may lose one line: that source is then a miss,
+/// fetched again).
+fn add_source(folder: &Folder, commit: &str, source: &str) -> std::io::Result<()> {
+    let mut lines = sources(folder, commit);
+    let line = source_line(source);
+    if lines.contains(&line) {
+        return Ok(());
+    }
+    lines.push(line);
+    let temp = unique_name(".sources-");
+    let mut text = lines.join("\n");
+    text.push('\n');
+    let written = fs::write(folder.path().join(&temp), text).and_then(|()| {
+        rustix::fs::renameat(folder, temp.as_str(), folder, sources_name(commit).as_str())
+            .map_err(Into::into)
+    });
+    if written.is_err() {
+        let _ = folder.unlink(&temp);
+    }
+    written
 }
 
 fn record_name(commit: &str) -> String {
@@ -439,11 +522,12 @@ mod tests {
     }
 
     const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+    const SOURCE: &str = "git://host/repo";
 
     /// What the cache serves for [`COMMIT`], copied into a new folder under `dir`.
     fn served(cache: &Cache, dir: &Path) -> Option<(PathBuf, FileList)> {
         let into = dir.join(unique_name("out-"));
-        let list = cache.get(COMMIT, &into).unwrap()?;
+        let list = cache.get(COMMIT, SOURCE, &into).unwrap()?;
         Some((into, list))
     }
 
@@ -457,13 +541,17 @@ mod tests {
         let src = tree(tmp.path());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
         assert!(served(&cache, tmp.path()).is_none());
-        let put = cache.put(COMMIT, &src).unwrap();
+        let put = cache.put(COMMIT, SOURCE, &src).unwrap();
         assert_eq!(
             put,
             Some(FileList::scan(&src).unwrap()),
             "the tree's own list"
         );
-        assert_eq!(cache.put(COMMIT, &src).unwrap(), None, "already there");
+        assert_eq!(
+            cache.put(COMMIT, SOURCE, &src).unwrap(),
+            None,
+            "already there"
+        );
         let (got, list) = served(&cache, tmp.path()).unwrap();
         assert_eq!(list, FileList::scan(&got).unwrap());
         assert_eq!(list.tree_hash(), FileList::scan(&src).unwrap().tree_hash());
@@ -475,7 +563,7 @@ mod tests {
         let src = tree(tmp.path());
         let list = FileList::scan(&src).unwrap();
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.link(COMMIT, &src, &list).unwrap();
+        cache.link(COMMIT, SOURCE, &src, &list).unwrap();
         let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
         let file = Path::new("sub/run.sh");
         assert_eq!(inode(&src.join(file)), inode(&entry(&cache).join(file)));
@@ -500,7 +588,7 @@ mod tests {
         let src = tree(tmp.path());
         let list = FileList::scan(&src).unwrap();
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.link(COMMIT, &src, &list).unwrap();
+        cache.link(COMMIT, SOURCE, &src, &list).unwrap();
         let mut file = fs::File::options()
             .write(true)
             .truncate(true)
@@ -519,7 +607,7 @@ mod tests {
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
         // A list that names a file the tree does not have: linking fails part way.
         cache
-            .link(COMMIT, &src, &listing_a_missing_file(&list))
+            .link(COMMIT, SOURCE, &src, &listing_a_missing_file(&list))
             .unwrap();
         let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
         let file = Path::new("sub/run.sh");
@@ -527,7 +615,10 @@ mod tests {
         let (_, served) = served(&cache, tmp.path()).unwrap();
         assert_eq!(served, list, "the copy's own list is recorded");
         let names = fs::read_dir(cache.path()).unwrap().count();
-        assert_eq!(names, 2, "no temporary folder is left");
+        assert_eq!(
+            names, 3,
+            "no temporary folder is left (the tree, its record and sources)"
+        );
     }
 
     /// [`tree`]'s list with a file it does not have, deep inside.
@@ -550,7 +641,10 @@ mod tests {
         let src = tree(tmp.path());
         let list = FileList::scan(&src).unwrap();
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        let linking = cache.start_link(COMMIT, &src, &list).unwrap().unwrap();
+        let linking = cache
+            .start_link(COMMIT, SOURCE, &src, &list)
+            .unwrap()
+            .unwrap();
         fs::rename(&src, tmp.path().join("moved")).unwrap();
         linking.finish().unwrap();
         let (_, served) = served(&cache, tmp.path()).unwrap();
@@ -567,7 +661,10 @@ mod tests {
         let src = tree(tmp.path());
         let list = listing_a_missing_file(&FileList::scan(&src).unwrap());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        let linking = cache.start_link(COMMIT, &src, &list).unwrap().unwrap();
+        let linking = cache
+            .start_link(COMMIT, SOURCE, &src, &list)
+            .unwrap()
+            .unwrap();
         let error = linking.finish().unwrap_err();
         assert!(format!("{error:#}").contains(COMMIT), "{error:#}");
         assert_eq!(fs::read_dir(cache.path()).unwrap().count(), 0);
@@ -581,7 +678,12 @@ mod tests {
         let src = tree(shm.path());
         let list = FileList::scan(&src).unwrap();
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        assert!(cache.start_link(COMMIT, &src, &list).unwrap().is_none());
+        assert!(
+            cache
+                .start_link(COMMIT, SOURCE, &src, &list)
+                .unwrap()
+                .is_none()
+        );
         let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
         let file = Path::new("sub/run.sh");
         assert_ne!(inode(&src.join(file)), inode(&entry(&cache).join(file)));
@@ -594,12 +696,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let src = tree(tmp.path());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.put(COMMIT, &src).unwrap();
+        cache.put(COMMIT, SOURCE, &src).unwrap();
         assert!(served(&cache, tmp.path()).is_some());
         fs::write(entry(&cache).join("extension.json"), "{\"x\":1}").unwrap();
         assert!(served(&cache, tmp.path()).is_none());
         assert!(!entry(&cache).exists());
-        cache.put(COMMIT, &src).unwrap();
+        cache.put(COMMIT, SOURCE, &src).unwrap();
         assert!(served(&cache, tmp.path()).is_some());
     }
 
@@ -608,7 +710,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let src = tree(tmp.path());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.put(COMMIT, &src).unwrap();
+        cache.put(COMMIT, SOURCE, &src).unwrap();
         let file = entry(&cache).join("sub/run.sh");
         let modified = fs::metadata(&file).unwrap().modified().unwrap();
         fs::write(&file, "#!/bin/XX\n").unwrap();
@@ -619,7 +721,7 @@ mod tests {
             .set_modified(modified)
             .unwrap();
         let into = tmp.path().join("out");
-        assert!(cache.get(COMMIT, &into).unwrap().is_none());
+        assert!(cache.get(COMMIT, SOURCE, &into).unwrap().is_none());
         // The one pass copied it out before it could tell: the caller drops that copy.
         assert_eq!(fs::read(into.join("sub/run.sh")).unwrap(), b"#!/bin/XX\n");
         assert!(!entry(&cache).exists(), "the entry is deleted");
@@ -631,7 +733,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let src = tree(tmp.path());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.put(COMMIT, &src).unwrap();
+        cache.put(COMMIT, SOURCE, &src).unwrap();
         let status = std::process::Command::new("mkfifo")
             .arg(entry(&cache).join("sub/pipe"))
             .status()
@@ -649,8 +751,46 @@ mod tests {
         fs::create_dir_all(home.join(".ext-store/cache").join(COMMIT)).unwrap();
         let cache = Cache::open(&layout(&home)).unwrap();
         assert!(served(&cache, tmp.path()).is_none());
-        cache.put(COMMIT, &src).unwrap();
+        cache.put(COMMIT, SOURCE, &src).unwrap();
         assert!(served(&cache, tmp.path()).is_some());
+    }
+
+    #[test]
+    fn an_entry_answers_only_for_the_sources_that_fetched_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tree(tmp.path());
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        cache.put(COMMIT, SOURCE, &src).unwrap();
+        let into = |n: &str| tmp.path().join(n);
+        assert!(
+            cache
+                .get(COMMIT, "git://other/repo", &into("a"))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            entry(&cache).exists(),
+            "a miss for another source keeps the entry"
+        );
+        // The other source fetched it too: it is added, the tree is not copied again.
+        assert!(
+            cache
+                .put(COMMIT, "git://other/repo", &src)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            cache
+                .get(COMMIT, "git://other/repo", &into("b"))
+                .unwrap()
+                .is_some()
+        );
+        assert!(cache.get(COMMIT, SOURCE, &into("c")).unwrap().is_some());
+        let text = fs::read_to_string(cache.path().join(sources_name(COMMIT))).unwrap();
+        assert!(!text.contains("git://"), "only digests are written: {text}");
+        // An entry of the older layout (no sources) answers for none.
+        fs::remove_file(cache.path().join(sources_name(COMMIT))).unwrap();
+        assert!(cache.get(COMMIT, SOURCE, &into("d")).unwrap().is_none());
     }
 
     #[test]
@@ -658,10 +798,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let src = tree(tmp.path());
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.put(COMMIT, &src).unwrap();
+        cache.put(COMMIT, SOURCE, &src).unwrap();
         let stats = cache.clean().unwrap();
         assert_eq!(stats.entries, 1);
-        assert_eq!(stats.bytes, 2 + 10 + 72);
+        assert_eq!(stats.bytes, 2 + 10 + 72 + 65);
         assert_eq!(fs::read_dir(cache.path()).unwrap().count(), 0);
     }
 
@@ -671,15 +811,23 @@ mod tests {
         let src = tree(tmp.path());
         let list = FileList::scan(&src).unwrap();
         let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.link(COMMIT, &src, &list).unwrap();
+        cache.link(COMMIT, SOURCE, &src, &list).unwrap();
         let stats = cache.clean().unwrap();
         assert_eq!(stats.entries, 1);
-        assert_eq!(stats.bytes, 72, "only the record was the cache's own");
+        assert_eq!(
+            stats.bytes,
+            72 + 65,
+            "only the record and sources were the cache's own"
+        );
         fs::remove_dir_all(&src).unwrap();
         let src = tree(tmp.path());
-        cache.link(COMMIT, &src, &list).unwrap();
+        cache.link(COMMIT, SOURCE, &src, &list).unwrap();
         fs::remove_dir_all(&src).unwrap();
-        assert_eq!(cache.clean().unwrap().bytes, 2 + 10 + 72, "the last links");
+        assert_eq!(
+            cache.clean().unwrap().bytes,
+            2 + 10 + 72 + 65,
+            "the last links"
+        );
     }
 
     #[test]

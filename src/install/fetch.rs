@@ -74,10 +74,13 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<St
             false,
         ),
     };
-    let files = match built.files {
+    let mut files = match built.files {
         Some(files) => files,
         None => FileList::scan(&staging.tree())?,
     };
+    // Whoever owned the source, the copy is the user's: no set-user-ID, set-group-ID or
+    // sticky bit, nothing writable by the group or others.
+    files.drop_unsafe_modes(&staging.tree())?;
     crate::fsx::crashpoint::hit("stage.done");
     Ok(Staged {
         staging,
@@ -126,6 +129,7 @@ fn copy_into(
         Some(sub) => real_subdir(source, sub, &source.display().to_string())?,
         None => source.to_path_buf(),
     };
+    check_manifest_first(&from, &shown)?;
     let left_out = copy::has_project_state(&from);
     let copied = copy_tree::copy_source(&from, &staging.tree(), &prefix, &mut |stats| {
         if (stats.files + stats.dirs + stats.links) % 64 == 0 {
@@ -165,7 +169,8 @@ fn clone_into(
         Some(_) => staging.scratch("checkout"),
         None => staging.tree(),
     };
-    let (mut checkout, listed) = match from_cache(staging, request.cache, git_ref, &checkout_dir)? {
+    let cached = from_cache(staging, request.cache, url, git_ref, &checkout_dir)?;
+    let (mut checkout, listed) = match cached {
         Some((checkout, files)) => (checkout, Some(files)),
         None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
     };
@@ -239,10 +244,11 @@ fn within(files: FileList, subdir: Option<&Path>) -> FileList {
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
 /// scratch folder of `staging`, so a failed copy leaves `dir` free), with the copy's file
 /// list; `None` when the ref is not a full commit id, no cache is given, or the cache does
-/// not hold it (or holds something else: see [`Cache::get`]).
+/// not hold it as fetched from `url` (or holds something else: see [`Cache::get`]).
 fn from_cache(
     staging: &Staging,
     cache: Option<&Cache>,
+    url: &GitUrl,
     git_ref: Option<&str>,
     dir: &Path,
 ) -> Result<Option<(Checkout, FileList)>> {
@@ -255,7 +261,7 @@ fn from_cache(
     // An entry deleted meanwhile (`cache clean` in another shell) or edited is fetched after
     // all; the half copy goes with the staging folder.
     let copied = staging.scratch("cached");
-    let Some(files) = cache.get(&commit, &copied)? else {
+    let Some(files) = cache.get(&commit, &url.cache_key(), &copied)? else {
         return Ok(None);
     };
     fs::rename(&copied, dir)
@@ -312,9 +318,12 @@ fn fetch_and_cache(
         // copied, listed on the way. Linked now, before the install's own flush (links made
         // during that flush would make it wait for them), while the checkout's files are
         // already on their way to the disk.
+        let source = url.cache_key();
         let cached = while_flushing(dir, || match &checkout.written {
-            Some(written) => cache.link(&checkout.commit, dir, written),
-            None => cache.put(&checkout.commit, dir).map(|files| listed = files),
+            Some(written) => cache.link(&checkout.commit, &source, dir, written),
+            None => cache
+                .put(&checkout.commit, &source, dir)
+                .map(|files| listed = files),
         });
         if let Err(e) = cached {
             out.note(&format!("note: {e:#}; the next install fetches it again"));
@@ -413,26 +422,53 @@ fn real_subdir(base: &Path, sub: &Path, label: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The first 12 characters of a commit id (all of it when shorter).
 pub(crate) fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(12)]
+    commit
+        .char_indices()
+        .nth(12)
+        .and_then(|(end, _)| commit.get(..end))
+        .unwrap_or(commit)
+}
+
+/// Before the first file is copied: a folder without a manifest that reads (`/usr`, say)
+/// fails at once rather than after copying all of it. A manifest that is a link is left to
+/// the copy's audit, which names what is wrong with the link; the staged copy's manifest is
+/// read again either way.
+fn check_manifest_first(from: &Path, shown: &Path) -> Result<()> {
+    let path = from.join(manifest::FILE);
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    manifest::read(from)
+        .map(drop)
+        .map_err(|e| manifest_error(e, from, &shown.join(manifest::FILE)))
 }
 
 /// Reads the staged manifest; errors name `shown` instead of the staging path.
 fn validate(staging: &Staging, shown: &Path) -> Result<Manifest> {
     let tree = staging.tree();
-    manifest::read(&tree).map_err(|e| {
-        let hint = if e.message.starts_with("not found") {
-            nested_manifest_hint(&tree)
-        } else {
-            String::new()
-        };
-        let relabelled = ManifestError {
-            path: shown.to_path_buf(),
-            ..e
-        };
-        anyhow!("{relabelled}{hint} (nothing was changed)")
-    })
+    manifest::read(&tree).map_err(|e| manifest_error(e, &tree, shown))
 }
+
+/// The error of reading the manifest of `tree`, naming `shown` instead, with a hint at
+/// manifests in subfolders when there is none.
+fn manifest_error(e: ManifestError, tree: &Path, shown: &Path) -> anyhow::Error {
+    let hint = if e.message.starts_with("not found") {
+        nested_manifest_hint(tree)
+    } else {
+        String::new()
+    };
+    let relabelled = ManifestError {
+        path: shown.to_path_buf(),
+        ..e
+    };
+    anyhow!("{relabelled}{hint} (nothing was changed)")
+}
+
+/// How many entries the search for manifests in subfolders looks at (a source folder can
+/// be as big as `/usr`).
+const HINT_ENTRIES: usize = 10_000;
 
 /// Points at manifests in subfolders when the top level has none.
 fn nested_manifest_hint(tree: &Path) -> String {
@@ -440,6 +476,7 @@ fn nested_manifest_hint(tree: &Path) -> String {
         .min_depth(2)
         .max_depth(4)
         .into_iter()
+        .take(HINT_ENTRIES)
         .flatten()
         .filter(|e| e.file_name() == manifest::FILE)
         .filter_map(|e| {

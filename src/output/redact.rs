@@ -11,6 +11,12 @@
 //! user-info part runs to the last `@` before the first `/` after `://`, the way libgit2
 //! reads it, so a password may hold `#`, `?`, `@` or `:`.
 
+// Every index sliced at here is that of an ASCII delimiter found in the same string (`@`,
+// `:`, `/`, `?`, `#`, `&`, `;`, `=`, `%`, `://`) or just past one, or the length of a
+// prefix of that string (a trimmed word, a matched ASCII scheme): always a character
+// boundary, so no slice can panic.
+#![allow(clippy::string_slice)]
+
 use std::fmt::Write as _;
 
 /// What stands in for a secret.

@@ -306,7 +306,11 @@ impl<'a> Table<'a> {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         let style = self.styles[i];
         let style = (style != NO_DETAIL).then(|| self.palette[usize::from(style)]);
-        (&self.text[start..self.ends[i]], style)
+        // The ends are those of whole texts pushed, so `get` always answers.
+        (
+            self.text.get(start..self.ends[i]).unwrap_or_default(),
+            style,
+        )
     }
 
     /// Writes the headers and every row, coloured if `color`.

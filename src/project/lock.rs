@@ -8,7 +8,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ParseError, read_text, write_atomically};
+use jsonc_parser::ast;
+use jsonc_parser::common::Ranged;
+
+use super::{Doc, ParseError, read_text, write_atomically};
+use crate::output::printable;
 
 /// The lock file's name, beside the project file.
 pub(crate) const FILE: &str = "extensions.lock";
@@ -25,10 +29,87 @@ pub(crate) struct Entry {
     #[serde(rename = "ref")]
     pub git_ref: Option<String>,
     pub subdir: Option<String>,
-    /// The commit installed; `null` for a local folder.
+    /// The commit installed; `null` for a local folder. 40 hex digits (64 in a SHA-256
+    /// repository).
     pub commit: Option<String>,
     /// `sha256:…`, the tree hash of the installed file list (`zot ext info --json`'s `tree_hash`).
     pub tree: String,
+}
+
+/// Every `commit` is a full commit id and every `tree` a tree hash; the first that is not
+/// is an error at its value's position.
+fn check_ids(
+    text: &str,
+    path: &Path,
+    extensions: &BTreeMap<String, Entry>,
+) -> Result<(), ParseError> {
+    for (name, entry) in extensions {
+        if let Some(commit) = entry.commit.as_deref().filter(|c| !is_commit_id(c)) {
+            let message = format!(
+                "\"commit\" of \"{}\" must be a full commit id (40 hex digits, or 64 in a SHA-256 repository), not \"{}\"; run `zot ext sync` to write the lock again",
+                printable(name),
+                printable(commit)
+            );
+            return Err(error_at(text, path, name, "commit", message));
+        }
+        if !is_tree_hash(&entry.tree) {
+            let message = format!(
+                "\"tree\" of \"{}\" must be \"sha256:\" and 64 hex digits, not \"{}\"; run `zot ext sync` to write the lock again",
+                printable(name),
+                printable(&entry.tree)
+            );
+            return Err(error_at(text, path, name, "tree", message));
+        }
+    }
+    Ok(())
+}
+
+/// `message` at the value of `extensions.<name>.<field>` (the last one given, as serde
+/// keeps the last of repeated names).
+fn error_at(text: &str, path: &Path, name: &str, field: &str, message: String) -> ParseError {
+    let no_position = || ParseError {
+        path: path.to_path_buf(),
+        position: None,
+        message: message.clone(),
+    };
+    let Ok(doc) = Doc::new(text, path) else {
+        return no_position();
+    };
+    let value = doc
+        .root()
+        .ok()
+        .and_then(|root| member(root, "extensions"))
+        .and_then(|extensions| member(extensions, name))
+        .and_then(|entry| member(entry, field));
+    match value {
+        Some(value) => doc.error(value.start(), message),
+        None => no_position(),
+    }
+}
+
+/// The value of the last property `key` of an object.
+fn member<'b, 'a>(value: &'b ast::Value<'a>, key: &str) -> Option<&'b ast::Value<'a>> {
+    let ast::Value::Object(object) = value else {
+        return None;
+    };
+    object
+        .properties
+        .iter()
+        .rev()
+        .find(|p| p.name.as_str() == key)
+        .map(|p| &p.value)
+}
+
+/// A full commit id: 40 hex digits (SHA-1) or 64 (SHA-256).
+pub(crate) fn is_commit_id(id: &str) -> bool {
+    matches!(id.len(), 40 | 64) && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A tree hash as the file list writes it: `sha256:` and 64 hex digits.
+pub(crate) fn is_tree_hash(value: &str) -> bool {
+    value
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A parsed lock file.
@@ -75,6 +156,7 @@ impl Lock {
                 ),
             });
         }
+        check_ids(text, path, &stored.extensions)?;
         Ok(Lock {
             extensions: stored.extensions,
         })
@@ -109,13 +191,16 @@ impl super::Where {
 mod tests {
     use super::*;
 
+    const TREE: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    const COMMIT: &str = "abababababababababababababababababababab";
+
     fn entry(commit: Option<&str>) -> Entry {
         Entry {
             source: "https://e.com/c.git".into(),
             git_ref: Some("v1".into()),
             subdir: None,
             commit: commit.map(str::to_string),
-            tree: "sha256:00".into(),
+            tree: TREE.into(),
         }
     }
 
@@ -123,9 +208,9 @@ mod tests {
     fn text_is_stable_and_round_trips() {
         let mut lock = Lock::default();
         lock.extensions.insert("zeta".into(), entry(None));
-        lock.extensions.insert("alpha".into(), entry(Some("ab")));
+        lock.extensions.insert("alpha".into(), entry(Some(COMMIT)));
         let text = lock.to_text();
-        assert!(text.starts_with("{\n  \"version\": 1,\n  \"extensions\": {\n    \"alpha\": {\n      \"source\": \"https://e.com/c.git\",\n      \"ref\": \"v1\",\n      \"subdir\": null,\n      \"commit\": \"ab\",\n      \"tree\": \"sha256:00\"\n    },"), "{text}");
+        assert!(text.starts_with(&format!("{{\n  \"version\": 1,\n  \"extensions\": {{\n    \"alpha\": {{\n      \"source\": \"https://e.com/c.git\",\n      \"ref\": \"v1\",\n      \"subdir\": null,\n      \"commit\": \"{COMMIT}\",\n      \"tree\": \"{TREE}\"\n    }},")), "{text}");
         assert!(text.ends_with("}\n"));
         assert_eq!(Lock::parse(&text, Path::new("l")).unwrap(), lock);
     }
@@ -147,11 +232,43 @@ mod tests {
     }
 
     #[test]
+    fn commits_and_trees_that_are_not_ids_are_refused_at_their_position() {
+        let lock = |commit: &str, tree: &str| {
+            format!(
+                "{{\n  \"version\": 1,\n  \"extensions\": {{\n    \"a\": {{\n      \"source\": \"s\",\n      \"ref\": null,\n      \"subdir\": null,\n      \"commit\": {commit},\n      \"tree\": \"{tree}\"\n    }}\n  }}\n}}\n"
+            )
+        };
+        let err = Lock::parse(&lock("\"ééééé\"", TREE), Path::new("l"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("l:8:17: "), "{err}");
+        assert!(
+            err.contains("\"commit\" of \"a\" must be a full commit id"),
+            "{err}"
+        );
+        let err = Lock::parse(&lock(&format!("\"{COMMIT}\""), "sha256:ab"), Path::new("l"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("l:9:15: "), "{err}");
+        assert!(
+            err.contains("\"tree\" of \"a\" must be \"sha256:\" and 64 hex digits"),
+            "{err}"
+        );
+        let sha256 = format!("\"{}\"", "0".repeat(64));
+        assert!(Lock::parse(&lock(&sha256, TREE), Path::new("l")).is_ok());
+        assert!(Lock::parse(&lock("null", TREE), Path::new("l")).is_ok());
+        let err = Lock::parse(&lock("\"\\u001b[31m\"", TREE), Path::new("l"))
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains('\u{1b}'), "{err}");
+    }
+
+    #[test]
     fn save_then_load() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(FILE);
         let mut lock = Lock::default();
-        lock.extensions.insert("a".into(), entry(Some("c")));
+        lock.extensions.insert("a".into(), entry(Some(COMMIT)));
         lock.save(&path).unwrap();
         assert_eq!(Lock::load(&path).unwrap(), Some(lock));
         assert_eq!(Lock::load(&tmp.path().join("none")).unwrap(), None);

@@ -434,10 +434,10 @@ fn kind(value: &ast::Value) -> &'static str {
 
 /// 1-based line and column (in characters) of a byte offset.
 fn position_of(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
+    let last_line = before.rsplit('\n').next().unwrap_or(before);
+    (line, last_line.chars().count() + 1)
 }
 
 #[cfg(test)]

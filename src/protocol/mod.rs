@@ -700,7 +700,7 @@ mod tests {
             panic!("{example} decoded as unknown");
         };
         let line = encode(&frame);
-        assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
+        assert!(line.strip_suffix('\n').is_some_and(|l| !l.contains('\n')));
         let again: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(again, original, "{frame:?}");
     }

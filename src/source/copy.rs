@@ -1,8 +1,10 @@
 //! Extension trees on disk: the audit (special files refused, links that point outside the
 //! tree or nowhere listed), the pieces the recursive copy of [`super::copy_tree`] checks with
-//! as it goes (the copy keeps file modes, times and symbolic links, as links whatever they
-//! point to, and leaves out `.git` and the source's own `.zot/`, zot's state for that folder
-//! as a project), and working out where a link leads without ever opening what it points to.
+//! as it goes (the copy keeps file modes — the unsafe bits are dropped after staging:
+//! [`crate::store::filelist::UNSAFE_MODE_BITS`] — times and symbolic links, as links whatever
+//! they point to, and leaves out `.git` and the source's own `.zot/`, zot's state for that
+//! folder as a project), and working out where a link leads without ever opening what it
+//! points to.
 //!
 //! No function here follows a symbolic link to read or write: links are read with
 //! `readlink`, entries looked at with `lstat`, and only absolute targets are `stat`ed to

@@ -140,7 +140,10 @@ fn folder_fragment(arg: &str, literal: PathBuf) -> OnDisk {
 /// `folder#path` split at the first `#` whose left part is an existing folder.
 pub(crate) fn split_at_folder(arg: &str) -> Option<(&str, &str)> {
     arg.match_indices('#')
-        .map(|(i, _)| (&arg[..i], &arg[i + 1..]))
+        .filter_map(|(i, _)| {
+            let (folder, rest) = arg.split_at_checked(i)?;
+            Some((folder, rest.strip_prefix('#')?))
+        })
         .find(|(folder, _)| !folder.is_empty() && Path::new(folder).is_dir())
 }
 
@@ -155,19 +158,67 @@ impl Source {
 }
 
 impl GitUrl {
+    /// The repository this URL names, as the fetch cache tells sources apart: without user
+    /// name and password, scheme and host in lowercase, the path without a trailing `/` or
+    /// `.git`; a local path made absolute (relative ones name different repositories from
+    /// different folders).
+    pub(crate) fn cache_key(&self) -> String {
+        let url = self.url.as_str();
+        if redact::scheme_end(url).is_some()
+            && let Some((scheme, rest)) = url.split_once("://")
+        {
+            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            return format!(
+                "{}://{}/{}",
+                scheme.to_ascii_lowercase(),
+                host.to_ascii_lowercase(),
+                repository_path(path)
+            );
+        }
+        if let Some(at) = redact::scp_at(url) {
+            let (_, address) = url.split_at(at + 1);
+            let (host, path) = address.split_once(':').unwrap_or((address, ""));
+            return format!("{}:{}", host.to_ascii_lowercase(), repository_path(path));
+        }
+        let absolute = std::fs::canonicalize(url)
+            .or_else(|_| std::path::absolute(url))
+            .map_or_else(|_| url.to_string(), |p| p.display().to_string());
+        repository_path(&absolute).to_string()
+    }
+
     /// An scp-like address with a password (`user:password@host:path`): libgit2 reads
     /// `user` as the host of such an address, so it can never be fetched.
     pub(crate) fn scp_password(&self) -> bool {
-        scp_at(&self.url).is_some_and(|at| self.url[..at].contains(':'))
+        scp_at(&self.url)
+            .and_then(|at| self.url.get(..at))
+            .is_some_and(|user| user.contains(':'))
     }
+}
+
+/// A repository's path without a trailing `/` or `.git` (`r`, `r/`, `r.git` and `r.git/`
+/// are one repository to git).
+fn repository_path(path: &str) -> &str {
+    let path = path.trim_end_matches('/');
+    path.strip_suffix(".git")
+        .unwrap_or(path)
+        .trim_end_matches('/')
 }
 
 /// `URL#path` split at the `#` that starts the fragment: the first one after the user-info
 /// part, so a password holding `#` stays in the URL.
 fn split_fragment(arg: &str) -> (&str, Option<&str>) {
     let from = userinfo_at(arg).map_or(0, |at| at + 1);
-    match arg[from..].find('#') {
-        Some(i) => (&arg[..from + i], Some(&arg[from + i + 1..])),
+    let Some((head, tail)) = arg.split_at_checked(from) else {
+        return (arg, None);
+    };
+    match tail.split_once('#') {
+        Some((before, after)) => (
+            arg.get(..head.len() + before.len()).unwrap_or(arg),
+            Some(after),
+        ),
         None => (arg, None),
     }
 }
@@ -183,6 +234,31 @@ pub(crate) fn scrub(message: &str, url: &GitUrl) -> String {
 mod tests {
     use super::*;
     use crate::output::redact::{redact, redact_text};
+
+    #[test]
+    fn cache_keys_leave_out_credentials_case_and_git_suffix() {
+        let key = |url: &str| match Source::parse(url) {
+            Source::Git(url) => url.cache_key(),
+            Source::Path(_) => panic!("{url} is a path"),
+        };
+        let plain = "https://example.com/Team/Repo";
+        for same in [
+            "https://example.com/Team/Repo.git",
+            "HTTPS://EXAMPLE.com/Team/Repo/",
+            "https://user:secret@example.com/Team/Repo.git/",
+        ] {
+            assert_eq!(key(same), plain, "{same}");
+        }
+        assert_ne!(
+            key("https://example.com/team/repo"),
+            plain,
+            "paths keep their case"
+        );
+        assert_ne!(key("https://example.com:8443/Team/Repo"), plain);
+        assert_ne!(key("http://example.com/Team/Repo"), plain);
+        assert_eq!(key("git@GitHub.com:me/x.git"), "github.com:me/x");
+        assert!(!key("https://u:p%40ss@h.example/r").contains("p%40ss"));
+    }
 
     fn is_git(arg: &str) -> bool {
         matches!(Source::parse(arg), Source::Git(_))

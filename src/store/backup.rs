@@ -1,5 +1,6 @@
 //! Saved copies: what `update` and `install --force` replaced or overwrote, in
-//! `<base>/.ext-store/backup/<name>/<RFC 3339 time>/` (outside the extensions root, so zot
+//! `<base>/.ext-store/backup/<name>/<RFC 3339 time>/` (to the second, or to the nanosecond
+//! when that would not be the newest name; outside the extensions root, so zot
 //! never scans them). Only the last [`KEPT`] per extension are kept. The folders are made
 //! and deleted through no-follow handles ([`crate::fsx::Folder`]); a saved copy is built in
 //! the staging folder and renamed into place whole, so a kill never leaves half of one.
@@ -32,12 +33,27 @@ pub(super) fn keep(dirs: &ScopeDirs, staging: &Staging, sub: &str, name: &str) -
         .sub(name, true)
         .map_err(|e| state_error(&backups.path().join(name), e))?
         .ok_or_else(|| anyhow!("{BACKUP}/{name} is missing"))?;
-    let mut when = now_rfc3339();
-    if mine.stat(&when).map_err(fail)?.is_some() {
-        when = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    }
+    let when = new_name(&mine.names().map_err(fail)?, now_rfc3339());
     staging.move_out(sub, &mine, &when).map_err(fail)?;
     Ok(mine.path().join(when))
+}
+
+/// The name of a new saved copy: `seconds` (the time to the second) when it sorts after
+/// every name in `existing`, else the time to the nanosecond. A seconds name counts as the
+/// start of its second, so taking it again after the copies named within that second were
+/// made (and it was rotated away) would make the newest copy the oldest, deleted at once.
+fn new_name(existing: &[std::ffi::OsString], seconds: String) -> String {
+    let time = |n: &str| humantime::parse_rfc3339(n).ok();
+    let newest = existing
+        .iter()
+        .filter_map(|n| n.to_str().and_then(time))
+        .max();
+    let taken = existing.iter().any(|n| n.as_os_str() == seconds.as_str());
+    let older = matches!((time(&seconds), newest), (Some(at), Some(newest)) if at <= newest);
+    if taken || older {
+        return humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string();
+    }
+    seconds
 }
 
 /// Deletes all but the newest [`KEPT`] saved copies of `name`.
@@ -156,6 +172,21 @@ mod tests {
                 "2026-01-01T00:00:21Z"
             ]
         );
+    }
+
+    #[test]
+    fn a_new_name_is_newer_than_every_kept_one() {
+        let names = |n: &[&str]| n.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let second = "2026-01-01T00:00:00Z".to_string();
+        assert_eq!(new_name(&names(&[]), second.clone()), second);
+        let earlier = names(&["2025-12-31T23:59:59.500Z"]);
+        assert_eq!(new_name(&earlier, second.clone()), second);
+        // The seconds name was rotated away; the three of that second stay.
+        let same_second = names(&["2026-01-01T00:00:00.132Z", "2026-01-01T00:00:00.187Z"]);
+        let now = new_name(&same_second, second.clone());
+        assert_ne!(now, second);
+        assert!(humantime::parse_rfc3339(&now).is_ok(), "{now}");
+        assert_ne!(new_name(&names(&[&second]), second.clone()), second);
     }
 
     #[test]

@@ -171,7 +171,50 @@ pub struct Classified {
     pub kind: EntryKind,
 }
 
+/// Mode bits no installed file or folder keeps: set-user-ID, set-group-ID and sticky, and
+/// write permission for the group and for others (`cp` without `-p` drops the first two;
+/// a git checkout has none of them). The executable bits stay.
+pub(crate) const UNSAFE_MODE_BITS: u32 = 0o7022;
+
 impl FileList {
+    /// Clears [`UNSAFE_MODE_BITS`] from the tree at `root` that this lists (just staged,
+    /// so its entries are what the list says) and from the list: every file and folder,
+    /// and `root` itself. Links have no mode of their own and are left alone. Returns how
+    /// many entries were changed.
+    pub(crate) fn drop_unsafe_modes(&mut self, root: &Path) -> Result<usize> {
+        use rustix::fs::{AtFlags, Mode};
+        let top = rustix::fs::open(root, crate::fsx::DIR_FLAGS, Mode::empty())
+            .with_context(|| format!("cannot open {}", root.display()))?;
+        let fail = |path: &Path, e: rustix::io::Errno| {
+            anyhow!(
+                "cannot set the mode of {}: {e}",
+                printable(&path.display().to_string())
+            )
+        };
+        let mut changed = 0;
+        let mode = rustix::fs::fstat(&top).map_err(|e| fail(root, e))?.st_mode & 0o7777;
+        if mode & UNSAFE_MODE_BITS != 0 {
+            rustix::fs::fchmod(&top, Mode::from_raw_mode(mode & !UNSAFE_MODE_BITS))
+                .map_err(|e| fail(root, e))?;
+            changed += 1;
+        }
+        for entry in &mut self.entries {
+            if entry.kind == EntryKind::Link || entry.mode & UNSAFE_MODE_BITS == 0 {
+                continue;
+            }
+            let path = OsStr::from_bytes(&entry.path);
+            let mode = entry.mode & !UNSAFE_MODE_BITS;
+            rustix::fs::chmodat(&top, path, Mode::from_raw_mode(mode), AtFlags::empty())
+                .map_err(|e| fail(&root.join(path), e))?;
+            entry.mode = mode;
+            changed += 1;
+        }
+        if changed > 0 {
+            self.tree_hash = OnceLock::new();
+        }
+        Ok(changed)
+    }
+
     /// Lists the tree at `root` (a folder, not a link), hashing every file.
     pub fn scan(root: &Path) -> Result<FileList> {
         check_root(root)?;

@@ -489,6 +489,45 @@ pub(crate) fn cases() -> Vec<Case> {
                 })
             },
         ),
+        // The manifest is checked before the first file is copied: a pipe deep inside a
+        // folder without one (or with one that does not read) is never reached.
+        Case::fails(
+            "no_manifest_and_a_named_pipe_deep_inside",
+            1,
+            "bad/extension.json: not found",
+            |w| {
+                source_with(w, |dir| {
+                    fs::remove_file(dir.join("extension.json")).unwrap();
+                    fs::create_dir_all(dir.join("a/b/c")).unwrap();
+                    mkfifo(&dir.join("a/b/c/pipe"));
+                })
+            },
+        ),
+        Case::fails(
+            "invalid_manifest_and_a_named_pipe_deep_inside",
+            1,
+            "bad/extension.json:1:2: invalid JSON",
+            |w| {
+                source_with(w, |dir| {
+                    fs::write(dir.join("extension.json"), "{,").unwrap();
+                    fs::create_dir_all(dir.join("a/b/c")).unwrap();
+                    mkfifo(&dir.join("a/b/c/pipe"));
+                })
+            },
+        ),
+        Case::fails(
+            "manifest_is_a_named_pipe_beside_a_pipe_deep_inside",
+            1,
+            "bad/extension.json: is a named pipe, not a file",
+            |w| {
+                source_with(w, |dir| {
+                    fs::remove_file(dir.join("extension.json")).unwrap();
+                    mkfifo(&dir.join("extension.json"));
+                    fs::create_dir_all(dir.join("a/b/c")).unwrap();
+                    mkfifo(&dir.join("a/b/c/pipe"));
+                })
+            },
+        ),
         Case::fails("socket", 1, "sock is a special file (a socket)", |w| {
             source_with(w, |dir| {
                 let listener = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();

@@ -459,3 +459,69 @@ fn a_first_install_with_disable_caches_the_manifest_as_fetched() {
             .contains("\"enabled\": false")
     );
 }
+
+/// A project file naming `source` at `commit` for `ext`, and a lock for it with `tree`.
+fn pin_in_project(env: &Env, source: &str, commit: &str, tree: &str) {
+    let zot = env.project.join(".zot");
+    fs::create_dir_all(&zot).unwrap();
+    let file = serde_json::json!({"extensions": {"ext": {"source": source, "ref": commit}}});
+    fs::write(zot.join("extensions.json"), file.to_string()).unwrap();
+    let lock = serde_json::json!({"version": 1, "extensions": {"ext": {
+        "source": source, "ref": commit, "subdir": null, "commit": commit, "tree": tree
+    }}});
+    fs::write(zot.join("extensions.lock"), lock.to_string()).unwrap();
+}
+
+/// A commit fetched from one server (an attacker's) is in the cache; a project file naming
+/// another server (the trusted one, which does not have that commit, or is down) with that
+/// commit as its ref must fetch from that server and fail, never install from the cache.
+#[test]
+fn a_cached_commit_answers_only_for_the_server_that_served_it() {
+    use crate::support::git_servers::GitDaemon;
+    let env = Env::new();
+    let (_a, root_a) = served();
+    let (_b, root_b) = served();
+    let attacker = extension_repo(&env, &root_a, "ext");
+    let x = attacker.head_commit();
+    Repo::with_files(
+        &root_b,
+        "ext",
+        &[("extension.json", &manifest("ext")), ("trusted", "yes\n")],
+    );
+    let daemon_a = GitDaemon::start(&root_a);
+    let daemon_b = GitDaemon::start(&root_b);
+    env.zot(["ext", "install", &daemon_a.url("ext"), "--ref", &x])
+        .ok();
+    assert!(cached(&env, &x).is_dir());
+    let list: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(env.home.join(".ext-store/files/ext.json")).unwrap(),
+    )
+    .unwrap();
+    let tree = list["tree_hash"].as_str().unwrap().to_string();
+
+    // The same repository spelled otherwise is the same source: served from the cache
+    // with its server down.
+    let spelled = daemon_a
+        .url("ext")
+        .replace("git://", "GIT://")
+        .replace("ext.git", "ext/");
+    drop(daemon_a);
+    let second = other_project(&env, "second");
+    install_in(&env, &second, &spelled, &x);
+
+    pin_in_project(&env, &daemon_b.url("ext"), &x, &tree);
+    let installed = env.project.join(".zot/extensions/ext");
+    env.zot(["ext", "sync"]).fails(1);
+    assert!(!installed.exists(), "installed from the cache");
+    env.zot(["ext", "sync", "--frozen"]).fails(1);
+    assert!(!installed.exists());
+    env.zot(["ext", "verify", "-p"]).fails(1);
+    drop(daemon_b);
+    env.zot(["ext", "sync", "--frozen"]).fails(1);
+    env.zot(["ext", "sync"]).fails(1);
+    assert!(
+        !installed.exists(),
+        "installed from the cache with the server down"
+    );
+    env.zot(["ext", "verify", "-p"]).fails(1);
+}

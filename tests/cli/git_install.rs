@@ -1169,3 +1169,54 @@ fn sync_fetches_over_https_and_git_on_several_threads_at_once() {
         assert_eq!(fs::read_to_string(rev).unwrap(), "one\n", "{name}");
     }
 }
+
+/// `run` started through `sh` with umask 002 (files made 0664, folders 0775).
+fn with_umask_002(mut run: Run) -> Run {
+    let mut sh = std::process::Command::new("/bin/sh");
+    sh.arg("-c")
+        .arg("umask 002 && exec \"$@\"")
+        .arg("sh")
+        .arg(run.cmd.get_program())
+        .args(run.cmd.get_args())
+        .env_clear();
+    for (key, value) in run.cmd.get_envs() {
+        if let Some(value) = value {
+            sh.env(key, value);
+        }
+    }
+    if let Some(dir) = run.cmd.get_current_dir() {
+        sh.current_dir(dir);
+    }
+    run.cmd = sh;
+    run
+}
+
+/// Under a umask that lets the group write (002), a git checkout (fetched, then again from
+/// the cache) still installs nothing writable by the group or others: 0644 and 0755.
+#[test]
+fn git_installs_are_not_group_writable_under_umask_002() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let (_served, root) = served();
+    let repo = extension_repo(&env, &root, "ext");
+    let commit = repo.head_commit();
+    let daemon = GitDaemon::start(&root);
+    let mode = |p: &Path| fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+    let url = daemon.url("ext");
+    for project in [false, true] {
+        let mut args = vec!["ext", "install", &url, "--ref", &commit];
+        if project {
+            args.push("--project");
+        }
+        bounded(with_umask_002(env.zot(&args)), &args).success();
+        let dest = if project {
+            env.project_root().join("ext")
+        } else {
+            env.global_root().join("ext")
+        };
+        assert_eq!(mode(&dest) & 0o7022, 0, "project {project}");
+        assert_eq!(mode(&dest.join("lib")), 0o755, "project {project}");
+        assert_eq!(mode(&dest.join("rev.txt")), 0o644, "project {project}");
+        assert_eq!(mode(&dest.join("run.sh")), 0o755, "project {project}");
+    }
+}

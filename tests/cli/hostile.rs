@@ -60,6 +60,24 @@ fn write_git_record(w: &World, url: &str) {
 }
 
 /// Writes a sparse file of `len` bytes of zeros (huge without using the disk).
+/// A project file naming `tool` from a folder and a lock for it with `commit` (JSON text)
+/// and `tree`.
+fn write_project_and_lock(w: &World, commit: &str, tree: &str) {
+    let zot = w.env.project.join(".zot");
+    let source = w.env.source("src-tool", "tool");
+    let file = serde_json::json!({"extensions": {"tool": {"source": source}}});
+    fs::write(zot.join("extensions.json"), file.to_string()).unwrap();
+    let tree = serde_json::Value::String(tree.into());
+    let source = serde_json::Value::String(source.display().to_string());
+    fs::write(
+        zot.join("extensions.lock"),
+        format!(
+            "{{\n  \"version\": 1,\n  \"extensions\": {{\n    \"tool\": {{\n      \"source\": {source},\n      \"ref\": null,\n      \"subdir\": null,\n      \"commit\": {commit},\n      \"tree\": {tree}\n    }}\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+}
+
 fn sparse(path: &Path, len: u64) {
     remove_any(path);
     fs::File::create(path).unwrap().set_len(len).unwrap();
@@ -189,6 +207,25 @@ fn state_folder_cases() -> Vec<Case> {
                 fs::write(tool.join("extension.json"), manifest("tool")).unwrap();
                 symlink("../../victim", &root).unwrap();
                 ext(["remove", "tool", "--project", "--yes"])
+            },
+        ),
+        // a cloned project's lock with values that are not ids
+        Case::fails(
+            "project_lock_commit_not_hex_then_sync_dry_run",
+            1,
+            "extensions.lock:8:17: \"commit\" of \"tool\" must be a full commit id",
+            |w| {
+                write_project_and_lock(w, "\"ééééé\"", &format!("sha256:{}", "0".repeat(64)));
+                ext(["sync", "--dry-run"])
+            },
+        ),
+        Case::fails(
+            "project_lock_tree_not_a_hash_then_sync_frozen",
+            1,
+            "\"tree\" of \"tool\" must be \"sha256:\" and 64 hex digits",
+            |w| {
+                write_project_and_lock(w, "null", "sha256:\u{1b}[31mé");
+                ext(["sync", "--frozen"])
             },
         ),
         // leftovers of killed runs that are links: only the links go

@@ -532,3 +532,73 @@ fn keep_local_with_nothing_installed_says_it_had_no_effect() {
         .ok()
         .stderr_has("note: --keep-local had no effect: no copy of we was installed before");
 }
+
+/// The mode of `path` (permission bits and set-ID and sticky bits).
+fn mode_of(path: &Path) -> u32 {
+    fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// A source with a set-user-ID program, a set-group-ID file, a 0777 file and a 0777 folder
+/// (owned by `nobody` when the tests run as root): the installed copy keeps none of those
+/// bits, only the executable ones, and belongs to the user who installed it.
+#[test]
+fn installed_modes_drop_set_id_sticky_and_group_and_other_write() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    let src = env.source("set-id", "set-id");
+    fs::copy("/usr/bin/id", src.join("whoami")).unwrap();
+    fs::write(src.join("group-file"), "g\n").unwrap();
+    fs::write(src.join("open-file"), "o\n").unwrap();
+    fs::create_dir(src.join("open-folder")).unwrap();
+    fs::write(src.join("open-folder/inside"), "i\n").unwrap();
+    let root = crate::support::is_root();
+    if root {
+        let chown = std::process::Command::new("chown")
+            .args(["-R", "nobody"])
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+    }
+    for (path, mode) in [
+        ("whoami", 0o4755),
+        ("group-file", 0o2755),
+        ("open-file", 0o777),
+        ("open-folder", 0o1777),
+        ("", 0o777),
+    ] {
+        fs::set_permissions(src.join(path), fs::Permissions::from_mode(mode)).unwrap();
+        assert_eq!(mode_of(&src.join(path)), mode, "{path}: set as asked");
+    }
+
+    env.install(&src);
+    let dest = env.global_root().join("set-id");
+    for path in ["whoami", "group-file", "open-file", "open-folder", ""] {
+        assert_eq!(mode_of(&dest.join(path)), 0o755, "{path:?}");
+    }
+    assert_eq!(
+        mode_of(&dest.join("run.sh")) & 0o111,
+        0o111,
+        "executable bits stay"
+    );
+    let me = fs::metadata(&env.home).unwrap().uid();
+    assert_eq!(fs::metadata(dest.join("whoami")).unwrap().uid(), me);
+    env.zot(["ext", "verify", "set-id"]).ok();
+
+    if !root {
+        eprintln!("skipped running the installed program as nobody: the tests do not run as root");
+        return;
+    }
+    // Let nobody reach the installed copy, then run it as nobody: no root privileges.
+    for dir in [env.home.parent().unwrap(), &env.home, &env.global_root()] {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=65534", "--clear-groups", "--"])
+        .arg(dest.join("whoami"))
+        .arg("-u")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_ne!(String::from_utf8_lossy(&out.stdout).trim(), "0", "euid");
+}

@@ -345,6 +345,37 @@ fn keep_data_keeps_the_last_three_backups() {
     assert_eq!(fs::read_to_string(saved[2].join("round")).unwrap(), "3");
 }
 
+/// Removes made faster than one a second: after the first three, the seconds name is free
+/// again (rotated away) but older than the others; the newest copy must still be kept.
+#[test]
+fn keep_data_in_quick_succession_keeps_the_newest_three_and_info_lists_them() {
+    let env = Env::new();
+    for round in 0..6 {
+        let dir = with_data(&env, "loop");
+        fs::write(dir.join("round"), round.to_string()).unwrap();
+        env.zot(["ext", "remove", "-y", "loop", "--keep-data"]).ok();
+    }
+    let saved = backups(&env, "loop");
+    let rounds: Vec<String> = saved
+        .iter()
+        .map(|b| fs::read_to_string(b.join("round")).unwrap())
+        .collect();
+    let mut sorted = rounds.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["3", "4", "5"], "{saved:?}");
+    with_data(&env, "loop");
+    let info = env.zot(["ext", "info", "loop", "--json"]).ok().json();
+    let listed: Vec<&str> = info["copies"][0]["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap())
+        .collect();
+    assert_eq!(listed.len(), 3, "{info}");
+    let last = std::path::Path::new(listed[2]);
+    assert_eq!(fs::read_to_string(last.join("round")).unwrap(), "5");
+}
+
 #[test]
 fn without_a_file_list_remove_says_so_and_keep_data_saves_the_whole_folder() {
     let env = Env::new();

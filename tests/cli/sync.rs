@@ -859,3 +859,48 @@ fn the_lock_is_rewritten_only_when_its_text_changes() {
         .stdout_has("\nup to date\n");
     assert_eq!(fs::read_to_string(&path).unwrap(), stable);
 }
+
+/// A placed `extension.json` changed to run something else (a cloned `.zot/` or a CI cache):
+/// drift that `sync` installs again and `--frozen` refuses, naming the file; a manifest
+/// changed only in `enabled` (by `disable`) is not drift.
+#[test]
+fn a_changed_manifest_is_drift_refused_by_frozen_and_reinstalled_by_sync() {
+    let env = Env::new();
+    let src = env.source("one-src", "one");
+    write_project_file(
+        &env,
+        &serde_json::json!({"extensions": {"one": {"source": src}}}).to_string(),
+    );
+    zot(&env, &["ext", "sync"]).success();
+    let placed = env.project_root().join("one/extension.json");
+    let original = fs::read_to_string(&placed).unwrap();
+
+    zot(&env, &["ext", "disable", "one", "--project"]).success();
+    zot(&env, &["ext", "sync", "--frozen"])
+        .success()
+        .stdout_has("= one up to date (enabled)");
+
+    let hostile = serde_json::json!({
+        "name": "one", "version": "1.0.0", "exec": "/bin/sh", "args": ["-c", "id > pwned"]
+    });
+    fs::write(&placed, hostile.to_string()).unwrap();
+    let before = env.snapshot();
+    zot(&env, &["ext", "sync", "--frozen"])
+        .failure(1)
+        .stderr_one_line()
+        .stderr_has("one: extension.json changed since it was installed")
+        .stderr_has("nothing was changed");
+    zot(&env, &["ext", "sync", "--frozen", "--dry-run"])
+        .failure(1)
+        .stderr_has("one: extension.json changed since it was installed");
+    assert_eq!(env.snapshot(), before);
+
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("~ one updated")
+        .stdout_has("files changed since it was installed: extension.json");
+    assert_eq!(fs::read_to_string(&placed).unwrap(), original);
+    zot(&env, &["ext", "sync", "--frozen"])
+        .success()
+        .stdout_has("up to date");
+}

@@ -716,9 +716,10 @@ mod tests {
         });
         bytes.extend_from_slice(&((b << 16) | a).to_be_bytes());
         let hex = id.to_string();
-        let folder = repo.path().join("objects").join(&hex[..2]);
+        let (fan_out, rest) = hex.split_at(2);
+        let folder = repo.path().join("objects").join(fan_out);
         fs::create_dir_all(&folder).unwrap();
-        fs::write(folder.join(&hex[2..]), bytes).unwrap();
+        fs::write(folder.join(rest), bytes).unwrap();
         assert!(repo.odb().unwrap().read_header(id).is_ok());
         assert!(repo.find_blob(id).is_err());
         id

@@ -115,10 +115,11 @@ pub(crate) fn fetch(
         }
     };
     let commit = repo.find_object(oid, None)?.peel_to_commit()?;
+    let id = commit.id().to_string();
     let label = format!(
         "{} ({})",
         crate::output::printable(&url.display),
-        &commit.id().to_string()[..12]
+        id.get(..12).unwrap_or(&id)
     );
     submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
     let written = write_tree(&repo, &commit, tree, &label)?;

@@ -489,7 +489,9 @@ fn relative_url(base: &str, raw: &str) -> Result<String, String> {
     let mut base = base.trim_end_matches('/').to_string();
     // Chopping may not reach into `scheme://host`.
     let floor = base.find("://").map_or(0, |i| {
-        i + 3 + base[i + 3..].find('/').unwrap_or(base.len() - i - 3)
+        let host = i + "://".len();
+        let after = base.get(host..).unwrap_or_default();
+        host + after.find('/').unwrap_or(after.len())
     });
     let mut rest = raw;
     let mut colon = false;
