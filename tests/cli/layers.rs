@@ -6,7 +6,8 @@
 //! the deepest module with a file of its own, so a name `mod.rs` re-exports counts as a use
 //! of `mod.rs` (which itself uses the file that defines it). Declaring a child (`mod x;`)
 //! alone is no use of it. And each folder uses only folders below it in the picture under
-//! "## Layers" in ARCHITECTURE.md, which names every one.
+//! "## Layers" in ARCHITECTURE.md, which names every one. Also here: the budget of `unsafe`
+//! outside tests (at most 12, each with a `SAFETY:` comment).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -507,4 +508,46 @@ fn each_folder_uses_only_folders_below_it_in_architecture_md() {
         "ARCHITECTURE.md's \"## Layers\" picture and the code disagree:\n- {}",
         problems.join("\n- ")
     );
+}
+
+/// The `unsafe` blocks, impls, functions and extern blocks of `code` (comments and strings
+/// already left out).
+fn unsafe_uses(code: &str) -> usize {
+    tokens(code)
+        .windows(2)
+        .filter(|w| w[0] == "unsafe" && ["{", "impl", "fn", "extern"].contains(&w[1].as_str()))
+        .count()
+}
+
+/// Outside tests, `src/` holds at most 12 `unsafe` uses, and each file has a `SAFETY:`
+/// comment for each of its own: plain Rust first, `unsafe` only for a gain a user can feel.
+#[test]
+fn unsafe_outside_tests_stays_within_its_budget_each_with_a_safety_comment() {
+    const BUDGET: usize = 12;
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut total = 0;
+    let mut unexplained = Vec::new();
+    for file in &files {
+        let source = fs::read_to_string(src().join(file)).unwrap();
+        let uses = unsafe_uses(&without_tests(&code_only(&source)));
+        let reasons = without_tests(&source).matches("SAFETY:").count();
+        if reasons < uses {
+            unexplained.push(format!("{file}: {uses} unsafe, {reasons} SAFETY comments"));
+        }
+        total += uses;
+    }
+    assert!(unexplained.is_empty(), "{}", unexplained.join("\n"));
+    assert!(
+        total <= BUDGET,
+        "{total} unsafe uses outside tests in src/, more than {BUDGET}: find a plain way"
+    );
+}
+
+#[test]
+fn unsafe_uses_are_counted_in_code_only() {
+    let code = code_only(
+        "// unsafe { x }\nlet s = \"unsafe {\";\nunsafe { f() }\nunsafe impl Send for X {}\n",
+    );
+    assert_eq!(unsafe_uses(&code), 2);
 }
