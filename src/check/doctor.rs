@@ -269,6 +269,7 @@ pub(crate) fn check(target: &Target, options: &Options) -> Report {
         }
     };
     check_folder_name(&mut report, target, manifest);
+    check_hidden(&mut report, target, manifest, &options.host.cwd);
     check_twins(&mut report, target, manifest);
     check_linked(&mut report, target, options.facts);
     for note in &manifest.notes {
@@ -297,6 +298,37 @@ fn check_folder_name(report: &mut Report, target: &Target, manifest: &Manifest) 
             ),
         ));
     }
+}
+
+/// A global folder hidden by the project folder of the same folder name, whose manifest names
+/// another extension: zot loads one folder per folder name, project first, so this extension
+/// is not loaded at all (with the same name, the project copy stands in for it).
+fn check_hidden(report: &mut Report, target: &Target, manifest: &Manifest, cwd: &std::path::Path) {
+    if !target.shadowed || target.skipped || !manifest.enabled {
+        return;
+    }
+    let project = Layout::new(PathBuf::new(), cwd);
+    let hider = project.project.extension(&target.dir_name);
+    let hider_name = crate::catalog::manifest::read(&hider).map(|m| m.name);
+    if hider_name.as_deref().is_ok_and(|n| n == manifest.name) {
+        return;
+    }
+    let what = match &hider_name {
+        Ok(name) => format!("extension \"{name}\""),
+        Err(_) => "a folder without a readable extension.json".to_string(),
+    };
+    report.add(Problem::warning(
+        format!(
+            "zot will not load \"{}\": the project folder {} ({what}) has the same folder name \"{}\", and zot loads one folder per folder name, the project's first",
+            manifest.name,
+            hider.display(),
+            target.dir_name,
+        ),
+        format!(
+            "rename this folder to \"{}\" (the name in its extension.json), or install it into the project",
+            manifest.name
+        ),
+    ));
 }
 
 /// Two enabled folders with the same manifest name: zot 0.1.62 starts both and keeps
@@ -561,9 +593,9 @@ fn shutdown(report: &mut Report, stopped: &Stopped) {
             terminated: true,
             killed,
             ..
-        } => Problem::error(
+        } => Problem::warning(
             format!(
-                "ignored shutdown: no shutdown_ack and still running after {grace}s, so it was stopped with SIGTERM{}",
+                "ignored shutdown: no shutdown_ack and still running after {grace}s, so it was stopped with SIGTERM{}; zot only asks at exit, so it works all session",
                 if killed {
                     ", then SIGKILL (it ignored SIGTERM too)"
                 } else {
