@@ -9,6 +9,8 @@
 pub mod agent;
 pub mod candidates;
 pub mod complete;
+#[cfg(test)]
+mod flag_mentions;
 mod hints;
 pub mod lazy;
 pub mod pages;
@@ -470,6 +472,11 @@ pub struct AddArgs {
     /// Install it disabled and record "enabled": false
     #[arg(long)]
     pub disabled: bool,
+
+    /// Replace an installed extension of the same name, as install --force does (edits and
+    /// files it wrote are carried over or saved)
+    #[arg(short, long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -63,8 +63,12 @@ impl Run for AddArgs {
                 subdir: subdir.as_deref(),
                 cache: cache.as_ref(),
             },
-            replace: false,
-            carry: crate::store::carry::Options::default(),
+            replace: self.force,
+            // The project file records the state asked for, so the new copy takes it too.
+            carry: crate::store::carry::Options {
+                keep_local: false,
+                enabled: Some(!self.disabled),
+            },
             as_fetched: true,
             expect_tree: None,
         };
@@ -178,5 +182,8 @@ fn report(
         at.scope,
         at.project_file().display()
     ))?;
+    for line in done.carried.iter().flat_map(|p| p.lines(true)) {
+        ctx.out.say(&format!("  {line}"))?;
+    }
     Ok(())
 }

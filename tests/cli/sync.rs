@@ -437,7 +437,34 @@ fn add_installs_and_creates_the_project_file_and_lock() {
         .stdout_has("\nup to date\n");
     zot(&env, &["ext", "add", "./tools/hello"])
         .failure(1)
-        .stderr_has("already installed");
+        .stderr_has("already installed")
+        .stderr_has("pass --force to replace it");
+}
+
+/// `add` suggests `--force` for an installed name, and has it: the copy is replaced as by
+/// `install --force` (data the extension wrote carried over) and the entry recorded again.
+#[test]
+fn add_force_replaces_an_installed_copy_carrying_its_data() {
+    let env = Env::new();
+    let tools = env.project.join("tools/hello");
+    fs::create_dir_all(&tools).unwrap();
+    fs::write(tools.join("extension.json"), manifest("hello")).unwrap();
+    zot(&env, &["ext", "add", "./tools/hello"]).success();
+    let installed = env.project_root().join("hello");
+    fs::write(installed.join("state.db"), "data").unwrap();
+    fs::write(tools.join("new.txt"), "new").unwrap();
+
+    zot(&env, &["ext", "add", "./tools/hello", "--force"])
+        .success()
+        .stdout_has("added hello 1.0.0 (project) to ");
+    assert_eq!(
+        fs::read_to_string(installed.join("state.db")).unwrap(),
+        "data"
+    );
+    assert!(installed.join("new.txt").is_file());
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
 }
 
 #[test]
