@@ -36,51 +36,57 @@ impl JudgedBy {
     /// The facts for `--zot-version <version>`.
     pub(crate) fn option(version: &str) -> JudgedBy {
         let chosen = zot::facts_for(version);
-        let given = format!("--zot-version {}", printable(version));
-        JudgedBy::chosen(chosen, Some(version), "option", &given)
+        JudgedBy::chosen(chosen, version, "option", "--zot-version")
     }
 
     /// The facts for the version the agent reports, else the newest.
     pub(crate) fn agent(found: AgentVersion) -> JudgedBy {
+        let sets_it = "--zot-version sets it";
         match found {
             AgentVersion::Reported { agent, version } => {
+                let place = if std::env::var_os(agent::AGENT_VAR).is_some() {
+                    format!("{} names", agent::AGENT_VAR)
+                } else {
+                    "on PATH".to_string()
+                };
                 let said = format!(
-                    "{} reports zot {version}",
+                    "the agent {place}, {}",
                     printable(&agent.display().to_string())
                 );
-                JudgedBy::chosen(zot::facts_for(&version), Some(&version), "agent", &said)
+                JudgedBy::chosen(zot::facts_for(&version), &version, "agent", &said)
             }
             AgentVersion::Silent { agent, why } => JudgedBy::newest(&format!(
-                "the zot agent {} {why}",
+                "the zot agent {} {why}; {sets_it}",
                 printable(&agent.display().to_string())
             )),
-            AgentVersion::Missing(NoAgent::NotFound) => JudgedBy::newest(&format!(
-                "no zot agent found (no other zot on PATH, {} not set)",
-                agent::AGENT_VAR
-            )),
-            AgentVersion::Missing(NoAgent::BadVariable(why)) => JudgedBy::newest(&why),
+            AgentVersion::Missing(NoAgent::NotFound) => {
+                JudgedBy::newest(&format!("no zot agent found; {sets_it}"))
+            }
+            AgentVersion::Missing(NoAgent::BadVariable(why)) => {
+                JudgedBy::newest(&format!("{why}; {sets_it}"))
+            }
         }
     }
 
-    fn chosen(chosen: Chosen, version: Option<&str>, from: &'static str, said: &str) -> JudgedBy {
+    /// Judged for `version`, which `given` gave.
+    fn chosen(chosen: Chosen, version: &str, from: &'static str, given: &str) -> JudgedBy {
         let facts = chosen.facts;
+        let shown = printable(version);
         let why = match chosen.fit {
-            Fit::Known => format!("judged by {} facts: {said}", facts.label()),
+            Fit::Known => format!("judged for zot {shown} ({given})"),
             Fit::OlderThanKnown => format!(
-                "judged by {} facts, the oldest known: {said}, older than any known zot",
+                "judged for zot {shown} as for {}, the oldest zot known ({given})",
                 facts.label()
             ),
             Fit::Unversioned => format!(
-                "judged by {} facts, the newest known: {said}, the version of a build without one",
-                facts.label()
+                "judged for the newest zot known ({given} says {shown}, the version of a build without one)"
             ),
             Fit::NotAVersion => format!(
-                "judged by {} facts, the newest known: {said} is not a version",
-                facts.label()
+                "judged for the newest zot known ({given} says {shown}, which is not a version)"
             ),
         };
         JudgedBy {
-            version: version.map(str::to_string),
+            version: Some(version.to_string()),
             facts: facts.versions,
             from,
             why,
@@ -94,10 +100,7 @@ impl JudgedBy {
             version: None,
             facts: facts.versions,
             from: "default",
-            why: format!(
-                "judged by {} facts, the newest known: {reason}",
-                facts.label()
-            ),
+            why: format!("judged for the newest zot known ({reason})"),
             host: facts,
         }
     }

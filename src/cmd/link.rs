@@ -72,30 +72,18 @@ impl Run for LinkArgs {
     }
 }
 
-/// Older zot skips linked folders: a note, or a warning when the agent here is such a zot.
+/// zot 0.1.62 and earlier skip linked folders: a warning when the agent here is such a zot,
+/// and nothing otherwise (a newer agent follows the link; without one there is no zot to
+/// judge for, and `doctor --zot-version` tells).
 fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
-    let Some(newest_skipping) = zot::KNOWN
-        .iter()
-        .rfind(|f| !f.discovery.follows_linked_folders)
-    else {
+    let AgentVersion::Reported { agent, version } = agent::agent_version() else {
         return;
     };
-    if let AgentVersion::Reported { agent, version } = agent::agent_version()
-        && !zot::facts_for(&version)
-            .facts
-            .discovery
-            .follows_linked_folders
+    if zot::facts_for(&version)
+        .facts
+        .discovery
+        .follows_linked_folders
     {
-        let project = if scope == Scope::Project {
-            " --project"
-        } else {
-            ""
-        };
-        ctx.out.warn(&format!(
-            "the zot agent {} is zot {version}, which does not load linked extension folders, so it will not start {name}; install a copy instead: zot ext install --force{project} {}",
-            agent.display(),
-            target.display()
-        ));
         return;
     }
     let project = if scope == Scope::Project {
@@ -103,9 +91,9 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
     } else {
         ""
     };
-    ctx.out.note(&format!(
-        "note: zot {} and earlier do not load linked extension folders; for those, install a copy instead: zot ext install --force{project} {}",
-        newest_skipping.versions,
+    ctx.out.warn(&format!(
+        "the zot agent {} is zot {version}, which does not load linked extension folders, so it will not start {name}; install a copy instead: zot ext install --force{project} {}",
+        agent.display(),
         crate::check::build_hint::quote(&target.display().to_string())
     ));
 }
