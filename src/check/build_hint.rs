@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use crate::catalog::manifest::Manifest;
 use crate::fsx::bounded;
 use crate::host::{self, ExecError};
+use crate::output::sh_quote;
 
 /// How many folders above the extension are searched for the go.mod it belongs to.
 const MODULE_LEVELS: usize = 8;
@@ -80,24 +81,27 @@ fn venv_hint(dir: &Path, exec: &str) -> Option<String> {
     python.then(|| {
         format!(
             "create the virtual environment: cd {} && python3 -m venv {} (then install into it what the extension needs), or correct \"exec\" in extension.json",
-            quote(&dir.to_string_lossy()),
-            quote(&venv.to_string_lossy())
+            sh_quote(&dir.to_string_lossy()),
+            sh_quote(&venv.to_string_lossy())
         )
     })
 }
 
 fn go_hint(dir: &Path, exec: &str, name: &str) -> String {
-    let cd = format!("cd {}", quote(&dir.to_string_lossy()));
+    let cd = format!("cd {}", sh_quote(&dir.to_string_lossy()));
     if std::fs::symlink_metadata(dir.join("go.mod")).is_ok() {
-        return format!("build it: {cd} && go build -o {} .", quote(exec));
+        return format!("build it: {cd} && go build -o {} .", sh_quote(exec));
     }
-    let init = format!("go mod init {} && go mod tidy", quote(&module_name(name)));
+    let init = format!(
+        "go mod init {} && go mod tidy",
+        sh_quote(&module_name(name))
+    );
     match enclosing_module(dir) {
         Some(module) => module_hint(dir, exec, &module, &format!("{cd} && {init}")),
         None => format!(
             "there is no go.mod in {} or the folders above it; create one and build: {cd} && {init} && go build -o {} .",
             dir.display(),
-            quote(exec)
+            sh_quote(exec)
         ),
     }
 }
@@ -116,9 +120,9 @@ fn module_hint(dir: &Path, exec: &str, module: &Module, add_go_mod: &str) -> Str
     format!(
         "the extension is part of {named} at {}; build it: cd {} && go build -o {} {}; an installed copy will not have that module (the copied folder has no go.mod), so give the extension its own: {add_go_mod}",
         module.root.display(),
-        quote(&module.root.to_string_lossy()),
-        quote(&output.to_string_lossy()),
-        quote(&package),
+        sh_quote(&module.root.to_string_lossy()),
+        sh_quote(&output.to_string_lossy()),
+        sh_quote(&package),
     )
 }
 
@@ -126,7 +130,7 @@ fn rust_hint(dir: &Path, exec: &str) -> String {
     if is_regular_file(&dir.join("Cargo.toml")) {
         return format!(
             "build it: cd {} && cargo build --release",
-            quote(&dir.to_string_lossy())
+            sh_quote(&dir.to_string_lossy())
         );
     }
     format!(
@@ -192,16 +196,6 @@ fn module_name(name: &str) -> String {
 
 fn is_regular_file(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
-}
-
-/// `word` as sh reads it back: as-is when it has only safe characters, else in single
-/// quotes (a quote inside written as `'\''`).
-pub(crate) fn quote(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_./,:=@%+-".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        return word.to_string();
-    }
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 #[cfg(test)]
@@ -325,12 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn words_are_quoted_for_sh() {
-        assert_eq!(quote("/a/b-c_1.2"), "/a/b-c_1.2");
-        assert_eq!(quote("a b"), "'a b'");
-        assert_eq!(quote("it's"), r"'it'\''s'");
-        assert_eq!(quote("$x"), "'$x'");
-        assert_eq!(quote(""), "''");
+    fn module_names_are_words_go_takes() {
         assert_eq!(module_name("..my ext."), "my-ext");
         assert_eq!(module_name("ünï"), "n-");
         assert_eq!(module_name("ü"), "extension");

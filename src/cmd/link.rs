@@ -94,7 +94,7 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
     ctx.out.warn(&format!(
         "the zot agent {} is zot {version}, which does not load linked extension folders, so it will not start {name}; install a copy instead: zot ext install --force{project} {}",
         agent.display(),
-        crate::check::build_hint::quote(&target.display().to_string())
+        crate::output::sh_quote(&target.display().to_string())
     ));
 }
 

@@ -11,9 +11,10 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::catalog::manifest;
 use crate::catalog::paths::Scope;
-use crate::check::build_hint::{build_hint, quote};
+use crate::check::build_hint::build_hint;
 use crate::cli::{Lang, NewArgs};
 use crate::error::usage;
+use crate::output::sh_quote;
 use crate::protocol::zot;
 use crate::store::Store;
 use crate::store::record::{Kind, Record};
@@ -402,7 +403,7 @@ fn report(
     ))?;
     let target = match scope {
         Some(_) => names.name.clone(),
-        None => quote(&dir.display().to_string()),
+        None => sh_quote(&dir.display().to_string()),
     };
     if let Some(hint) = build_hint(dir, Some(language(lang)), &exec(lang, names), &names.name) {
         ctx.out.note(&hint);

@@ -9,11 +9,11 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::catalog::paths::{Scope, ScopeDirs};
 use crate::catalog::{self, Installed};
-use crate::check::build_hint::quote;
 use crate::cli::UpdateArgs;
 use crate::error::usage;
 use crate::output::printable;
 use crate::output::redact::redact;
+use crate::output::sh_quote;
 use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
 use crate::source::fetch::{self, Request, short};
@@ -667,7 +667,7 @@ fn source_folder_exists(record: &Record, name: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
             "the source folder {} recorded at install is gone; if it moved, install it from there with zot ext install --force <new place>, else remove it with zot ext remove {}",
             source.display(),
-            quote(name)
+            sh_quote(name)
         ),
         _ => Ok(()),
     }
@@ -679,9 +679,12 @@ fn install_command(record: &Record) -> String {
     let subdir = record
         .subdir
         .as_ref()
-        .map(|s| format!(" --subdir {}", quote(s)))
+        .map(|s| format!(" --subdir {}", sh_quote(s)))
         .unwrap_or_default();
-    format!("zot ext install {}{subdir}", quote(&redact(&record.source)))
+    format!(
+        "zot ext install {}{subdir}",
+        sh_quote(&redact(&record.source))
+    )
 }
 
 /// Why an extension was not updated.

@@ -10,11 +10,13 @@ use serde::Serialize;
 
 pub mod escape;
 pub mod redact;
+pub mod shell;
 pub mod style;
 pub mod table;
 
 pub use escape::{clean, first_hidden, printable, terminal_text};
 use redact::redact_text;
+pub use shell::sh_quote;
 pub use style::{BAD, BOLD, DIM, GOOD, WARN, paint};
 pub use table::Cell;
 
