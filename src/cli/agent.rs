@@ -53,7 +53,7 @@ pub const HANDED_OVER_VAR: &str = "ZOT_EXT_HANDED_OVER";
 const HANDED_OVER_CAP: usize = 16;
 
 /// Where the agent lives, to say in the no-agent hint.
-const AGENT_HOME: &str = "https://github.com/patriceckhart/zot";
+pub const AGENT_HOME: &str = "https://github.com/patriceckhart/zot";
 
 /// Who handles a command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
