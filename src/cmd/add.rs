@@ -50,7 +50,9 @@ impl Run for AddArgs {
         };
         let at = Where::of(&ctx.layout, scope);
         // Read first: a broken project file stops the run before anything is installed.
-        let mut file = ProjectFile::load(&at.project_file())?.unwrap_or_default();
+        let existing = ProjectFile::load(&at.project_file())?;
+        let first = existing.is_none();
+        let mut file = existing.unwrap_or_default();
         let mut locked = Lock::load(&at.lock_file())?.unwrap_or_default();
         let (source, subdir) = self.source_and_subdir()?;
         let store = Store::open(ctx.layout.scope(scope))?;
@@ -93,7 +95,13 @@ impl Run for AddArgs {
         locked.extensions.insert(name.clone(), lock_entry.clone());
         file.save(&at.project_file())?;
         locked.save(&at.lock_file())?;
-        report(ctx, &at, &done, &entry, &lock_entry)
+        report(ctx, &at, &done, &entry, &lock_entry)?;
+        if first && scope == Scope::Project {
+            ctx.out.note(
+                "note: commit .zot/extensions.json and .zot/extensions.lock (zot ext sync installs from them); .zot/.ext-store/ is this machine's state and ignores itself",
+            );
+        }
+        Ok(())
     }
 }
 

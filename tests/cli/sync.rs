@@ -886,3 +886,43 @@ fn the_lock_is_rewritten_only_when_its_text_changes() {
         .stdout_has("\nup to date\n");
     assert_eq!(fs::read_to_string(&path).unwrap(), stable);
 }
+
+/// The project's state folder ignores itself in git, and the first `add` says which two
+/// files to commit (only the first).
+#[test]
+fn the_state_folder_ignores_itself_and_add_names_the_files_to_commit() {
+    let env = Env::new();
+    for name in ["hello", "other"] {
+        let tools = env.project.join("tools").join(name);
+        fs::create_dir_all(&tools).unwrap();
+        fs::write(tools.join("extension.json"), manifest(name)).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&env.project)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &env.home)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    zot(&env, &["ext", "add", "./tools/hello"])
+        .success()
+        .stderr_has(
+        "note: commit .zot/extensions.json and .zot/extensions.lock (zot ext sync installs from them)",
+    );
+    assert_eq!(
+        fs::read_to_string(env.project.join(".zot/.ext-store/.gitignore")).unwrap(),
+        "*\n"
+    );
+    zot(&env, &["ext", "add", "./tools/other"])
+        .success()
+        .stderr_lacks("commit .zot/extensions.json");
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert!(!status.contains(".ext-store"), "{status}");
+    assert!(status.contains(".zot/extensions.json"), "{status}");
+    assert!(status.contains(".zot/extensions.lock"), "{status}");
+}
