@@ -52,6 +52,16 @@ impl Run for AddArgs {
         // Read first: a broken project file stops the run before anything is installed.
         let existing = ProjectFile::load(&at.project_file())?;
         let first = existing.is_none();
+        if first
+            && scope == Scope::Project
+            && let Some(above) = project::project_above(&ctx.layout)
+        {
+            ctx.out.warn(&format!(
+                "starting a second project in {}, inside another; {}",
+                at.root.display(),
+                project::run_from_above(&at.root, &above)
+            ));
+        }
         let mut file = existing.unwrap_or_default();
         let mut locked = Lock::load(&at.lock_file())?.unwrap_or_default();
         let (source, subdir) = self.source_and_subdir()?;

@@ -11,6 +11,7 @@ use crate::catalog::{self, Installed};
 use crate::cli::ListArgs;
 use crate::output::table::{self, Column, Cut, Layout, Row, Table};
 use crate::output::{BAD, Cell, DIM, GOOD, WARN};
+use crate::project::{self, Where};
 use crate::store::Store;
 
 /// One row of `zot ext list --json`.
@@ -85,6 +86,15 @@ impl Run for ListArgs {
             };
             ctx.out.note(&format!(
                 "no extensions installed{within}; add one with `zot ext install{flag} <path|git-url>`"
+            ));
+        }
+        let root = Where::of(&ctx.layout, Scope::Project).root;
+        if self.scope.scope() != Some(Scope::Global)
+            && let Some(above) = project::project_above(&ctx.layout)
+        {
+            ctx.out.note(&format!(
+                "note: no project here; {}",
+                project::run_from_above(&root, &above)
             ));
         }
         Ok(())

@@ -119,6 +119,15 @@ impl Run for SyncArgs {
         let at = Where::of(&ctx.layout, scope);
         let dirs = ctx.layout.scope(scope);
         let Some(file) = ProjectFile::load(&at.project_file())? else {
+            if scope == Scope::Project
+                && let Some(above) = project::project_above(&ctx.layout)
+            {
+                bail!(
+                    "there is no project file {} here; {}",
+                    at.project_file().display(),
+                    project::run_from_above(&at.root, &above)
+                );
+            }
             bail!(
                 "there is no project file {}; create it with zot ext add <source>",
                 at.project_file().display()

@@ -926,3 +926,39 @@ fn the_state_folder_ignores_itself_and_add_names_the_files_to_commit() {
     assert!(status.contains(".zot/extensions.json"), "{status}");
     assert!(status.contains(".zot/extensions.lock"), "{status}");
 }
+
+/// From a subfolder of a project, commands name the project file above and the folder to
+/// run from (zot loads project extensions from the current folder only), instead of
+/// offering to create a second project.
+#[test]
+fn a_subfolder_of_a_project_names_the_project_file_above() {
+    let env = Env::new();
+    let tools = env.project.join("tools/hello");
+    fs::create_dir_all(&tools).unwrap();
+    fs::write(tools.join("extension.json"), manifest("hello")).unwrap();
+    zot(&env, &["ext", "add", "./tools/hello"]).success();
+    let sub = env.project.join("tools");
+    let expected = format!(
+        "the project file is ../.zot/extensions.json, in {}: run zot ext from there (cd {}), since zot loads project extensions from the current folder only",
+        env.project.display(),
+        env.project.display()
+    );
+    let sync = env.zot(["ext", "sync"]).current_dir(&sub).fails(1);
+    sync.stderr_has(&format!(
+        "there is no project file {} here; {expected}",
+        sub.join(".zot/extensions.json").display()
+    ));
+    env.zot(["ext", "list"])
+        .current_dir(&sub)
+        .ok()
+        .stderr_has(&format!("note: no project here; {expected}"));
+    let deeper = sub.join("hello");
+    env.zot(["ext", "sync"])
+        .current_dir(&deeper)
+        .fails(1)
+        .stderr_has("the project file is ../../.zot/extensions.json");
+    // In the project itself, nothing is said.
+    env.zot(["ext", "list"])
+        .ok()
+        .stderr_lacks("no project here");
+}
