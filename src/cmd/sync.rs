@@ -87,6 +87,10 @@ struct Report {
     enabled: Option<bool>,
     /// Why it was updated, or why it failed.
     message: Option<String>,
+    /// Where what the update replaced was saved (edited files, files the new version
+    /// ships), if anything was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backup: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -575,6 +579,11 @@ fn placed_report(store: &Store, item: &Item, placed: Result<Outcome>) -> Report 
             report.commit = done.record.commit;
             report.tree = Some(done.tree);
             report.message.clone_from(&item.reason);
+            report.backup = done
+                .carried
+                .as_ref()
+                .and_then(|plan| plan.backup.as_ref())
+                .map(|dir| dir.display().to_string());
         }
         Err(e) => {
             report.status = Status::Failed;
@@ -627,6 +636,7 @@ fn empty_report(item: &Item) -> Report {
         tree: None,
         enabled: item.entry.as_ref().map(|e| e.enabled),
         message: None,
+        backup: None,
     }
 }
 
@@ -760,7 +770,13 @@ fn line(r: &Report) -> String {
         .unwrap_or_default();
     match r.status {
         Status::Installed => format!("+ {name}{version}{commit}"),
-        Status::Updated => format!("~ {name} updated{version}{commit}{why}"),
+        Status::Updated => match &r.backup {
+            Some(dir) => format!(
+                "~ {name} updated{version}{commit}{why}; what it replaced was saved to {}",
+                printable(dir)
+            ),
+            None => format!("~ {name} updated{version}{commit}{why}"),
+        },
         Status::UpToDate => match r.message.as_deref() {
             Some(changed) => format!("= {name} up to date ({changed})"),
             None => format!("= {name} up to date"),

@@ -285,14 +285,26 @@ fn drift_is_repaired_and_a_changed_ref_updates() {
     changed["extensions"]["hello-py"]["enabled"] = Value::Bool(true);
     write_project_file(&env, &changed.to_string());
 
-    zot(&env, &["ext", "sync"])
+    let synced = zot(&env, &["ext", "sync"]);
+    synced
         .success()
         .stdout_has("~ radio updated 1.0.0 (")
-        .stdout_has("files changed since it was installed: rev.txt")
+        .stdout_has("files changed since it was installed: rev.txt; what it replaced was saved to ")
         .stdout_has("~ clock updated 1.0.0 (")
         .stdout_has("ref differs")
         .stdout_has("= hello-py up to date (enabled)");
     assert_eq!(rev(&env, "radio"), "one\n");
+    // The edit is where the line says.
+    let line = synced
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("~ radio"))
+        .unwrap();
+    let saved = line.split("saved to ").nth(1).unwrap();
+    assert_eq!(
+        fs::read_to_string(Path::new(saved).join("rev.txt")).unwrap(),
+        "edited\n"
+    );
     assert_eq!(
         fs::read_to_string(env.project_root().join("radio/data.db")).unwrap(),
         "mine\n",
