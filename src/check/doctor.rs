@@ -15,6 +15,7 @@ use crate::catalog::target::{self, Target};
 use crate::cli::agent::{self, AgentVersion, NoAgent};
 use crate::host::{self, Leftover, Session, Stopped};
 use crate::output::printable;
+use crate::output::sh_quote;
 use crate::protocol::zot::{self, Chosen, Fit, HostFacts};
 
 /// Which zot the checks judge by, and why (`zot` in `zot ext doctor --json`).
@@ -351,7 +352,7 @@ fn check_twins(report: &mut Report, target: &Target, manifest: &Manifest) {
             format!(
                 "rename one of them in its extension.json, or disable one: zot ext disable --{} {}",
                 twin.scope,
-                twin.dir.file_name().unwrap_or_default().to_string_lossy()
+                sh_quote(&twin.dir.file_name().unwrap_or_default().to_string_lossy())
             ),
         ));
     }
@@ -385,7 +386,7 @@ fn check_linked(report: &mut Report, target: &Target, facts: &HostFacts) {
         ),
         format!(
             "install a copy instead: zot ext install --force{project} {}{}",
-            source.display(),
+            sh_quote(&source.display().to_string()),
             if newer.is_empty() {
                 String::new()
             } else {
@@ -719,7 +720,10 @@ fn clash(what: &str, name: &str, (owner, scope): &(String, Option<Scope>)) -> Pr
             "{what}{name} is also registered by {owner} ({scope}); zot starts both at once and keeps whichever registers it first, so one of the two is ignored",
             scope = target::place(*scope)
         ),
-        format!("rename it in one of the two, or disable one: zot ext disable {owner}"),
+        format!(
+            "rename it in one of the two, or disable one: zot ext disable {}",
+            sh_quote(owner)
+        ),
     )
 }
 

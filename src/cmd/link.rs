@@ -11,6 +11,7 @@ use crate::catalog::paths::Scope;
 use crate::catalog::paths::ScopeDirs;
 use crate::cli::LinkArgs;
 use crate::cli::agent::{self, AgentVersion};
+use crate::output::sh_quote;
 use crate::protocol::zot;
 use crate::source::fetch::canonical_or_absolute;
 use crate::source::split_at_folder;
@@ -94,7 +95,7 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
     ctx.out.warn(&format!(
         "the zot agent {} is zot {version}, which does not load linked extension folders, so it will not start {name}; install a copy instead: zot ext install --force{project} {}",
         agent.display(),
-        crate::output::sh_quote(&target.display().to_string())
+        sh_quote(&target.display().to_string())
     ));
 }
 
@@ -108,7 +109,7 @@ fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
             Some((folder, sub)) => anyhow::anyhow!(
                 "{} does not exist; link takes the extension's own folder, not folder#path: zot ext link {}",
                 path.display(),
-                Path::new(folder).join(sub).display()
+                sh_quote(&Path::new(folder).join(sub).display().to_string())
             ),
             None => anyhow::anyhow!(
                 "{} does not exist; give the folder of an extension's working copy",
@@ -141,8 +142,8 @@ fn holds_the_root(path: &Path, target: &Path, root: &Path, scope: Scope) -> Stri
     let fix = match scope {
         Scope::Project => format!(
             "link it for every project instead (zot ext link {}), or run zot ext link --project {} in the project that uses it",
-            target.display(),
-            target.display()
+            sh_quote(&target.display().to_string()),
+            sh_quote(&target.display().to_string())
         ),
         Scope::Global => {
             "keep the extension in a folder of its own, or set ZOT_HOME to a folder outside it"

@@ -59,8 +59,15 @@ fn check_new_name(name: &str) -> Result<(), String> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
+        let why = if manifest::check_name(name).is_ok() {
+            " (new writes the name unquoted into the template's source and build files; zot and \
+             zot ext install accept this name, so to use it, edit \"name\" in extension.json \
+             afterwards)"
+        } else {
+            ""
+        };
         return Err(format!(
-            "contains {bad:?}; use only letters, digits, '.', '_' and '-'"
+            "contains {bad:?}; use only letters, digits, '.', '_' and '-'{why}"
         ));
     }
     manifest::check_name(name)
@@ -402,7 +409,7 @@ fn report(
         names.command, names.tool
     ))?;
     let target = match scope {
-        Some(_) => names.name.clone(),
+        Some(_) => sh_quote(&names.name),
         None => sh_quote(&dir.display().to_string()),
     };
     if let Some(hint) = build_hint(dir, Some(language(lang)), &exec(lang, names), &names.name) {

@@ -279,7 +279,7 @@ impl UpdateArgs {
                 let pin = record.git_ref.as_deref().unwrap_or("a commit");
                 return Err(skip(format!(
                     "pinned to {pin}; re-pin with: zot ext update {} --ref <branch|tag|commit>",
-                    outcome.name
+                    sh_quote(&outcome.name)
                 )));
             }
             // --enable/--disable change the manifest: the new version is staged to compare.

@@ -245,6 +245,12 @@ fn names_are_checked_and_builtins_avoided() {
         "error: the name \"no/slash\" contains '/'; \
              use only letters, digits, '.', '_' and '-'\n",
     );
+    // A name zot and install accept but new cannot write into a template: new says so.
+    env.zot(["ext", "new", "Bad Name!"]).fails(2).stderr_is(
+        "error: the name \"Bad Name!\" contains ' '; use only letters, digits, '.', '_' and '-' \
+         (new writes the name unquoted into the template's source and build files; zot and zot \
+         ext install accept this name, so to use it, edit \"name\" in extension.json afterwards)\n",
+    );
     env.zot(["ext", "new", "ok", "--lang", "cobol"]).fails(2);
     let json = env.zot(["ext", "new", "help", "--json"]).ok().json();
     assert_eq!(json["command"], "help-ext");
