@@ -45,6 +45,11 @@ fn zot() -> u8 {
     match cmd::run(&cli) {
         Ok(()) => 0,
         Err(e) if error::is_broken_pipe(&e) => 0,
+        Err(e) if !cli.global.json && error::declined(&e).is_some() => {
+            let note = error::declined(&e).unwrap_or_default();
+            cli.global.output().note(&format!("note: {note}"));
+            1
+        }
         Err(e) if cli.global.json => {
             cli.global
                 .output()

@@ -22,6 +22,17 @@ pub(super) fn improve(
                 error.insert(ContextKind::Suggested, tip);
             }
         }
+        ErrorKind::InvalidValue => {
+            if let Some(ContextValue::String(value)) = error.get(ContextKind::InvalidValue)
+                && matches!(value.to_lowercase().as_str(), "ts" | "typescript")
+            {
+                let tip = "there is no TypeScript template; --lang node (or js) writes JavaScript for Node.js";
+                error.insert(
+                    ContextKind::Suggested,
+                    ContextValue::StyledStrs(vec![StyledStr::from(tip)]),
+                );
+            }
+        }
         ErrorKind::InvalidSubcommand => {
             let wanted = match error.get(ContextKind::InvalidSubcommand) {
                 Some(ContextValue::String(wanted)) => wanted.clone(),

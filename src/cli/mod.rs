@@ -832,10 +832,15 @@ pub struct CallArgs {
 /// The language of a new extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Lang {
+    #[value(alias = "py")]
     Python,
+    /// JavaScript on Node.js
+    #[value(alias = "javascript", alias = "js")]
     Node,
     Go,
+    #[value(alias = "sh")]
     Shell,
+    #[value(alias = "rs")]
     Rust,
 }
 
