@@ -53,7 +53,7 @@ pub const HANDED_OVER_VAR: &str = "ZOT_EXT_HANDED_OVER";
 const HANDED_OVER_CAP: usize = 16;
 
 /// Where the agent lives, to say in the no-agent hint.
-const AGENT_HOME: &str = "https://github.com/patriceckhart/zot";
+pub const AGENT_HOME: &str = "https://github.com/patriceckhart/zot";
 
 /// Who handles a command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,6 +403,13 @@ pub fn pass_through_if_agents() -> Option<u8> {
     let agent = match found {
         Ok(agent) => agent,
         Err(NoAgent::NotFound) if route == Route::AgentOrHelp => return None,
+        Err(e @ NoAgent::NotFound) => {
+            let message = match meant_command(&args[1..]) {
+                Some(meant) => format!("{}; did you mean: {meant}", e.message()),
+                None => e.message(),
+            };
+            return Some(fail(&message, 2));
+        }
         Err(e) => return Some(fail(&e.message(), 2)),
     };
     let depth = depth(std::env::var_os(DEPTH_VAR).as_deref());
@@ -422,6 +429,31 @@ pub fn pass_through_if_agents() -> Option<u8> {
         .env(DEPTH_VAR, (depth + 1).to_string())
         .env(HANDED_OVER_VAR, us.handed_over_value());
     Some(run(command, &agent))
+}
+
+/// With no agent to hand a command line over to, the command of this binary its first word
+/// was probably meant to be, written out with the rest of the line (`zot completion bash`:
+/// `zot completions bash`; `zot ex list`: `zot ext list`; `zot version`: `zot --version`).
+fn meant_command(rest: &[OsString]) -> Option<String> {
+    let (first, more) = rest.split_first()?;
+    let word = first.to_str()?.to_lowercase();
+    let meant = match word.as_str() {
+        "version" | "-v" | "-version" | "--v" | "ver" => return Some("zot --version".into()),
+        "ex" | "et" | "xt" | "exts" | "extension" | "extensions" | "extention" | "extentions"
+        | "plugin" | "plugins" => "ext",
+        _ if word.starts_with("complet")
+            || strsim::damerau_levenshtein(&word, "completions") <= 2 =>
+        {
+            "completions"
+        }
+        _ => return None,
+    };
+    let mut line = format!("zot {meant}");
+    for arg in more {
+        line.push(' ');
+        line.push_str(&crate::output::sh_quote(&arg.to_string_lossy()));
+    }
+    Some(line)
 }
 
 fn run(mut command: std::process::Command, agent: &Path) -> u8 {
@@ -642,6 +674,23 @@ mod tests {
         assert_eq!(depth(None), 0);
         assert_eq!(depth(Some(OsStr::new("3"))), 3);
         assert_eq!(depth(Some(OsStr::new("junk"))), 0);
+    }
+
+    #[test]
+    fn a_first_word_close_to_ours_is_written_out_as_ours() {
+        let meant = |words: &[&str]| meant_command(&args(words)[1..]);
+        assert_eq!(
+            meant(&["zot", "completion", "bash"]).unwrap(),
+            "zot completions bash"
+        );
+        assert_eq!(meant(&["zot", "ex", "list"]).unwrap(), "zot ext list");
+        assert_eq!(
+            meant(&["zot", "extension", "list", "a b"]).unwrap(),
+            "zot ext list 'a b'"
+        );
+        assert_eq!(meant(&["zot", "version"]).unwrap(), "zot --version");
+        assert_eq!(meant(&["zot", "chat"]), None);
+        assert_eq!(meant(&["zot", "fix the tests"]), None);
     }
 
     #[test]

@@ -20,6 +20,29 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
 }
 
+/// A question the user answered no: nothing was done, which is said as a note, not an
+/// error (exit status 1: what was asked for did not happen).
+#[derive(Debug)]
+pub struct Declined(pub String);
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Declined {}
+
+/// Shorthand for returning a [`Declined`] answer.
+pub fn decline(message: impl Into<String>) -> anyhow::Error {
+    Declined(message.into()).into()
+}
+
+/// The note of a [`Declined`] answer, if `error` is one.
+pub fn declined(error: &anyhow::Error) -> Option<&str> {
+    error.downcast_ref::<Declined>().map(|d| d.0.as_str())
+}
+
 /// An error that names what was probably meant (`did you mean clock?` is in the message);
 /// `--json` prints the names as `suggestions`.
 #[derive(Debug)]

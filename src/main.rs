@@ -21,7 +21,14 @@ fn zot() -> u8 {
     if let Some(code) = zot_ext::agent::pass_through_if_agents() {
         return code;
     }
-    let cli = match zot_ext::cli::try_parse_from(zot_ext::effective_args(std::env::args_os())) {
+    let args = zot_ext::effective_args(std::env::args_os());
+    if let Some(overview) = zot_ext::cli::overview_alone(&args) {
+        return match std::io::stdout().write_all(overview.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => 1,
+            _ => 0,
+        };
+    }
+    let cli = match zot_ext::cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -32,6 +39,11 @@ fn zot() -> u8 {
     match cmd::run(&cli) {
         Ok(()) => 0,
         Err(e) if error::is_broken_pipe(&e) => 0,
+        Err(e) if !cli.global.json && error::declined(&e).is_some() => {
+            let note = error::declined(&e).unwrap_or_default();
+            cli.global.output().note(&format!("note: {note}"));
+            1
+        }
         Err(e) if cli.global.json => {
             cli.global
                 .output()

@@ -97,7 +97,7 @@ impl ManifestError {
             let name = self.path.file_name().unwrap_or_default().to_string_lossy();
             return format!(
                 "restore the folder it points to, or remove the link with zot ext remove {}",
-                crate::output::shell::quote(&name)
+                crate::output::sh_quote(&name)
             );
         }
         if message.starts_with("not found;") {

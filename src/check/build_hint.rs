@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use crate::catalog::manifest::Manifest;
 use crate::fsx::bounded;
 use crate::host::{self, ExecError};
-use crate::output::shell::quote;
+use crate::output::sh_quote;
 
 /// How many folders above the extension are searched for the go.mod it belongs to.
 const MODULE_LEVELS: usize = 8;
@@ -81,24 +81,27 @@ fn venv_hint(dir: &Path, exec: &str) -> Option<String> {
     python.then(|| {
         format!(
             "create the virtual environment: cd {} && python3 -m venv {} (then install into it what the extension needs), or correct \"exec\" in extension.json",
-            quote(&dir.to_string_lossy()),
-            quote(&venv.to_string_lossy())
+            sh_quote(&dir.to_string_lossy()),
+            sh_quote(&venv.to_string_lossy())
         )
     })
 }
 
 fn go_hint(dir: &Path, exec: &str, name: &str) -> String {
-    let cd = format!("cd {}", quote(&dir.to_string_lossy()));
+    let cd = format!("cd {}", sh_quote(&dir.to_string_lossy()));
     if std::fs::symlink_metadata(dir.join("go.mod")).is_ok() {
-        return format!("build it: {cd} && go build -o {} .", quote(exec));
+        return format!("build it: {cd} && go build -o {} .", sh_quote(exec));
     }
-    let init = format!("go mod init {} && go mod tidy", quote(&module_name(name)));
+    let init = format!(
+        "go mod init {} && go mod tidy",
+        sh_quote(&module_name(name))
+    );
     match enclosing_module(dir) {
         Some(module) => module_hint(dir, exec, &module, &format!("{cd} && {init}")),
         None => format!(
             "there is no go.mod in {} or the folders above it; create one and build: {cd} && {init} && go build -o {} .",
             dir.display(),
-            quote(exec)
+            sh_quote(exec)
         ),
     }
 }
@@ -117,9 +120,9 @@ fn module_hint(dir: &Path, exec: &str, module: &Module, add_go_mod: &str) -> Str
     format!(
         "the extension is part of {named} at {}; build it: cd {} && go build -o {} {}; an installed copy will not have that module (the copied folder has no go.mod), so give the extension its own: {add_go_mod}",
         module.root.display(),
-        quote(&module.root.to_string_lossy()),
-        quote(&output.to_string_lossy()),
-        quote(&package),
+        sh_quote(&module.root.to_string_lossy()),
+        sh_quote(&output.to_string_lossy()),
+        sh_quote(&package),
     )
 }
 
@@ -127,7 +130,7 @@ fn rust_hint(dir: &Path, exec: &str) -> String {
     if is_regular_file(&dir.join("Cargo.toml")) {
         return format!(
             "build it: cd {} && cargo build --release",
-            quote(&dir.to_string_lossy())
+            sh_quote(&dir.to_string_lossy())
         );
     }
     format!(
@@ -316,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn go_module_names_are_words_of_the_extension_name() {
+    fn module_names_are_words_go_takes() {
         assert_eq!(module_name("..my ext."), "my-ext");
         assert_eq!(module_name("ünï"), "n-");
         assert_eq!(module_name("ü"), "extension");

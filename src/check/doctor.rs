@@ -15,6 +15,7 @@ use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::target::{self, Target};
 use crate::host::{self, Leftover, Session, Stopped};
 use crate::output::printable;
+use crate::output::sh_quote;
 use crate::protocol::zot::{self, Chosen, Fit, HostFacts};
 
 /// Which zot the checks judge by, and why (`zot` in `zot ext doctor --json`).
@@ -36,51 +37,57 @@ impl JudgedBy {
     /// The facts for `--zot-version <version>`.
     pub(crate) fn option(version: &str) -> JudgedBy {
         let chosen = zot::facts_for(version);
-        let given = format!("--zot-version {}", printable(version));
-        JudgedBy::chosen(chosen, Some(version), "option", &given)
+        JudgedBy::chosen(chosen, version, "option", "--zot-version")
     }
 
     /// The facts for the version the agent reports, else the newest.
     pub(crate) fn agent(found: AgentVersion) -> JudgedBy {
+        let sets_it = "--zot-version sets it";
         match found {
             AgentVersion::Reported { agent, version } => {
+                let place = if std::env::var_os(agent::AGENT_VAR).is_some() {
+                    format!("{} names", agent::AGENT_VAR)
+                } else {
+                    "on PATH".to_string()
+                };
                 let said = format!(
-                    "{} reports zot {version}",
+                    "the agent {place}, {}",
                     printable(&agent.display().to_string())
                 );
-                JudgedBy::chosen(zot::facts_for(&version), Some(&version), "agent", &said)
+                JudgedBy::chosen(zot::facts_for(&version), &version, "agent", &said)
             }
             AgentVersion::Silent { agent, why } => JudgedBy::newest(&format!(
-                "the zot agent {} {why}",
+                "the zot agent {} {why}; {sets_it}",
                 printable(&agent.display().to_string())
             )),
-            AgentVersion::Missing(NoAgent::NotFound) => JudgedBy::newest(&format!(
-                "no zot agent found (no other zot on PATH, {} not set)",
-                agent::AGENT_VAR
-            )),
-            AgentVersion::Missing(NoAgent::BadVariable(why)) => JudgedBy::newest(&why),
+            AgentVersion::Missing(NoAgent::NotFound) => {
+                JudgedBy::newest(&format!("no zot agent found; {sets_it}"))
+            }
+            AgentVersion::Missing(NoAgent::BadVariable(why)) => {
+                JudgedBy::newest(&format!("{why}; {sets_it}"))
+            }
         }
     }
 
-    fn chosen(chosen: Chosen, version: Option<&str>, from: &'static str, said: &str) -> JudgedBy {
+    /// Judged for `version`, which `given` gave.
+    fn chosen(chosen: Chosen, version: &str, from: &'static str, given: &str) -> JudgedBy {
         let facts = chosen.facts;
+        let shown = printable(version);
         let why = match chosen.fit {
-            Fit::Known => format!("judged by {} facts: {said}", facts.label()),
+            Fit::Known => format!("judged for zot {shown} ({given})"),
             Fit::OlderThanKnown => format!(
-                "judged by {} facts, the oldest known: {said}, older than any known zot",
+                "judged for zot {shown} as for {}, the oldest zot known ({given})",
                 facts.label()
             ),
             Fit::Unversioned => format!(
-                "judged by {} facts, the newest known: {said}, the version of a build without one",
-                facts.label()
+                "judged for the newest zot known ({given} says {shown}, the version of a build without one)"
             ),
             Fit::NotAVersion => format!(
-                "judged by {} facts, the newest known: {said} is not a version",
-                facts.label()
+                "judged for the newest zot known ({given} says {shown}, which is not a version)"
             ),
         };
         JudgedBy {
-            version: version.map(str::to_string),
+            version: Some(version.to_string()),
             facts: facts.versions,
             from,
             why,
@@ -94,10 +101,7 @@ impl JudgedBy {
             version: None,
             facts: facts.versions,
             from: "default",
-            why: format!(
-                "judged by {} facts, the newest known: {reason}",
-                facts.label()
-            ),
+            why: format!("judged for the newest zot known ({reason})"),
             host: facts,
         }
     }
@@ -269,6 +273,7 @@ pub(crate) fn check(target: &Target, options: &Options) -> Report {
         }
     };
     check_folder_name(&mut report, target, manifest);
+    check_hidden(&mut report, target, manifest, &options.host.cwd);
     check_twins(&mut report, target, manifest);
     check_linked(&mut report, target, options.facts);
     for note in &manifest.notes {
@@ -299,6 +304,37 @@ fn check_folder_name(report: &mut Report, target: &Target, manifest: &Manifest) 
     }
 }
 
+/// A global folder hidden by the project folder of the same folder name, whose manifest names
+/// another extension: zot loads one folder per folder name, project first, so this extension
+/// is not loaded at all (with the same name, the project copy stands in for it).
+fn check_hidden(report: &mut Report, target: &Target, manifest: &Manifest, cwd: &std::path::Path) {
+    if !target.shadowed || target.skipped || !manifest.enabled {
+        return;
+    }
+    let project = Layout::new(PathBuf::new(), cwd);
+    let hider = project.project.extension(&target.dir_name);
+    let hider_name = crate::catalog::manifest::read(&hider).map(|m| m.name);
+    if hider_name.as_deref().is_ok_and(|n| n == manifest.name) {
+        return;
+    }
+    let what = match &hider_name {
+        Ok(name) => format!("extension \"{name}\""),
+        Err(_) => "a folder without a readable extension.json".to_string(),
+    };
+    report.add(Problem::warning(
+        format!(
+            "zot will not load \"{}\": the project folder {} ({what}) has the same folder name \"{}\", and zot loads one folder per folder name, the project's first",
+            manifest.name,
+            hider.display(),
+            target.dir_name,
+        ),
+        format!(
+            "rename this folder to \"{}\" (the name in its extension.json), or install it into the project",
+            manifest.name
+        ),
+    ));
+}
+
 /// Two enabled folders with the same manifest name: zot 0.1.62 starts both and keeps
 /// whichever finishes its hello last (`loadOne` checks for a duplicate before the handshake).
 fn check_twins(report: &mut Report, target: &Target, manifest: &Manifest) {
@@ -316,7 +352,7 @@ fn check_twins(report: &mut Report, target: &Target, manifest: &Manifest) {
             format!(
                 "rename one of them in its extension.json, or disable one: zot ext disable --{} {}",
                 twin.scope,
-                twin.dir.file_name().unwrap_or_default().to_string_lossy()
+                sh_quote(&twin.dir.file_name().unwrap_or_default().to_string_lossy())
             ),
         ));
     }
@@ -350,7 +386,7 @@ fn check_linked(report: &mut Report, target: &Target, facts: &HostFacts) {
         ),
         format!(
             "install a copy instead: zot ext install --force{project} {}{}",
-            source.display(),
+            sh_quote(&source.display().to_string()),
             if newer.is_empty() {
                 String::new()
             } else {
@@ -561,9 +597,9 @@ fn shutdown(report: &mut Report, stopped: &Stopped) {
             terminated: true,
             killed,
             ..
-        } => Problem::error(
+        } => Problem::warning(
             format!(
-                "ignored shutdown: no shutdown_ack and still running after {grace}s, so it was stopped with SIGTERM{}",
+                "ignored shutdown: no shutdown_ack and still running after {grace}s, so it was stopped with SIGTERM{}; zot only asks at exit, so it works all session",
                 if killed {
                     ", then SIGKILL (it ignored SIGTERM too)"
                 } else {
@@ -684,7 +720,10 @@ fn clash(what: &str, name: &str, (owner, scope): &(String, Option<Scope>)) -> Pr
             "{what}{name} is also registered by {owner} ({scope}); zot starts both at once and keeps whichever registers it first, so one of the two is ignored",
             scope = target::place(*scope)
         ),
-        format!("rename it in one of the two, or disable one: zot ext disable {owner}"),
+        format!(
+            "rename it in one of the two, or disable one: zot ext disable {}",
+            sh_quote(owner)
+        ),
     )
 }
 

@@ -16,6 +16,7 @@ use super::Level;
 use super::handshake::{self, Handshake, HostInfo};
 use crate::host::{self, Incoming, Launch, Session};
 use crate::output::Output;
+use crate::output::sh_quote;
 use crate::protocol::{
     CommandInvoked, CommandResponse, DecodeError, FromExt, FromHost, ToolCall, ToolCancel,
     ToolResult,
@@ -304,8 +305,9 @@ fn stop(out: &Output, session: &mut Session, name: &str) {
     let stopped = session.stop(host::SHUTDOWN_GRACE);
     if stopped.terminated {
         out.warn(&format!(
-            "{name} did not exit within {}s of shutdown and was stopped with a signal; zot ext doctor {name} shows more",
-            host::SHUTDOWN_GRACE.as_secs()
+            "{name} did not exit within {}s of shutdown and was stopped with a signal; zot ext doctor {} shows more",
+            host::SHUTDOWN_GRACE.as_secs(),
+            sh_quote(name)
         ));
     }
     for leftover in stopped.leftovers.iter().chain(&host::end_adopted()) {

@@ -1,6 +1,7 @@
 //! Hints added to clap's own usage errors, each naming a command line that works: a scope
 //! flag given to a command without a scope or before the subcommand, `-n` given to
-//! `update` (it is `logs`' line count), and unknown subcommands suggested closest first.
+//! `update` (it is `logs`' line count), unknown subcommands suggested closest first, and words
+//! other tools use (`uninstall`, `upgrade`, `search`...) answered by meaning.
 
 use std::ffi::OsString;
 
@@ -21,13 +22,27 @@ pub(super) fn improve(
                 error.insert(ContextKind::Suggested, tip);
             }
         }
+        ErrorKind::InvalidValue => {
+            if let Some(ContextValue::String(value)) = error.get(ContextKind::InvalidValue)
+                && matches!(value.to_lowercase().as_str(), "ts" | "typescript")
+            {
+                let tip = "there is no TypeScript template; --lang node (or js) writes JavaScript for Node.js";
+                error.insert(
+                    ContextKind::Suggested,
+                    ContextValue::StyledStrs(vec![StyledStr::from(tip)]),
+                );
+            }
+        }
         ErrorKind::InvalidSubcommand => {
+            let wanted = match error.get(ContextKind::InvalidSubcommand) {
+                Some(ContextValue::String(wanted)) => wanted.clone(),
+                _ => String::new(),
+            };
+            if is_ext_word(args, &wanted) && replace_by_meaning(&mut error, &wanted) {
+                return error;
+            }
             if let Some(ContextValue::Strings(names)) = error.get(ContextKind::SuggestedSubcommand)
             {
-                let wanted = match error.get(ContextKind::InvalidSubcommand) {
-                    Some(ContextValue::String(wanted)) => wanted.clone(),
-                    _ => String::new(),
-                };
                 let ordered = closest_first(&wanted, names);
                 error.insert(
                     ContextKind::SuggestedSubcommand,
@@ -38,6 +53,47 @@ pub(super) fn improve(
         _ => {}
     }
     error
+}
+
+/// Words other tools use for a `zot ext` subcommand, and that subcommand: spelled nothing
+/// like it, so closeness would suggest another (`uninstall` is close to `install`).
+const SAME_MEANING: &[(&str, &str)] = &[
+    ("uninstall", "remove"),
+    ("delete", "remove"),
+    ("upgrade", "update"),
+    ("show", "info"),
+    ("create", "new"),
+    ("init", "new"),
+    ("check", "doctor"),
+    ("run", "call"),
+];
+
+/// Whether `word` is the word right after `ext` in `args` (a `zot ext` subcommand's place).
+fn is_ext_word(args: &[OsString], word: &str) -> bool {
+    args.windows(2).any(|w| w[0] == "ext" && w[1] == word)
+}
+
+/// Puts the subcommand that means `wanted` (or, for `search`, what to do instead) in place
+/// of clap's suggestions; false when `wanted` is no known word.
+fn replace_by_meaning(error: &mut clap::Error, wanted: &str) -> bool {
+    let lower = wanted.to_lowercase();
+    if lower == "search" || lower == "find" {
+        error.remove(ContextKind::SuggestedSubcommand);
+        let tip = "zot ext has no index of extensions to search; install one from a folder or a git URL (zot ext install <path|git-url>), and zot ext list shows what is installed";
+        error.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![StyledStr::from(tip)]),
+        );
+        return true;
+    }
+    let Some((_, meant)) = SAME_MEANING.iter().find(|(word, _)| *word == lower) else {
+        return false;
+    };
+    error.insert(
+        ContextKind::SuggestedSubcommand,
+        ContextValue::Strings(vec![(*meant).to_owned()]),
+    );
+    true
 }
 
 /// `names` sorted by edit distance to `wanted` (ignoring case), then by name.

@@ -8,6 +8,8 @@
 
 pub mod candidates;
 pub mod complete;
+#[cfg(test)]
+mod flag_mentions;
 mod hints;
 pub mod lazy;
 pub mod pages;
@@ -128,21 +130,30 @@ fn decorate(
     }
 }
 
+/// `zot --help`: one line, examples, then what zot ext does and how it shares zot's name.
+const LONG_ABOUT: &str = "\
+Install and manage extensions for the zot coding agent.
+
+Examples:
+  zot ext install https://github.com/you/zot-clock.git
+  zot ext new hello-py --lang python
+  zot ext doctor
+
+zot ext manages extensions (folders with an extension.json manifest and a program that speaks \
+newline-delimited JSON) in the project scope, ./.zot/extensions/, or the global scope, \
+$ZOT_HOME/extensions/: install, new and link add them; list and info show them; enable, \
+disable, update and remove change them; logs, doctor and call look inside them; add records \
+one in the project file .zot/extensions.json and sync makes the installed set match that file \
+and its lock; verify checks them against their file lists and lock file, and cache clean \
+empties the fetch cache. zot completions prints the shell completion script.
+
+zot shares its name with the zot agent: any other command line (zot --ext ./x, and with the \
+agent installed also the bare zot, --help and --version) is handed to the agent, $ZOT_AGENT or \
+the next zot on PATH that is not a copy of this binary. A ZOT_AGENT without a slash is looked \
+up on PATH; with a slash it is a path (relative to the current folder unless it starts with /). \
+Invoked as zot-ext, the binary is always zot ext.";
+
 /// Install and manage extensions for the zot coding agent.
-///
-/// zot ext manages extensions (folders with an extension.json manifest and a program that
-/// speaks newline-delimited JSON) in the project scope, ./.zot/extensions/, or the global
-/// scope, $ZOT_HOME/extensions/: install, new and link add them; list and info show them;
-/// enable, disable, update and remove change them; logs, doctor and call look inside them;
-/// add records one in the project file .zot/extensions.json and sync makes the installed set
-/// match that file and its lock; verify checks them against their file lists and lock file,
-/// and cache clean empties the fetch cache. zot completions prints the shell completion script.
-///
-/// zot shares its name with the zot agent: any other command line (zot --ext ./x, and with
-/// the agent installed also the bare zot, --help and --version) is handed to the agent,
-/// $ZOT_AGENT or the next zot on PATH that is not a copy of this binary. A ZOT_AGENT without
-/// a slash is looked up on PATH; with a slash it is a path (relative to the current folder
-/// unless it starts with /). Invoked as zot-ext, the binary is always zot ext.
 #[derive(Debug, Parser)]
 #[command(
     name = "zot",
@@ -150,6 +161,7 @@ fn decorate(
     arg_required_else_help = true,
     propagate_version = true,
     max_term_width = 100,
+    long_about = LONG_ABOUT,
     after_help = EXT_OVERVIEW
 )]
 pub struct Cli {
@@ -164,21 +176,56 @@ pub struct Cli {
 pub const EXT_OVERVIEW: &str = "\
 Extension commands:
   zot ext list                    List installed extensions and their state
-  zot ext install <path|git-url>  Copy a directory or clone a git repository
+  zot ext install <path|git-url>  Copy a folder or clone a git repository
   zot ext remove <name>           Delete an installed extension
   zot ext enable <name>           Re-enable a disabled extension
   zot ext disable <name>          Disable an extension without removing it
   zot ext logs <name> [-f]        Print or follow an extension's log
-  zot ext doctor [<name>...]      Check extensions by starting them and speaking their protocol
-  zot ext call <name> /<command>  Run an extension's command (or --tool) without the agent
+  zot ext doctor [<name>...]      Start extensions as zot does and check them
+  zot ext call <name> /<command>  Run a command (or --tool) without the agent
   zot ext new <name>              Create a new extension from a template
-  zot ext update [<name>...]      Update extensions from where they were installed from
-  zot ext link <path>             Register a working copy as an extension, by symbolic link
-  zot ext info <name>             Show where an extension came from and which copy wins
-  zot ext add <path|git-url>      Install an extension and record it in the project file
-  zot ext sync                    Make the installed extensions match the project file
-  zot ext verify [<name>...]      Check installed files against their file lists and lock file
+  zot ext update [<name>...]      Update extensions from their sources
+  zot ext link <path>             Register a working copy by symbolic link
+  zot ext info <name>             Where it came from and which copy wins
+  zot ext add <path|git-url>      Install and record it in the project file
+  zot ext sync                    Match the installed set to the project file
+  zot ext verify [<name>...]      Check installed files against their lists
   zot ext cache clean             Empty the fetch cache of git commits";
+
+/// What bare `zot ext` prints (and bare `zot` without the agent): the commands by what they
+/// do and three examples, on stdout, exit 0.
+pub const SHORT_OVERVIEW: &str = "\
+zot ext: install and manage extensions for the zot coding agent
+
+Commands:
+  list, info                  what is installed, and which copy zot loads
+  install, add, new, link     bring in an extension (add records it in the project)
+  enable, disable, remove     turn one on or off, or delete it
+  update, sync                fetch again; match the project file and its lock
+  doctor, call, logs          start one as zot does, run a command, read its log
+  verify, cache clean         check installed files; empty the fetch cache
+
+Examples:
+  zot ext install https://github.com/you/zot-clock.git
+  zot ext new hello-py --lang python
+  zot ext doctor
+
+zot ext <command> --help shows a command's options and examples; zot --help has more.
+";
+
+/// The overview for a command line that is only `zot ext` (or only `zot`, which reaches here
+/// when no agent was found to hand it to).
+pub fn overview_alone(args: &[OsString]) -> Option<String> {
+    match args.get(1..)? {
+        [ext] if ext == "ext" => Some(SHORT_OVERVIEW.to_string()),
+        [] => Some(format!(
+            "The zot agent is not installed here (see {}, or set {} to it); this binary runs\nzot ext and zot completions.\n\n{SHORT_OVERVIEW}",
+            crate::agent::AGENT_HOME,
+            crate::agent::AGENT_VAR
+        )),
+        _ => None,
+    }
+}
 
 /// Flags accepted by every subcommand, listed after its own under their own heading.
 #[derive(Debug, Clone, Args)]
@@ -468,6 +515,11 @@ pub struct AddArgs {
     /// Install it disabled and record "enabled": false
     #[arg(long)]
     pub disabled: bool,
+
+    /// Replace an installed extension of the same name, as install --force does (edits and
+    /// files it wrote are carried over or saved)
+    #[arg(short, long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -778,10 +830,15 @@ pub struct CallArgs {
 /// The language of a new extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Lang {
+    #[value(alias = "py")]
     Python,
+    /// JavaScript on Node.js
+    #[value(alias = "javascript", alias = "js")]
     Node,
     Go,
+    #[value(alias = "sh")]
     Shell,
+    #[value(alias = "rs")]
     Rust,
 }
 

@@ -50,7 +50,19 @@ impl Run for AddArgs {
         };
         let at = Where::of(&ctx.layout, scope);
         // Read first: a broken project file stops the run before anything is installed.
-        let mut file = ProjectFile::load(&at.project_file())?.unwrap_or_default();
+        let existing = ProjectFile::load(&at.project_file())?;
+        let first = existing.is_none();
+        if first
+            && scope == Scope::Project
+            && let Some(above) = project::project_above(&ctx.layout)
+        {
+            ctx.out.warn(&format!(
+                "starting a second project in {}, inside another; {}",
+                at.root.display(),
+                project::run_from_above(&at.root, &above)
+            ));
+        }
+        let mut file = existing.unwrap_or_default();
         let mut locked = Lock::load(&at.lock_file())?.unwrap_or_default();
         let (source, subdir) = self.source_and_subdir()?;
         let store = Store::open(ctx.layout.scope(scope))?;
@@ -63,8 +75,12 @@ impl Run for AddArgs {
                 subdir: subdir.as_deref(),
                 cache: cache.as_ref(),
             },
-            replace: false,
-            carry: crate::store::carry::Options::default(),
+            replace: self.force,
+            // The project file records the state asked for, so the new copy takes it too.
+            carry: crate::store::carry::Options {
+                keep_local: false,
+                enabled: Some(!self.disabled),
+            },
             as_fetched: true,
             expect_tree: None,
         };
@@ -89,7 +105,13 @@ impl Run for AddArgs {
         locked.extensions.insert(name.clone(), lock_entry.clone());
         file.save(&at.project_file())?;
         locked.save(&at.lock_file())?;
-        report(ctx, &at, &done, &entry, &lock_entry)
+        report(ctx, &at, &done, &entry, &lock_entry)?;
+        if first && scope == Scope::Project {
+            ctx.out.note(
+                "note: commit .zot/extensions.json and .zot/extensions.lock (zot ext sync installs from them); .zot/.ext-store/ is this machine's state and ignores itself",
+            );
+        }
+        Ok(())
     }
 }
 
@@ -179,5 +201,8 @@ fn report(
         at.scope,
         at.project_file().display()
     ))?;
+    for line in done.carried.iter().flat_map(|p| p.lines(true)) {
+        ctx.out.say(&format!("  {line}"))?;
+    }
     Ok(())
 }

@@ -14,6 +14,7 @@ use crate::check;
 use crate::check::exchange::{self, Reply, Request};
 use crate::cli::CallArgs;
 use crate::error::usage;
+use crate::output::sh_quote;
 use crate::output::{Output, clean};
 use crate::protocol::{Action, ContentKind, FromExt, PanelContent};
 
@@ -28,7 +29,8 @@ impl Run for CallArgs {
         if target.scope.is_some() && !manifest.enabled {
             ctx.out.note(&format!(
                 "note: {} is disabled: zot does not start it (zot ext enable {} turns it on); calling it anyway",
-                manifest.name, manifest.name
+                manifest.name,
+                sh_quote(&manifest.name)
             ));
         }
         let launch =

@@ -15,6 +15,7 @@ use crate::check::build_hint;
 use crate::cli::InfoArgs;
 use crate::output::printable;
 use crate::output::redact::redact;
+use crate::output::sh_quote;
 use crate::source::copy::{self, LooseLink};
 use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record, RefKind};
@@ -282,7 +283,7 @@ fn render_links(name: &str, c: &Copy) -> Option<String> {
         return (!partial.is_empty()).then(|| format!("none found{partial}"));
     }
     let all = if links.len() > copy::LISTED {
-        format!("; zot ext info --json {name} lists them all")
+        format!("; zot ext info --json {} lists them all", sh_quote(name))
     } else {
         String::new()
     };

@@ -12,6 +12,7 @@ use crate::catalog::paths::Scope;
 use crate::catalog::paths::ScopeDirs;
 use crate::cli::LinkArgs;
 use crate::install::fetch::canonical_or_absolute;
+use crate::output::sh_quote;
 use crate::protocol::zot;
 use crate::source::split_at_folder;
 use crate::store::Store;
@@ -72,30 +73,18 @@ impl Run for LinkArgs {
     }
 }
 
-/// Older zot skips linked folders: a note, or a warning when the agent here is such a zot.
+/// zot 0.1.62 and earlier skip linked folders: a warning when the agent here is such a zot,
+/// and nothing otherwise (a newer agent follows the link; without one there is no zot to
+/// judge for, and `doctor --zot-version` tells).
 fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
-    let Some(newest_skipping) = zot::KNOWN
-        .iter()
-        .rfind(|f| !f.discovery.follows_linked_folders)
-    else {
+    let AgentVersion::Reported { agent, version } = agent::agent_version() else {
         return;
     };
-    if let AgentVersion::Reported { agent, version } = agent::agent_version()
-        && !zot::facts_for(&version)
-            .facts
-            .discovery
-            .follows_linked_folders
+    if zot::facts_for(&version)
+        .facts
+        .discovery
+        .follows_linked_folders
     {
-        let project = if scope == Scope::Project {
-            " --project"
-        } else {
-            ""
-        };
-        ctx.out.warn(&format!(
-            "the zot agent {} is zot {version}, which does not load linked extension folders, so it will not start {name}; install a copy instead: zot ext install --force{project} {}",
-            agent.display(),
-            target.display()
-        ));
         return;
     }
     let project = if scope == Scope::Project {
@@ -103,10 +92,10 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
     } else {
         ""
     };
-    ctx.out.note(&format!(
-        "note: zot {} and earlier do not load linked extension folders; for those, install a copy instead: zot ext install --force{project} {}",
-        newest_skipping.versions,
-        crate::output::shell::quote(&target.display().to_string())
+    ctx.out.warn(&format!(
+        "the zot agent {} is zot {version}, which does not load linked extension folders, so it will not start {name}; install a copy instead: zot ext install --force{project} {}",
+        agent.display(),
+        sh_quote(&target.display().to_string())
     ));
 }
 
@@ -120,7 +109,7 @@ fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
             Some((folder, sub)) => anyhow::anyhow!(
                 "{} does not exist; link takes the extension's own folder, not folder#path: zot ext link {}",
                 path.display(),
-                Path::new(folder).join(sub).display()
+                sh_quote(&Path::new(folder).join(sub).display().to_string())
             ),
             None => anyhow::anyhow!(
                 "{} does not exist; give the folder of an extension's working copy",
@@ -153,8 +142,8 @@ fn holds_the_root(path: &Path, target: &Path, root: &Path, scope: Scope) -> Stri
     let fix = match scope {
         Scope::Project => format!(
             "link it for every project instead (zot ext link {}), or run zot ext link --project {} in the project that uses it",
-            target.display(),
-            target.display()
+            sh_quote(&target.display().to_string()),
+            sh_quote(&target.display().to_string())
         ),
         Scope::Global => {
             "keep the extension in a folder of its own, or set ZOT_HOME to a folder outside it"

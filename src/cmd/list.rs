@@ -11,6 +11,7 @@ use crate::catalog::{self, Installed};
 use crate::cli::ListArgs;
 use crate::output::table::{self, Column, Cut, Layout, Row, Table};
 use crate::output::{BAD, Cell, DIM, GOOD, WARN};
+use crate::project::{self, Where};
 use crate::store::Store;
 
 /// One row of `zot ext list --json`.
@@ -87,6 +88,15 @@ impl Run for ListArgs {
                 "no extensions installed{within}; add one with `zot ext install{flag} <path|git-url>`"
             ));
         }
+        let root = Where::of(&ctx.layout, Scope::Project).root;
+        if self.scope.scope() != Some(Scope::Global)
+            && let Some(above) = project::project_above(&ctx.layout)
+        {
+            ctx.out.note(&format!(
+                "note: no project here; {}",
+                project::run_from_above(&root, &above)
+            ));
+        }
         Ok(())
     }
 }
@@ -109,7 +119,7 @@ const COLUMNS: [Column; 7] = [
     Column::whole("ENABLED"),
     Column::shrinks("LANGUAGE", Cut::End, 8),
     Column::shrinks("DESCRIPTION", Cut::End, 11),
-    Column::shrinks("DIR", Cut::Middle, 16),
+    Column::shrinks("DIR", Cut::Middle, 12),
 ];
 const SHRINK_ORDER: [usize; 4] = [5, 6, 2, 4];
 
@@ -118,17 +128,19 @@ const SHRINK_ORDER: [usize; 4] = [5, 6, 2, 4];
 /// from `~` unless `--wide`.
 fn row(e: &Entry, layout: Layout) -> Row {
     let dash = || "-".to_string();
-    let scope = if e.shadowed {
-        Cell::styled(format!("{} (shadowed)", e.scope), DIM)
-    } else {
-        Cell::plain(e.scope.as_str())
+    let piped = layout == Layout::Piped;
+    // On a terminal "shadowed" alone (only a global copy is ever shadowed): the column stays
+    // as narrow as "project", so the table fits 80 columns.
+    let scope = match (e.shadowed, piped) {
+        (true, true) => Cell::styled(format!("{} (shadowed)", e.scope), DIM),
+        (true, false) => Cell::styled("shadowed", DIM),
+        (false, _) => Cell::plain(e.scope.as_str()),
     };
     let enabled = match (e.enabled, &e.error) {
         (_, Some(_)) => Cell::styled("broken", BAD),
         (Some(true), _) => Cell::styled("yes", GOOD),
         _ => Cell::styled("no", WARN),
     };
-    let piped = layout == Layout::Piped;
     let description = match &e.error {
         Some(error) if piped => Cell::styled(error.clone(), BAD),
         _ => Cell::plain(e.description.map_or_else(dash, str::to_string)),
@@ -137,9 +149,12 @@ fn row(e: &Entry, layout: Layout) -> Row {
         Layout::Fit(_) => table::home_as_tilde(path),
         Layout::Piped | Layout::Wide => path.to_string(),
     };
-    let dir = match &e.linked {
-        Some(target) => format!("{} -> {}", shown(&e.dir), shown(target)),
-        None => shown(&e.dir),
+    // A link is marked by its arrow; fitted to a terminal, the folder it is in is implied by
+    // the scope and only "-> target" is shown, so a cut in the middle keeps the arrow.
+    let dir = match (&e.linked, layout) {
+        (Some(target), Layout::Fit(_)) => format!("-> {}", shown(target)),
+        (Some(target), _) => format!("{} -> {}", shown(&e.dir), shown(target)),
+        (None, _) => shown(&e.dir),
     };
     let detail = match (&e.error, layout) {
         (Some(error), Layout::Fit(_)) => Some(Cell::styled(table::home_as_tilde_in(error), BAD)),

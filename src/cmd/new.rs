@@ -14,7 +14,7 @@ use crate::catalog::paths::Scope;
 use crate::check::build_hint::build_hint;
 use crate::cli::{Lang, NewArgs};
 use crate::error::usage;
-use crate::output::shell::quote;
+use crate::output::sh_quote;
 use crate::protocol::zot;
 use crate::store::Store;
 use crate::store::record::{Kind, Record};
@@ -59,8 +59,15 @@ fn check_new_name(name: &str) -> Result<(), String> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
+        let why = if manifest::check_name(name).is_ok() {
+            " (new writes the name unquoted into the template's source and build files; zot and \
+             zot ext install accept this name, so to use it, edit \"name\" in extension.json \
+             afterwards)"
+        } else {
+            ""
+        };
         return Err(format!(
-            "contains {bad:?}; use only letters, digits, '.', '_' and '-'"
+            "contains {bad:?}; use only letters, digits, '.', '_' and '-'{why}"
         ));
     }
     manifest::check_name(name)
@@ -402,8 +409,8 @@ fn report(
         names.command, names.tool
     ))?;
     let target = match scope {
-        Some(_) => names.name.clone(),
-        None => quote(&dir.display().to_string()),
+        Some(_) => sh_quote(&names.name),
+        None => sh_quote(&dir.display().to_string()),
     };
     if let Some(hint) = build_hint(dir, Some(language(lang)), &exec(lang, names), &names.name) {
         ctx.out.note(&hint);

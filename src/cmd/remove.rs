@@ -7,14 +7,14 @@ use std::io::{self, BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use super::{Context, Run};
 use crate::catalog::paths::Scope;
 use crate::catalog::{self, Installed};
 use crate::cli::RemoveArgs;
-use crate::error::usage;
+use crate::error::{decline, usage};
 use crate::output::Output;
 use crate::project::lock::Lock;
 use crate::project::{ProjectFile, Where};
@@ -194,7 +194,7 @@ impl Run for RemoveArgs {
                 ctx.out.note(note);
             }
             if !confirm(&ctx.out, &format!("remove {what}? [y/N] "))? {
-                bail!("nothing was removed (the answer was not yes)");
+                return Err(decline("nothing was removed (the answer was not yes)"));
             }
         }
         let store = Store::open(ctx.layout.scope(target.scope))?;

@@ -92,6 +92,10 @@ struct Report {
     enabled: Option<bool>,
     /// Why it was updated, or why it failed.
     message: Option<String>,
+    /// Where what the update replaced was saved (edited files, files the new version
+    /// ships), if anything was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backup: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -124,6 +128,15 @@ impl Run for SyncArgs {
         let at = Where::of(&ctx.layout, scope);
         let dirs = ctx.layout.scope(scope);
         let Some(file) = ProjectFile::load(&at.project_file())? else {
+            if scope == Scope::Project
+                && let Some(above) = project::project_above(&ctx.layout)
+            {
+                bail!(
+                    "there is no project file {} here; {}",
+                    at.project_file().display(),
+                    project::run_from_above(&at.root, &above)
+                );
+            }
             bail!(
                 "there is no project file {}; create it with zot ext add <source>",
                 at.project_file().display()
@@ -614,6 +627,11 @@ fn placed_report(store: &Store, item: &Item, placed: Result<Outcome>) -> Report 
             report.commit = done.record.commit;
             report.tree = Some(done.tree);
             report.message.clone_from(&item.reason);
+            report.backup = done
+                .carried
+                .as_ref()
+                .and_then(|plan| plan.backup.as_ref())
+                .map(|dir| dir.display().to_string());
         }
         Err(e) => {
             report.status = Status::Failed;
@@ -666,6 +684,7 @@ fn empty_report(item: &Item) -> Report {
         tree: None,
         enabled: item.entry.as_ref().map(|e| e.enabled),
         message: None,
+        backup: None,
     }
 }
 
@@ -799,7 +818,13 @@ fn line(r: &Report) -> String {
         .unwrap_or_default();
     match r.status {
         Status::Installed => format!("+ {name}{version}{commit}"),
-        Status::Updated => format!("~ {name} updated{version}{commit}{why}"),
+        Status::Updated => match &r.backup {
+            Some(dir) => format!(
+                "~ {name} updated{version}{commit}{why}; what it replaced was saved to {}",
+                printable(dir)
+            ),
+            None => format!("~ {name} updated{version}{commit}{why}"),
+        },
         Status::UpToDate => match r.message.as_deref() {
             Some(changed) => format!("= {name} up to date ({changed})"),
             None => format!("= {name} up to date"),

@@ -14,7 +14,7 @@ use crate::error::usage;
 use crate::install::fetch::{self, Request, short};
 use crate::output::printable;
 use crate::output::redact::redact;
-use crate::output::shell::quote;
+use crate::output::sh_quote;
 use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
 use crate::source::helper;
@@ -279,7 +279,7 @@ impl UpdateArgs {
                 let pin = record.git_ref.as_deref().unwrap_or("a commit");
                 return Err(skip(format!(
                     "pinned to {pin}; re-pin with: zot ext update {} --ref <branch|tag|commit>",
-                    outcome.name
+                    sh_quote(&outcome.name)
                 )));
             }
             // --enable/--disable change the manifest: the new version is staged to compare.
@@ -667,7 +667,7 @@ fn source_folder_exists(record: &Record, name: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
             "the source folder {} recorded at install is gone; if it moved, install it from there with zot ext install --force <new place>, else remove it with zot ext remove {}",
             source.display(),
-            quote(name)
+            sh_quote(name)
         ),
         _ => Ok(()),
     }
@@ -679,9 +679,12 @@ fn install_command(record: &Record) -> String {
     let subdir = record
         .subdir
         .as_ref()
-        .map(|s| format!(" --subdir {}", quote(s)))
+        .map(|s| format!(" --subdir {}", sh_quote(s)))
         .unwrap_or_default();
-    format!("zot ext install {}{subdir}", quote(&redact(&record.source)))
+    format!(
+        "zot ext install {}{subdir}",
+        sh_quote(&redact(&record.source))
+    )
 }
 
 /// Why an extension was not updated.

@@ -16,7 +16,7 @@ use super::{Context, Run};
 use crate::catalog::paths::{Scope, ScopeDirs};
 use crate::catalog::{self, Installed};
 use crate::cli::VerifyArgs;
-use crate::output::{BAD, GOOD, WARN, printable};
+use crate::output::{BAD, GOOD, WARN};
 use crate::project::lock::{self, Lock};
 use crate::store::Store;
 use crate::store::carry::manifest_toggled_only;
@@ -272,9 +272,9 @@ fn print(ctx: &Context, reports: &[Report]) -> Result<()> {
             s if s.fails() => BAD,
             _ => WARN,
         };
-        let status = ctx.out.paint(style, r.status.words());
+        let place = format!("{} ({}): ", r.name, r.scope);
         ctx.out
-            .say(&format!("{} ({}): {status}", printable(&r.name), r.scope))?;
+            .say_styled(&[(&place, None), (r.status.words(), Some(style))])?;
         for (what, paths) in [("changed", &r.changed), ("removed", &r.removed)] {
             for path in paths {
                 ctx.out.say(&format!("  {what}: {path}"))?;

@@ -10,12 +10,13 @@ use serde::Serialize;
 
 pub mod escape;
 pub mod redact;
-pub(crate) mod shell;
+pub mod shell;
 pub mod style;
 pub mod table;
 
 pub use escape::{clean, first_hidden, printable, terminal_text};
 use redact::redact_text;
+pub use shell::sh_quote;
 pub use style::{BAD, BOLD, DIM, GOOD, WARN, paint};
 pub use table::Cell;
 
@@ -114,6 +115,22 @@ impl Output {
             return Ok(());
         }
         writeln!(io::stdout().lock(), "{}", clean(message))
+    }
+
+    /// [`Output::say`] for a line with styled pieces: each piece is [`clean`]ed first and
+    /// then painted with its style (if any), so styling is never escaped as text.
+    pub fn say_styled(&self, pieces: &[(&str, Option<Style>)]) -> io::Result<()> {
+        if self.quiet || self.json {
+            return Ok(());
+        }
+        let line: String = pieces
+            .iter()
+            .map(|(text, style)| match style {
+                Some(style) => self.paint(*style, &clean(text)),
+                None => clean(text),
+            })
+            .collect();
+        writeln!(io::stdout().lock(), "{line}")
     }
 
     /// A one-line hint or note on stderr, unless `--quiet` ([`clean`]ed).

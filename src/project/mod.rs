@@ -68,6 +68,39 @@ pub(crate) struct Where {
     pub root: PathBuf,
 }
 
+/// The nearest folder above the project root of `layout` (the working folder) that is a
+/// project of zot's (`.zot/extensions.json` or `.zot/extensions/` in it), when the root
+/// itself is none. A `.zot` that is `$ZOT_HOME` (`ZOT_HOME=~/.zot`) makes no project.
+pub(crate) fn project_above(layout: &Layout) -> Option<PathBuf> {
+    let root = Where::of(layout, Scope::Project).root;
+    let is_project = |dir: &Path| {
+        let zot = dir.join(".zot");
+        zot != layout.global.base && (zot.join(FILE).is_file() || zot.join("extensions").is_dir())
+    };
+    let root = root.as_path();
+    if is_project(root) {
+        return None;
+    }
+    root.ancestors()
+        .skip(1)
+        .find(|dir| is_project(dir))
+        .map(Path::to_path_buf)
+}
+
+/// For a command run in a subfolder of the project at `above`: the project file there, as
+/// a path from `root`, and the folder to run from.
+pub(crate) fn run_from_above(root: &Path, above: &Path) -> String {
+    let depth = root
+        .strip_prefix(above)
+        .map_or(0, |rest| rest.components().count());
+    format!(
+        "the project file is {}.zot/{FILE}, in {}: run zot ext from there (cd {}), since zot loads project extensions from the current folder only",
+        "../".repeat(depth),
+        above.display(),
+        crate::output::sh_quote(&above.display().to_string())
+    )
+}
+
 impl Where {
     pub(crate) fn of(layout: &Layout, scope: Scope) -> Where {
         let dir = layout.scope(scope).base.clone();

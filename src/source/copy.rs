@@ -124,7 +124,10 @@ pub(crate) fn loose_note(name: &str, links: &[LooseLink]) -> Option<String> {
         return None;
     }
     let all = if links.len() > LISTED {
-        format!(" (zot ext info --json {} lists them all)", printable(name))
+        format!(
+            " (zot ext info --json {} lists them all)",
+            crate::output::sh_quote(name)
+        )
     } else {
         String::new()
     };

@@ -11,6 +11,7 @@ pub(crate) mod helper;
 use std::path::{Path, PathBuf};
 
 use crate::output::redact::{self, is_scp_like, redact, scp_at, userinfo_at};
+use crate::output::sh_quote;
 
 /// A parsed install source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,7 +131,9 @@ fn folder_fragment(arg: &str, literal: PathBuf) -> OnDisk {
     OnDisk {
         note: both.then(|| {
             format!(
-                "note: {arg} exists under that name and is used as it is; for the folder {fragment} inside {folder}, give: zot ext install {folder} --subdir {fragment}"
+                "note: {arg} exists under that name and is used as it is; for the folder {fragment} inside {folder}, give: zot ext install {} --subdir {}",
+                sh_quote(folder),
+                sh_quote(fragment)
             )
         }),
         ..OnDisk::plain(Source::Path(literal))

@@ -31,7 +31,25 @@ pub(crate) fn open_state(dirs: &ScopeDirs, create: bool) -> Result<Option<Folder
         Err(_) if !create => return Ok(None),
         Err(e) => return Err(anyhow!("cannot open {}: {e}", dirs.base.display())),
     };
-    lenient(base.sub(STATE, create), create).map_err(|e| state_error(&dirs.state(), e))
+    let state =
+        lenient(base.sub(STATE, create), create).map_err(|e| state_error(&dirs.state(), e))?;
+    if create && let Some(state) = &state {
+        ignore_all(state);
+    }
+    Ok(state)
+}
+
+/// The state folder's `.gitignore`: everything in it is this machine's (the lock, records,
+/// file lists, backups), never part of a project's repository.
+pub(super) const GITIGNORE: &str = ".gitignore";
+
+/// Writes `.gitignore` of `*` into the state folder when it has none (never through a link:
+/// an entry of that name, whatever it is, is left alone). Best effort: the store works
+/// without it, and a read-only folder fails the command soon after anyway.
+fn ignore_all(state: &Folder) {
+    if matches!(state.stat(GITIGNORE), Ok(None)) {
+        let _ = state.write_new(GITIGNORE, b"*\n", 0o644);
+    }
 }
 
 /// Without `create`, an I/O error opening a folder makes it count as missing.

@@ -184,6 +184,30 @@ fn no_agent_is_a_usage_error_with_a_hint_but_help_still_answers() {
     .stderr_has("is not an executable file");
 }
 
+/// With no agent, a first word close to one of ours gets the command line it meant.
+#[test]
+fn no_agent_suggests_our_command_for_a_close_first_word() {
+    let env = Env::new();
+    let ours = env.work.join("cargo-bin");
+    let link = link_to_us(&ours, "zot");
+    let path = env.path_with(&ours);
+    for (args, meant) in [
+        (&["completion", "bash"][..], "zot completions bash"),
+        (&["ex", "list"][..], "zot ext list"),
+        (&["extension", "list"][..], "zot ext list"),
+        (&["version"][..], "zot --version"),
+    ] {
+        let done = run(&env, &link, args, path.clone(), &[]);
+        done.failure(2);
+        done.stderr_one_line();
+        done.stderr_has("the zot agent was not found")
+            .stderr_has(&format!("; did you mean: {meant}\n"));
+    }
+    run(&env, &link, &["chat"], path, &[])
+        .failure(2)
+        .stderr_lacks("did you mean");
+}
+
 #[test]
 fn invoked_as_zot_ext_it_is_always_the_manager() {
     let env = Env::new();

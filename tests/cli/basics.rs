@@ -2,21 +2,70 @@
 
 use crate::support::Env;
 
+/// Without the agent, bare `zot` is short: what is missing, then the overview.
 #[test]
-fn bare_zot_prints_help_naming_every_subcommand() {
+fn bare_zot_without_the_agent_prints_a_short_overview() {
     let env = Env::new();
-    let done = env.zot(Vec::<&str>::new()).fails(2);
-    for sub in ["list", "install", "remove", "enable", "disable", "logs"] {
-        done.stderr_has(&format!("zot ext {sub}"));
-    }
+    let done = env.zot(Vec::<&str>::new()).ok();
+    assert!(done.stdout.lines().count() <= 25, "{}", done.stdout);
+    done.stdout_has("The zot agent is not installed here")
+        .stdout_has("\nExamples:\n");
 }
 
+/// Bare `zot ext` is an overview, as `gh extension` prints: the commands, three examples,
+/// at most 25 lines, on stdout, exit 0.
 #[test]
-fn bare_zot_ext_prints_help_naming_every_subcommand() {
+fn bare_zot_ext_prints_a_short_overview_naming_every_subcommand() {
     let env = Env::new();
-    let done = env.zot(["ext"]).fails(2);
-    for sub in ["list", "install", "remove", "enable", "disable", "logs"] {
-        done.stderr_has(&format!("\n  {sub} "));
+    let done = env.zot(["ext"]).ok();
+    assert_eq!(done.stderr, "");
+    let lines: Vec<&str> = done.stdout.lines().collect();
+    assert!(lines.len() <= 25, "{}", done.stdout);
+    for sub in [
+        "list",
+        "info",
+        "install",
+        "add",
+        "new",
+        "link",
+        "enable",
+        "disable",
+        "remove",
+        "update",
+        "sync",
+        "doctor",
+        "call",
+        "logs",
+        "verify",
+        "cache clean",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with("  ") && l.contains(sub)),
+            "{sub}: {}",
+            done.stdout
+        );
+    }
+    let examples = lines.iter().skip_while(|l| **l != "Examples:").skip(1);
+    let examples = examples.take_while(|l| l.starts_with("  zot ext ")).count();
+    assert_eq!(examples, 3, "{}", done.stdout);
+}
+
+/// `zot --help` opens with one short line and examples, and no line of its command list is
+/// wrapped at 80 columns.
+#[test]
+fn zot_help_opens_short_with_examples_and_fits_80_columns() {
+    let env = Env::new();
+    let help = env.zot(["--help"]).env("COLUMNS", "80").ok().stdout;
+    assert!(
+        help.starts_with(
+            "Install and manage extensions for the zot coding agent.\n\nExamples:\n  zot ext "
+        ),
+        "{help}"
+    );
+    let commands = help.split("Extension commands:\n").nth(1).unwrap();
+    for line in commands.lines() {
+        assert!(line.starts_with("  zot ext "), "{line:?}\n{help}");
+        assert!(line.chars().count() <= 80, "{line:?}");
     }
 }
 

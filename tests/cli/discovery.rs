@@ -193,3 +193,36 @@ fn installing_beside_a_differently_named_folder_of_the_same_name_warns_of_the_ra
         .stderr_has("zot starts both and keeps whichever says hello last")
         .stderr_lacks("takes precedence");
 }
+
+/// A fix doctor prints runs as printed when pasted into sh, whatever the folder is called.
+#[test]
+fn a_printed_fix_runs_when_pasted_into_sh() {
+    let env = Env::new();
+    let script = good_script("my ext", &[]);
+    sh_extension(&env.project_root(), "my ext", "my ext", &script);
+    sh_extension(&env.global_root(), "Bad Name!", "my ext", &script);
+    let json = env.zot(["ext", "doctor", "--json"]).output().json();
+    let fixes: Vec<String> = json["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["warnings"].as_array().unwrap().clone())
+        .filter_map(|w| w["fix"].as_str().map(str::to_string))
+        .collect();
+    let fix = fixes
+        .iter()
+        .find(|f| f.contains("zot ext disable --global"))
+        .unwrap_or_else(|| panic!("{json:#}"));
+    let command = &fix[fix.find("zot ext disable").unwrap()..];
+    assert_eq!(command, "zot ext disable --global 'Bad Name!'");
+    let pasted = command.replacen("zot", env!("CARGO_BIN_EXE_zot"), 1);
+    let out = std::process::Command::new("sh")
+        .args(["-c", &pasted])
+        .current_dir(&env.project)
+        .env("ZOT_HOME", &env.home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let manifest = fs::read_to_string(env.global_root().join("Bad Name!/extension.json")).unwrap();
+    assert!(manifest.contains("\"enabled\": false"), "{manifest}");
+}

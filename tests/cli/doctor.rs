@@ -306,10 +306,10 @@ fn ignores_shutdown_and_sigterm() {
         "{HELLO}echo '{{\"type\":\"ready\"}}'\ntrap '' TERM\nsleep 300 &\nwhile :; do sleep 1; done\n"
     );
     let (done, report, took) = check(&env, "stubborn", &script, "5");
-    assert_eq!(done.code, 1);
+    assert_eq!(done.code, 0);
     assert_has(
         &report,
-        "errors",
+        "warnings",
         "ignored shutdown: no shutdown_ack and still running after 2s, so it was stopped with SIGTERM, then SIGKILL",
     );
     // 2 s for shutdown_ack, 1 s after SIGTERM, then SIGKILL.

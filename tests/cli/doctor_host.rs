@@ -427,3 +427,58 @@ fn a_folder_named_unlike_the_manifest_is_a_note() {
     );
     none_mention(&report, "hello says");
 }
+
+/// zot sends `shutdown` only when it exits, and SIGTERMs what has not gone 2 s later: an
+/// extension that answers late has worked all session, so this is a warning.
+#[test]
+fn a_late_shutdown_ack_is_a_warning() {
+    let env = Env::new();
+    let body = "hello(\"slowstop\")\ncommand(\"hi\")\nready()\nfor line in sys.stdin:\n    if json.loads(line).get(\"type\") == \"shutdown\":\n        time.sleep(4)\n        emit({\"type\": \"shutdown_ack\"})\n        break\n";
+    if python_extension(&env, "slowstop", "slowstop", body).is_none() {
+        return;
+    }
+    let (done, report, _) = doctor(&env, "slowstop", &[]);
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert!(
+        report["errors"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+    let warning = find(&report, "warnings", "ignored shutdown");
+    assert!(
+        warning.starts_with("ignored shutdown: no shutdown_ack and still running after 2s"),
+        "{warning}"
+    );
+    env.zot(["ext", "doctor", "slowstop", "--strict"]).fails(1);
+}
+
+/// zot loads one folder per folder name, the project's first: a global folder of the same
+/// folder name whose manifest names another extension is never loaded, and doctor asked about
+/// it by that name says so.
+#[test]
+fn a_global_folder_hidden_by_a_project_folder_of_another_name_is_not_loaded() {
+    let env = Env::new();
+    let body = "hello(\"beta\")\ncommand(\"hi\")\nready()\nserve()\n";
+    if python_extension(&env, "same", "beta", body).is_none() {
+        return;
+    }
+    let project = env.project_root().join("same");
+    fs::create_dir_all(&project).unwrap();
+    fs::write(
+        project.join("extension.json"),
+        "{\"name\": \"alpha\", \"version\": \"1.0.0\", \"exec\": \"./run.py\"}\n",
+    )
+    .unwrap();
+    let (done, report, _) = doctor(&env, "beta", &[]);
+    assert_eq!(done.code, 0, "{done:#?}");
+    assert_eq!(report["loaded"], false, "{report:#}");
+    assert_eq!(report["status"], "warning", "{report:#}");
+    let warning = find(&report, "warnings", "zot will not load");
+    assert_eq!(
+        warning,
+        format!(
+            "zot will not load \"beta\": the project folder {} (extension \"alpha\") has the same folder name \"same\", and zot loads one folder per folder name, the project's first",
+            project.display()
+        )
+    );
+    env.zot(["ext", "doctor", "beta", "--strict"]).fails(1);
+}

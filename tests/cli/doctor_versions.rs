@@ -201,15 +201,9 @@ fn session_end_is_a_warning_only_at_0_1_62() {
 fn a_linked_folder_is_an_error_only_at_0_1_62() {
     let env = Env::new();
     let wc = py_extension(&env.work, "linked", &Spec::default());
+    // No agent here: no zot to warn for (the note spoke of old versions to everyone).
     let link = env.zot(["ext", "link", wc.to_str().unwrap()]).ok();
-    assert_eq!(
-        link.stderr,
-        format!(
-            "note: zot 0.1.62 and earlier do not load linked extension folders; \
-             for those, install a copy instead: zot ext install --force {}\n",
-            std::fs::canonicalize(&wc).unwrap().display()
-        )
-    );
+    assert_eq!(link.stderr, "");
     let (done, json) = doctor_json(&env, &["linked", "--zot-version", "0.1.62"], None);
     assert_eq!(done.code, 1, "{done:#?}");
     let report = &json["extensions"][0];
@@ -237,6 +231,13 @@ fn link_warns_when_the_agent_skips_links() {
     let wc = py_extension(&env.work, "linked", &Spec::default());
     let quiet = env.zot(["ext", "-q", "link", wc.to_str().unwrap()]).ok();
     assert_eq!(quiet.stderr, "");
+    // An agent that follows links: nothing to say.
+    let newer = fake_agent(&env, "zot-new", "echo 'zot 0.1.63'\n");
+    let done = env
+        .zot(["ext", "link", "--force", wc.to_str().unwrap()])
+        .env("ZOT_AGENT", &newer)
+        .ok();
+    assert_eq!(done.stderr, "");
     let agent = fake_agent(&env, "zot", "echo 'zot 0.1.62'\n");
     let done = env
         .zot(["ext", "-q", "link", "--force", wc.to_str().unwrap()])
@@ -266,7 +267,7 @@ fn the_agent_names_the_version() {
         "[ \"$1\" = --version ] && echo 'zot 0.1.62 (380eca9, 2026-01-01)'\n",
     );
     let why = format!(
-        "judged by zot 0.1.62 facts: {} reports zot 0.1.62",
+        "judged for zot 0.1.62 (the agent ZOT_AGENT names, {})",
         agent.display()
     );
     let (_, json) = doctor_json(&env, &[], Some(&agent));
@@ -297,7 +298,7 @@ fn without_an_agent_the_newest_facts_apply() {
             "version": null,
             "facts": ">0.1.62",
             "from": "default",
-            "why": "judged by zot >0.1.62 facts, the newest known: no zot agent found (no other zot on PATH, ZOT_AGENT not set)"
+            "why": "judged for the newest zot known (no zot agent found; --zot-version sets it)"
         })
     );
 }
@@ -321,7 +322,7 @@ fn a_hanging_agent_is_given_up_on() {
     assert_eq!(
         json["zot"]["why"],
         format!(
-            "judged by zot >0.1.62 facts, the newest known: the zot agent {} did not answer --version within 2s",
+            "judged for the newest zot known (the zot agent {} did not answer --version within 2s; --zot-version sets it)",
             agent.display()
         )
     );
@@ -354,7 +355,7 @@ fn an_agent_calling_zot_back_is_asked_once() {
         json["zot"]["why"]
             .as_str()
             .unwrap()
-            .ends_with("exited with exit status: 2 on --version"),
+            .ends_with("exited with exit status: 2 on --version; --zot-version sets it)"),
         "{json:#}"
     );
 }
@@ -370,19 +371,19 @@ fn the_option_wins_and_says_how_it_was_read() {
     assert_eq!(
         pick("0.2.0"),
         json!({"version": "0.2.0", "facts": ">0.1.62", "from": "option",
-               "why": "judged by zot >0.1.62 facts: --zot-version 0.2.0"})
+               "why": "judged for zot 0.2.0 (--zot-version)"})
     );
     assert_eq!(
         pick("0.1.40")["why"],
-        "judged by zot 0.1.62 facts, the oldest known: --zot-version 0.1.40, older than any known zot"
+        "judged for zot 0.1.40 as for zot 0.1.62, the oldest zot known (--zot-version)"
     );
     assert_eq!(
         pick("0.0.0")["why"],
-        "judged by zot >0.1.62 facts, the newest known: --zot-version 0.0.0, the version of a build without one"
+        "judged for the newest zot known (--zot-version says 0.0.0, the version of a build without one)"
     );
     assert_eq!(
         pick("latest")["why"],
-        "judged by zot >0.1.62 facts, the newest known: --zot-version latest is not a version"
+        "judged for the newest zot known (--zot-version says latest, which is not a version)"
     );
 }
 

@@ -301,6 +301,29 @@ fn an_unknown_subcommand_suggests_the_closest_first() {
         .stderr_has("exist: 'disable', ");
 }
 
+/// Words other tools use suggest the subcommand of that meaning, not the closest spelling.
+#[test]
+fn a_word_other_tools_use_suggests_the_subcommand_that_means_it() {
+    let env = Env::new();
+    for (word, meant) in [
+        ("uninstall", "remove"),
+        ("delete", "remove"),
+        ("upgrade", "update"),
+        ("show", "info"),
+        ("create", "new"),
+        ("init", "new"),
+        ("check", "doctor"),
+        ("run", "call"),
+    ] {
+        let done = env.zot(["ext", word, "clock"]).fails(2);
+        done.stderr_has(&format!("tip: a similar subcommand exists: '{meant}'\n"));
+    }
+    let search = env.zot(["ext", "search", "clock"]).fails(2);
+    search
+        .stderr_has("zot ext has no index of extensions to search; install one from a folder or a git URL (zot ext install <path|git-url>)")
+        .stderr_lacks("'cache'");
+}
+
 /// An installed `clock` (global) and a log for it.
 fn clock() -> Env {
     let env = Env::new();

@@ -456,12 +456,12 @@ fn at_60_columns_the_table_stops_at_its_minimum_widths_and_wraps() {
         table,
         lines(&[
             "SCOPE    NAME       VERSION  ENABLED  LANGUAGE  DESCRIPTION  DIR",
-            "project  tool       1.0.0    no       shell     a short one  ~/proje…ons/tool",
-            "global   forecast   2.1.0    yes      python    天気予報 🌦…  ~/zot-h…forecast",
-            "global   half-done  -        broken   -         -            ~/zot-h…alf-done",
+            "project  tool       1.0.0    no       shell     a short one  ~/pro…s/tool",
+            "global   forecast   2.1.0    yes      python    天気予報 🌦…  ~/zot…recast",
+            "global   half-done  -        broken   -         -            ~/zot…f-done",
             "    ~/zot-home/extensions/half-done/extension.json:2:11:",
             "    \"exec\" must be a string, found the number 7",
-            "global   notes      0.3.0    yes      javascr…  keeps note…  ~/zot-h…ns/notes",
+            "global   notes      0.3.0    yes      javascr…  keeps note…  ~/zot…/notes",
         ])
     );
 }
@@ -764,4 +764,36 @@ fn a_closed_pipe_ends_the_listing_quietly() {
         assert!(out.status.success(), "{args:?}: {out:?}");
         assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
     }
+}
+
+/// At 80 columns the table fits in every state at once: a shadowed copy, a linked one (its
+/// arrow kept), a broken one and wide characters.
+#[test]
+fn the_table_fits_80_columns_shadowed_linked_broken_and_wide() {
+    let env = Env::new();
+    crowded(&env);
+    let write = |root: std::path::PathBuf, dir: &str, manifest: &str| {
+        fs::create_dir_all(root.join(dir)).unwrap();
+        fs::write(root.join(dir).join("extension.json"), manifest).unwrap();
+    };
+    let manifest = r#"{"name": "hello-py", "version": "1.0.0", "exec": "./run.py", "language": "python",
+        "description": "say hi (python)"}"#;
+    write(env.project_root(), "hello-py", manifest);
+    write(env.global_root(), "hello-py", manifest);
+    let source = env.work.join("src/weather-station");
+    write(
+        source.parent().unwrap().to_path_buf(),
+        "weather-station",
+        r#"{"name": "weather-station", "version": "0.9.0", "exec": "./run.sh", "language": "shell"}"#,
+    );
+    std::os::unix::fs::symlink(&source, env.global_root().join("weather-station")).unwrap();
+    let table = list_on_terminal(&env, 80, &[]);
+    fits(&table, 80);
+    let shadowed = table.lines().find(|l| l.starts_with("shadowed")).unwrap();
+    assert!(shadowed.contains("hello-py"), "{table}");
+    let linked = table
+        .lines()
+        .find(|l| l.contains("weather-station"))
+        .unwrap();
+    assert!(linked.contains("-> "), "{table}");
 }

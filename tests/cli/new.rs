@@ -245,7 +245,16 @@ fn names_are_checked_and_builtins_avoided() {
         "error: the name \"no/slash\" contains '/'; \
              use only letters, digits, '.', '_' and '-'\n",
     );
+    // A name zot and install accept but new cannot write into a template: new says so.
+    env.zot(["ext", "new", "Bad Name!"]).fails(2).stderr_is(
+        "error: the name \"Bad Name!\" contains ' '; use only letters, digits, '.', '_' and '-' \
+         (new writes the name unquoted into the template's source and build files; zot and zot \
+         ext install accept this name, so to use it, edit \"name\" in extension.json afterwards)\n",
+    );
     env.zot(["ext", "new", "ok", "--lang", "cobol"]).fails(2);
+    env.zot(["ext", "new", "ok", "--lang", "ts"])
+        .fails(2)
+        .stderr_has("tip: there is no TypeScript template; --lang node (or js) writes JavaScript");
     let json = env.zot(["ext", "new", "help", "--json"]).ok().json();
     assert_eq!(json["command"], "help-ext");
     env.zot(["ext", "doctor", "help", "--strict"])
@@ -336,4 +345,28 @@ fn a_folder_made_with_dir_names_the_link_step() {
     env.zot(["ext", "new", "other"])
         .ok()
         .stderr_lacks("zot ext link");
+}
+
+/// `--lang` takes the names people use for a language: javascript, js and node write the
+/// Node template, python and py the Python one.
+#[test]
+fn lang_takes_the_common_names_of_each_language() {
+    let env = Env::new();
+    for (lang, language) in [
+        ("javascript", "javascript"),
+        ("js", "javascript"),
+        ("node", "javascript"),
+        ("py", "python"),
+        ("python", "python"),
+    ] {
+        let name = format!("made-{lang}");
+        env.zot(["ext", "new", &name, "--lang", lang, "--project"])
+            .ok();
+        let manifest =
+            fs::read_to_string(env.project_root().join(&name).join("extension.json")).unwrap();
+        assert!(
+            manifest.contains(&format!("\"language\": \"{language}\"")),
+            "{lang}: {manifest}"
+        );
+    }
 }

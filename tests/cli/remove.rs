@@ -242,7 +242,8 @@ fn at_a_terminal_it_asks_and_only_yes_removes() {
     env.zot_in_terminal(&["ext", "remove", "asked"], "n\n")
         .stdout_has("remove asked (global) at")
         .stdout_has("[y/N]")
-        .stdout_has("nothing was removed")
+        .stdout_has("note: nothing was removed (the answer was not yes)")
+        .stdout_lacks("error:")
         .failure(1);
     assert_eq!(env.installed_names(), ["asked"]);
     env.zot_in_terminal(&["ext", "remove", "asked"], "yes\n")

@@ -285,14 +285,26 @@ fn drift_is_repaired_and_a_changed_ref_updates() {
     changed["extensions"]["hello-py"]["enabled"] = Value::Bool(true);
     write_project_file(&env, &changed.to_string());
 
-    zot(&env, &["ext", "sync"])
+    let synced = zot(&env, &["ext", "sync"]);
+    synced
         .success()
         .stdout_has("~ radio updated 1.0.0 (")
-        .stdout_has("files changed since it was installed: rev.txt")
+        .stdout_has("files changed since it was installed: rev.txt; what it replaced was saved to ")
         .stdout_has("~ clock updated 1.0.0 (")
         .stdout_has("ref differs")
         .stdout_has("= hello-py up to date (enabled)");
     assert_eq!(rev(&env, "radio"), "one\n");
+    // The edit is where the line says.
+    let line = synced
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("~ radio"))
+        .unwrap();
+    let saved = line.split("saved to ").nth(1).unwrap();
+    assert_eq!(
+        fs::read_to_string(Path::new(saved).join("rev.txt")).unwrap(),
+        "edited\n"
+    );
     assert_eq!(
         fs::read_to_string(env.project_root().join("radio/data.db")).unwrap(),
         "mine\n",
@@ -437,7 +449,34 @@ fn add_installs_and_creates_the_project_file_and_lock() {
         .stdout_has("\nup to date\n");
     zot(&env, &["ext", "add", "./tools/hello"])
         .failure(1)
-        .stderr_has("already installed");
+        .stderr_has("already installed")
+        .stderr_has("pass --force to replace it");
+}
+
+/// `add` suggests `--force` for an installed name, and has it: the copy is replaced as by
+/// `install --force` (data the extension wrote carried over) and the entry recorded again.
+#[test]
+fn add_force_replaces_an_installed_copy_carrying_its_data() {
+    let env = Env::new();
+    let tools = env.project.join("tools/hello");
+    fs::create_dir_all(&tools).unwrap();
+    fs::write(tools.join("extension.json"), manifest("hello")).unwrap();
+    zot(&env, &["ext", "add", "./tools/hello"]).success();
+    let installed = env.project_root().join("hello");
+    fs::write(installed.join("state.db"), "data").unwrap();
+    fs::write(tools.join("new.txt"), "new").unwrap();
+
+    zot(&env, &["ext", "add", "./tools/hello", "--force"])
+        .success()
+        .stdout_has("added hello 1.0.0 (project) to ");
+    assert_eq!(
+        fs::read_to_string(installed.join("state.db")).unwrap(),
+        "data"
+    );
+    assert!(installed.join("new.txt").is_file());
+    zot(&env, &["ext", "sync"])
+        .success()
+        .stdout_has("\nup to date\n");
 }
 
 #[test]
@@ -903,4 +942,80 @@ fn a_changed_manifest_is_drift_refused_by_frozen_and_reinstalled_by_sync() {
     zot(&env, &["ext", "sync", "--frozen"])
         .success()
         .stdout_has("up to date");
+}
+
+/// The project's state folder ignores itself in git, and the first `add` says which two
+/// files to commit (only the first).
+#[test]
+fn the_state_folder_ignores_itself_and_add_names_the_files_to_commit() {
+    let env = Env::new();
+    for name in ["hello", "other"] {
+        let tools = env.project.join("tools").join(name);
+        fs::create_dir_all(&tools).unwrap();
+        fs::write(tools.join("extension.json"), manifest(name)).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&env.project)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &env.home)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    zot(&env, &["ext", "add", "./tools/hello"])
+        .success()
+        .stderr_has(
+        "note: commit .zot/extensions.json and .zot/extensions.lock (zot ext sync installs from them)",
+    );
+    assert_eq!(
+        fs::read_to_string(env.project.join(".zot/.ext-store/.gitignore")).unwrap(),
+        "*\n"
+    );
+    zot(&env, &["ext", "add", "./tools/other"])
+        .success()
+        .stderr_lacks("commit .zot/extensions.json");
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert!(!status.contains(".ext-store"), "{status}");
+    assert!(status.contains(".zot/extensions.json"), "{status}");
+    assert!(status.contains(".zot/extensions.lock"), "{status}");
+}
+
+/// From a subfolder of a project, commands name the project file above and the folder to
+/// run from (zot loads project extensions from the current folder only), instead of
+/// offering to create a second project.
+#[test]
+fn a_subfolder_of_a_project_names_the_project_file_above() {
+    let env = Env::new();
+    let tools = env.project.join("tools/hello");
+    fs::create_dir_all(&tools).unwrap();
+    fs::write(tools.join("extension.json"), manifest("hello")).unwrap();
+    zot(&env, &["ext", "add", "./tools/hello"]).success();
+    let sub = env.project.join("tools");
+    let expected = format!(
+        "the project file is ../.zot/extensions.json, in {}: run zot ext from there (cd {}), since zot loads project extensions from the current folder only",
+        env.project.display(),
+        env.project.display()
+    );
+    let sync = env.zot(["ext", "sync"]).current_dir(&sub).fails(1);
+    sync.stderr_has(&format!(
+        "there is no project file {} here; {expected}",
+        sub.join(".zot/extensions.json").display()
+    ));
+    env.zot(["ext", "list"])
+        .current_dir(&sub)
+        .ok()
+        .stderr_has(&format!("note: no project here; {expected}"));
+    let deeper = sub.join("hello");
+    env.zot(["ext", "sync"])
+        .current_dir(&deeper)
+        .fails(1)
+        .stderr_has("the project file is ../../.zot/extensions.json");
+    // In the project itself, nothing is said.
+    env.zot(["ext", "list"])
+        .ok()
+        .stderr_lacks("no project here");
 }

@@ -261,3 +261,46 @@ fn a_name_that_is_not_installed_is_an_error() {
         .stderr_has("no extension named \"helo\"")
         .stderr_has("did you mean hello?");
 }
+
+/// `zot ext verify <args>` on a pseudo-terminal with colour (util-linux `script`): what the
+/// terminal was sent; None (and a message) where `script` is missing.
+fn verify_on_terminal(env: &Env, args: &[&str]) -> Option<String> {
+    let mut line = format!("exec '{}' ext verify", env!("CARGO_BIN_EXE_zot"));
+    for arg in args {
+        line.push_str(" '");
+        line.push_str(arg);
+        line.push('\'');
+    }
+    let out = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(&env.project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.home.parent().unwrap())
+        .env("ZOT_HOME", &env.home)
+        .env("LANG", "C.UTF-8")
+        .env("TERM", "xterm-256color")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipping: script (util-linux) is not on PATH");
+        return None;
+    };
+    Some(String::from_utf8(out.stdout).unwrap().replace("\r\n", "\n"))
+}
+
+/// On a colour terminal the status is painted, not painted and then escaped as text.
+#[test]
+fn a_colour_terminal_shows_the_status_styled_not_escaped() {
+    let env = Env::new();
+    let dir = install_hello(&env, true);
+    fs::write(dir.join("lib/code.txt"), "edit\n").unwrap();
+    let Some(shown) = verify_on_terminal(&env, &["-p"]) else {
+        return;
+    };
+    assert!(!shown.contains("\\u{1b}"), "{shown:?}");
+    assert!(
+        shown.contains("hello (project): \u{1b}[") && shown.contains("modified\u{1b}[0m\n"),
+        "{shown:?}"
+    );
+}
