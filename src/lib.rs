@@ -18,6 +18,7 @@ mod check;
 mod fsx;
 mod host;
 mod logs;
+mod prepare;
 mod project;
 mod protocol;
 mod source;

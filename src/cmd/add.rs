@@ -55,6 +55,7 @@ impl Run for AddArgs {
         let (source, subdir) = self.source_and_subdir()?;
         let store = Store::open(ctx.layout.scope(scope))?;
         let cache = super::install::fetch_cache(ctx, &source)?;
+        let prepare = self.prepare.options(ctx.layout.logs());
         let request = install::Request {
             fetch: fetch::Request {
                 source: &source,
@@ -67,6 +68,7 @@ impl Run for AddArgs {
             carry: crate::store::carry::Options::default(),
             as_fetched: true,
             expect_tree: None,
+            prepare: &prepare,
         };
         let done = install::install_one(&store, &request, &ctx.out)?;
         if let Some(e) = &done.record_error {

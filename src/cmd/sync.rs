@@ -198,7 +198,12 @@ impl SyncArgs {
             || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             usize::from,
         );
-        let staged = stage_all(at, store, &fetching, jobs, self.frozen, global);
+        let how = How {
+            frozen: self.frozen,
+            // $ZOT_HOME/logs: the global scope's base is $ZOT_HOME.
+            prepare: self.prepare.options(global.base.join("logs")),
+        };
+        let staged = stage_all(at, store, &fetching, jobs, &how, global);
         if self.frozen && staged.iter().any(Result::is_err) {
             let problems: Vec<String> = fetching
                 .iter()
@@ -416,13 +421,19 @@ fn check_frozen(at: &Where, file: &ProjectFile, lock: &Lock) -> Result<()> {
     ))
 }
 
+/// How every extension is staged: `--frozen`, and how it is prepared.
+struct How {
+    frozen: bool,
+    prepare: crate::prepare::Options,
+}
+
 /// Stages the items in parallel, `jobs` at a time; results in the items' order.
 fn stage_all(
     at: &Where,
     store: &Store,
     items: &[&Item],
     jobs: usize,
-    frozen: bool,
+    how: &How,
     global: &ScopeDirs,
 ) -> Vec<Result<Ready>> {
     let next = AtomicUsize::new(0);
@@ -438,7 +449,7 @@ fn stage_all(
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(index) else { break };
-                    let staged = stage_one(at, store, item, frozen, global, &mut cache, &silent);
+                    let staged = stage_one(at, store, item, how, global, &mut cache, &silent);
                     *results[index].lock().expect("not poisoned") = Some(staged);
                 }
             });
@@ -457,7 +468,7 @@ fn stage_one(
     at: &Where,
     store: &Store,
     item: &Item,
-    frozen: bool,
+    how: &How,
     global: &ScopeDirs,
     cache: &mut Option<CacheSlot>,
     out: &Output,
@@ -474,6 +485,7 @@ fn stage_one(
         Source::Git(_) => Some(opened(cache, global)?),
         Source::Path(_) => None,
     };
+    let prepare = how.prepare.clone();
     let request = install::Request {
         fetch: fetch::Request {
             source: &source,
@@ -485,7 +497,8 @@ fn stage_one(
         replace: item.action == Action::Update,
         carry: crate::store::carry::Options::default(),
         as_fetched: true,
-        expect_tree: if frozen {
+        prepare: &prepare,
+        expect_tree: if how.frozen {
             item.locked.as_ref().map(|l| l.tree.as_str())
         } else {
             None

@@ -445,6 +445,16 @@ impl UpdateArgs {
             outcome.carry_over = Some(plan);
             return Ok(Status::WouldUpdate);
         }
+        let prepare = self.prepare.options(ctx.layout.logs());
+        let scratch = staged.staging.scratch("prepare");
+        let prepared =
+            crate::prepare::prepare(&tree, &scratch, &staged.manifest, &prepare, &ctx.out)?;
+        // What the step made is in the new tree now: the plan is worked out again around it.
+        let plan = if prepared {
+            carry::plan_for(dirs, &staged.staging, &folder, self.carry.options())?
+        } else {
+            plan
+        };
         // The plan and the list worked out above, carried out: nothing is hashed twice.
         let carried = carry::carry_out(store, dirs, &staged.staging, &folder, plan, files)?;
         outcome.carry_over = Some(carried.plan);

@@ -29,6 +29,8 @@ pub(crate) struct Request<'a> {
     /// The tree hash the fetched tree must have (`sync --frozen`); a different one fails
     /// before anything is placed.
     pub expect_tree: Option<&'a str>,
+    /// The build or dependency install the staged folder needs ([`crate::prepare`]).
+    pub prepare: &'a crate::prepare::Options,
 }
 
 /// A validated tree in staging, not placed yet.
@@ -70,6 +72,9 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Re
             bail!("the fetched tree hashes to {found}, not {want} as locked; nothing was changed");
         }
     }
+    let tree = staged.staging.tree();
+    let scratch = staged.staging.scratch("prepare");
+    crate::prepare::prepare(&tree, &scratch, &staged.manifest, request.prepare, out)?;
     let mut carry = request.carry;
     if request.as_fetched {
         carry.enabled = Some(staged.manifest.enabled);

@@ -31,6 +31,7 @@ mod logs;
 mod man_pages;
 mod manifest_decoding;
 mod new;
+mod prepare;
 mod remove;
 mod resources;
 mod secrets;

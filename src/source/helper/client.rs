@@ -208,7 +208,7 @@ fn helper_path() -> Result<PathBuf> {
 /// The helper is killed when the thread that started it ends (zot killed mid-fetch): it
 /// must not go on writing into a staging folder that the next command clears. Linux only;
 /// elsewhere it finishes its fetch and exits on its own.
-fn die_with_parent(command: &mut Command) {
+pub(crate) fn die_with_parent(command: &mut Command) {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt as _;

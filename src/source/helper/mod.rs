@@ -8,6 +8,7 @@
 //! them, as git keeps curl and OpenSSL in `git-remote-https`.
 
 mod client;
+pub(crate) use client::die_with_parent;
 mod serve;
 mod wire;
 
