@@ -85,6 +85,8 @@ impl Run for AddArgs {
             git_ref: self.git_ref.clone(),
             subdir: subdir.clone(),
             enabled: !self.disabled,
+            prepare: !self.prepare.no_prepare,
+            allow_scripts: self.prepare.allow_scripts,
         };
         let lock_entry = super::sync::lock_entry(&entry, &done.record, &done.tree);
         file.extensions.insert(name.clone(), entry.clone());

@@ -141,6 +141,7 @@ impl Run for SyncArgs {
         }
         let store = Store::open(dirs)?;
         let items = self.plan(ctx, &at, dirs, &file, &lock)?;
+        note_scripts(ctx, &items);
         let reports = self.apply(&at, &store, &items, &ctx.layout.global)?;
         if !self.frozen {
             save_lock(&at, &lock, lock_text.as_deref(), &file, &reports)?;
@@ -421,6 +422,24 @@ fn check_frozen(at: &Where, file: &ProjectFile, lock: &Lock) -> Result<()> {
     ))
 }
 
+/// Says which extensions the project file lets run lifecycle scripts.
+fn note_scripts(ctx: &Context, items: &[Item]) {
+    for item in items {
+        let fetched = matches!(item.action, Action::Install | Action::Update);
+        if fetched
+            && item
+                .entry
+                .as_ref()
+                .is_some_and(|e| e.allow_scripts && e.prepare)
+        {
+            ctx.out.note(&format!(
+                "{}: lifecycle scripts run, as the project file says (\"allow_scripts\": true)",
+                printable(&item.name)
+            ));
+        }
+    }
+}
+
 /// How every extension is staged: `--frozen`, and how it is prepared.
 struct How {
     frozen: bool,
@@ -485,7 +504,9 @@ fn stage_one(
         Source::Git(_) => Some(opened(cache, global)?),
         Source::Path(_) => None,
     };
-    let prepare = how.prepare.clone();
+    let mut prepare = how.prepare.clone();
+    prepare.enabled &= entry.prepare;
+    prepare.allow_scripts |= entry.allow_scripts;
     let request = install::Request {
         fetch: fetch::Request {
             source: &source,

@@ -509,3 +509,69 @@ fn a_cargo_extension_is_built_offline_and_its_binary_placed() {
     assert_eq!(output_of(&dest.join("bin/rs")), "hello from rust\n");
     assert!(!dest.join("target").exists(), "build output is not placed");
 }
+
+fn write_project_file(env: &Env, entries: &str) {
+    write(
+        &env.project.join(".zot/extensions.json"),
+        &format!("{{\"extensions\": {{{entries}}}}}\n"),
+    );
+}
+
+#[test]
+fn sync_runs_scripts_only_where_the_project_file_allows_them_and_says_so() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    write_project_file(
+        &env,
+        &format!(
+            "\"npmx\": {{\"source\": \"{}\", \"allow_scripts\": true}}",
+            src.display()
+        ),
+    );
+    zot(&env, &["ext", "sync", "--offline"]).ok().stderr_has(
+        "npmx: lifecycle scripts run, as the project file says (\"allow_scripts\": true)",
+    );
+    let dest = env.project_root().join("npmx");
+    assert!(dest.join("node_modules/x/dep-ran").is_file());
+}
+
+#[test]
+fn sync_leaves_an_entry_with_prepare_false_as_fetched() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.99");
+    write(&src.join("main.go"), GO_MAIN);
+    write_project_file(
+        &env,
+        &format!(
+            "\"hello\": {{\"source\": \"{}\", \"prepare\": false}}",
+            src.display()
+        ),
+    );
+    zot(&env, &["ext", "sync"]).ok();
+    assert!(env.project_root().join("hello/go.mod").is_file());
+    assert!(!env.project_root().join("hello/hello").exists());
+}
+
+#[test]
+fn add_records_no_prepare_and_allow_scripts_in_the_project_file() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.99");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(
+        &env,
+        &[
+            "ext",
+            "add",
+            "--no-prepare",
+            "--allow-scripts",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let text = fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap();
+    assert!(text.contains("\"prepare\": false"), "{text}");
+    assert!(text.contains("\"allow_scripts\": true"), "{text}");
+}
