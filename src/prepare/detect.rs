@@ -69,13 +69,27 @@ pub(crate) struct Plan {
     pub steps: Vec<Step>,
     /// A built program: from this path in the scratch folder to this path in the tree.
     pub place: Option<(PathBuf, PathBuf)>,
+    /// What the steps make, relative to the folder.
+    pub outputs: Vec<String>,
+    /// Whether lifecycle scripts run.
+    pub scripts: bool,
 }
 
 impl Plan {
-    fn one(step: Step) -> Plan {
+    fn one(step: Step, output: Option<&str>) -> Plan {
         Plan {
             steps: vec![step],
             place: None,
+            outputs: output.into_iter().map(str::to_string).collect(),
+            scripts: false,
+        }
+    }
+
+    /// The tool the last step runs (`go`, `npm`, `uv`, `cargo`; `python3` for a venv).
+    pub(crate) fn tool(&self) -> &'static str {
+        match self.steps.first().map(|s| s.name) {
+            Some("python3") => "python3",
+            _ => self.steps.last().map_or("", |s| s.name),
         }
     }
 
@@ -149,6 +163,7 @@ fn go(tree: &Path, manifest: &Manifest, options: &Options) -> Result<Option<Plan
     if let Some(want) = &want {
         toolchain::check_go(want, &toolchain::go_version(&go)?)?;
     }
+    let output = exec.as_ref().map(|e| e.to_string_lossy().into_owned());
     let mut step = match exec {
         Some(exec) => {
             let out = format!("./{}", exec.display());
@@ -164,7 +179,7 @@ fn go(tree: &Path, manifest: &Manifest, options: &Options) -> Result<Option<Plan
     if options.offline {
         step.env.push(("GOPROXY", "off".to_string()));
     }
-    Ok(Some(Plan::one(step)))
+    Ok(Some(Plan::one(step, output.as_deref())))
 }
 
 /// How deep the module is searched for main packages.
@@ -299,7 +314,7 @@ fn node(tree: &Path, options: &Options) -> Result<Option<Plan>> {
             args.push("--offline");
         }
         let step = Step::tool("npm", find("npm", "install Node.js and npm")?, &args);
-        return Ok(Some(Plan::one(step)));
+        return Ok(Some(node_plan(step, scripts)));
     } else if lock("pnpm-lock.yaml") {
         let mut args = vec!["install", "--frozen-lockfile", "--prod"];
         if !scripts {
@@ -336,7 +351,14 @@ fn node(tree: &Path, options: &Options) -> Result<Option<Plan>> {
             "{lock_file} needs {name}, which is not on PATH: install {name}, or pass --no-prepare"
         )
     })?;
-    Ok(Some(Plan::one(Step::tool(name, program, &args))))
+    Ok(Some(node_plan(Step::tool(name, program, &args), scripts)))
+}
+
+fn node_plan(step: Step, scripts: bool) -> Plan {
+    Plan {
+        scripts,
+        ..Plan::one(step, Some("node_modules"))
+    }
 }
 
 fn python(tree: &Path, manifest: &Manifest, options: &Options) -> Result<Option<Plan>> {
@@ -354,7 +376,7 @@ fn python(tree: &Path, manifest: &Manifest, options: &Options) -> Result<Option<
             }
             let mut step = Step::tool("uv", uv, &args);
             step.env.push(("UV_PROJECT_ENVIRONMENT", ".venv".into()));
-            return Ok(Some(Plan::one(step)));
+            return Ok(Some(Plan::one(step, Some(".venv"))));
         }
         if !requirements {
             bail!("uv.lock needs uv, which is not on PATH: install uv, or pass --no-prepare");
@@ -381,7 +403,7 @@ fn python(tree: &Path, manifest: &Manifest, options: &Options) -> Result<Option<
     };
     Ok(Some(Plan {
         steps: vec![venv, pip],
-        place: None,
+        ..Plan::one(Step::tool("", PathBuf::new(), &[]), Some(".venv"))
     }))
 }
 
@@ -414,9 +436,10 @@ fn cargo(tree: &Path, manifest: &Manifest, options: &Options) -> Result<Option<P
     let mut step = Step::tool("cargo", cargo, &args);
     step.scratch_env = Some("CARGO_TARGET_DIR");
     let base = exec.file_name().unwrap_or_default();
+    let output = exec.to_string_lossy().into_owned();
     Ok(Some(Plan {
-        steps: vec![step],
         place: Some((Path::new("release").join(base), exec)),
+        ..Plan::one(step, Some(&output))
     }))
 }
 

@@ -58,6 +58,23 @@ pub(super) fn go_version(go: &Path) -> Result<String> {
         })
 }
 
+/// What `tool` on `PATH` says its version is (`go version`, else `<tool> --version`): the
+/// first line, trimmed.
+pub(super) fn version(tool: &str) -> Option<String> {
+    let program = on_path(tool)?;
+    let arg = if tool == "go" { "version" } else { "--version" };
+    let output = Command::new(program)
+        .arg(arg)
+        .env("GOTOOLCHAIN", "local")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text.lines().next()?.trim();
+    (output.status.success() && !line.is_empty()).then(|| crate::output::printable(line))
+}
+
 /// Fails when the Go on `PATH` (`have`) is older than `go.mod` asks for (`want`).
 pub(super) fn check_go(want: &str, have: &str) -> Result<()> {
     if numbers(have) < numbers(want) {

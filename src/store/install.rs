@@ -72,9 +72,8 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Re
             bail!("the fetched tree hashes to {found}, not {want} as locked; nothing was changed");
         }
     }
-    let tree = staged.staging.tree();
-    let scratch = staged.staging.scratch("prepare");
-    crate::prepare::prepare(&tree, &scratch, &staged.manifest, request.prepare, out)?;
+    let mut staged = staged;
+    prepare(&mut staged, request.prepare, out)?;
     let mut carry = request.carry;
     if request.as_fetched {
         carry.enabled = Some(staged.manifest.enabled);
@@ -173,6 +172,35 @@ impl Carried {
             tree,
             record_error: published.record_error,
         }
+    }
+}
+
+/// Runs the build or dependency install the staged tree needs ([`crate::prepare`]) and
+/// records it; whether anything ran.
+pub(crate) fn prepare(
+    staged: &mut Staged,
+    options: &crate::prepare::Options,
+    out: &Output,
+) -> Result<bool> {
+    let tree = staged.staging.tree();
+    let scratch = staged.staging.scratch("prepare");
+    let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, options, out)?;
+    let ran = done.is_some();
+    staged.record.prepared = done.map(prepared_record);
+    Ok(ran)
+}
+
+/// What preparing did, as the install record keeps it.
+pub(crate) fn prepared_record(done: crate::prepare::Done) -> crate::store::record::Prepared {
+    let (lock_file, lock_sha256) = done.lock.unzip();
+    crate::store::record::Prepared {
+        step: done.step,
+        tool: done.tool,
+        tool_version: done.tool_version,
+        lock_file,
+        lock_sha256,
+        scripts: done.scripts,
+        outputs: done.outputs,
     }
 }
 

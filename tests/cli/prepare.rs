@@ -575,3 +575,77 @@ fn add_records_no_prepare_and_allow_scripts_in_the_project_file() {
     assert!(text.contains("\"prepare\": false"), "{text}");
     assert!(text.contains("\"allow_scripts\": true"), "{text}");
 }
+
+#[test]
+fn update_with_a_changed_lock_gets_fresh_node_modules_and_a_record_of_it() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    // The first version of the dependency has a file the second one drops.
+    let pkg = env.work.join("x-package/package");
+    write(&pkg.join("stale.js"), "old\n");
+    let pack = |version: &str| {
+        write(
+            &pkg.join("package.json"),
+            &format!(r#"{{"name": "x", "version": "{version}", "main": "index.js"}}"#),
+        );
+        let tar = Command::new("tar")
+            .arg("-czf")
+            .arg(src.join("vendor/x.tgz"))
+            .arg("-C")
+            .arg(pkg.parent().unwrap())
+            .arg("package")
+            .status()
+            .unwrap();
+        assert!(tar.success());
+        fs::remove_file(src.join("package-lock.json")).unwrap();
+        let made = Command::new("npm")
+            .args([
+                "install",
+                "--package-lock-only",
+                "--offline",
+                "--ignore-scripts",
+            ])
+            .current_dir(&src)
+            .env("HOME", &env.user_home)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    };
+    pack("1.0.0");
+    zot(
+        &env,
+        &["ext", "install", "--offline", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    assert!(dest.join("node_modules/x/stale.js").is_file());
+    let record = || -> serde_json::Value {
+        let text = fs::read_to_string(env.home.join(".ext-store/sources/npmx.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let first = record();
+    assert_eq!(first["prepared"]["tool"], "npm", "{first}");
+    assert_eq!(
+        first["prepared"]["lock_file"], "package-lock.json",
+        "{first}"
+    );
+    assert_eq!(first["prepared"]["scripts"], false, "{first}");
+    assert_eq!(first["prepared"]["outputs"][0], "node_modules", "{first}");
+
+    fs::remove_file(pkg.join("stale.js")).unwrap();
+    pack("2.0.0");
+    zot(&env, &["ext", "update", "--offline", "npmx"]).ok();
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(
+        !dest.join("node_modules/x/stale.js").exists(),
+        "the old node_modules was carried over"
+    );
+    let second = record();
+    assert_ne!(
+        first["prepared"]["lock_sha256"], second["prepared"]["lock_sha256"],
+        "{second}"
+    );
+}
