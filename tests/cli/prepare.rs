@@ -220,7 +220,7 @@ fn sleeping_go(env: &Env) -> (PathBuf, PathBuf) {
     write_executable(
         &bin.join("go"),
         &format!(
-            "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho compiling\n/bin/sleep 300 &\necho $! > {}\n/bin/sleep 300\n",
+            "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho compiling\n/bin/sleep 300 >/dev/null 2>&1 &\necho $! > {}\n/bin/sleep 300\n",
             pid.display()
         ),
     );
