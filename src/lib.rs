@@ -21,6 +21,7 @@ mod fsx;
 mod host;
 mod install;
 mod logs;
+mod prepare;
 mod project;
 mod protocol;
 mod source;

@@ -508,6 +508,9 @@ pub struct AddArgs {
     #[arg(long, value_name = "PATH")]
     pub subdir: Option<String>,
 
+    #[command(flatten)]
+    pub prepare: PrepareFlags,
+
     /// Use the global project file and scope, $ZOT_HOME/extensions.json
     #[arg(short, long)]
     pub global: bool,
@@ -539,6 +542,9 @@ pub struct SyncArgs {
     /// Remove the scope's extensions the project file does not name
     #[arg(long)]
     pub prune: bool,
+
+    #[command(flatten)]
+    pub prepare: PrepareFlags,
 
     /// Use the global project file and scope, $ZOT_HOME/extensions.json
     #[arg(short, long)]
@@ -575,10 +581,33 @@ pub struct InstallArgs {
     pub subdir: Option<String>,
 
     #[command(flatten)]
+    pub prepare: PrepareFlags,
+
+    #[command(flatten)]
     pub carry: CarryFlags,
 
     #[command(flatten)]
     pub scope: ScopeSelect,
+}
+
+/// How the staged copy is prepared (built, its dependencies installed) before it is placed.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct PrepareFlags {
+    /// Place the copy as fetched: no build, no dependency install
+    #[arg(long)]
+    pub no_prepare: bool,
+
+    /// Let npm, pnpm, yarn or bun run the packages' lifecycle scripts (off by default)
+    #[arg(long)]
+    pub allow_scripts: bool,
+
+    /// Build and install dependencies from the tools' local caches only
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Seconds a build or dependency install may run before it is ended (default 600)
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub prepare_timeout: Option<u64>,
 }
 
 /// What `update` and `install --force` do with the installed copy's edits and `enabled`.
@@ -614,6 +643,9 @@ pub struct UpdateArgs {
     /// Re-pin one git extension to this branch, tag or commit
     #[arg(long = "ref", value_name = "REF")]
     pub git_ref: Option<String>,
+
+    #[command(flatten)]
+    pub prepare: PrepareFlags,
 
     #[command(flatten)]
     pub carry: CarryFlags,

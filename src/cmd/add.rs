@@ -67,6 +67,7 @@ impl Run for AddArgs {
         let (source, subdir) = self.source_and_subdir()?;
         let store = Store::open(ctx.layout.scope(scope))?;
         let cache = super::install::fetch_cache(ctx, &source)?;
+        let prepare = self.prepare.options(ctx.layout.logs());
         let request = install::Request {
             fetch: fetch::Request {
                 source: &source,
@@ -83,6 +84,7 @@ impl Run for AddArgs {
             },
             as_fetched: true,
             expect_tree: None,
+            prepare: &prepare,
         };
         let done = install::install_one(&store, &request, &ctx.out)?;
         if let Some(e) = &done.record_error {
@@ -99,6 +101,8 @@ impl Run for AddArgs {
             git_ref: self.git_ref.clone(),
             subdir: subdir.clone(),
             enabled: !self.disabled,
+            prepare: !self.prepare.no_prepare,
+            allow_scripts: self.prepare.allow_scripts,
         };
         let lock_entry = super::sync::lock_entry(&entry, &done.record, &done.tree);
         file.extensions.insert(name.clone(), entry.clone());

@@ -63,6 +63,7 @@ impl Run for InstallArgs {
             Source::Path(path) => path.display().to_string(),
             Source::Git(_) => self.source.clone(),
         };
+        let prepare = self.prepare.options(ctx.layout.logs());
         let request = install::Request {
             fetch: Request {
                 source: &source,
@@ -75,6 +76,7 @@ impl Run for InstallArgs {
             carry: self.carry.options(),
             as_fetched: false,
             expect_tree: None,
+            prepare: &prepare,
         };
         if let Some(name) = local_name(&store, &source, subdir.as_deref()) {
             install::refuse_existing(&store, &name, self.force)?;

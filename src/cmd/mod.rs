@@ -20,7 +20,7 @@ mod verify;
 use anyhow::Result;
 
 use crate::catalog::paths::Layout;
-use crate::cli::{CarryFlags, Cli, Command, ExtCommand};
+use crate::cli::{CarryFlags, Cli, Command, ExtCommand, PrepareFlags};
 use crate::output::Output;
 
 /// What every command gets: where things live and how to print.
@@ -60,6 +60,20 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::Cache(args) => args.run(&ctx),
         },
         Command::Completions(args) => args.run(&ctx),
+    }
+}
+
+impl PrepareFlags {
+    /// How to prepare staged copies, the log going to `$ZOT_HOME/logs`.
+    pub(crate) fn options(&self, logs: std::path::PathBuf) -> crate::prepare::Options {
+        let mut options = crate::prepare::Options::new(logs);
+        options.enabled = !self.no_prepare;
+        options.allow_scripts = self.allow_scripts;
+        options.offline = self.offline;
+        if let Some(secs) = self.prepare_timeout {
+            options.timeout = std::time::Duration::from_secs(secs);
+        }
+        options
     }
 }
 

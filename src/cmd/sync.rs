@@ -165,6 +165,7 @@ impl Run for SyncArgs {
         if self.frozen {
             check_frozen_edits(&at, &items)?;
         }
+        note_scripts(ctx, &items);
         let reports = self.apply(&at, &store, &items, &ctx.layout.global)?;
         if !self.frozen {
             save_lock(&at, &lock, lock_text.as_deref(), &file, &reports)?;
@@ -223,7 +224,12 @@ impl SyncArgs {
             || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             usize::from,
         );
-        let staged = stage_all(at, store, &fetching, jobs, self.frozen, global);
+        let how = How {
+            frozen: self.frozen,
+            // $ZOT_HOME/logs: the global scope's base is $ZOT_HOME.
+            prepare: self.prepare.options(global.base.join("logs")),
+        };
+        let staged = stage_all(at, store, &fetching, jobs, &how, global);
         if self.frozen && staged.iter().any(Result::is_err) {
             let problems: Vec<String> = fetching
                 .iter()
@@ -477,13 +483,37 @@ fn check_frozen_edits(at: &Where, items: &[Item]) -> Result<()> {
     ))
 }
 
+/// Says which extensions the project file lets run lifecycle scripts.
+fn note_scripts(ctx: &Context, items: &[Item]) {
+    for item in items {
+        let fetched = matches!(item.action, Action::Install | Action::Update);
+        if fetched
+            && item
+                .entry
+                .as_ref()
+                .is_some_and(|e| e.allow_scripts && e.prepare)
+        {
+            ctx.out.note(&format!(
+                "{}: lifecycle scripts run, as the project file says (\"allow_scripts\": true)",
+                printable(&item.name)
+            ));
+        }
+    }
+}
+
+/// How every extension is staged: `--frozen`, and how it is prepared.
+struct How {
+    frozen: bool,
+    prepare: crate::prepare::Options,
+}
+
 /// Stages the items in parallel, `jobs` at a time; results in the items' order.
 fn stage_all(
     at: &Where,
     store: &Store,
     items: &[&Item],
     jobs: usize,
-    frozen: bool,
+    how: &How,
     global: &ScopeDirs,
 ) -> Vec<Result<Ready>> {
     let next = AtomicUsize::new(0);
@@ -499,7 +529,7 @@ fn stage_all(
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(index) else { break };
-                    let staged = stage_one(at, store, item, frozen, global, &mut cache, &silent);
+                    let staged = stage_one(at, store, item, how, global, &mut cache, &silent);
                     *results[index].lock().expect("not poisoned") = Some(staged);
                 }
             });
@@ -518,7 +548,7 @@ fn stage_one(
     at: &Where,
     store: &Store,
     item: &Item,
-    frozen: bool,
+    how: &How,
     global: &ScopeDirs,
     cache: &mut Option<CacheSlot>,
     out: &Output,
@@ -535,6 +565,9 @@ fn stage_one(
         Source::Git(_) => Some(opened(cache, global)?),
         Source::Path(_) => None,
     };
+    let mut prepare = how.prepare.clone();
+    prepare.enabled &= entry.prepare;
+    prepare.allow_scripts |= entry.allow_scripts;
     let request = install::Request {
         fetch: fetch::Request {
             source: &source,
@@ -546,7 +579,8 @@ fn stage_one(
         replace: item.action == Action::Update,
         carry: crate::store::carry::Options::default(),
         as_fetched: true,
-        expect_tree: if frozen {
+        prepare: &prepare,
+        expect_tree: if how.frozen {
             item.locked.as_ref().map(|l| l.tree.as_str())
         } else {
             None

@@ -409,7 +409,7 @@ impl UpdateArgs {
                 install_command(record)
             );
         }
-        let installed = Record {
+        let mut installed = Record {
             git_ref: self.recorded_ref(record),
             ..staged.record
         };
@@ -445,6 +445,17 @@ impl UpdateArgs {
             outcome.carry_over = Some(plan);
             return Ok(Status::WouldUpdate);
         }
+        let prepare = self.prepare.options(ctx.layout.logs());
+        let scratch = staged.staging.scratch("prepare");
+        let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, &prepare, &ctx.out)?;
+        let prepared = done.is_some();
+        installed.prepared = done.map(crate::install::prepared_record);
+        // What the step made is in the new tree now: the plan is worked out again around it.
+        let plan = if prepared {
+            carry::plan_for(dirs, &staged.staging, &folder, self.carry.options())?
+        } else {
+            plan
+        };
         // The plan and the list worked out above, carried out: nothing is hashed twice.
         let carried = carry::carry_out(store, dirs, &staged.staging, &folder, plan, files)?;
         outcome.carry_over = Some(carried.plan);
@@ -483,8 +494,10 @@ impl UpdateArgs {
         outcome: &mut Outcome,
     ) -> Result<Status> {
         let old = job.record;
+        // The tree stays, and with it what was prepared in it.
         let new = Record {
             installed_at: old.installed_at.clone(),
+            prepared: old.prepared.clone(),
             ..staged
         };
         // Only the fields that name where it came from; a folder install's record stays.

@@ -55,12 +55,12 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// The process group led by an extension started with `process_group(0)`.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Group {
+pub(crate) struct Group {
     leader: Pid,
 }
 
 impl Group {
-    pub(super) fn of(child: &Child) -> Group {
+    pub(crate) fn of(child: &Child) -> Group {
         Group {
             leader: Pid::from_child(child),
         }
@@ -73,7 +73,7 @@ impl Group {
     }
 
     /// The leader's pid, which is also the group id.
-    pub(super) fn id(self) -> i32 {
+    pub(crate) fn id(self) -> i32 {
         self.leader.as_raw_nonzero().get()
     }
 
@@ -88,7 +88,7 @@ impl Group {
     }
 
     /// Waits until the leader ends or `deadline` passes; the process stays unreaped.
-    pub(super) fn wait_exit(self, deadline: Instant) -> Option<Exit> {
+    pub(crate) fn wait_exit(self, deadline: Instant) -> Option<Exit> {
         loop {
             if let Some(exit) = self.exited() {
                 return Some(exit);
@@ -129,7 +129,7 @@ impl Group {
     }
 
     /// Sends SIGKILL to every process in the group.
-    pub(super) fn kill(self) {
+    pub(crate) fn kill(self) {
         self.signal(Signal::KILL);
     }
 

@@ -29,18 +29,18 @@ fn groups() -> MutexGuard<'static, Vec<i32>> {
 }
 
 /// Remembers a running extension's process group (watching the signals on first use).
-pub(super) fn register(pgid: i32) {
+pub(crate) fn register(pgid: i32) {
     INSTALL.call_once(install);
     groups().push(pgid);
 }
 
 /// Forgets a process group that has been killed.
-pub(super) fn unregister(pgid: i32) {
+pub(crate) fn unregister(pgid: i32) {
     groups().retain(|&g| g != pgid);
 }
 
 /// The process groups registered now.
-pub(super) fn registered() -> Vec<i32> {
+pub(crate) fn registered() -> Vec<i32> {
     groups().clone()
 }
 

@@ -7,7 +7,7 @@
 
 pub(crate) mod exec;
 mod group;
-mod interrupt;
+pub(crate) mod interrupt;
 mod lifetime;
 pub(crate) mod orphans;
 
@@ -24,12 +24,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub(crate) use exec::{ExecError, resolve};
-pub(crate) use group::Exit;
+pub(crate) use group::{Exit, Group};
 pub(crate) use lifetime::die_with_parent;
 pub(crate) use orphans::{Leftover, become_subreaper};
 
 use crate::protocol::{self, DecodeError, Decoded, FromExt, FromHost, zot};
-use group::Group;
 
 /// How long zot waits for `shutdown_ack` and the exit before SIGTERM.
 pub(crate) const SHUTDOWN_GRACE: Duration = zot::TIMING.shutdown_grace;

@@ -37,6 +37,8 @@ pub(crate) struct Request<'a> {
     /// The tree hash the fetched tree must have (`sync --frozen`); a different one fails
     /// before anything is placed.
     pub expect_tree: Option<&'a str>,
+    /// The build or dependency install the staged folder needs ([`crate::prepare`]).
+    pub prepare: &'a crate::prepare::Options,
 }
 
 /// A validated tree in staging, not placed yet.
@@ -78,6 +80,8 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Re
             bail!("the fetched tree hashes to {found}, not {want} as locked; nothing was changed");
         }
     }
+    let mut staged = staged;
+    prepare(&mut staged, request.prepare, out)?;
     let mut carry = request.carry;
     if request.as_fetched {
         carry.enabled = Some(staged.manifest.enabled);
@@ -176,6 +180,35 @@ impl Carried {
             tree,
             record_error: published.record_error,
         }
+    }
+}
+
+/// Runs the build or dependency install the staged tree needs ([`crate::prepare`]) and
+/// records it; whether anything ran.
+pub(crate) fn prepare(
+    staged: &mut Staged,
+    options: &crate::prepare::Options,
+    out: &Output,
+) -> Result<bool> {
+    let tree = staged.staging.tree();
+    let scratch = staged.staging.scratch("prepare");
+    let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, options, out)?;
+    let ran = done.is_some();
+    staged.record.prepared = done.map(prepared_record);
+    Ok(ran)
+}
+
+/// What preparing did, as the install record keeps it.
+pub(crate) fn prepared_record(done: crate::prepare::Done) -> crate::store::record::Prepared {
+    let (lock_file, lock_sha256) = done.lock.unzip();
+    crate::store::record::Prepared {
+        step: done.step,
+        tool: done.tool,
+        tool_version: done.tool_version,
+        lock_file,
+        lock_sha256,
+        scripts: done.scripts,
+        outputs: done.outputs,
     }
 }
 

@@ -28,7 +28,14 @@ const MAX_SIZE: u64 = 4 << 20;
 pub(crate) const TOP_FIELDS: [&str; 2] = ["$schema", "extensions"];
 
 /// The fields of one entry (`extensions.schema.json` names the same).
-pub(crate) const ENTRY_FIELDS: [&str; 4] = ["source", "ref", "subdir", "enabled"];
+pub(crate) const ENTRY_FIELDS: [&str; 6] = [
+    "source",
+    "ref",
+    "subdir",
+    "enabled",
+    "prepare",
+    "allow_scripts",
+];
 
 /// One extension the file asks for, under its name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -41,12 +48,23 @@ pub(crate) struct Entry {
     pub subdir: Option<String>,
     #[serde(skip_serializing_if = "is_true")]
     pub enabled: bool,
+    /// Whether the build or dependency install its files call for runs (`--no-prepare`).
+    #[serde(skip_serializing_if = "is_true")]
+    pub prepare: bool,
+    /// Whether npm, pnpm, yarn or bun run lifecycle scripts (`--allow-scripts`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_scripts: bool,
 }
 
 // serde's `skip_serializing_if` passes a reference.
 #[allow(clippy::trivially_copy_pass_by_ref)]
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A parsed project file.
@@ -396,6 +414,8 @@ impl<'a> Doc<'a> {
             git_ref: None,
             subdir: None,
             enabled: true,
+            prepare: true,
+            allow_scripts: false,
         };
         for prop in &object.properties {
             let key = key(prop);
@@ -403,7 +423,7 @@ impl<'a> Doc<'a> {
                 return Err(self.error(
                     prop.name.start(),
                     format!(
-                        "unknown field \"{}\" in {what}; the fields are \"source\", \"ref\", \"subdir\" and \"enabled\"",
+                        "unknown field \"{}\" in {what}; the fields are \"source\", \"ref\", \"subdir\", \"enabled\", \"prepare\" and \"allow_scripts\"",
                         crate::output::printable(&key)
                     ),
                 ));
@@ -413,6 +433,8 @@ impl<'a> Doc<'a> {
                 "source" => source = Some((self.string(&prop.value, &field)?, prop.value.start())),
                 "ref" => entry.git_ref = self.optional_string(&prop.value, &field)?,
                 "subdir" => entry.subdir = self.optional_string(&prop.value, &field)?,
+                "prepare" => entry.prepare = self.boolean(&prop.value, &field)?,
+                "allow_scripts" => entry.allow_scripts = self.boolean(&prop.value, &field)?,
                 _ => entry.enabled = self.boolean(&prop.value, &field)?,
             }
         }

@@ -206,7 +206,11 @@ pub(crate) fn plan_for(
     let new = staging.tree();
     if is_installed(&old) {
         let list = FileList::load(dirs, folder);
-        return self::plan(&old, list.as_ref(), &new, options);
+        let outputs = crate::store::record::Record::load(dirs, folder)
+            .and_then(|r| r.prepared)
+            .map(|p| p.outputs)
+            .unwrap_or_default();
+        return self::plan(&old, list.as_ref(), &new, options, &outputs);
     }
     // A first install: only --enable/--disable change the manifest.
     Ok(Plan {
@@ -263,17 +267,30 @@ fn list(paths: &[&str]) -> String {
 }
 
 /// Works out what happens to the installed copy at `old` (listed by `list`, `None` when it
-/// has no file list) when the staged tree at `new` replaces it. Changes nothing.
+/// has no file list) when the staged tree at `new` replaces it. Changes nothing. What the
+/// old copy's preparing made (`outputs`, paths relative to it: `node_modules`, `.venv`, a
+/// built program) is left out: the new version is prepared afresh, so those go with the
+/// old copy instead of being carried over as the user's data.
 pub(crate) fn plan(
     old: &Path,
     list: Option<&FileList>,
     new: &Path,
     options: Options,
+    outputs: &[String],
 ) -> Result<Plan> {
+    let made_by_prepare = |path: &[u8]| {
+        outputs.iter().any(|o| {
+            path.strip_prefix(o.as_bytes())
+                .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+        })
+    };
     let classified = match list {
         Some(list) => list.classify(old)?,
         None => FileList::default().classify(old)?,
     };
+    let classified = classified
+        .into_iter()
+        .filter(|c| !(c.standing == Standing::NotPlaced && made_by_prepare(&c.path)));
     let mut plan = Plan {
         whole_copy_saved: list.is_none(),
         ..Plan::default()
@@ -727,6 +744,25 @@ mod tests {
     }
 
     #[test]
+    fn what_preparing_made_is_never_carried() {
+        let (_t, old, new, list) = setup();
+        write(&old, "node_modules/x/index.js", "old");
+        write(&old, "node_modules/x/stale.js", "old");
+        write(&old, "node_modules_data/keep", "mine");
+        write(&old, "state.json", "{}");
+        write(&new, "node_modules/x/index.js", "new");
+        let outputs = ["node_modules".to_string()];
+        let plan = plan(&old, Some(&list), &new, Options::default(), &outputs).unwrap();
+        assert_eq!(
+            actions(&plan),
+            [
+                ("node_modules_data/".to_string(), Action::Carry),
+                ("state.json".to_string(), Action::Carry),
+            ]
+        );
+    }
+
+    #[test]
     fn data_is_carried_clashes_and_edits_are_saved() {
         let (t, old, new, list) = setup();
         write(&old, "state.json", "{\"n\":1}");
@@ -735,7 +771,7 @@ mod tests {
         write(&old, "lib/a.js", "edited");
         write(&old, "lib/b.js", "mine");
         write(&new, "lib/b.js", "theirs");
-        let plan = plan(&old, Some(&list), &new, Options::default()).unwrap();
+        let plan = plan(&old, Some(&list), &new, Options::default(), &[]).unwrap();
         assert_eq!(
             actions(&plan),
             [
@@ -773,7 +809,7 @@ mod tests {
         let (t, old, new, list) = setup();
         let _socket = std::os::unix::net::UnixListener::bind(old.join("ipc.sock")).unwrap();
         write(&old, "state.json", "s");
-        let plan = plan(&old, Some(&list), &new, Options::default()).unwrap();
+        let plan = plan(&old, Some(&list), &new, Options::default(), &[]).unwrap();
         assert_eq!(
             actions(&plan),
             [
@@ -798,7 +834,7 @@ mod tests {
             keep_local: true,
             ..Options::default()
         };
-        let plan = plan(&old, Some(&list), &new, options).unwrap();
+        let plan = plan(&old, Some(&list), &new, options, &[]).unwrap();
         assert_eq!(
             actions(&plan),
             [("lib/a.js".to_string(), Action::KeepLocal)]
@@ -815,7 +851,7 @@ mod tests {
         fs::create_dir(&outside).unwrap();
         write(&old, "data/state", "s");
         symlink(&outside, new.join("data")).unwrap();
-        let plan = plan(&old, Some(&list), &new, Options::default()).unwrap();
+        let plan = plan(&old, Some(&list), &new, Options::default(), &[]).unwrap();
         assert_eq!(
             actions(&plan),
             [("data/".to_string(), Action::SaveReplaced)]
@@ -832,7 +868,7 @@ mod tests {
     fn without_a_list_the_whole_copy_is_saved_and_what_is_not_shipped_carried() {
         let (t, old, new, _) = setup();
         write(&old, "state.json", "s");
-        let plan = plan(&old, None, &new, Options::default()).unwrap();
+        let plan = plan(&old, None, &new, Options::default(), &[]).unwrap();
         assert!(plan.whole_copy_saved);
         let saved = t.path().join("saved");
         apply(&plan, &old, &new, &saved).unwrap();
@@ -850,7 +886,7 @@ mod tests {
             manifest::with_enabled(&text, false).unwrap(),
         )
         .unwrap();
-        let p = plan(&old, Some(&list), &new, Options::default()).unwrap();
+        let p = plan(&old, Some(&list), &new, Options::default(), &[]).unwrap();
         assert!(p.items.is_empty(), "{:?}", actions(&p));
         assert_eq!(p.enabled, Some(false));
         write_enabled(&p, &new).unwrap();
@@ -860,7 +896,7 @@ mod tests {
             ..Options::default()
         };
         assert_eq!(
-            plan(&old, Some(&list), &new, on).unwrap().enabled,
+            plan(&old, Some(&list), &new, on, &[]).unwrap().enabled,
             Some(true)
         );
     }

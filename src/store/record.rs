@@ -65,6 +65,33 @@ pub(crate) struct Record {
     /// The manifest's language, for extensions made by `zot ext new`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
+    /// The build or dependency install run in staging before the tree was placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<Prepared>,
+}
+
+/// What preparing the staged copy ran, recorded with the install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Prepared {
+    /// The last command, as typed in the extension folder (`npm ci --ignore-scripts ...`).
+    pub step: String,
+    pub tool: String,
+    /// What the tool says its version is.
+    #[serde(default)]
+    pub tool_version: Option<String>,
+    /// The dependency lock file (`package-lock.json`, `go.sum`, `requirements.txt`,
+    /// `uv.lock`, `Cargo.lock`) and its SHA-256, when there is one.
+    #[serde(default)]
+    pub lock_file: Option<String>,
+    #[serde(default)]
+    pub lock_sha256: Option<String>,
+    /// Whether lifecycle scripts were allowed to run (`--allow-scripts`).
+    #[serde(default)]
+    pub scripts: bool,
+    /// What the step made, relative to the extension folder (`node_modules`, `.venv`, the
+    /// built program): never carried over to a new version as the user's data.
+    #[serde(default)]
+    pub outputs: Vec<String>,
 }
 
 impl Record {
@@ -82,6 +109,7 @@ impl Record {
             installed_at: now_rfc3339(),
             template: None,
             language: None,
+            prepared: None,
         }
     }
 

@@ -35,6 +35,7 @@ mod logs;
 mod man_pages;
 mod manifest_decoding;
 mod new;
+mod prepare;
 mod remove;
 mod resources;
 mod secrets;

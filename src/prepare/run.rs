@@ -1,0 +1,253 @@
+//! Running one step: in the staged folder, stdin from /dev/null, in a process group of its
+//! own that Ctrl-C, SIGTERM or SIGHUP end with zot (`host::interrupt`) and that dies with
+//! zot (`die_with_parent`), with credential-looking variables taken out of its
+//! environment, within a time limit. Its output goes to the log file, the last line to a
+//! live progress line on a terminal, the last lines into the error when it fails.
+
+use std::collections::VecDeque;
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+
+use super::detect::{Program, Step};
+use crate::host::{Group, die_with_parent, interrupt};
+use crate::output::{Output, printable};
+
+/// Lines of output kept for the error.
+const LAST_LINES: usize = 5;
+
+/// How often the progress line is redrawn.
+const TICK: Duration = Duration::from_millis(200);
+
+/// Runs the steps of one extension, all into one log file.
+pub(super) struct Runner<'a> {
+    log: Arc<Mutex<File>>,
+    log_path: PathBuf,
+    name: String,
+    timeout: Duration,
+    out: &'a Output,
+}
+
+/// What the reader thread saw.
+#[derive(Default)]
+struct Seen {
+    last: VecDeque<String>,
+}
+
+impl<'a> Runner<'a> {
+    /// Creates `log` afresh (the last run's is replaced).
+    pub(super) fn start(
+        log: &Path,
+        name: &str,
+        timeout: Duration,
+        out: &'a Output,
+    ) -> Result<Runner<'a>> {
+        if let Some(dir) = log.parent() {
+            fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the log folder {}", dir.display()))?;
+        }
+        let _ = fs::remove_file(log); // never written through a link left there
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(log)
+            .with_context(|| format!("cannot create the log file {}", log.display()))?;
+        Ok(Runner {
+            log: Arc::new(Mutex::new(file)),
+            log_path: log.to_path_buf(),
+            name: name.to_string(),
+            timeout,
+            out,
+        })
+    }
+
+    /// Runs `step` in `tree`; an error names the step, how it ended, its last lines and
+    /// the log.
+    pub(super) fn run(&mut self, tree: &Path, scratch: &Path, step: &Step) -> Result<()> {
+        let shown = step.shown();
+        self.out.note(&format!(
+            "{}: running `{shown}` in the staged copy",
+            self.name
+        ));
+        self.write_log(&format!("$ {shown}\n"));
+        let mut command = command(tree, scratch, step)?;
+        let (reader, writer) = io::pipe()?;
+        command
+            .stdout(writer.try_clone()?)
+            .stderr(writer)
+            .stdin(Stdio::null());
+        let mut child = command
+            .spawn()
+            .map_err(|e| anyhow!("cannot run `{shown}`: {e}"))?;
+        drop(command); // our copies of the pipe's writing end
+        let group = Group::of(&child);
+        interrupt::register(group.id());
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let thread = self.read_output(reader, Arc::clone(&seen));
+        let exit = self.wait(group, &shown, &seen);
+        group.kill();
+        interrupt::unregister(group.id());
+        let _ = child.wait();
+        let _ = thread.join();
+        self.out.progress_done();
+        let last = std::mem::take(&mut seen.lock().unwrap_or_else(PoisonError::into_inner).last);
+        let ended = match exit {
+            Some(exit) if exit.success() => return Ok(()),
+            Some(exit) => exit.to_string(),
+            None => format!(
+                "was ended after the {} s time limit (--prepare-timeout)",
+                self.timeout.as_secs()
+            ),
+        };
+        self.write_log(&format!("# {ended}\n"));
+        let tail: Vec<String> = last.iter().map(|l| printable(l)).collect();
+        let offline_miss = step
+            .args
+            .iter()
+            .any(|a| a == "--offline" || a == "--no-index")
+            || step.env.iter().any(|(k, v)| *k == "GOPROXY" && v == "off");
+        let hint = if offline_miss {
+            " (with --offline, what is not in the local cache cannot be had: run without --offline)"
+        } else {
+            ""
+        };
+        bail!(
+            "preparing {} failed: `{shown}` {}{}; last output: {}; the whole output is in {}; nothing was changed",
+            self.name,
+            if exit.is_some() {
+                format!("ended with {ended}")
+            } else {
+                ended
+            },
+            hint,
+            if tail.is_empty() {
+                "(none)".to_string()
+            } else {
+                tail.join(" | ")
+            },
+            self.log_path.display()
+        )
+    }
+
+    /// Copies the output into the log line by line, keeping the last lines.
+    fn read_output(
+        &self,
+        reader: io::PipeReader,
+        seen: Arc<Mutex<Seen>>,
+    ) -> std::thread::JoinHandle<()> {
+        let log = Arc::clone(&self.log);
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(reader);
+            let mut line = Vec::new();
+            while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                let _ = log
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .write_all(&line);
+                let text = String::from_utf8_lossy(&line).trim_end().to_string();
+                line.clear();
+                if text.trim().is_empty() {
+                    continue;
+                }
+                let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+                if seen.last.len() == LAST_LINES {
+                    seen.last.pop_front();
+                }
+                seen.last.push_back(text);
+            }
+        })
+    }
+
+    /// Waits for the step's leader to exit, redrawing the progress line; `None` when the
+    /// time limit passed first.
+    fn wait(&self, group: Group, shown: &str, seen: &Mutex<Seen>) -> Option<crate::host::Exit> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let next = (Instant::now() + TICK).min(deadline);
+            if let Some(exit) = group.wait_exit(next) {
+                return Some(exit);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            let seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+            let last = seen.last.back().map_or("", String::as_str);
+            let line: String = format!("{}: {shown}: {}", self.name, printable(last))
+                .chars()
+                .take(100)
+                .collect();
+            self.out.progress(&line);
+        }
+    }
+
+    fn write_log(&self, text: &str) {
+        let _ = self
+            .log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .write_all(text.as_bytes());
+    }
+}
+
+/// The step's command: in `tree`, in its own group, without credentials.
+fn command(tree: &Path, scratch: &Path, step: &Step) -> Result<Command> {
+    let program = match &step.program {
+        Program::Tool(path) => path.clone(),
+        Program::InTree(rel) => tree.join(rel),
+    };
+    let mut command = Command::new(program);
+    command.args(&step.args).current_dir(tree).process_group(0);
+    for (key, _) in std::env::vars_os() {
+        if is_credential(&key.to_string_lossy()) {
+            command.env_remove(&key);
+        }
+    }
+    for (key, value) in &step.env {
+        command.env(key, value);
+    }
+    if let Some(key) = step.scratch_env {
+        fs::create_dir_all(scratch)?;
+        command.env(key, scratch);
+    }
+    die_with_parent(&mut command);
+    Ok(command)
+}
+
+/// Variables a step never sees: `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `GIT_ASKPASS`,
+/// `SSH_AUTH_SOCK`.
+fn is_credential(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["_TOKEN", "_SECRET", "_PASSWORD"]
+        .iter()
+        .any(|end| upper.ends_with(end))
+        || upper == "GIT_ASKPASS"
+        || upper == "SSH_AUTH_SOCK"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_looking_variables_are_recognised() {
+        for name in [
+            "GITHUB_TOKEN",
+            "npm_token",
+            "AWS_SECRET",
+            "DB_PASSWORD",
+            "GIT_ASKPASS",
+            "SSH_AUTH_SOCK",
+        ] {
+            assert!(is_credential(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "TOKENIZER", "GOFLAGS"] {
+            assert!(!is_credential(name), "{name}");
+        }
+    }
+}

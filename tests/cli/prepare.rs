@@ -1,0 +1,651 @@
+//! Preparing a staged copy before it is placed: a Go build (module root and `cmd/<name>`),
+//! `npm ci` of a locked local tarball with its scripts off (and on with `--allow-scripts`),
+//! a Python venv from a wheel built here, an offline Cargo build; and the failures that
+//! leave the installed copy as it was and staging empty. The toolchains must be installed
+//! when `CI` or `ZOT_REQUIRE_SHELLS` is set (`.ci/run` installs them); elsewhere a test
+//! whose toolchain is missing is skipped with a note.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{Env, Run, write_executable};
+
+fn required() -> bool {
+    let set = |key: &str| std::env::var(key).is_ok_and(|v| !v.is_empty() && v != "false");
+    set("CI") || set("ZOT_REQUIRE_SHELLS")
+}
+
+/// Whether `check` (a command line) runs; a missing toolchain fails under CI and skips
+/// elsewhere.
+fn have(check: &[&str], package: &str) -> bool {
+    let found = Command::new(check[0])
+        .args(&check[1..])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            !required(),
+            "`{}` does not run, and CI must test preparing: apt-get install {package}",
+            check.join(" ")
+        );
+        eprintln!("note: `{}` does not run; skipping", check.join(" "));
+    }
+    found
+}
+
+fn have_go() -> bool {
+    have(&["go", "version"], "golang-go")
+}
+
+/// The tools' caches shared between tests (the Go build cache), kept under the target
+/// folder; the rest of the user's home is the test's own.
+fn zot(env: &Env, args: &[&str]) -> Run {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-cache");
+    let mut run = env.zot(args).env("GOCACHE", cache);
+    // cargo is rustup's proxy, which finds its toolchains through the real home.
+    for key in ["RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"] {
+        if let Some(value) = std::env::var_os(key) {
+            run = run.env(key, value);
+        }
+    }
+    if std::env::var_os("RUSTUP_HOME").is_none()
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        run = run.env("RUSTUP_HOME", Path::new(&home).join(".rustup"));
+    }
+    run
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn extension(env: &Env, dir: &str, name: &str, exec: &str) -> PathBuf {
+    let src = env.work.join(dir);
+    write(
+        &src.join("extension.json"),
+        &format!("{{\"name\": \"{name}\", \"version\": \"1.0.0\", \"exec\": \"{exec}\"}}\n"),
+    );
+    src
+}
+
+const GO_MAIN: &str =
+    "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from go\") }\n";
+
+fn go_extension(env: &Env, dir: &str, go: &str) -> PathBuf {
+    let src = extension(env, dir, "hello", "./hello");
+    write(
+        &src.join("go.mod"),
+        &format!("module example.com/hello\n\ngo {go}\n"),
+    );
+    src
+}
+
+/// The staging folder holds nothing (every staged copy was deleted).
+fn assert_staging_empty(env: &Env) {
+    let staging = env.home.join(".ext-store/staging");
+    let left: Vec<_> = fs::read_dir(&staging)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in staging: {left:?}");
+}
+
+fn output_of(program: &Path) -> String {
+    let out = Command::new(program).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_go_extension_at_the_module_root_is_built_in_staging() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("hello");
+    assert_eq!(output_of(&dest.join("hello")), "hello from go\n");
+    assert!(!src.join("hello").exists(), "the source is left alone");
+    let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
+    assert!(
+        log.starts_with("$ go build -trimpath -o ./hello .\n"),
+        "{log}"
+    );
+    assert_staging_empty(&env);
+}
+
+#[test]
+fn a_go_extension_under_cmd_is_built_from_there() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(
+        &src.join("lib.go"),
+        "package hello\n\nconst Greeting = \"hi\"\n",
+    );
+    write(&src.join("cmd/hello/main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("hello");
+    assert_eq!(output_of(&dest.join("hello")), "hello from go\n");
+}
+
+#[test]
+fn a_go_build_that_fails_leaves_the_installed_copy_as_it_was() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    write(&src.join("main.go"), "package main\n\nfunc main() {\n");
+    // Everything but the log, which is the failed step's.
+    let store = || -> Vec<(String, String)> {
+        env.snapshot()
+            .into_iter()
+            .filter(|(path, _)| !path.contains("/logs/"))
+            .collect()
+    };
+    let before = store();
+    // -q: the error is all that is printed.
+    let done = zot(
+        &env,
+        &["ext", "install", "-q", "--force", src.to_str().unwrap()],
+    )
+    .fails(1);
+    done.stderr_has("`go build -trimpath -o ./hello .` ended with exit status")
+        .stderr_has("syntax error")
+        .stderr_has("prepare-hello.log")
+        .stderr_has("nothing was changed")
+        .stderr_one_line();
+    assert_eq!(store(), before, "the installed copy changed");
+    let dest = env.global_root().join("hello");
+    assert_eq!(output_of(&dest.join("hello")), "hello from go\n");
+    assert_staging_empty(&env);
+}
+
+#[test]
+fn go_missing_from_path_is_named_with_what_to_install() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.22");
+    write(&src.join("main.go"), GO_MAIN);
+    let empty = env.work.join("empty-bin");
+    fs::create_dir_all(&empty).unwrap();
+    zot(&env, &["ext", "install", src.to_str().unwrap()])
+        .env("PATH", &empty)
+        .fails(1)
+        .stderr_has("go not found on PATH: install Go 1.22 or later");
+    assert!(env.installed_names().is_empty());
+    assert_staging_empty(&env);
+}
+
+#[test]
+fn a_go_older_than_go_mod_asks_for_says_both_versions() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.99");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_has("go.mod wants go 1.99; go on PATH is 1.");
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn no_prepare_places_the_copy_as_fetched() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.99");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(
+        &env,
+        &["ext", "install", "--no-prepare", src.to_str().unwrap()],
+    )
+    .ok();
+    assert!(!env.global_root().join("hello/hello").exists());
+}
+
+/// A `go` on PATH that says it is 1.22, starts a `sleep` in its group (its pid in `pid`)
+/// and sleeps.
+fn sleeping_go(env: &Env) -> (PathBuf, PathBuf) {
+    let bin = env.work.join("slow-bin");
+    fs::create_dir_all(&bin).unwrap();
+    let pid = env.work.join("pid");
+    write_executable(
+        &bin.join("go"),
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho compiling\n/bin/sleep 300 >/dev/null 2>&1 &\necho $! > {}\n/bin/sleep 300\n",
+            pid.display()
+        ),
+    );
+    (bin, pid)
+}
+
+#[test]
+fn a_step_past_its_time_limit_is_ended_with_its_whole_group() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.22");
+    write(&src.join("main.go"), GO_MAIN);
+    let (bin, pid) = sleeping_go(&env);
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--prepare-timeout",
+            "1",
+            src.to_str().unwrap(),
+        ],
+    )
+    .env("PATH", env.path_with(&bin))
+    .fails(1)
+    .stderr_has("was ended after the 1 s time limit (--prepare-timeout)")
+    .stderr_has("last output: compiling");
+    assert!(env.installed_names().is_empty());
+    assert_staging_empty(&env);
+    let pid = fs::read_to_string(pid).unwrap();
+    let proc = PathBuf::from(format!("/proc/{}", pid.trim()));
+    // SIGKILL was sent before zot exited; the kernel may take a moment to tear it down.
+    let gone = (0..500).any(|_| {
+        let state = fs::read_to_string(proc.join("stat")).unwrap_or_default();
+        let done = state.is_empty() || state.contains(") Z");
+        if !done {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        done
+    });
+    assert!(gone, "the step's child {} outlived it", pid.trim());
+}
+
+#[test]
+fn credentials_are_not_passed_to_a_step() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.22");
+    write(&src.join("main.go"), GO_MAIN);
+    let bin = env.work.join("env-bin");
+    fs::create_dir_all(&bin).unwrap();
+    write_executable(
+        &bin.join("go"),
+        "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\n/usr/bin/env\nexit 3\n",
+    );
+    zot(&env, &["ext", "install", src.to_str().unwrap()])
+        .env("PATH", env.path_with(&bin))
+        .env("GITHUB_TOKEN", "t0ken")
+        .env("SSH_AUTH_SOCK", "/tmp/agent")
+        .env("KEEP_ME", "yes")
+        .fails(1)
+        .stderr_has("exit status 3");
+    let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
+    assert!(log.contains("KEEP_ME=yes"), "{log}");
+    assert!(log.contains("GOFLAGS=-mod=readonly"), "{log}");
+    assert!(log.contains("GOTOOLCHAIN=local"), "{log}");
+    assert!(
+        !log.contains("t0ken") && !log.contains("SSH_AUTH_SOCK"),
+        "{log}"
+    );
+}
+
+fn have_npm() -> bool {
+    have(&["npm", "--version"], "npm")
+}
+
+/// An npm extension whose one dependency is `vendor/x.tgz`; both it and the extension have
+/// a `postinstall` script that leaves a file behind.
+fn npm_extension(env: &Env, lock: bool) -> PathBuf {
+    let src = extension(env, "npmx", "npmx", "node");
+    let pkg = env.work.join("x-package/package");
+    write(
+        &pkg.join("package.json"),
+        r#"{"name": "x", "version": "1.0.0", "main": "index.js", "scripts": {"postinstall": "echo ran > dep-ran"}}"#,
+    );
+    write(&pkg.join("index.js"), "module.exports = 42;\n");
+    fs::create_dir_all(src.join("vendor")).unwrap();
+    let tar = Command::new("tar")
+        .args(["-czf"])
+        .arg(src.join("vendor/x.tgz"))
+        .arg("-C")
+        .arg(pkg.parent().unwrap())
+        .arg("package")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    write(
+        &src.join("package.json"),
+        r#"{"name": "npmx", "version": "1.0.0", "dependencies": {"x": "file:vendor/x.tgz"}, "scripts": {"postinstall": "echo ran > root-ran"}}"#,
+    );
+    if lock {
+        let made = Command::new("npm")
+            .args([
+                "install",
+                "--package-lock-only",
+                "--offline",
+                "--ignore-scripts",
+            ])
+            .current_dir(&src)
+            .env("HOME", &env.user_home)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    }
+    src
+}
+
+#[test]
+fn npm_ci_installs_a_locked_dependency_without_running_scripts() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    zot(
+        &env,
+        &["ext", "install", "--offline", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(
+        !dest.join("node_modules/x/dep-ran").exists(),
+        "a dependency's script ran"
+    );
+    assert!(
+        !dest.join("root-ran").exists(),
+        "the extension's own script ran"
+    );
+    assert!(
+        !src.join("node_modules").exists(),
+        "the source is left alone"
+    );
+}
+
+#[test]
+fn allow_scripts_runs_the_lifecycle_scripts() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--offline",
+            "--allow-scripts",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    assert!(dest.join("node_modules/x/dep-ran").is_file());
+    assert!(dest.join("root-ran").is_file());
+}
+
+#[test]
+fn npm_dependencies_without_a_lock_are_refused() {
+    let env = Env::new();
+    let src = extension(&env, "npmx", "npmx", "node");
+    write(
+        &src.join("package.json"),
+        r#"{"name": "npmx", "dependencies": {"left-pad": "^1.0.0"}}"#,
+    );
+    zot(&env, &["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_has("installs would not be reproducible; commit a lock file or pass --no-prepare");
+    assert!(env.installed_names().is_empty());
+    zot(
+        &env,
+        &["ext", "install", "--no-prepare", src.to_str().unwrap()],
+    )
+    .ok();
+}
+
+#[test]
+fn a_yarn_lock_without_yarn_names_both() {
+    let env = Env::new();
+    let src = extension(&env, "y", "y", "node");
+    write(
+        &src.join("package.json"),
+        r#"{"dependencies": {"x": "1.0.0"}}"#,
+    );
+    write(&src.join("yarn.lock"), "");
+    let empty = env.work.join("empty-bin");
+    fs::create_dir_all(&empty).unwrap();
+    zot(&env, &["ext", "install", src.to_str().unwrap()])
+        .env("PATH", &empty)
+        .fails(1)
+        .stderr_has("yarn.lock needs yarn, which is not on PATH");
+}
+
+fn have_venv() -> bool {
+    have(&["python3", "-c", "import venv, ensurepip"], "python3-venv")
+}
+
+/// A wheel of the module `tinydep`, written by hand (a wheel is a zip).
+fn write_wheel(path: &Path) {
+    let script = r#"
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("tinydep/__init__.py", "ANSWER = 42\n")
+    z.writestr("tinydep-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tinydep\nVersion: 1.0\n")
+    z.writestr("tinydep-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("tinydep-1.0.dist-info/RECORD", "tinydep/__init__.py,,\ntinydep-1.0.dist-info/METADATA,,\ntinydep-1.0.dist-info/WHEEL,,\ntinydep-1.0.dist-info/RECORD,,\n")
+"#;
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let ok = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn requirements_make_a_venv_from_a_local_wheel() {
+    if !have_venv() {
+        return;
+    }
+    let env = Env::new();
+    let src = extension(&env, "py", "py", "./.venv/bin/python");
+    write_wheel(&src.join("vendor/tinydep-1.0-py3-none-any.whl"));
+    write(
+        &src.join("requirements.txt"),
+        "./vendor/tinydep-1.0-py3-none-any.whl\n",
+    );
+    zot(
+        &env,
+        &["ext", "install", "--offline", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("py");
+    let out = Command::new(dest.join(".venv/bin/python"))
+        .args(["-c", "import tinydep; print(tinydep.ANSWER)"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n", "{out:?}");
+}
+
+#[test]
+fn a_venv_script_as_exec_is_refused_with_the_fix() {
+    let env = Env::new();
+    let src = extension(&env, "py", "py", ".venv/bin/tool");
+    write(&src.join("requirements.txt"), "\n");
+    zot(&env, &["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_has(r#"set "exec" to ".venv/bin/python""#);
+}
+
+#[test]
+fn a_cargo_extension_is_built_offline_and_its_binary_placed() {
+    if !have(&["cargo", "--version"], "cargo") {
+        return;
+    }
+    let env = Env::new();
+    let src = extension(&env, "rs", "rs", "./bin/rs");
+    write(
+        &src.join("Cargo.toml"),
+        "[package]\nname = \"rs\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        &src.join("Cargo.lock"),
+        "version = 3\n\n[[package]]\nname = \"rs\"\nversion = \"0.1.0\"\n",
+    );
+    write(
+        &src.join("src/main.rs"),
+        "fn main() { println!(\"hello from rust\"); }\n",
+    );
+    zot(
+        &env,
+        &["ext", "install", "--offline", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("rs");
+    assert_eq!(output_of(&dest.join("bin/rs")), "hello from rust\n");
+    assert!(!dest.join("target").exists(), "build output is not placed");
+}
+
+fn write_project_file(env: &Env, entries: &str) {
+    write(
+        &env.project.join(".zot/extensions.json"),
+        &format!("{{\"extensions\": {{{entries}}}}}\n"),
+    );
+}
+
+#[test]
+fn sync_runs_scripts_only_where_the_project_file_allows_them_and_says_so() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    write_project_file(
+        &env,
+        &format!(
+            "\"npmx\": {{\"source\": \"{}\", \"allow_scripts\": true}}",
+            src.display()
+        ),
+    );
+    zot(&env, &["ext", "sync", "--offline"]).ok().stderr_has(
+        "npmx: lifecycle scripts run, as the project file says (\"allow_scripts\": true)",
+    );
+    let dest = env.project_root().join("npmx");
+    assert!(dest.join("node_modules/x/dep-ran").is_file());
+}
+
+#[test]
+fn sync_leaves_an_entry_with_prepare_false_as_fetched() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.99");
+    write(&src.join("main.go"), GO_MAIN);
+    write_project_file(
+        &env,
+        &format!(
+            "\"hello\": {{\"source\": \"{}\", \"prepare\": false}}",
+            src.display()
+        ),
+    );
+    zot(&env, &["ext", "sync"]).ok();
+    assert!(env.project_root().join("hello/go.mod").is_file());
+    assert!(!env.project_root().join("hello/hello").exists());
+}
+
+#[test]
+fn add_records_no_prepare_and_allow_scripts_in_the_project_file() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.99");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(
+        &env,
+        &[
+            "ext",
+            "add",
+            "--no-prepare",
+            "--allow-scripts",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let text = fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap();
+    assert!(text.contains("\"prepare\": false"), "{text}");
+    assert!(text.contains("\"allow_scripts\": true"), "{text}");
+}
+
+#[test]
+fn update_with_a_changed_lock_gets_fresh_node_modules_and_a_record_of_it() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    // The first version of the dependency has a file the second one drops.
+    let pkg = env.work.join("x-package/package");
+    write(&pkg.join("stale.js"), "old\n");
+    let pack = |version: &str| {
+        write(
+            &pkg.join("package.json"),
+            &format!(r#"{{"name": "x", "version": "{version}", "main": "index.js"}}"#),
+        );
+        let tar = Command::new("tar")
+            .arg("-czf")
+            .arg(src.join("vendor/x.tgz"))
+            .arg("-C")
+            .arg(pkg.parent().unwrap())
+            .arg("package")
+            .status()
+            .unwrap();
+        assert!(tar.success());
+        fs::remove_file(src.join("package-lock.json")).unwrap();
+        let made = Command::new("npm")
+            .args([
+                "install",
+                "--package-lock-only",
+                "--offline",
+                "--ignore-scripts",
+            ])
+            .current_dir(&src)
+            .env("HOME", &env.user_home)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    };
+    pack("1.0.0");
+    zot(
+        &env,
+        &["ext", "install", "--offline", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    assert!(dest.join("node_modules/x/stale.js").is_file());
+    let record = || -> serde_json::Value {
+        let text = fs::read_to_string(env.home.join(".ext-store/sources/npmx.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let first = record();
+    assert_eq!(first["prepared"]["tool"], "npm", "{first}");
+    assert_eq!(
+        first["prepared"]["lock_file"], "package-lock.json",
+        "{first}"
+    );
+    assert_eq!(first["prepared"]["scripts"], false, "{first}");
+    assert_eq!(first["prepared"]["outputs"][0], "node_modules", "{first}");
+
+    fs::remove_file(pkg.join("stale.js")).unwrap();
+    pack("2.0.0");
+    zot(&env, &["ext", "update", "--offline", "npmx"]).ok();
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(
+        !dest.join("node_modules/x/stale.js").exists(),
+        "the old node_modules was carried over"
+    );
+    let second = record();
+    assert_ne!(
+        first["prepared"]["lock_sha256"], second["prepared"]["lock_sha256"],
+        "{second}"
+    );
+}
