@@ -2,8 +2,12 @@
 //! that builds it, worked out from the files around its folder so that it runs exactly as
 //! printed in sh (paths quoted). doctor, call, info and new all print it from [`build_hint`].
 //!
+//! An installed copy whose program the install's step builds (a `go.mod` or `Cargo.toml`
+//! beside a missing `exec`) gets `zot ext prepare <name>` instead ([`prepare_hint`]).
+//!
 //! Go: `go build` needs the module the package belongs to. With a go.mod in the extension
-//! folder the build runs there; with one in a folder above (an example inside a larger
+//! folder the build runs there, of the main package the install's step would build (the
+//! folder, else `cmd/<exec's base name>`, else the one main package); with one in a folder above (an example inside a larger
 //! module, as zot's own examples are) it runs from that module's root, and an installed
 //! copy, which has no go.mod, cannot be built at all until the extension gets its own; with
 //! none, the command makes one first. Only the folders above the extension's path as given
@@ -15,6 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::prepare_hint::{self, Place, missing_step};
 use crate::catalog::manifest::Manifest;
 use crate::fsx::bounded;
 use crate::host::{self, ExecError};
@@ -37,13 +42,26 @@ struct Module {
 /// The program zot would start for `manifest` in `dir`, or why it cannot; for a compiled
 /// extension not built yet the fix is the command that builds it. Every command that
 /// resolves an extension's program (doctor, call, info) goes through here.
-pub(crate) fn resolve(dir: &Path, manifest: &Manifest) -> Result<PathBuf, ExecError> {
+/// An installed copy (at `place`) whose program its install's step builds gets that step
+/// as the fix (`zot ext prepare <name>`), never a command to run inside the store.
+pub(crate) fn resolve(dir: &Path, manifest: &Manifest, place: Place) -> Result<PathBuf, ExecError> {
     let path_var = std::env::var_os("PATH");
     host::resolve(dir, &manifest.exec, path_var.as_deref()).map_err(|e| {
+        if !e.missing {
+            return e;
+        }
+        if let (Place::Installed { .. }, Some(what)) = (place, missing_step(dir, manifest))
+            && let Some(fix) = prepare_hint::fix(dir, manifest, place)
+        {
+            return ExecError {
+                fix: format!("{what}; run it: {fix}"),
+                ..e
+            };
+        }
         let language = manifest.language.as_deref();
         match build_hint(dir, language, &manifest.exec, &manifest.name) {
-            Some(fix) if e.missing => ExecError { fix, ..e },
-            _ => e,
+            Some(fix) => ExecError { fix, ..e },
+            None => e,
         }
     })
 }
@@ -90,7 +108,7 @@ fn venv_hint(dir: &Path, exec: &str) -> Option<String> {
 fn go_hint(dir: &Path, exec: &str, name: &str) -> String {
     let cd = format!("cd {}", sh_quote(&dir.to_string_lossy()));
     if std::fs::symlink_metadata(dir.join("go.mod")).is_ok() {
-        return format!("build it: {cd} && go build -o {} .", sh_quote(exec));
+        return format!("build it: {cd} && {}", prepare_hint::go_build(dir, exec));
     }
     let init = format!(
         "go mod init {} && go mod tidy",

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::handshake::{self, Handshake, HostInfo};
+use super::prepare_hint;
 use super::{Level, Problem};
 use crate::agent::{self, AgentVersion, NoAgent};
 use crate::catalog::manifest::Manifest;
@@ -280,10 +281,44 @@ pub(crate) fn check(target: &Target, options: &Options) -> Report {
         report.add(Problem::note(note.clone(), ""));
     }
     match super::launch(target, manifest) {
-        Ok(launch) => live(&mut report, &launch, manifest, options),
+        Ok(launch) => {
+            check_prepared(&mut report, target, manifest);
+            live(&mut report, &launch, manifest, options);
+            check_missing_on_stderr(&mut report, target, manifest);
+        }
         Err(e) => report.add(Problem::error(e.message, e.fix)),
     }
     report
+}
+
+/// Dependencies a step installs (`node_modules/`) missing: a warning with the fix, before
+/// the start shows what they break.
+fn check_prepared(report: &mut Report, target: &Target, manifest: &Manifest) {
+    if let Some(what) = prepare_hint::missing_step(&target.dir, manifest) {
+        let place = prepare_hint::place_of(target, manifest);
+        report.add(Problem::warning(
+            what,
+            prepare_hint::fix_or_advice(&target.dir, manifest, place),
+        ));
+    }
+}
+
+/// A start that failed saying on stderr that a module is missing: its step has not run.
+fn check_missing_on_stderr(report: &mut Report, target: &Target, manifest: &Manifest) {
+    let Some(marker) = report
+        .stderr
+        .as_deref()
+        .and_then(prepare_hint::stderr_says_missing)
+    else {
+        return;
+    };
+    let place = prepare_hint::place_of(target, manifest);
+    report.add(Problem::error(
+        format!(
+            "its stderr says a dependency is missing ({marker}): its dependency install or build has not run"
+        ),
+        prepare_hint::fix_or_advice(&target.dir, manifest, place),
+    ));
 }
 
 /// zot dedups by folder name but registers by manifest name; installs keep them equal. zot

@@ -47,19 +47,28 @@ pub(crate) struct Transcript {
     response: Value,
 }
 
-/// Starts the extension `name` with `launch` in `cwd`, asks it `request`, waits up to
+/// The extension called: its name, and the fix printed when it fails to start saying a
+/// dependency is missing (its step has not run).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Callee<'a> {
+    pub name: &'a str,
+    pub prepare_fix: &'a str,
+}
+
+/// Starts the extension `who.name` with `launch` in `cwd`, asks it `request`, waits up to
 /// `timeout` for the handshake and again for the answer, and stops it. Frames that come
 /// before the answer go to `on_frame` (an error from it ends the call); warnings, and the
 /// stderr of an extension that does not start, go to `out`.
 pub(crate) fn call(
     out: &Output,
-    name: &str,
+    who: Callee,
     launch: &Launch,
     cwd: PathBuf,
     request: &Request,
     timeout: Duration,
     on_frame: impl FnMut(&FromExt) -> Result<()>,
 ) -> Result<(Reply, Transcript)> {
+    let name = who.name;
     let host = HostInfo::for_cli(cwd);
     host::become_subreaper();
     let mut session = Session::start(launch)
@@ -67,7 +76,7 @@ pub(crate) fn call(
     let registered = |hs: &Handshake| request.registered(hs).is_some();
     let hs = handshake::handshake_until(&mut session, name, &host, timeout, &registered);
     if hs.broken {
-        return Err(start_failure(out, name, &hs, &session));
+        return Err(start_failure(out, who, &hs, &session));
     }
     request.check_registered(name, &hs)?;
     let result = exchange(out, &mut session, request, timeout, &hs, on_frame);
@@ -183,7 +192,8 @@ impl Reply {
 
 /// Why the extension could not be talked to, with its fix, as one line; the last lines of
 /// its stderr are noted before it (one note each, so each stays one line).
-fn start_failure(out: &Output, name: &str, hs: &Handshake, session: &Session) -> anyhow::Error {
+fn start_failure(out: &Output, who: Callee, hs: &Handshake, session: &Session) -> anyhow::Error {
+    let Callee { name, prepare_fix } = who;
     let stderr = session.stderr_tail(20);
     if !stderr.trim().is_empty() {
         out.note(&format!("{name} stderr (last lines):"));
@@ -192,6 +202,13 @@ fn start_failure(out: &Output, name: &str, hs: &Handshake, session: &Session) ->
         }
     }
     let mut text = format!("{name} did not start properly");
+    if let Some(marker) = super::prepare_hint::stderr_says_missing(&stderr) {
+        let _ = write!(
+            text,
+            ": its stderr says a dependency is missing ({marker}): its dependency install or build has not run; fix: {prepare_fix}"
+        );
+        return anyhow!(text);
+    }
     if let Some(problem) = hs.problems.iter().rfind(|p| p.level == Level::Error) {
         let _ = write!(text, ": {}", problem.message);
         if let Some(fix) = &problem.fix {

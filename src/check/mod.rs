@@ -1,12 +1,14 @@
 //! Judging an extension the way zot would treat it: the findings ([`Problem`], [`Level`]),
 //! the start of a conversation as zot runs it ([`handshake`]), doctor's checks
 //! ([`doctor`]), one request and its answer for `zot ext call` ([`exchange`]), and the build
-//! command for a compiled extension that is not built yet ([`build_hint`]).
+//! command for a compiled extension that is not built yet ([`build_hint`]), and whether its
+//! build or dependency install is needed and has not run ([`prepare_hint`]).
 
 pub(crate) mod build_hint;
 pub(crate) mod doctor;
 pub(crate) mod exchange;
 pub(crate) mod handshake;
+pub(crate) mod prepare_hint;
 
 use std::fs;
 
@@ -19,7 +21,8 @@ use crate::host::{ExecError, Launch};
 /// The program zot would start for `target`, or why it cannot (for a compiled extension not
 /// built yet, the fix is the command that builds it).
 pub(crate) fn launch(target: &Target, manifest: &Manifest) -> Result<Launch, ExecError> {
-    let program = build_hint::resolve(&target.dir, manifest)?;
+    let place = prepare_hint::place_of(target, manifest);
+    let program = build_hint::resolve(&target.dir, manifest, place)?;
     Ok(Launch {
         program,
         args: manifest.args.clone(),

@@ -144,8 +144,9 @@ newline-delimited JSON) in the project scope, ./.zot/extensions/, or the global 
 $ZOT_HOME/extensions/: install, new and link add them; list and info show them; enable, \
 disable, update and remove change them; logs, doctor and call look inside them; add records \
 one in the project file .zot/extensions.json and sync makes the installed set match that file \
-and its lock; verify checks them against their file lists and lock file, and cache clean \
-empties the fetch cache. zot completions prints the shell completion script.
+and its lock; verify checks them against their file lists and lock file, cache clean \
+empties the fetch cache, and prepare runs an extension's build or dependency install again. \
+zot completions prints the shell completion script.
 
 zot shares its name with the zot agent: any other command line (zot --ext ./x, and with the \
 agent installed also the bare zot, --help and --version) is handed to the agent, $ZOT_AGENT or \
@@ -190,6 +191,7 @@ Extension commands:
   zot ext add <path|git-url>      Install and record it in the project file
   zot ext sync                    Match the installed set to the project file
   zot ext verify [<name>...]      Check installed files against their lists
+  zot ext prepare [<name>...]     Build or install dependencies again, in staging
   zot ext cache clean             Empty the fetch cache of git commits";
 
 /// What bare `zot ext` prints (and bare `zot` without the agent): the commands by what they
@@ -272,7 +274,8 @@ pub enum Command {
     /// file (.zot/extensions.json); sync installs, updates and removes until the installed
     /// set matches that file and its lock (.zot/extensions.lock). verify checks the installed
     /// files against what the install placed and the lock file records; cache clean empties
-    /// the fetch cache.
+    /// the fetch cache; prepare runs an installed extension's build or dependency install
+    /// again.
     ///
     /// Extensions live in two scopes: the project scope, ./.zot/extensions/<name>/ under the
     /// current directory, and the global scope, $ZOT_HOME/extensions/<name>/. A project copy
@@ -466,6 +469,43 @@ pub enum ExtCommand {
     /// recorded with it. cache clean deletes every entry.
     #[command(arg_required_else_help = true)]
     Cache(Lazy<CacheArgs>),
+    /// Run an installed extension's build or dependency install again
+    ///
+    /// For each named extension (every installed one with --all), runs again what install
+    /// runs before placing a copy (a Go or Cargo build, npm ci, a Python venv; see
+    /// Dependencies and builds in the README), for example after installing the toolchain
+    /// it was missing: the installed copy's files are copied into staging, prepared there,
+    /// and swapped in atomically, with the files the extension wrote at run time carried
+    /// over. A failure leaves the installed copy as it was. A linked working copy is never
+    /// prepared (the command to run in it is printed instead); an extension with nothing to
+    /// prepare is said so and left alone.
+    Prepare(Lazy<PrepareArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct PrepareArgs {
+    /// Extensions to prepare, by name
+    #[arg(value_name = "NAME", add = names(Offer::Installed))]
+    pub names: Vec<String>,
+
+    /// Prepare every installed extension that needs it
+    #[arg(short, long, conflicts_with = "names")]
+    pub all: bool,
+
+    /// Let npm, pnpm, yarn or bun run the packages' lifecycle scripts (off by default)
+    #[arg(long)]
+    pub allow_scripts: bool,
+
+    /// Build and install dependencies from the tools' local caches only
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Seconds a build or dependency install may run before it is ended (default 600)
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub prepare_timeout: Option<u64>,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
 }
 
 #[derive(Debug, Args)]
@@ -1044,7 +1084,7 @@ mod tests {
         let ext = cmd.find_subcommand("ext").unwrap();
         let scoped = [
             "list", "install", "remove", "enable", "disable", "update", "new", "link", "info",
-            "doctor", "verify",
+            "doctor", "verify", "prepare",
         ];
         for name in scoped {
             let sub = ext.find_subcommand(name).unwrap();

@@ -338,6 +338,23 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "zot ext prepare",
+        &[
+            (
+                "zot ext prepare hello",
+                "Build hello again (after installing Go, say): in staging, then swapped in.",
+            ),
+            (
+                "zot ext prepare --all --offline",
+                "Every installed extension that has a step, from the tools' local caches only.",
+            ),
+            (
+                "zot ext prepare weather --allow-scripts",
+                "npm ci with the packages' lifecycle scripts, which are off by default.",
+            ),
+        ],
+    ),
+    (
         "zot ext cache",
         &[
             (
@@ -771,6 +788,22 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
                  extension's placed files changed since its install (then nothing changed).",
             ),
             ("2", "--jobs is not a number of at least 1."),
+        ],
+    ),
+    (
+        "zot ext prepare",
+        &[
+            (
+                "1",
+                "A step failed, timed out or was interrupted, or its tool is missing (the \
+                 installed copy is as it was); a named extension is linked (the command to run \
+                 in the working copy is printed), has no install record or file list, or is \
+                 not installed.",
+            ),
+            (
+                "2",
+                "Neither a name nor --all, or --prepare-timeout is not at least 1.",
+            ),
         ],
     ),
     (

@@ -12,6 +12,7 @@ use super::{Context, Run};
 use crate::catalog::target::Target;
 use crate::check;
 use crate::check::exchange::{self, Reply, Request};
+use crate::check::prepare_hint;
 use crate::cli::CallArgs;
 use crate::error::usage;
 use crate::output::sh_quote;
@@ -35,12 +36,23 @@ impl Run for CallArgs {
         }
         let launch =
             check::launch(&target, manifest).map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
+        let place = prepare_hint::place_of(&target, manifest);
+        let prepare_fix = prepare_hint::fix_or_advice(&target.dir, manifest, place);
+        if let Some(what) = prepare_hint::missing_step(&target.dir, manifest) {
+            ctx.out.note(&format!(
+                "note: {}: {what}; fix: {prepare_fix}",
+                manifest.name
+            ));
+        }
         let timeout = self.timeout.unwrap_or_else(|| request.limit());
         let cwd = std::env::current_dir()?;
         let on_frame = |frame: &FromExt| print_frame(&ctx.out, frame);
         let (reply, transcript) = exchange::call(
             &ctx.out,
-            &manifest.name,
+            exchange::Callee {
+                name: &manifest.name,
+                prepare_fix: &prepare_fix,
+            },
             &launch,
             cwd,
             &request,

@@ -1,6 +1,7 @@
 //! `zot ext info`: every installed copy of a name, the winning one first, with its
 //! manifest, resolved program, provenance and log.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use crate::catalog::manifest::Manifest;
 use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::{self, Installed};
 use crate::check::build_hint;
+use crate::check::prepare_hint::{self, Place};
 use crate::cli::InfoArgs;
 use crate::output::printable;
 use crate::output::redact::redact;
@@ -66,6 +68,16 @@ struct Copy<'a> {
     tree_hash: Option<String>,
     /// Copies that `update` and `install --force` saved, oldest first.
     backups: Vec<String>,
+    /// The build or dependency install its files call for and that has not run (what the
+    /// step makes is missing), with the fix; null when none is needed. What ran is the
+    /// record's `prepared`.
+    prepare_needed: Option<PrepareNeeded>,
+}
+
+#[derive(Debug, Serialize)]
+struct PrepareNeeded {
+    what: String,
+    fix: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -158,7 +170,12 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
         linked: e.link_target.as_ref().map(|t| t.display().to_string()),
         manifest,
         error: e.manifest.as_ref().err().map(ToString::to_string),
-        exec: manifest.map(|m| resolve_exec(&e.dir, m)),
+        exec: manifest.map(|m| resolve_exec(&e.dir, m, place(e, m))),
+        prepare_needed: manifest.and_then(|m| {
+            let what = prepare_hint::missing_step(&e.dir, m)?;
+            let fix = prepare_hint::fix_or_advice(&e.dir, m, place(e, m));
+            Some(PrepareNeeded { what, fix })
+        }),
         source_error: source
             .is_none()
             .then(|| Record::problem(layout.scope(e.scope), &e.dir_name))
@@ -179,8 +196,19 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
     }
 }
 
-fn resolve_exec(dir: &Path, manifest: &Manifest) -> Exec {
-    match build_hint::resolve(dir, manifest) {
+/// An installed copy, or a linked working copy.
+fn place<'a>(e: &Installed, manifest: &'a Manifest) -> Place<'a> {
+    match e.link_target {
+        Some(_) => Place::WorkingCopy,
+        None => Place::Installed {
+            name: &manifest.name,
+            shadowed: e.shadowed,
+        },
+    }
+}
+
+fn resolve_exec(dir: &Path, manifest: &Manifest, place: Place) -> Exec {
+    match build_hint::resolve(dir, manifest, place) {
         Ok(path) => Exec {
             resolved: Some(path.display().to_string()),
             error: None,
@@ -254,6 +282,9 @@ fn render(name: &str, c: &Copy) -> Vec<String> {
         field("links:", links);
     }
     render_source(&mut field, c);
+    if let Some(line) = render_prepared(c) {
+        field("prepared:", line);
+    }
     let size = c
         .log
         .bytes
@@ -292,6 +323,28 @@ fn render_links(name: &str, c: &Copy) -> Option<String> {
         copy::loose_summary(links),
         copy::list_links(links)
     ))
+}
+
+/// The step that ran (its tool's version and when), or the one needed and not run.
+fn render_prepared(c: &Copy) -> Option<String> {
+    if let Some(needed) = &c.prepare_needed {
+        return Some(format!(
+            "needed, not run: {}; fix: {}",
+            needed.what, needed.fix
+        ));
+    }
+    let p = c.source.as_ref()?.prepared.as_ref()?;
+    let mut line = p.step.clone();
+    if let Some(version) = &p.tool_version {
+        let _ = write!(line, " ({version})");
+    }
+    if let Some(at) = &p.ran_at {
+        let _ = write!(line, ", at {at}");
+    }
+    if p.scripts {
+        line.push_str(", lifecycle scripts allowed");
+    }
+    Some(line)
 }
 
 fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {

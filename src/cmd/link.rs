@@ -1,4 +1,6 @@
-//! `zot ext link`: register a working copy as an extension through a symbolic link.
+//! `zot ext link`: register a working copy as an extension through a symbolic link. The
+//! working copy is never built or given its dependencies here: when its files call for a
+//! step that has not run, the command to run there is printed.
 
 use std::path::Path;
 
@@ -10,6 +12,7 @@ use crate::agent::{self, AgentVersion};
 use crate::catalog::manifest;
 use crate::catalog::paths::Scope;
 use crate::catalog::paths::ScopeDirs;
+use crate::check::prepare_hint;
 use crate::cli::LinkArgs;
 use crate::install::fetch::canonical_or_absolute;
 use crate::output::sh_quote;
@@ -25,6 +28,9 @@ struct Linked<'a> {
     dir: String,
     target: String,
     replaced: bool,
+    /// The build or dependency install to run in the working copy, when its files call for
+    /// one that has not run (zot ext never runs it there).
+    prepare: Option<String>,
 }
 
 impl Run for LinkArgs {
@@ -53,6 +59,8 @@ impl Run for LinkArgs {
                 "linked, but the install record was not saved: {e:#}; the next zot ext command saves it"
             ));
         }
+        let prepare = prepare_hint::missing_step(&target, &manifest)
+            .map(|what| (what, prepare_hint::in_working_copy(&target, &manifest)));
         if ctx.out.json {
             warn_old_hosts(ctx, name, scope, &target);
             return Ok(ctx.out.json(&Linked {
@@ -61,6 +69,7 @@ impl Run for LinkArgs {
                 dir: dest.display().to_string(),
                 target: target.display().to_string(),
                 replaced: existing,
+                prepare: prepare.and_then(|(_, command)| command),
             })?);
         }
         ctx.out.say(&format!(
@@ -69,6 +78,15 @@ impl Run for LinkArgs {
             target.display()
         ))?;
         warn_old_hosts(ctx, name, scope, &target);
+        if let Some((what, command)) = prepare {
+            let run = command.map_or_else(
+                || "build it there as its README says".to_string(),
+                |c| format!("run there: {c}"),
+            );
+            ctx.out.note(&format!(
+                "note: {what}; zot ext never builds in a working copy: {run}"
+            ));
+        }
         Ok(())
     }
 }

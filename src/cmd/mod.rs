@@ -11,6 +11,7 @@ mod link;
 mod list;
 mod logs;
 mod new;
+mod prepare;
 mod remove;
 mod sync;
 mod toggle;
@@ -58,6 +59,7 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::Sync(args) => args.run(&ctx),
             ExtCommand::Verify(args) => args.run(&ctx),
             ExtCommand::Cache(args) => args.run(&ctx),
+            ExtCommand::Prepare(args) => args.run(&ctx),
         },
         Command::Completions(args) => args.run(&ctx),
     }

@@ -1,5 +1,7 @@
 //! `zot ext new`: write a small working extension from a template, atomically, never over
-//! an existing one.
+//! an existing one. An installed Go extension is built in staging as install builds one
+//! (its step, recorded); the Rust template and a folder given with `--dir` get the command
+//! to build them.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,8 +18,9 @@ use crate::cli::{Lang, NewArgs};
 use crate::error::usage;
 use crate::output::sh_quote;
 use crate::protocol::zot;
-use crate::store::Store;
-use crate::store::record::{Kind, Record};
+use crate::store::filelist::FileList;
+use crate::store::record::{Kind, Prepared, Record};
+use crate::store::{Staging, Store};
 
 /// One file of a scaffold: path inside the extension, contents, whether it is executable.
 struct File {
@@ -84,7 +87,11 @@ impl Run for NewArgs {
         } else {
             let scope = self.place.scope.scope().unwrap_or(Scope::Global);
             let record = new_record(self.lang, &names.name);
-            (Some(scope), write_installed(ctx, scope, &record, &files)?)
+            let build = self.lang == Lang::Go;
+            (
+                Some(scope),
+                write_installed(ctx, scope, &record, &files, build)?,
+            )
         };
         report(ctx, self.lang, &names, scope, &dir, &files)
     }
@@ -327,6 +334,7 @@ fn write_installed(
     scope: Scope,
     record: &Record,
     files: &[File],
+    build: bool,
 ) -> Result<PathBuf> {
     let name = record.name.as_str();
     let store = Store::open(ctx.layout.scope(scope))?;
@@ -337,14 +345,47 @@ fn write_installed(
         );
     }
     let staging = store.stage()?;
-    write_tree(&staging.tree(), files)?;
-    let published = store.publish(&staging, name, false, record)?;
+    let tree = staging.tree();
+    write_tree(&tree, files)?;
+    // What `new` wrote is listed; what the build makes is the step's output, as for install.
+    let listed = FileList::scan(&tree)?;
+    let mut record = record.clone();
+    if build {
+        record.prepared = build_in_staging(ctx, &staging, name);
+    }
+    let published = store.publish_listed(&staging, name, false, &record, Some(&listed))?;
     if let Some(e) = published.record_error {
         return Err(e.context(
             "the extension was written, but its install record was not saved; the next zot ext command saves it",
         ));
     }
     Ok(published.dest)
+}
+
+/// Runs the install's step (the Go build) in the staged tree; a missing or too old
+/// toolchain, or a failed build, is a note with the fix, and the extension is written
+/// unbuilt.
+fn build_in_staging(ctx: &Context, staging: &Staging, name: &str) -> Option<Prepared> {
+    let tree = staging.tree();
+    let manifest = manifest::read(&tree).ok()?;
+    let options = crate::prepare::Options::new(ctx.layout.logs());
+    let _interrupted = staging.removed_on_signal().ok()?;
+    match crate::prepare::prepare(
+        &tree,
+        &staging.scratch("prepare"),
+        &manifest,
+        &options,
+        &ctx.out,
+    ) {
+        Ok(done) => done.map(crate::install::prepared_record),
+        Err(e) => {
+            ctx.out.note(&format!(
+                "note: {name} was not built: {e:#}; once that is fixed: zot ext prepare {}",
+                sh_quote(name)
+            ));
+            None
+        }
+    }
 }
 
 /// Into `dir`, which may exist only as an empty folder: built beside it, then renamed.
@@ -412,7 +453,15 @@ fn report(
         Some(_) => sh_quote(&names.name),
         None => sh_quote(&dir.display().to_string()),
     };
-    if let Some(hint) = build_hint(dir, Some(language(lang)), &exec(lang, names), &names.name) {
+    let program = exec(lang, names);
+    let built = std::fs::symlink_metadata(dir.join(&program)).is_ok();
+    let hint = match scope {
+        _ if built => None,
+        // An installed Go extension's build is its step: `new` ran it and said why it failed.
+        Some(_) if lang == Lang::Go => None,
+        _ => build_hint(dir, Some(language(lang)), &program, &names.name),
+    };
+    if let Some(hint) = hint {
         ctx.out.note(&hint);
     }
     ctx.out.note(&format!(

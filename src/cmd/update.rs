@@ -447,7 +447,9 @@ impl UpdateArgs {
         }
         let prepare = self.prepare.options(ctx.layout.logs());
         let scratch = staged.staging.scratch("prepare");
+        let interrupted = staged.staging.removed_on_signal()?;
         let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, &prepare, &ctx.out)?;
+        drop(interrupted);
         let prepared = done.is_some();
         installed.prepared = done.map(crate::install::prepared_record);
         // What the step made is in the new tree now: the plan is worked out again around it.

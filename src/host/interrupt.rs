@@ -6,7 +6,7 @@
 //!
 //! The signals are caught with the `signal-hook` crate rather than a hand-written
 //! `sigaction` handler: its handler only wakes a thread of ours, which does the work outside
-//! signal context, so the groups are kept in a plain locked list (no lock-free table that a
+//! signal context, so the groups (and cleanups, [`on_signal`]) are kept in a plain locked list (no lock-free table that a
 //! handler could read) and zot is ended with `emulate_default_handler`. A signal ignored by
 //! whoever started zot (nohup) stays ignored; asking for the current action is the one thing
 //! here neither signal-hook nor rustix offers, so that query goes through `libc::sigaction`.
@@ -21,6 +21,36 @@ use signal_hook::low_level::emulate_default_handler;
 
 /// Process groups of running extensions.
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// What to tidy once the groups are ended and before zot ends (a staging folder a step was
+/// writing into), by the id of its [`OnSignal`].
+type Cleanup = Box<dyn Fn() + Send>;
+static CLEANUPS: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
+static NEXT_CLEANUP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn cleanups() -> MutexGuard<'static, Vec<(u64, Cleanup)>> {
+    CLEANUPS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A cleanup that runs if a signal ends zot while this is alive (see [`on_signal`]).
+#[must_use = "the cleanup is forgotten when this is dropped"]
+pub(crate) struct OnSignal(u64);
+
+impl Drop for OnSignal {
+    fn drop(&mut self) {
+        cleanups().retain(|(id, _)| *id != self.0);
+    }
+}
+
+/// Runs `cleanup` when SIGINT, SIGTERM or SIGHUP ends zot while the returned guard lives,
+/// after the registered groups are ended (watching the signals from now on). Only for work
+/// that is safe while the main thread is anywhere inside the guard's span.
+pub(crate) fn on_signal(cleanup: impl Fn() + Send + 'static) -> OnSignal {
+    INSTALL.call_once(install);
+    let id = NEXT_CLEANUP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    cleanups().push((id, Box::new(cleanup)));
+    OnSignal(id)
+}
 
 static INSTALL: Once = Once::new();
 
@@ -68,6 +98,9 @@ fn end_all(signal: i32) {
         group.kill_tree();
     }
     orphans::end_adopted(&groups);
+    for (_, cleanup) in cleanups().iter() {
+        cleanup();
+    }
     let _ = emulate_default_handler(signal);
 }
 

@@ -8,6 +8,7 @@
 //! copy, or a clone through the git helper, served from the [`cache`] of fetched commits
 //! when it holds the commit) into the store's staging folder, and the pipeline places it.
 
+mod again;
 pub(crate) mod cache;
 mod cache_links;
 pub(crate) mod fetch;
@@ -183,6 +184,48 @@ impl Carried {
     }
 }
 
+/// Runs the build or dependency install of the installed extension `manifest.name` (at
+/// `dir`, listed by `files`, recorded by `record`) again: a copy of what its install placed
+/// is staged ([`again`]), prepared, and placed like an install over the installed copy (its
+/// runtime files carried over, its edits kept, through the journal). `None`: nothing to
+/// prepare (nothing changed). The caller holds `store`'s lock.
+pub(crate) fn prepare_again(
+    store: &Store,
+    installed: Installed<'_>,
+    options: &crate::prepare::Options,
+    out: &Output,
+) -> Result<Option<Outcome>> {
+    let mut staged = again::stage(
+        store,
+        installed.dir,
+        installed.manifest,
+        installed.record,
+        installed.files,
+    )?;
+    if !prepare(&mut staged, options, out)? {
+        return Ok(None);
+    }
+    let carry = Options {
+        keep_local: true,
+        enabled: None,
+    };
+    let ready = Ready {
+        staged,
+        carry,
+        replace: true,
+    };
+    ready.place(store).map(Some)
+}
+
+/// An installed extension, as [`prepare_again`] reads it.
+#[derive(Clone, Copy)]
+pub(crate) struct Installed<'a> {
+    pub dir: &'a std::path::Path,
+    pub manifest: &'a Manifest,
+    pub record: &'a Record,
+    pub files: &'a crate::store::filelist::FileList,
+}
+
 /// Runs the build or dependency install the staged tree needs ([`crate::prepare`]) and
 /// records it; whether anything ran.
 pub(crate) fn prepare(
@@ -192,6 +235,7 @@ pub(crate) fn prepare(
 ) -> Result<bool> {
     let tree = staged.staging.tree();
     let scratch = staged.staging.scratch("prepare");
+    let _interrupted = staged.staging.removed_on_signal()?;
     let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, options, out)?;
     let ran = done.is_some();
     staged.record.prepared = done.map(prepared_record);
@@ -209,6 +253,7 @@ pub(crate) fn prepared_record(done: crate::prepare::Done) -> crate::store::recor
         lock_sha256,
         scripts: done.scripts,
         outputs: done.outputs,
+        ran_at: Some(crate::store::record::now_rfc3339()),
     }
 }
 

@@ -187,7 +187,7 @@ const GO_DEPTH: usize = 6;
 
 /// The main package to build: the folder itself, else `cmd/<exec's base name>`, else the
 /// one main package in the module.
-fn main_package(tree: &Path, exec: &Path) -> Result<String> {
+pub(crate) fn main_package(tree: &Path, exec: &Path) -> Result<String> {
     if is_main(tree) {
         return Ok(".".into());
     }
@@ -284,20 +284,41 @@ fn package_clause(file: &Path) -> Option<String> {
 /// Bytes of a `package.json` read.
 const PACKAGE_JSON_MAX: u64 = 4 * 1024 * 1024;
 
-fn node(tree: &Path, options: &Options) -> Result<Option<Plan>> {
+/// Whether `tree` has a `package.json` whose `dependencies` are not empty.
+pub(crate) fn node_dependencies(tree: &Path) -> Result<bool> {
     let path = tree.join("package.json");
     if !is_file(&path) {
-        return Ok(None);
+        return Ok(false);
     }
     let bytes = bounded::read(&path, PACKAGE_JSON_MAX)
         .map_err(|e| anyhow!("cannot read package.json: {e}"))?;
     let package: Value = serde_json::from_slice(&bytes)
         .map_err(|e| anyhow!("package.json:{}:{}: {e}", e.line(), e.column()))?;
-    let has_dependencies = package
+    Ok(package
         .get("dependencies")
         .and_then(Value::as_object)
-        .is_some_and(|d| !d.is_empty());
-    if !has_dependencies {
+        .is_some_and(|d| !d.is_empty()))
+}
+
+/// The install a user runs by hand in a working copy with `package.json` dependencies, by
+/// its lock file as [`detect`] picks the tool (`npm install` without one).
+pub(crate) fn node_command(tree: &Path) -> &'static str {
+    let lock = |name: &str| is_file(&tree.join(name));
+    if lock("package-lock.json") || lock("npm-shrinkwrap.json") {
+        "npm ci"
+    } else if lock("pnpm-lock.yaml") {
+        "pnpm install --frozen-lockfile"
+    } else if lock("yarn.lock") {
+        "yarn install --immutable"
+    } else if lock("bun.lock") || lock("bun.lockb") {
+        "bun install --frozen-lockfile"
+    } else {
+        "npm install"
+    }
+}
+
+fn node(tree: &Path, options: &Options) -> Result<Option<Plan>> {
+    if !node_dependencies(tree)? {
         return Ok(None);
     }
     let scripts = options.allow_scripts;

@@ -10,6 +10,7 @@ mod options;
 mod run;
 mod toolchain;
 
+pub(crate) use detect::{main_package, node_command, node_dependencies};
 pub(crate) use options::Options;
 
 use std::path::Path;

@@ -92,6 +92,10 @@ pub(crate) struct Prepared {
     /// built program): never carried over to a new version as the user's data.
     #[serde(default)]
     pub outputs: Vec<String>,
+    /// RFC 3339 time the step finished (`zot ext prepare` runs it again later than the
+    /// install).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_at: Option<String>,
 }
 
 impl Record {

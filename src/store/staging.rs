@@ -64,6 +64,23 @@ impl Staging {
             .rename_to(&format!("{}/{sub}", self.name), to, to_name)
     }
 
+    /// Deletes this staging folder (never through a link) if a signal ends zot while the
+    /// guard lives: for a step that writes into it, ended with its group first.
+    pub(crate) fn removed_on_signal(&self) -> Result<crate::host::interrupt::OnSignal> {
+        let parent = self.parent.try_clone()?;
+        let name = self.name.clone();
+        Ok(crate::host::interrupt::on_signal(move || {
+            // A process of the ended group may still finish a write: try a few times.
+            for _ in 0..20 {
+                let _ = parent.remove(&name);
+                if matches!(parent.stat(&name), Ok(None)) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+        }))
+    }
+
     /// The staged tree's identity, which it keeps when renamed into place.
     pub(super) fn identity(&self) -> Result<Identity> {
         let stat = self

@@ -1,3 +1,3 @@
 module __BINARY__
 
-go 1.21
+go 1.19

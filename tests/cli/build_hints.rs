@@ -1,6 +1,7 @@
 //! The build command doctor and call print for a compiled extension that is not built yet:
 //! the same text from both, for a Go extension with its own go.mod, one inside a larger
-//! module (as zot's own examples are) and one with none, and for Rust with and without a
+//! module (as zot's own examples are) and one with none, one whose main package is under
+//! `cmd/<name>` (found as install's step finds it), and for Rust with and without a
 //! Cargo.toml; when Go is installed, the printed commands are run and build the program.
 
 use std::fs;
@@ -57,6 +58,23 @@ fn go_with_its_own_go_mod_builds_in_its_folder() {
     assert_eq!(
         printed_hint(&env, &dir),
         format!("build it: cd {} && go build -o ./hello .", dir.display())
+    );
+}
+
+#[test]
+fn go_with_its_main_package_under_cmd_builds_that_package() {
+    let env = Env::new();
+    let dir = extension(&env.work, "hello", "hello", "go", "./hello");
+    fs::write(dir.join("go.mod"), "module hello\n\ngo 1.21\n").unwrap();
+    fs::write(dir.join("lib.go"), "package hello\n").unwrap();
+    fs::create_dir_all(dir.join("cmd/hello")).unwrap();
+    fs::write(dir.join("cmd/hello/main.go"), MAIN_GO).unwrap();
+    assert_eq!(
+        printed_hint(&env, &dir),
+        format!(
+            "build it: cd {} && go build -o ./hello ./cmd/hello",
+            dir.display()
+        )
     );
 }
 

@@ -36,6 +36,7 @@ mod man_pages;
 mod manifest_decoding;
 mod new;
 mod prepare;
+mod prepare_again;
 mod remove;
 mod resources;
 mod secrets;

@@ -108,30 +108,32 @@ fn shell_template() {
 #[test]
 fn go_template() {
     let env = Env::new();
-    let dir = create(&env, "go-demo", "go");
-    assert!(dir.join("main.go").is_file() && dir.join("go.mod").is_file());
-    // Not built yet: doctor says how to build it.
-    let hint = format!("build it: cd {} && go build -o ./go-demo .", dir.display());
-    env.zot(["ext", "doctor", "go-demo"])
-        .fails(1)
-        .stdout_has(&format!("fix: {hint}\n"));
+    // Without Go on PATH the files are written unbuilt, and the fix is the install's step.
+    let empty = env.work.join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    env.zot(["ext", "new", "go-bare", "--lang", "go"])
+        .env("PATH", &empty)
+        .ok()
+        .stderr_has("note: go-bare was not built: go not found on PATH: install Go 1.19 or later")
+        .stderr_has("once that is fixed: zot ext prepare go-bare\n");
+    let bare = env.global_root().join("go-bare");
+    assert!(bare.join("main.go").is_file() && bare.join("go.mod").is_file());
+    env.zot(["ext", "doctor", "go-bare"]).fails(1).stdout_has(
+        "fix: the program ./go-bare is not built (the folder has a go.mod): its build has not run; run it: zot ext prepare go-bare\n",
+    );
     if !on_path("go") {
         eprintln!(
             "skipping the live test of the go template: go is not on PATH (the files were written and checked, not built or run)"
         );
         return;
     }
-    let built = Command::new("go")
-        .args(["build", "-o", "go-demo", "."])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    // With Go, new builds it in staging as install does: it runs at once.
+    let dir = create(&env, "go-demo", "go");
+    assert!(dir.join("go-demo").is_file());
     passes_doctor_and_call(&env, "go-demo", "go-demo");
+    env.zot(["ext", "verify", "go-demo"]).ok();
+    env.zot(["ext", "prepare", "go-bare"]).ok();
+    passes_doctor_and_call(&env, "go-bare", "go-bare");
 }
 
 #[test]

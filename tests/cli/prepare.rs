@@ -34,13 +34,13 @@ fn have(check: &[&str], package: &str) -> bool {
     found
 }
 
-fn have_go() -> bool {
+pub(crate) fn have_go() -> bool {
     have(&["go", "version"], "golang-go")
 }
 
 /// The tools' caches shared between tests (the Go build cache), kept under the target
 /// folder; the rest of the user's home is the test's own.
-fn zot(env: &Env, args: &[&str]) -> Run {
+pub(crate) fn zot(env: &Env, args: &[&str]) -> Run {
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-cache");
     let mut run = env.zot(args).env("GOCACHE", cache);
     // cargo is rustup's proxy, which finds its toolchains through the real home.
@@ -57,7 +57,7 @@ fn zot(env: &Env, args: &[&str]) -> Run {
     run
 }
 
-fn write(path: &Path, text: &str) {
+pub(crate) fn write(path: &Path, text: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, text).unwrap();
 }
@@ -71,10 +71,10 @@ fn extension(env: &Env, dir: &str, name: &str, exec: &str) -> PathBuf {
     src
 }
 
-const GO_MAIN: &str =
+pub(crate) const GO_MAIN: &str =
     "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from go\") }\n";
 
-fn go_extension(env: &Env, dir: &str, go: &str) -> PathBuf {
+pub(crate) fn go_extension(env: &Env, dir: &str, go: &str) -> PathBuf {
     let src = extension(env, dir, "hello", "./hello");
     write(
         &src.join("go.mod"),
@@ -84,7 +84,7 @@ fn go_extension(env: &Env, dir: &str, go: &str) -> PathBuf {
 }
 
 /// The staging folder holds nothing (every staged copy was deleted).
-fn assert_staging_empty(env: &Env) {
+pub(crate) fn assert_staging_empty(env: &Env) {
     let staging = env.home.join(".ext-store/staging");
     let left: Vec<_> = fs::read_dir(&staging)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
@@ -92,7 +92,7 @@ fn assert_staging_empty(env: &Env) {
     assert!(left.is_empty(), "left in staging: {left:?}");
 }
 
-fn output_of(program: &Path) -> String {
+pub(crate) fn output_of(program: &Path) -> String {
     let out = Command::new(program).output().unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -213,7 +213,7 @@ fn no_prepare_places_the_copy_as_fetched() {
 
 /// A `go` on PATH that says it is 1.22, starts a `sleep` in its group (its pid in `pid`)
 /// and sleeps.
-fn sleeping_go(env: &Env) -> (PathBuf, PathBuf) {
+pub(crate) fn sleeping_go(env: &Env) -> (PathBuf, PathBuf) {
     let bin = env.work.join("slow-bin");
     fs::create_dir_all(&bin).unwrap();
     let pid = env.work.join("pid");
@@ -291,13 +291,13 @@ fn credentials_are_not_passed_to_a_step() {
     );
 }
 
-fn have_npm() -> bool {
+pub(crate) fn have_npm() -> bool {
     have(&["npm", "--version"], "npm")
 }
 
 /// An npm extension whose one dependency is `vendor/x.tgz`; both it and the extension have
 /// a `postinstall` script that leaves a file behind.
-fn npm_extension(env: &Env, lock: bool) -> PathBuf {
+pub(crate) fn npm_extension(env: &Env, lock: bool) -> PathBuf {
     let src = extension(env, "npmx", "npmx", "node");
     let pkg = env.work.join("x-package/package");
     write(
