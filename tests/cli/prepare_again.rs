@@ -9,7 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::prepare::{
-    GO_MAIN, assert_staging_empty, go_extension, have_go, output_of, sleeping_go, write, zot,
+    GO_MAIN, assert_staging_empty, go_extension, have_go, have_npm, npm_extension, output_of,
+    sleeping_go, write, zot,
 };
 use crate::support::{Env, write_executable};
 
@@ -262,4 +263,69 @@ fn link_prints_the_command_to_run_in_the_working_copy_and_doctor_too() {
     zot(&env, &["ext", "doctor", "mods"])
         .fails(1)
         .stdout_has(&format!("fix: {command}\n"));
+}
+
+#[test]
+fn edits_to_the_installed_copy_are_built_and_still_count_as_edits() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let dest = installed_unbuilt(&env);
+    write(
+        &dest.join("cmd/hello/main.go"),
+        &GO_MAIN.replace("hello from go", "edited"),
+    );
+    zot(&env, &["ext", "prepare", "hello"]).ok();
+    assert_eq!(output_of(&dest.join("hello")), "edited\n");
+    // The file list is still what the install placed: the edit is an edit.
+    zot(&env, &["ext", "verify", "hello"])
+        .fails(1)
+        .stdout_has("cmd/hello/main.go");
+}
+
+#[test]
+fn node_modules_are_installed_afresh_with_scripts_only_when_allowed_again() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--no-prepare",
+            "-p",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let dest = env.project_root().join("npmx");
+    assert!(!dest.join("node_modules").exists());
+    zot(
+        &env,
+        &[
+            "ext",
+            "prepare",
+            "-p",
+            "npmx",
+            "--offline",
+            "--allow-scripts",
+        ],
+    )
+    .ok()
+    .stdout_has("prepared npmx (project): npm ci --omit=dev --no-audit --no-fund --offline");
+    assert!(dest.join("node_modules/x/dep-ran").is_file());
+    assert!(dest.join("root-ran").is_file());
+    fs::remove_file(dest.join("node_modules/x/index.js")).unwrap();
+    // Scripts are not implied by the last run; its node_modules/ goes with the old copy.
+    zot(&env, &["ext", "prepare", "--all", "-p", "--offline"])
+        .ok()
+        .stderr_has("note: npmx's lifecycle scripts ran when it was installed; they do not now (pass --allow-scripts to run them)");
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(!dest.join("node_modules/x/dep-ran").exists());
+    let record = fs::read_to_string(env.project.join(".zot/.ext-store/sources/npmx.json")).unwrap();
+    assert!(record.contains("\"scripts\": false"), "{record}");
 }
