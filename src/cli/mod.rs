@@ -191,7 +191,7 @@ Extension commands:
   zot ext add <path|git-url>      Install and record it in the project file
   zot ext sync                    Match the installed set to the project file
   zot ext verify [<name>...]      Check installed files against their lists
-  zot ext prepare [<name>...]     Build or install dependencies again, in staging
+  zot ext prepare [<name>...]     Run a build or dependency install again
   zot ext cache clean             Empty the fetch cache of git commits";
 
 /// What bare `zot ext` prints (and bare `zot` without the agent): the commands by what they

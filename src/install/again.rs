@@ -2,7 +2,7 @@
 //! (its file list, less what an earlier step made) are copied from the installed copy into
 //! a fresh staging folder of the store, as they are now (edits included), so the step runs
 //! on a copy and the installed one is only read. The extension's runtime files are not
-//! copied here: the pipeline that places the tree carries them over, as `update` does.
+//! copied here: [`place`] carries them over, as `update` does, and swaps the tree in.
 //!
 //! Links are never followed: an entry is copied only when its folder in the installed copy
 //! was a real folder copied before it, files are opened without following a link or
@@ -21,6 +21,7 @@ use super::fetch::Staged;
 use crate::catalog::manifest::Manifest;
 use crate::output::printable;
 use crate::store::Store;
+use crate::store::carry::{self, Plan};
 use crate::store::filelist::{Entry, EntryKind, FileList};
 use crate::store::record::Record;
 
@@ -61,6 +62,54 @@ pub(crate) fn stage(
     })
 }
 
+/// What [`place`] did.
+pub(crate) struct Placed {
+    pub record: Record,
+    /// What was carried over from the installed copy, or saved.
+    pub carried: Plan,
+    /// The tree is in place but its record was not saved (the journal saves it next run).
+    pub record_error: Option<anyhow::Error>,
+}
+
+/// Swaps the prepared `staged` tree in over the installed copy (recorded by `old`): its
+/// runtime files are carried over and its edits kept ([`carry`]), except what either step
+/// made (the earlier one's outputs, or a `node_modules/` made by hand where this step made
+/// one), which goes with the old copy; then the tree, record and file list (what the
+/// install placed, unchanged) are published through the journal.
+pub(crate) fn place(store: &Store, staged: Staged, old: &Record) -> Result<Placed> {
+    let name = staged.manifest.name.clone();
+    let mut outputs: Vec<String> = old
+        .prepared
+        .iter()
+        .chain(staged.record.prepared.iter())
+        .flat_map(|p| p.outputs.iter().cloned())
+        .collect();
+    outputs.sort();
+    outputs.dedup();
+    let options = carry::Options {
+        keep_local: true,
+        enabled: None,
+    };
+    let dirs = &store.dirs;
+    let installed = dirs.extension(&name);
+    let tree = staged.staging.tree();
+    let plan = carry::plan(&installed, Some(&staged.files), &tree, options, &outputs)?;
+    let carried = carry::carry_out(store, dirs, &staged.staging, &name, plan, staged.files)?;
+    let published = store.publish_listed(
+        &staged.staging,
+        &name,
+        true,
+        &staged.record,
+        Some(&carried.files),
+    )?;
+    let _ = store.rotate_backups(&name);
+    Ok(Placed {
+        record: staged.record,
+        carried: carried.plan,
+        record_error: published.record_error,
+    })
+}
+
 /// Whether `path` is one of `outputs` or inside one.
 fn made_by_step(path: &[u8], outputs: &[String]) -> bool {
     outputs.iter().any(|o| {
@@ -76,15 +125,17 @@ fn copy_listed(from: &Path, to: &Path, entries: &[Entry]) -> Result<()> {
     for entry in entries {
         let rel = entry.rel();
         let (src, dest) = (from.join(rel), to.join(rel));
+        // Its folder was copied as a real folder: nothing above it in the installed copy
+        // has become a link since.
         let parent_copied = dest
             .parent()
             .is_some_and(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));
-        let Ok(meta) = fs::symlink_metadata(&src) else {
-            continue; // deleted since install: left out, as it is from the installed copy
-        };
         if !parent_copied {
             continue;
         }
+        let Ok(meta) = fs::symlink_metadata(&src) else {
+            continue; // deleted since install: left out, as it is from the installed copy
+        };
         let kind = meta.file_type();
         match entry.kind {
             EntryKind::Dir if kind.is_dir() => {

@@ -8,7 +8,7 @@
 //! copy, or a clone through the git helper, served from the [`cache`] of fetched commits
 //! when it holds the commit) into the store's staging folder, and the pipeline places it.
 
-mod again;
+pub(crate) mod again;
 pub(crate) mod cache;
 mod cache_links;
 pub(crate) mod fetch;
@@ -186,15 +186,15 @@ impl Carried {
 
 /// Runs the build or dependency install of the installed extension `manifest.name` (at
 /// `dir`, listed by `files`, recorded by `record`) again: a copy of what its install placed
-/// is staged ([`again`]), prepared, and placed like an install over the installed copy (its
-/// runtime files carried over, its edits kept, through the journal). `None`: nothing to
-/// prepare (nothing changed). The caller holds `store`'s lock.
+/// is staged, prepared, and swapped in over the installed copy ([`again`]: its runtime files
+/// carried over, its edits kept, through the journal). `None`: nothing to prepare (nothing
+/// changed). The caller holds `store`'s lock.
 pub(crate) fn prepare_again(
     store: &Store,
     installed: Installed<'_>,
     options: &crate::prepare::Options,
     out: &Output,
-) -> Result<Option<Outcome>> {
+) -> Result<Option<again::Placed>> {
     let mut staged = again::stage(
         store,
         installed.dir,
@@ -205,16 +205,7 @@ pub(crate) fn prepare_again(
     if !prepare(&mut staged, options, out)? {
         return Ok(None);
     }
-    let carry = Options {
-        keep_local: true,
-        enabled: None,
-    };
-    let ready = Ready {
-        staged,
-        carry,
-        replace: true,
-    };
-    ready.place(store).map(Some)
+    again::place(store, staged, installed.record).map(Some)
 }
 
 /// An installed extension, as [`prepare_again`] reads it.

@@ -329,3 +329,33 @@ fn node_modules_are_installed_afresh_with_scripts_only_when_allowed_again() {
     let record = fs::read_to_string(env.project.join(".zot/.ext-store/sources/npmx.json")).unwrap();
     assert!(record.contains("\"scripts\": false"), "{record}");
 }
+
+#[test]
+fn a_node_modules_made_by_hand_is_replaced_not_carried_into_the_fresh_one() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    zot(
+        &env,
+        &["ext", "install", "--no-prepare", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    write(&dest.join("node_modules/stale/index.js"), "stale\n");
+    write(&dest.join("state.json"), "{}\n");
+    let done = zot(&env, &["ext", "prepare", "npmx", "--offline", "--json"]).ok();
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(
+        !dest.join("node_modules/stale").exists(),
+        "the old node_modules/ was mixed into the new one"
+    );
+    assert_eq!(fs::read_to_string(dest.join("state.json")).unwrap(), "{}\n");
+    let carried = &done.json()["extensions"][0]["carry_over"];
+    assert_eq!(
+        carried["items"],
+        serde_json::json!([{"path": "state.json", "action": "carry"}])
+    );
+    assert!(carried["backup"].is_null(), "{carried}");
+}
