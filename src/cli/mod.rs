@@ -391,7 +391,8 @@ pub enum ExtCommand {
     ///
     /// Writes a small extension (extension.json, the program and a README) that registers
     /// one slash command and one tool and handles shutdown, in Python or Node (no
-    /// dependencies), Go or Rust (build it first), or POSIX shell. It goes to
+    /// dependencies), Go (built at once when installed and Go is on PATH), Rust (build it
+    /// first), or POSIX shell. It goes to
     /// $ZOT_HOME/extensions/<name>/, ./.zot/extensions/<name>/ with --project, or the folder
     /// given with --dir, written atomically; an existing extension is never overwritten. An
     /// installed one gets an install record of kind "new" (with the template and language),
