@@ -252,8 +252,14 @@ fn readme(lang: Lang, names: &Names, files: &[File], standalone: bool) -> String
         .map(|f| format!("- `{}`\n", f.path))
         .chain(std::iter::once("- `README.md`\n".to_string()))
         .collect();
+    // An installed Go extension was built in staging (when go is on PATH); the rest are not.
+    let when = if lang == Lang::Go && !standalone {
+        "Rebuild it after every edit (zot ext new built it once already):"
+    } else {
+        "Build it first:"
+    };
     let build = build_step(lang, names)
-        .map(|step| format!("Build it first:\n\n```sh\n{step}\n```\n\nThen:\n\n"))
+        .map(|step| format!("{when}\n\n```sh\n{step}\n```\n\nThen:\n\n"))
         .unwrap_or_default();
     let tool_does = match lang {
         Lang::Shell => {

@@ -118,6 +118,11 @@ fn go_template() {
         .stderr_has("once that is fixed: zot ext prepare go-bare\n");
     let bare = env.global_root().join("go-bare");
     assert!(bare.join("main.go").is_file() && bare.join("go.mod").is_file());
+    let readme = std::fs::read_to_string(bare.join("README.md")).unwrap();
+    assert!(
+        readme.contains("Rebuild it after every edit") && !readme.contains("Build it first"),
+        "{readme}"
+    );
     env.zot(["ext", "doctor", "go-bare"]).fails(1).stdout_has(
         "fix: the program ./go-bare is not built (the folder has a go.mod): its build has not run; run it: zot ext prepare go-bare\n",
     );
