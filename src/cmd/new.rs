@@ -254,7 +254,7 @@ fn readme(lang: Lang, names: &Names, files: &[File], standalone: bool) -> String
         .collect();
     // An installed Go extension was built in staging (when go is on PATH); the rest are not.
     let when = if lang == Lang::Go && !standalone {
-        "Rebuild it after every edit (zot ext new built it once already):"
+        "Rebuild it after every edit (zot ext new built it once when go was on PATH):"
     } else {
         "Build it first:"
     };
