@@ -448,6 +448,9 @@ impl UpdateArgs {
         let prepare = self.prepare.options(ctx.layout.logs());
         let scratch = staged.staging.scratch("prepare");
         let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, &prepare, &ctx.out)?;
+        if let Some(done) = &done {
+            crate::install::list_prepared(&mut files, &tree, &done.outputs)?;
+        }
         let prepared = done.is_some();
         installed.prepared = done.map(crate::install::prepared_record);
         // What the step made is in the new tree now: the plan is worked out again around it.

@@ -649,3 +649,83 @@ fn update_with_a_changed_lock_gets_fresh_node_modules_and_a_record_of_it() {
         "{second}"
     );
 }
+
+/// The file list of `name` in the global scope, as JSON.
+fn file_list(env: &Env, name: &str) -> serde_json::Value {
+    let text = fs::read_to_string(env.home.join(format!(".ext-store/files/{name}.json"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_prepared_install_lists_its_outputs_apart_and_hashes_as_the_source() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    let list = file_list(&env, "hello");
+    assert_eq!(list["prepared"], serde_json::json!(["hello"]), "{list}");
+    let listed: Vec<&str> = list["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(listed.contains(&"hello"), "{listed:?}");
+    let prepared = list["tree_hash"].clone();
+    // The same source placed as fetched hashes the same: the lock holds on any machine.
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--force",
+            "--no-prepare",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let bare = file_list(&env, "hello");
+    assert!(bare.get("prepared").is_none(), "{bare}");
+    assert_eq!(bare["tree_hash"], prepared);
+}
+
+#[test]
+fn install_force_prepares_afresh_and_carries_only_what_the_extension_wrote() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("hello");
+    write(&dest.join("state.json"), "{}\n");
+    write(
+        &src.join("main.go"),
+        &GO_MAIN.replace("hello from go", "hello again"),
+    );
+    zot(&env, &["ext", "install", "--force", src.to_str().unwrap()]).ok();
+    assert_eq!(output_of(&dest.join("hello")), "hello again\n");
+    assert_eq!(fs::read_to_string(dest.join("state.json")).unwrap(), "{}\n");
+    // Placed as fetched, the new version has no program: the old one is not carried over.
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--force",
+            "--no-prepare",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(
+        !dest.join("hello").exists(),
+        "the old program was carried over"
+    );
+    assert!(dest.join("state.json").is_file());
+    assert_staging_empty(&env);
+}
