@@ -753,8 +753,8 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "1",
-                "A file an install placed was edited, deleted or replaced; an extension the \
-                 lock file names is not installed; an installed tree is not the one the lock \
+                "A file an install placed or prepared was edited, deleted or replaced; an \
+                 extension the lock file names is not installed; an installed tree is not the one the lock \
                  file records; an extension folder or the lock file cannot be read; or a \
                  named extension is neither installed nor in the lock file.",
             ),

@@ -729,3 +729,48 @@ fn install_force_prepares_afresh_and_carries_only_what_the_extension_wrote() {
     assert!(dest.join("state.json").is_file());
     assert_staging_empty(&env);
 }
+
+#[test]
+fn verify_names_a_deleted_or_edited_file_in_node_modules_as_a_prepared_output() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    zot(
+        &env,
+        &["ext", "install", "--offline", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    zot(&env, &["ext", "verify"])
+        .ok()
+        .stdout_is("npmx (global): ok\n");
+    // What the extension writes inside node_modules at run time is its own.
+    write(&dest.join("node_modules/.cache/x"), "cached\n");
+    fs::remove_file(dest.join("node_modules/x/index.js")).unwrap();
+    write(&dest.join("node_modules/x/package.json"), "{}\n");
+    zot(&env, &["ext", "verify"])
+        .fails(1)
+        .stdout_is(
+            "npmx (global): prepared outputs modified\n  prepared output changed: node_modules/x/package.json\n  prepared output removed: node_modules/x/index.js\n",
+        );
+    let done = zot(&env, &["ext", "verify", "--json"]).fails(1);
+    let report = &done.extensions()[0];
+    assert_eq!(report["status"], "prepared-modified", "{report}");
+    assert_eq!(report["changed"], serde_json::json!([]), "{report}");
+    assert_eq!(
+        report["prepared_removed"],
+        serde_json::json!(["node_modules/x/index.js"]),
+        "{report}"
+    );
+    // A placed file edited as well: modified, each list naming its own.
+    write(&dest.join("package.json"), "{}\n");
+    zot(&env, &["ext", "verify"])
+        .fails(1)
+        .stdout_has("npmx (global): modified\n  changed: package.json\n  prepared output changed: node_modules/x/package.json\n");
+    fs::remove_dir_all(dest.join("node_modules")).unwrap();
+    zot(&env, &["ext", "verify"])
+        .fails(1)
+        .stdout_has("  prepared output removed: node_modules/\n");
+}
