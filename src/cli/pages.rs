@@ -767,8 +767,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
                 "1",
                 "There is no project file, it or the lock is invalid, or an extension failed \
                  (the others are still in place); with --frozen, the file and the lock \
-                 disagree, a fetched tree does not hash to the lock, or an installed \
-                 extension's placed files changed since its install (then nothing changed).",
+                 disagree, a fetched tree does not hash to the lock or is prepared otherwise \
+                 than locked, or an installed extension's placed files changed since its \
+                 install (then nothing changed).",
             ),
             ("2", "--jobs is not a number of at least 1."),
         ],

@@ -774,3 +774,106 @@ fn verify_names_a_deleted_or_edited_file_in_node_modules_as_a_prepared_output() 
         .fails(1)
         .stdout_has("  prepared output removed: node_modules/\n");
 }
+
+/// The project's lock file, as JSON.
+fn project_lock(env: &Env) -> serde_json::Value {
+    let text = fs::read_to_string(env.project.join(".zot/extensions.lock")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn write_project_lock(env: &Env, lock: &serde_json::Value) {
+    let text = serde_json::to_string_pretty(lock).unwrap() + "\n";
+    fs::write(env.project.join(".zot/extensions.lock"), text).unwrap();
+}
+
+/// A synced npm extension in the project scope: its lock entry's `prepared`.
+fn synced_npm(env: &Env) -> serde_json::Value {
+    let src = npm_extension(env, true);
+    write_project_file(
+        env,
+        &format!("\"npmx\": {{\"source\": \"{}\"}}", src.display()),
+    );
+    zot(env, &["ext", "sync", "--offline"]).ok();
+    let lock = project_lock(env);
+    lock["extensions"]["npmx"]["prepared"].clone()
+}
+
+#[test]
+fn sync_locks_the_step_and_the_dependency_lock_files_hash() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let prepared = synced_npm(&env);
+    // Run with --offline, locked as the step any machine runs.
+    assert_eq!(
+        prepared["step"], "npm ci --ignore-scripts --omit=dev --no-audit --no-fund",
+        "{prepared}"
+    );
+    assert_eq!(prepared["lock_file"], "package-lock.json", "{prepared}");
+    let record = fs::read_to_string(env.project.join(".zot/.ext-store/sources/npmx.json"))
+        .map(|t| serde_json::from_str::<serde_json::Value>(&t).unwrap())
+        .unwrap();
+    assert_eq!(prepared["lock_sha256"], record["prepared"]["lock_sha256"]);
+    zot(&env, &["ext", "sync", "--frozen", "--offline"])
+        .ok()
+        .stdout_has("= npmx up to date");
+    // A lock written before it kept the step is still valid, and gains it on the next sync.
+    let mut lock = project_lock(&env);
+    lock["extensions"]["npmx"]
+        .as_object_mut()
+        .unwrap()
+        .remove("prepared");
+    write_project_lock(&env, &lock);
+    zot(&env, &["ext", "sync", "--frozen", "--offline"])
+        .ok()
+        .stdout_has("= npmx up to date");
+    zot(&env, &["ext", "sync", "--offline"]).ok();
+    assert_eq!(
+        project_lock(&env)["extensions"]["npmx"]["prepared"],
+        prepared
+    );
+}
+
+#[test]
+fn sync_frozen_refuses_a_dependency_lock_file_hash_other_than_locked() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let prepared = synced_npm(&env);
+    let real = prepared["lock_sha256"].as_str().unwrap().to_string();
+    let mut lock = project_lock(&env);
+    let other = "0".repeat(64);
+    lock["extensions"]["npmx"]["prepared"]["lock_sha256"] = other.clone().into();
+    write_project_lock(&env, &lock);
+    let record = env.project.join(".zot/.ext-store/sources/npmx.json");
+    let before = fs::read_to_string(&record).unwrap();
+    let lock_path = env.project.join(".zot/extensions.lock");
+    zot(&env, &["ext", "sync", "--frozen", "--offline"])
+        .fails(1)
+        .stderr_has(&format!(
+            "npmx: preparing differs from {}: package-lock.json has SHA-256 {real}, the lock says {other}; nothing was changed",
+            lock_path.display()
+        ))
+        .stderr_has("1 of 1 extensions did not match the lock (see above); nothing was changed");
+    assert_eq!(fs::read_to_string(&record).unwrap(), before);
+    assert!(
+        env.project_root()
+            .join("npmx/node_modules/x/index.js")
+            .is_file()
+    );
+    let staging = env.project.join(".zot/.ext-store/staging");
+    let left: Vec<_> = fs::read_dir(&staging)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in staging: {left:?}");
+    // Without --frozen, sync installs it again and locks what it ran.
+    zot(&env, &["ext", "sync", "--offline"])
+        .ok()
+        .stdout_has("~ npmx updated");
+    assert_eq!(
+        project_lock(&env)["extensions"]["npmx"]["prepared"],
+        prepared
+    );
+}
