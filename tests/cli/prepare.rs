@@ -877,3 +877,35 @@ fn sync_frozen_refuses_a_dependency_lock_file_hash_other_than_locked() {
         prepared
     );
 }
+
+#[test]
+fn an_edited_prepared_output_is_saved_never_kept_over_the_new_build() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("hello");
+    write(&dest.join("hello"), "#!/bin/sh\necho patched\n");
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--force",
+            "--keep-local",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert_eq!(output_of(&dest.join("hello")), "hello from go\n");
+    let backups = env.home.join(".ext-store/backup/hello");
+    let saved: Vec<_> = fs::read_dir(&backups)
+        .unwrap()
+        .flatten()
+        .map(|e| fs::read_to_string(e.path().join("hello")).unwrap())
+        .collect();
+    assert_eq!(saved, ["#!/bin/sh\necho patched\n"]);
+}
