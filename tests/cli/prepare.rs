@@ -1,7 +1,10 @@
 //! Preparing a staged copy before it is placed: a Go build (module root and `cmd/<name>`),
 //! `npm ci` of a locked local tarball with its scripts off (and on with `--allow-scripts`),
 //! a Python venv from a wheel built here, an offline Cargo build; and the failures that
-//! leave the installed copy as it was and staging empty. The toolchains must be installed
+//! leave the installed copy as it was and staging empty. What the step made is listed as
+//! prepared output (left out of the tree hash, checked apart by `verify`, never carried over
+//! by `--force`), and the lock keeps the step and the dependency lock file's hash, which
+//! `sync --frozen` holds a fresh copy to. The toolchains must be installed
 //! when `CI` or `ZOT_REQUIRE_SHELLS` is set (`.ci/run` installs them); elsewhere a test
 //! whose toolchain is missing is skipped with a note.
 
