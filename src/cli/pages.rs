@@ -770,8 +770,8 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ),
             (
                 "1",
-                "A file an install placed was edited, deleted or replaced; an extension the \
-                 lock file names is not installed; an installed tree is not the one the lock \
+                "A file an install placed or prepared was edited, deleted or replaced; an \
+                 extension the lock file names is not installed; an installed tree is not the one the lock \
                  file records; an extension folder or the lock file cannot be read; or a \
                  named extension is neither installed nor in the lock file.",
             ),
@@ -784,8 +784,9 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
                 "1",
                 "There is no project file, it or the lock is invalid, or an extension failed \
                  (the others are still in place); with --frozen, the file and the lock \
-                 disagree, a fetched tree does not hash to the lock, or an installed \
-                 extension's placed files changed since its install (then nothing changed).",
+                 disagree, a fetched tree does not hash to the lock or is prepared otherwise \
+                 than locked, or an installed extension's placed files changed since its \
+                 install (then nothing changed).",
             ),
             ("2", "--jobs is not a number of at least 1."),
         ],

@@ -5,8 +5,11 @@
 //! name, and the lock is written.
 //!
 //! Up to date means: the lock entry agrees with the file (source, ref, subdir), the file
-//! list recorded at install hashes to the lock's tree hash, and re-hashing the installed
-//! files against that list finds none edited or missing. The re-hash (rather than trusting
+//! list recorded at install hashes to the lock's tree hash, the install record was prepared
+//! as the lock entry's `prepared` says (where it says anything), and re-hashing the
+//! installed files against that list (prepared outputs included) finds none edited or
+//! missing. With `--frozen`, a staged copy prepared otherwise than locked is refused before
+//! anything is placed. The re-hash (rather than trusting
 //! the recorded hash alone) catches a tree changed by hand; it reads only local files, so an
 //! up-to-date sync needs no network. Every placed file counts, `extension.json` included:
 //! only its `enabled` value may differ (enable and disable rewrite it, and sync sets it from
@@ -96,6 +99,9 @@ struct Report {
     /// ships), if anything was.
     #[serde(skip_serializing_if = "Option::is_none")]
     backup: Option<String>,
+    /// What preparing ran for the copy in place (for the lock).
+    #[serde(skip)]
+    prepared: Option<lock::Prepared>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -369,6 +375,14 @@ fn drift(
     if list.tree_hash() != locked.tree {
         return Err(changed("the installed tree is not the locked one"));
     }
+    if let Some(want) = &locked.prepared {
+        let now = record.prepared.as_ref().map(lock::Prepared::of);
+        if let Some(why) = want.differs(now.as_ref()) {
+            return Err(Drift::Changed(format!(
+                "preparing differs from the lock: {why}"
+            )));
+        }
+    }
     let classified = list
         .classify(&dir)
         .map_err(|e| Drift::Changed(format!("cannot read the installed copy: {e:#}")))?;
@@ -595,7 +609,31 @@ fn stage_one(
             printable(&item.name)
         );
     }
+    if how.frozen {
+        check_frozen_prepared(at, item, &ready)?;
+    }
     Ok(ready)
+}
+
+/// `--frozen`: what preparing the staged copy ran is what the lock entry records (when it
+/// records it), checked before anything is placed.
+fn check_frozen_prepared(at: &Where, item: &Item, ready: &Ready) -> Result<()> {
+    let Some(want) = item.locked.as_ref().and_then(|l| l.prepared.as_ref()) else {
+        return Ok(());
+    };
+    let now = ready
+        .staged
+        .record
+        .prepared
+        .as_ref()
+        .map(lock::Prepared::of);
+    match want.differs(now.as_ref()) {
+        None => Ok(()),
+        Some(why) => bail!(
+            "preparing differs from {}: {why}; nothing was changed (run zot ext sync without --frozen to update the lock)",
+            at.lock_file().display()
+        ),
+    }
 }
 
 /// The fetch cache of one staging thread, kept open across the extensions it stages.
@@ -658,6 +696,7 @@ fn placed_report(store: &Store, item: &Item, placed: Result<Outcome>) -> Report 
                 _ => Status::Updated,
             };
             report.version = done.manifest.version;
+            report.prepared = done.record.prepared.as_ref().map(lock::Prepared::of);
             report.commit = done.record.commit;
             report.tree = Some(done.tree);
             report.message.clone_from(&item.reason);
@@ -680,7 +719,12 @@ fn keep(store: &Store, item: &Item) -> Report {
     let mut report = empty_report(item);
     report.status = Status::UpToDate;
     let dirs = &store.dirs;
-    report.commit = Record::load(dirs, &item.name).and_then(|r| r.commit);
+    let record = Record::load(dirs, &item.name);
+    report.prepared = record
+        .as_ref()
+        .and_then(|r| r.prepared.as_ref())
+        .map(lock::Prepared::of);
+    report.commit = record.and_then(|r| r.commit);
     report.tree = item.locked.as_ref().map(|l| l.tree.clone());
     let dir = dirs.extension(&item.name);
     report.version = manifest::read(&dir).ok().and_then(|m| m.version);
@@ -719,6 +763,7 @@ fn empty_report(item: &Item) -> Report {
         enabled: item.entry.as_ref().map(|e| e.enabled),
         message: None,
         backup: None,
+        prepared: None,
     }
 }
 
@@ -743,17 +788,25 @@ fn dry_report(item: &Item) -> Report {
 
 /// The lock entry for what was installed from `entry`.
 pub(crate) fn lock_entry(entry: &project::Entry, record: &Record, tree: &str) -> lock::Entry {
-    placed_entry(entry, record.commit.clone(), tree)
+    let prepared = record.prepared.as_ref().map(lock::Prepared::of);
+    placed_entry(entry, record.commit.clone(), tree, prepared)
 }
 
-/// The lock entry for `commit` (of a git source) installed from `entry` as `tree`.
-fn placed_entry(entry: &project::Entry, commit: Option<String>, tree: &str) -> lock::Entry {
+/// The lock entry for `commit` (of a git source) installed from `entry` as `tree`, and
+/// prepared as `prepared` says.
+fn placed_entry(
+    entry: &project::Entry,
+    commit: Option<String>,
+    tree: &str,
+    prepared: Option<lock::Prepared>,
+) -> lock::Entry {
     lock::Entry {
         source: redact(&entry.source),
         git_ref: entry.git_ref.clone(),
         subdir: entry.subdir.clone(),
         commit,
         tree: tree.to_string(),
+        prepared,
     }
 }
 
@@ -773,9 +826,17 @@ fn save_lock(
             continue;
         };
         let locked = match (report.status, &report.tree) {
-            (Status::Installed | Status::Updated, Some(tree)) => {
-                Some(placed_entry(entry, report.commit.clone(), tree))
-            }
+            (Status::Installed | Status::Updated, Some(tree)) => Some(placed_entry(
+                entry,
+                report.commit.clone(),
+                tree,
+                report.prepared.clone(),
+            )),
+            // An entry written before the lock kept what was prepared gains it.
+            (Status::UpToDate, _) => old.extensions.get(&report.name).map(|l| lock::Entry {
+                prepared: l.prepared.clone().or_else(|| report.prepared.clone()),
+                ..l.clone()
+            }),
             _ => old.extensions.get(&report.name).cloned(),
         };
         if let Some(locked) = locked {

@@ -450,6 +450,9 @@ impl UpdateArgs {
         let interrupted = staged.staging.removed_on_signal()?;
         let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, &prepare, &ctx.out)?;
         drop(interrupted);
+        if let Some(done) = &done {
+            crate::install::list_prepared(&mut files, &tree, &done.outputs)?;
+        }
         let prepared = done.is_some();
         installed.prepared = done.map(crate::install::prepared_record);
         // What the step made is in the new tree now: the plan is worked out again around it.

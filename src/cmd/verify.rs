@@ -6,6 +6,9 @@
 //! another kind of entry (a link, a folder, a special file) is a modification; files the
 //! install did not place are the extension's data ([`crate::store::carry`]) and never count.
 //! A manifest that differs only in `enabled` (`zot ext enable`/`disable`) is not modified.
+//! What preparing made (the list's prepared outputs: `node_modules`, `.venv`, a built
+//! program) is checked apart: present and unchanged since it was prepared, named as
+//! prepared outputs when not.
 
 use std::path::Path;
 
@@ -30,6 +33,8 @@ enum Status {
     Ok,
     /// A placed file was edited, deleted or replaced.
     Modified,
+    /// The placed files are as placed, but a prepared output was edited, deleted or replaced.
+    PreparedModified,
     /// Named in the lock file, not installed.
     Missing,
     /// As placed, but the lock records another tree.
@@ -46,7 +51,11 @@ impl Status {
     fn fails(self) -> bool {
         matches!(
             self,
-            Status::Modified | Status::Missing | Status::DiffersFromLock | Status::Unreadable
+            Status::Modified
+                | Status::PreparedModified
+                | Status::Missing
+                | Status::DiffersFromLock
+                | Status::Unreadable
         )
     }
 
@@ -54,6 +63,7 @@ impl Status {
         match self {
             Status::Ok => "ok",
             Status::Modified => "modified",
+            Status::PreparedModified => "prepared outputs modified",
             Status::Missing => "missing: in the lock file, not installed",
             Status::DiffersFromLock => "differs from the lock: another tree is installed",
             Status::NotInLock => "not in the lock",
@@ -84,6 +94,10 @@ struct Report {
     changed: Vec<String>,
     /// Placed files gone (a folder gone is named once, with `/`).
     removed: Vec<String>,
+    /// Prepared outputs edited or replaced since they were prepared.
+    prepared_changed: Vec<String>,
+    /// Prepared outputs gone (a folder gone is named once, with `/`).
+    prepared_removed: Vec<String>,
     /// The tree hash of what the install placed (its file list), if there is one.
     tree_hash: Option<String>,
     /// The tree hash the lock file records, if it names the extension.
@@ -101,6 +115,8 @@ impl Report {
             status,
             changed: Vec::new(),
             removed: Vec::new(),
+            prepared_changed: Vec::new(),
+            prepared_removed: Vec::new(),
             tree_hash: None,
             lock_tree_hash: None,
             reason: None,
@@ -198,6 +214,8 @@ fn check(dirs: &ScopeDirs, e: &Installed, locked: &Locked) -> Report {
     }
     report.status = if !report.changed.is_empty() || !report.removed.is_empty() {
         Status::Modified
+    } else if !report.prepared_changed.is_empty() || !report.prepared_removed.is_empty() {
+        Status::PreparedModified
     } else {
         match locked {
             Locked::NoLockFile => Status::Ok,
@@ -209,7 +227,8 @@ fn check(dirs: &ScopeDirs, e: &Installed, locked: &Locked) -> Report {
     report
 }
 
-/// Fills `report`'s changed and removed files: the folder at `dir` against `list`.
+/// Fills `report`'s changed and removed files (placed, and prepared outputs apart): the
+/// folder at `dir` against `list`.
 fn compare(list: &FileList, dir: &Path, report: &mut Report) -> Result<()> {
     let mut removed_dirs: Vec<Vec<u8>> = Vec::new();
     let mut replaced: Vec<Vec<u8>> = Vec::new();
@@ -222,14 +241,19 @@ fn compare(list: &FileList, dir: &Path, report: &mut Report) -> Result<()> {
             };
             format!("{}{slash}", filelist::shown(&entry.path))
         };
+        let (changed, removed) = if entry.prepared {
+            (&mut report.prepared_changed, &mut report.prepared_removed)
+        } else {
+            (&mut report.changed, &mut report.removed)
+        };
         match entry.standing {
             Standing::Edited if !manifest_toggled_only(dir, Some(list), &entry) => {
-                report.changed.push(shown());
+                changed.push(shown());
             }
             // A special file counts only where the install placed something (which the
             // classification also reports missing).
             Standing::Special if list.get(&entry.path).is_some() => {
-                report.changed.push(shown());
+                changed.push(shown());
                 replaced.push(entry.path.clone());
             }
             Standing::Missing if !replaced.contains(&entry.path) => {
@@ -239,7 +263,7 @@ fn compare(list: &FileList, dir: &Path, report: &mut Report) -> Result<()> {
                         && entry.path[d.len()] == b'/'
                 });
                 if !inside_removed {
-                    report.removed.push(shown());
+                    removed.push(shown());
                 }
                 if entry.kind == EntryKind::Dir {
                     removed_dirs.push(entry.path.clone());
@@ -275,7 +299,12 @@ fn print(ctx: &Context, reports: &[Report]) -> Result<()> {
         let place = format!("{} ({}): ", r.name, r.scope);
         ctx.out
             .say_styled(&[(&place, None), (r.status.words(), Some(style))])?;
-        for (what, paths) in [("changed", &r.changed), ("removed", &r.removed)] {
+        for (what, paths) in [
+            ("changed", &r.changed),
+            ("removed", &r.removed),
+            ("prepared output changed", &r.prepared_changed),
+            ("prepared output removed", &r.prepared_removed),
+        ] {
             for path in paths {
                 ctx.out.say(&format!("  {what}: {path}"))?;
             }

@@ -93,7 +93,18 @@ pub(crate) fn place(store: &Store, staged: Staged, old: &Record) -> Result<Place
     let dirs = &store.dirs;
     let installed = dirs.extension(&name);
     let tree = staged.staging.tree();
-    let plan = carry::plan(&installed, Some(&staged.files), &tree, options, &outputs)?;
+    // The installed copy is judged against its source files only: what this step made is
+    // new, so the old step's outputs are neither edits to save nor files to carry.
+    let source_only = FileList::from_entries(
+        staged
+            .files
+            .entries()
+            .iter()
+            .filter(|e| !staged.files.is_prepared(&e.path))
+            .cloned()
+            .collect(),
+    );
+    let plan = carry::plan(&installed, Some(&source_only), &tree, options, &outputs)?;
     let carried = carry::carry_out(store, dirs, &staged.staging, &name, plan, staged.files)?;
     let published = store.publish_listed(
         &staged.staging,

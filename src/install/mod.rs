@@ -13,7 +13,7 @@ pub(crate) mod cache;
 mod cache_links;
 pub(crate) mod fetch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
@@ -21,6 +21,7 @@ use crate::catalog::manifest::Manifest;
 use crate::output::Output;
 use crate::source::copy::LooseLink;
 use crate::store::carry::{self, Options, Plan, Prepared};
+use crate::store::filelist::FileList;
 use crate::store::record::Record;
 use crate::store::{Placement, Published, Store};
 use fetch::Staged;
@@ -217,8 +218,8 @@ pub(crate) struct Installed<'a> {
     pub files: &'a crate::store::filelist::FileList,
 }
 
-/// Runs the build or dependency install the staged tree needs ([`crate::prepare`]) and
-/// records it; whether anything ran.
+/// Runs the build or dependency install the staged tree needs ([`crate::prepare`]),
+/// records it and lists what it made as prepared outputs; whether anything ran.
 pub(crate) fn prepare(
     staged: &mut Staged,
     options: &crate::prepare::Options,
@@ -228,9 +229,20 @@ pub(crate) fn prepare(
     let scratch = staged.staging.scratch("prepare");
     let _interrupted = staged.staging.removed_on_signal()?;
     let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, options, out)?;
+    if let Some(done) = &done {
+        list_prepared(&mut staged.files, &tree, &done.outputs)?;
+    }
     let ran = done.is_some();
     staged.record.prepared = done.map(prepared_record);
     Ok(ran)
+}
+
+/// Adds what preparing made in the staged `tree` (`outputs`) to its file list as prepared
+/// outputs ([`FileList::add_prepared`]), with the modes of everything placed made safe.
+pub(crate) fn list_prepared(files: &mut FileList, tree: &Path, outputs: &[String]) -> Result<()> {
+    files.add_prepared(tree, outputs)?;
+    files.drop_unsafe_modes(tree)?;
+    Ok(())
 }
 
 /// What preparing did, as the install record keeps it.

@@ -1,7 +1,8 @@
 //! The lock file `extensions.lock` beside the project file: for each extension, what was
-//! installed (source, ref and subfolder as the project file gave them, the commit, and the
-//! tree hash of the installed file list). Written atomically, entries sorted by name, keys
-//! in a fixed order, so the file is stable under version control.
+//! installed (source, ref and subfolder as the project file gave them, the commit, the
+//! tree hash of the installed file list, and what preparing ran: the step and the SHA-256
+//! of the dependency lock file). Written atomically, entries sorted by name, keys in a
+//! fixed order, so the file is stable under version control.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,6 +35,80 @@ pub(crate) struct Entry {
     pub commit: Option<String>,
     /// `sha256:…`, the tree hash of the installed file list (`zot ext info --json`'s `tree_hash`).
     pub tree: String,
+    /// What preparing ran; absent when nothing was prepared, or in a lock written before
+    /// preparing existed (then nothing is claimed, and nothing checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<Prepared>,
+}
+
+/// What preparing ran for one extension, as the lock keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Prepared {
+    /// The step ([`locked_step`]: without the flags that only say where downloads come from).
+    pub step: String,
+    /// The dependency lock file (`package-lock.json`, `go.sum`, ...), if there is one.
+    pub lock_file: Option<String>,
+    /// Its SHA-256, 64 hex digits.
+    pub lock_sha256: Option<String>,
+}
+
+impl Prepared {
+    /// What an install record says preparing ran.
+    pub(crate) fn of(record: &crate::store::record::Prepared) -> Prepared {
+        Prepared {
+            step: locked_step(&record.step),
+            lock_file: record.lock_file.clone(),
+            lock_sha256: record.lock_sha256.clone(),
+        }
+    }
+
+    /// How preparing now (`now`, `None`: nothing ran) differs from what this records, in
+    /// words; `None` when it does not.
+    pub(crate) fn differs(&self, now: Option<&Prepared>) -> Option<String> {
+        let Some(now) = now else {
+            return Some(format!(
+                "the lock says it was prepared with `{}`, but nothing was prepared (--no-prepare, \"prepare\": false, or no step found)",
+                printable(&self.step)
+            ));
+        };
+        if now.step != self.step {
+            return Some(format!(
+                "the lock says it was prepared with `{}`, not `{}`",
+                printable(&self.step),
+                printable(&now.step)
+            ));
+        }
+        let shown = |v: &Option<String>| printable(v.as_deref().unwrap_or("none"));
+        if now.lock_file != self.lock_file {
+            return Some(format!(
+                "the lock names the dependency lock file {}, the fetched copy has {}",
+                shown(&self.lock_file),
+                shown(&now.lock_file)
+            ));
+        }
+        if now.lock_sha256 != self.lock_sha256 {
+            return Some(format!(
+                "{} has SHA-256 {}, the lock says {}",
+                shown(&now.lock_file),
+                shown(&now.lock_sha256),
+                shown(&self.lock_sha256)
+            ));
+        }
+        None
+    }
+}
+
+/// Flags that say only where a tool gets what it installs (its local cache, no index), not
+/// what it installs: left out of a locked step, so an `--offline` run matches the lock.
+const WHERE_FROM: [&str; 2] = ["--offline", "--no-index"];
+
+/// The step as the lock keeps it: the command without the [`WHERE_FROM`] flags.
+pub(crate) fn locked_step(step: &str) -> String {
+    step.split(' ')
+        .filter(|word| !WHERE_FROM.contains(word))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Every `commit` is a full commit id and every `tree` a tree hash; the first that is not
@@ -60,8 +135,25 @@ fn check_ids(
             );
             return Err(error_at(text, path, name, "tree", message));
         }
+        let digest = entry
+            .prepared
+            .as_ref()
+            .and_then(|p| p.lock_sha256.as_deref());
+        if let Some(digest) = digest.filter(|d| !is_sha256(d)) {
+            let message = format!(
+                "\"prepared.lock_sha256\" of \"{}\" must be 64 hex digits, not \"{}\"; run `zot ext sync` to write the lock again",
+                printable(name),
+                printable(digest)
+            );
+            return Err(error_at(text, path, name, "prepared", message));
+        }
     }
     Ok(())
+}
+
+/// A SHA-256 in hex: 64 hex digits.
+fn is_sha256(value: &str) -> bool {
+    value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `message` at the value of `extensions.<name>.<field>` (the last one given, as serde
@@ -107,9 +199,7 @@ pub(crate) fn is_commit_id(id: &str) -> bool {
 
 /// A tree hash as the file list writes it: `sha256:` and 64 hex digits.
 pub(crate) fn is_tree_hash(value: &str) -> bool {
-    value
-        .strip_prefix("sha256:")
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    value.strip_prefix("sha256:").is_some_and(is_sha256)
 }
 
 /// A parsed lock file.
@@ -163,7 +253,8 @@ impl Lock {
     }
 
     /// The file's text: 2-space indent, `version` first, entries sorted by name, keys in
-    /// the order source, ref, subdir, commit, tree, and a trailing newline.
+    /// the order source, ref, subdir, commit, tree, prepared (only when something was;
+    /// `step`, `lock_file`, `lock_sha256`), and a trailing newline.
     pub(crate) fn to_text(&self) -> String {
         let stored = Stored {
             version: VERSION,
@@ -201,6 +292,7 @@ mod tests {
             subdir: None,
             commit: commit.map(str::to_string),
             tree: TREE.into(),
+            prepared: None,
         }
     }
 
@@ -261,6 +353,72 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!err.contains('\u{1b}'), "{err}");
+    }
+
+    #[test]
+    fn a_lock_without_prepared_reads_and_one_with_it_round_trips() {
+        let old = format!(
+            "{{\n  \"version\": 1,\n  \"extensions\": {{\n    \"a\": {{\n      \"source\": \"s\",\n      \"ref\": null,\n      \"subdir\": null,\n      \"commit\": null,\n      \"tree\": \"{TREE}\"\n    }}\n  }}\n}}\n"
+        );
+        let mut lock = Lock::parse(&old, Path::new("l")).unwrap();
+        assert_eq!(lock.extensions["a"].prepared, None);
+        assert_eq!(
+            lock.to_text(),
+            old,
+            "unprepared entries are written as before"
+        );
+        let digest = "ab".repeat(32);
+        lock.extensions.get_mut("a").unwrap().prepared = Some(Prepared {
+            step: "npm ci --ignore-scripts".into(),
+            lock_file: Some("package-lock.json".into()),
+            lock_sha256: Some(digest.clone()),
+        });
+        let text = lock.to_text();
+        assert!(
+            text.contains(&format!("      \"tree\": \"{TREE}\",\n      \"prepared\": {{\n        \"step\": \"npm ci --ignore-scripts\",\n        \"lock_file\": \"package-lock.json\",\n        \"lock_sha256\": \"{digest}\"\n      }}\n")),
+            "{text}"
+        );
+        assert_eq!(Lock::parse(&text, Path::new("l")).unwrap(), lock);
+        let err = Lock::parse(&text.replace(&digest, "abc"), Path::new("l"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"prepared.lock_sha256\" of \"a\" must be 64 hex digits"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_step_run_offline_is_locked_as_one_run_online() {
+        assert_eq!(
+            locked_step("npm ci --ignore-scripts --omit=dev --no-audit --no-fund --offline"),
+            "npm ci --ignore-scripts --omit=dev --no-audit --no-fund"
+        );
+        assert_eq!(
+            locked_step(".venv/bin/python -m pip install --no-index -r requirements.txt"),
+            ".venv/bin/python -m pip install -r requirements.txt"
+        );
+        let locked = Prepared {
+            step: "npm ci".into(),
+            lock_file: Some("package-lock.json".into()),
+            lock_sha256: Some("1".repeat(64)),
+        };
+        assert_eq!(locked.differs(Some(&locked)), None);
+        let other = Prepared {
+            lock_sha256: Some("2".repeat(64)),
+            ..locked.clone()
+        };
+        let why = locked.differs(Some(&other)).unwrap();
+        assert!(
+            why.starts_with("package-lock.json has SHA-256 2222"),
+            "{why}"
+        );
+        assert!(
+            locked
+                .differs(None)
+                .unwrap()
+                .contains("nothing was prepared")
+        );
     }
 
     #[test]

@@ -268,9 +268,11 @@ fn list(paths: &[&str]) -> String {
 
 /// Works out what happens to the installed copy at `old` (listed by `list`, `None` when it
 /// has no file list) when the staged tree at `new` replaces it. Changes nothing. What the
-/// old copy's preparing made (`outputs`, paths relative to it: `node_modules`, `.venv`, a
-/// built program) is left out: the new version is prepared afresh, so those go with the
-/// old copy instead of being carried over as the user's data.
+/// old copy's preparing made (the list's prepared roots, and `outputs` from its install
+/// record, paths relative to it: `node_modules`, `.venv`, a built program) is left out: the
+/// new version is prepared afresh, so those go with the old copy instead of being carried
+/// over as the user's data. Only a prepared file edited since is saved (never kept over
+/// the new version's).
 pub(crate) fn plan(
     old: &Path,
     list: Option<&FileList>,
@@ -278,24 +280,31 @@ pub(crate) fn plan(
     options: Options,
     outputs: &[String],
 ) -> Result<Plan> {
-    let made_by_prepare = |path: &[u8]| {
-        outputs.iter().any(|o| {
-            path.strip_prefix(o.as_bytes())
-                .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
-        })
+    let made_by_prepare = |c: &Classified| {
+        c.prepared
+            || c.standing == Standing::NotPlaced
+                && outputs.iter().any(|o| {
+                    c.path
+                        .strip_prefix(o.as_bytes())
+                        .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+                })
     };
     let classified = match list {
         Some(list) => list.classify(old)?,
         None => FileList::default().classify(old)?,
     };
-    let classified = classified
-        .into_iter()
-        .filter(|c| !(c.standing == Standing::NotPlaced && made_by_prepare(&c.path)));
     let mut plan = Plan {
         whole_copy_saved: list.is_none(),
         ..Plan::default()
     };
     for entry in classified {
+        if made_by_prepare(&entry) {
+            if entry.standing == Standing::Edited {
+                plan.items
+                    .push(item(entry.path, entry.kind, Action::SaveEdited));
+            }
+            continue;
+        }
         match entry.standing {
             Standing::Unchanged | Standing::Missing => {}
             Standing::Edited if manifest_toggled_only(old, list, &entry) => {}
@@ -423,10 +432,11 @@ pub(crate) fn same_as_placed(placed: &FileList, files: &FileList, new: &Path) ->
         return true;
     }
     let is_manifest = |e: &&crate::store::filelist::Entry| e.path == manifest::FILE.as_bytes();
+    // What preparing made is not compared: the new version is not prepared yet.
     let others = |l: &FileList| -> Vec<crate::store::filelist::Entry> {
         l.entries()
             .iter()
-            .filter(|e| !is_manifest(e))
+            .filter(|e| !is_manifest(e) && !l.is_prepared(&e.path))
             .cloned()
             .collect()
     };

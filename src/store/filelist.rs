@@ -28,6 +28,14 @@
 //! file system of the machine that copied or cloned the tree, and would make the same tree
 //! hash differently on two machines. Sizes are implied by the digests, and times are left
 //! out (a copy or a clone does not keep them).
+//!
+//! **Prepared outputs.** What preparing made in the staged copy (`node_modules`, `.venv`, a
+//! built program: [`crate::prepare`]) is listed too, under the list's `prepared` roots (a
+//! top-level array of relative paths, left out when empty, so a list without it reads as
+//! one with nothing prepared). Entries at or under a prepared root are checked like the rest
+//! (`zot ext verify` names them apart) but left out of the tree hash: it covers what the
+//! source placed, so the same source hashes the same whether or not, and on whichever
+//! machine, it was prepared.
 
 use std::ffi::OsStr;
 use std::fs::{self, File};
@@ -132,6 +140,8 @@ pub(crate) fn shown(path: &[u8]) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct FileList {
     entries: Vec<Entry>,
+    /// The prepared roots (relative paths, sorted): what preparing made.
+    prepared: Vec<String>,
     /// The tree hash, once computed: an install needs it for the stored list and for its
     /// report, and it is a SHA-256 over every entry. Cleared by every change of `entries`.
     tree_hash: OnceLock<String>,
@@ -139,7 +149,7 @@ pub struct FileList {
 
 impl PartialEq for FileList {
     fn eq(&self, other: &FileList) -> bool {
-        self.entries == other.entries
+        self.entries == other.entries && self.prepared == other.prepared
     }
 }
 
@@ -169,6 +179,8 @@ pub struct Classified {
     pub standing: Standing,
     /// The type on disk (for `Missing`, the type in the list; `File` for `Special`).
     pub kind: EntryKind,
+    /// At or under a prepared root: made by preparing, not by the source.
+    pub prepared: bool,
 }
 
 /// Mode bits no installed file or folder keeps: set-user-ID, set-group-ID and sticky, and
@@ -245,6 +257,7 @@ impl FileList {
     fn sorted(entries: Vec<Entry>) -> FileList {
         FileList {
             entries,
+            prepared: Vec::new(),
             tree_hash: OnceLock::new(),
         }
     }
@@ -341,6 +354,84 @@ impl FileList {
             .map(|i| &self.entries[i])
     }
 
+    /// The prepared roots: what preparing made, relative to the root.
+    pub fn prepared(&self) -> &[String] {
+        &self.prepared
+    }
+
+    /// Whether `path` is at or under a prepared root.
+    pub fn is_prepared(&self, path: &[u8]) -> bool {
+        self.prepared.iter().any(|root| {
+            path.strip_prefix(root.as_bytes())
+                .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+        })
+    }
+
+    /// Lists what preparing made in the tree at `root` (`outputs`, relative paths such as
+    /// `node_modules` or `./bin/hello`) as prepared: each output's topmost folder not listed
+    /// yet (a `bin/` the build made for its program) becomes a prepared root, and everything
+    /// under it is listed and hashed. An output missing from the tree, one the source itself
+    /// placed, or one below a listed link or file is left as it is. The tree hash does not
+    /// change: it covers the source's entries only.
+    pub(crate) fn add_prepared(&mut self, root: &Path, outputs: &[String]) -> Result<()> {
+        check_root(root)?;
+        let mut added = Vec::new();
+        for output in outputs {
+            let Some(top) = self.unlisted_top(root, output) else {
+                continue;
+            };
+            if self.is_prepared(top.as_bytes()) {
+                continue;
+            }
+            let meta = fs::symlink_metadata(join(root, top.as_bytes()))
+                .with_context(|| format!("cannot read {}", printable(&top)))?;
+            let mut todo = Vec::new();
+            let entry = describe(root, top.clone().into_bytes(), &meta, false)?;
+            if entry.kind == EntryKind::Dir {
+                todo.push(entry.path.clone());
+            }
+            added.push(entry);
+            while let Some(dir) = todo.pop() {
+                for (path, meta) in read_dir(root, &dir)? {
+                    let entry = describe(root, path, &meta, false)?;
+                    if entry.kind == EntryKind::Dir {
+                        todo.push(entry.path.clone());
+                    }
+                    added.push(entry);
+                }
+            }
+            self.prepared.push(top);
+            self.prepared.sort();
+        }
+        added.sort_by(|a, b| a.path.cmp(&b.path));
+        hash_files(root, &mut added)?;
+        self.entries.extend(added);
+        self.entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(())
+    }
+
+    /// The topmost path from `output` down that is not listed, when `output` is in the tree
+    /// at `root` and every listed folder above it is a folder.
+    fn unlisted_top(&self, root: &Path, output: &str) -> Option<String> {
+        let parts: Vec<&str> = output
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
+        if parts.is_empty() || parts.contains(&"..") {
+            return None;
+        }
+        fs::symlink_metadata(root.join(parts.join("/"))).ok()?;
+        for end in 1..=parts.len() {
+            let at = parts[..end].join("/");
+            match self.get(at.as_bytes()) {
+                None => return Some(at),
+                Some(listed) if listed.kind != EntryKind::Dir => return None,
+                Some(_) => {}
+            }
+        }
+        None
+    }
+
     /// `sha256:<hex>` (see the module documentation for the definition); computed once.
     pub fn tree_hash(&self) -> String {
         self.tree_hash.get_or_init(|| self.hash_tree()).clone()
@@ -352,7 +443,7 @@ impl FileList {
         const BATCH: usize = 32 * 1024;
         let mut hasher = Sha256::new();
         let mut lines = Vec::with_capacity(BATCH + 1024);
-        for entry in &self.entries {
+        for entry in self.entries.iter().filter(|e| !self.is_prepared(&e.path)) {
             entry.hash_line(&mut lines);
             if lines.len() >= BATCH {
                 hasher.update(&lines);
@@ -376,6 +467,7 @@ impl FileList {
             for (path, meta) in read_dir(root, &dir)? {
                 let Ok(kind) = kind_of(&meta, root, &path) else {
                     out.push(Classified {
+                        prepared: self.is_prepared(&path),
                         path,
                         standing: Standing::Special,
                         kind: EntryKind::File,
@@ -384,6 +476,7 @@ impl FileList {
                 };
                 let Some(listed) = self.get(&path) else {
                     out.push(Classified {
+                        prepared: self.is_prepared(&path),
                         path,
                         standing: Standing::NotPlaced,
                         kind,
@@ -401,6 +494,7 @@ impl FileList {
                     Standing::Edited
                 };
                 out.push(Classified {
+                    prepared: self.is_prepared(&path),
                     path,
                     standing,
                     kind,
@@ -413,6 +507,7 @@ impl FileList {
                     path: entry.path.clone(),
                     standing: Standing::Missing,
                     kind: entry.kind,
+                    prepared: self.is_prepared(&entry.path),
                 });
             }
         }
@@ -446,13 +541,26 @@ impl FileList {
         if file.format != FORMAT {
             bail!("file list format {} is not {FORMAT}", file.format);
         }
+        FileList::from_stored(file)
+    }
+
+    /// The list a stored form holds: entries sorted again, every path checked.
+    fn from_stored(file: Stored) -> Result<FileList> {
         let mut entries = file
             .entries
             .into_iter()
             .map(Entry::try_from)
             .collect::<Result<Vec<_>>>()?;
         entries.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(FileList::sorted(entries))
+        let mut prepared = file.prepared;
+        for root in &prepared {
+            check_relative(root.as_bytes())?;
+        }
+        prepared.sort();
+        Ok(FileList {
+            prepared,
+            ..FileList::sorted(entries)
+        })
     }
 }
 
@@ -461,6 +569,7 @@ impl Serialize for FileList {
         Written {
             format: FORMAT,
             tree_hash: &self.tree_hash(),
+            prepared: &self.prepared,
             entries: &self.entries,
         }
         .serialize(s)
@@ -472,6 +581,8 @@ impl Serialize for FileList {
 struct Written<'a> {
     format: u32,
     tree_hash: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    prepared: &'a [String],
     #[serde(serialize_with = "written_entries")]
     entries: &'a [Entry],
 }
@@ -522,14 +633,7 @@ impl<'a> From<&'a Entry> for WrittenEntry<'a> {
 impl<'de> Deserialize<'de> for FileList {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FileList, D::Error> {
         let file = Stored::deserialize(d)?;
-        let mut entries = file
-            .entries
-            .into_iter()
-            .map(Entry::try_from)
-            .collect::<Result<Vec<_>>>()
-            .map_err(serde::de::Error::custom)?;
-        entries.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(FileList::sorted(entries))
+        FileList::from_stored(file).map_err(serde::de::Error::custom)
     }
 }
 
@@ -540,6 +644,9 @@ struct Stored {
     /// Written for readers; recomputed, never trusted, on reading.
     #[serde(rename = "tree_hash")]
     _tree_hash: String,
+    /// Absent in lists written before preparing: nothing prepared.
+    #[serde(default)]
+    prepared: Vec<String>,
     entries: Vec<StoredEntry>,
 }
 
@@ -581,14 +688,7 @@ impl TryFrom<StoredEntry> for Entry {
     fn try_from(s: StoredEntry) -> Result<Entry> {
         let path = join_name(s.path, s.path_hex, "path")?
             .ok_or_else(|| anyhow!("an entry has no path"))?;
-        let bad = path.is_empty()
-            || path.contains(&0)
-            || path
-                .split(|b| *b == b'/')
-                .any(|part| part.is_empty() || part == b"." || part == b"..");
-        if bad {
-            bail!("the entry {} is not a relative path", shown(&path));
-        }
+        check_relative(&path)?;
         Ok(Entry {
             path,
             kind: s.kind,
@@ -598,6 +698,19 @@ impl TryFrom<StoredEntry> for Entry {
             target: join_name(s.target, s.target_hex, "target")?,
         })
     }
+}
+
+/// A path of the list: relative, `/`-separated, no empty, `.` or `..` part, no NUL.
+fn check_relative(path: &[u8]) -> Result<()> {
+    let bad = path.is_empty()
+        || path.contains(&0)
+        || path
+            .split(|b| *b == b'/')
+            .any(|part| part.is_empty() || part == b"." || part == b"..");
+    if bad {
+        bail!("the entry {} is not a relative path", shown(path));
+    }
+    Ok(())
 }
 
 fn check_root(root: &Path) -> Result<()> {
@@ -1029,7 +1142,14 @@ mod tests {
                 Value::Object(entry)
             })
             .collect();
-        let whole = json!({"format": FORMAT, "tree_hash": list.tree_hash(), "entries": entries});
+        let mut whole = Map::new();
+        whole.insert("format".into(), json!(FORMAT));
+        whole.insert("tree_hash".into(), json!(list.tree_hash()));
+        if !list.prepared().is_empty() {
+            whole.insert("prepared".into(), json!(list.prepared()));
+        }
+        whole.insert("entries".into(), json!(entries));
+        let whole = Value::Object(whole);
         let mut bytes = serde_json::to_vec_pretty(&whole).unwrap();
         bytes.push(b'\n');
         bytes
@@ -1183,6 +1303,77 @@ mod tests {
             let list = FileList::from_entries(entries);
             proptest::prop_assert_eq!(list.to_bytes(), expected_bytes(&list));
         }
+    }
+
+    #[test]
+    fn prepared_outputs_are_listed_apart_and_left_out_of_the_tree_hash() {
+        let t = tree();
+        let mut list = FileList::scan(t.path()).unwrap();
+        let source = list.tree_hash();
+        fs::create_dir_all(t.path().join("node_modules/x")).unwrap();
+        fs::write(t.path().join("node_modules/x/index.js"), "42").unwrap();
+        fs::create_dir_all(t.path().join("bin")).unwrap();
+        fs::write(t.path().join("bin/hello"), "built").unwrap();
+        let outputs = ["node_modules", "./bin/hello", "gone", "a/b/f"].map(String::from);
+        list.add_prepared(t.path(), &outputs).unwrap();
+        assert_eq!(list.prepared(), ["bin", "node_modules"]);
+        assert_eq!(list.tree_hash(), source);
+        assert!(
+            list.get(b"node_modules/x/index.js")
+                .unwrap()
+                .sha256
+                .is_some()
+        );
+        assert!(list.is_prepared(b"bin/hello") && !list.is_prepared(b"a/b/f"));
+        assert!(!list.is_prepared(b"node_modules2"));
+        // Read back, it is the same list, and checked like a fresh scan's.
+        let read = FileList::from_bytes(&list.to_bytes()).unwrap();
+        assert_eq!(read, list);
+        assert_eq!(read.tree_hash(), source);
+        assert_eq!(list.to_bytes(), expected_bytes(&list));
+        fs::remove_file(t.path().join("node_modules/x/index.js")).unwrap();
+        fs::write(t.path().join("node_modules/new.js"), "").unwrap();
+        let got: Vec<_> = list
+            .classify(t.path())
+            .unwrap()
+            .into_iter()
+            .filter(|c| c.standing != Standing::Unchanged)
+            .map(|c| (shown(&c.path), c.standing, c.prepared))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("node_modules/new.js".to_string(), Standing::NotPlaced, true),
+                (
+                    "node_modules/x/index.js".to_string(),
+                    Standing::Missing,
+                    true
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_list_written_before_prepared_outputs_still_reads() {
+        let old = r#"{
+  "format": 1,
+  "tree_hash": "sha256:d66a0f5bb19a52bb514dfbcba706a301d7ae7e88fd82d5bbb852bc23fe1e2ca2",
+  "entries": [
+    {
+      "path": "node_modules",
+      "type": "dir",
+      "mode": 493,
+      "size": 0
+    }
+  ]
+}
+"#;
+        let list = FileList::from_bytes(old.as_bytes()).unwrap();
+        assert!(list.prepared().is_empty());
+        assert!(!list.is_prepared(b"node_modules"));
+        assert_eq!(list.to_bytes(), expected_bytes(&list));
+        let bad = old.replace("\"entries\"", "\"prepared\": [\"../x\"],\n  \"entries\"");
+        assert!(FileList::from_bytes(bad.as_bytes()).is_err());
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Preparing a staged copy before it is placed: a Go build (module root and `cmd/<name>`),
 //! `npm ci` of a locked local tarball with its scripts off (and on with `--allow-scripts`),
 //! a Python venv from a wheel built here, an offline Cargo build; and the failures that
-//! leave the installed copy as it was and staging empty. The toolchains must be installed
+//! leave the installed copy as it was and staging empty. What the step made is listed as
+//! prepared output (left out of the tree hash, checked apart by `verify`, never carried over
+//! by `--force`), and the lock keeps the step and the dependency lock file's hash, which
+//! `sync --frozen` holds a fresh copy to. The toolchains must be installed
 //! when `CI` or `ZOT_REQUIRE_SHELLS` is set (`.ci/run` installs them); elsewhere a test
 //! whose toolchain is missing is skipped with a note.
 
@@ -648,4 +651,264 @@ fn update_with_a_changed_lock_gets_fresh_node_modules_and_a_record_of_it() {
         first["prepared"]["lock_sha256"], second["prepared"]["lock_sha256"],
         "{second}"
     );
+}
+
+/// The file list of `name` in the global scope, as JSON.
+fn file_list(env: &Env, name: &str) -> serde_json::Value {
+    let text = fs::read_to_string(env.home.join(format!(".ext-store/files/{name}.json"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_prepared_install_lists_its_outputs_apart_and_hashes_as_the_source() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    let list = file_list(&env, "hello");
+    assert_eq!(list["prepared"], serde_json::json!(["hello"]), "{list}");
+    let listed: Vec<&str> = list["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(listed.contains(&"hello"), "{listed:?}");
+    let prepared = list["tree_hash"].clone();
+    // The same source placed as fetched hashes the same: the lock holds on any machine.
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--force",
+            "--no-prepare",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let bare = file_list(&env, "hello");
+    assert!(bare.get("prepared").is_none(), "{bare}");
+    assert_eq!(bare["tree_hash"], prepared);
+}
+
+#[test]
+fn install_force_prepares_afresh_and_carries_only_what_the_extension_wrote() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("hello");
+    write(&dest.join("state.json"), "{}\n");
+    write(
+        &src.join("main.go"),
+        &GO_MAIN.replace("hello from go", "hello again"),
+    );
+    zot(&env, &["ext", "install", "--force", src.to_str().unwrap()]).ok();
+    assert_eq!(output_of(&dest.join("hello")), "hello again\n");
+    assert_eq!(fs::read_to_string(dest.join("state.json")).unwrap(), "{}\n");
+    // Placed as fetched, the new version has no program: the old one is not carried over.
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--force",
+            "--no-prepare",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(
+        !dest.join("hello").exists(),
+        "the old program was carried over"
+    );
+    assert!(dest.join("state.json").is_file());
+    assert_staging_empty(&env);
+}
+
+#[test]
+fn verify_names_a_deleted_or_edited_file_in_node_modules_as_a_prepared_output() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    zot(
+        &env,
+        &["ext", "install", "--offline", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    zot(&env, &["ext", "verify"])
+        .ok()
+        .stdout_is("npmx (global): ok\n");
+    // What the extension writes inside node_modules at run time is its own.
+    write(&dest.join("node_modules/.cache/x"), "cached\n");
+    fs::remove_file(dest.join("node_modules/x/index.js")).unwrap();
+    write(&dest.join("node_modules/x/package.json"), "{}\n");
+    zot(&env, &["ext", "verify"])
+        .fails(1)
+        .stdout_is(
+            "npmx (global): prepared outputs modified\n  prepared output changed: node_modules/x/package.json\n  prepared output removed: node_modules/x/index.js\n",
+        );
+    let done = zot(&env, &["ext", "verify", "--json"]).fails(1);
+    let report = &done.extensions()[0];
+    assert_eq!(report["status"], "prepared-modified", "{report}");
+    assert_eq!(report["changed"], serde_json::json!([]), "{report}");
+    assert_eq!(
+        report["prepared_removed"],
+        serde_json::json!(["node_modules/x/index.js"]),
+        "{report}"
+    );
+    // A placed file edited as well: modified, each list naming its own.
+    write(&dest.join("package.json"), "{}\n");
+    zot(&env, &["ext", "verify"])
+        .fails(1)
+        .stdout_has("npmx (global): modified\n  changed: package.json\n  prepared output changed: node_modules/x/package.json\n");
+    fs::remove_dir_all(dest.join("node_modules")).unwrap();
+    zot(&env, &["ext", "verify"])
+        .fails(1)
+        .stdout_has("  prepared output removed: node_modules/\n");
+}
+
+/// The project's lock file, as JSON.
+fn project_lock(env: &Env) -> serde_json::Value {
+    let text = fs::read_to_string(env.project.join(".zot/extensions.lock")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn write_project_lock(env: &Env, lock: &serde_json::Value) {
+    let text = serde_json::to_string_pretty(lock).unwrap() + "\n";
+    fs::write(env.project.join(".zot/extensions.lock"), text).unwrap();
+}
+
+/// A synced npm extension in the project scope: its lock entry's `prepared`.
+fn synced_npm(env: &Env) -> serde_json::Value {
+    let src = npm_extension(env, true);
+    write_project_file(
+        env,
+        &format!("\"npmx\": {{\"source\": \"{}\"}}", src.display()),
+    );
+    zot(env, &["ext", "sync", "--offline"]).ok();
+    let lock = project_lock(env);
+    lock["extensions"]["npmx"]["prepared"].clone()
+}
+
+#[test]
+fn sync_locks_the_step_and_the_dependency_lock_files_hash() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let prepared = synced_npm(&env);
+    // Run with --offline, locked as the step any machine runs.
+    assert_eq!(
+        prepared["step"], "npm ci --ignore-scripts --omit=dev --no-audit --no-fund",
+        "{prepared}"
+    );
+    assert_eq!(prepared["lock_file"], "package-lock.json", "{prepared}");
+    let record = fs::read_to_string(env.project.join(".zot/.ext-store/sources/npmx.json"))
+        .map(|t| serde_json::from_str::<serde_json::Value>(&t).unwrap())
+        .unwrap();
+    assert_eq!(prepared["lock_sha256"], record["prepared"]["lock_sha256"]);
+    zot(&env, &["ext", "sync", "--frozen", "--offline"])
+        .ok()
+        .stdout_has("= npmx up to date");
+    // A lock written before it kept the step is still valid, and gains it on the next sync.
+    let mut lock = project_lock(&env);
+    lock["extensions"]["npmx"]
+        .as_object_mut()
+        .unwrap()
+        .remove("prepared");
+    write_project_lock(&env, &lock);
+    zot(&env, &["ext", "sync", "--frozen", "--offline"])
+        .ok()
+        .stdout_has("= npmx up to date");
+    zot(&env, &["ext", "sync", "--offline"]).ok();
+    assert_eq!(
+        project_lock(&env)["extensions"]["npmx"]["prepared"],
+        prepared
+    );
+}
+
+#[test]
+fn sync_frozen_refuses_a_dependency_lock_file_hash_other_than_locked() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let prepared = synced_npm(&env);
+    let real = prepared["lock_sha256"].as_str().unwrap().to_string();
+    let mut lock = project_lock(&env);
+    let other = "0".repeat(64);
+    lock["extensions"]["npmx"]["prepared"]["lock_sha256"] = other.clone().into();
+    write_project_lock(&env, &lock);
+    let record = env.project.join(".zot/.ext-store/sources/npmx.json");
+    let before = fs::read_to_string(&record).unwrap();
+    let lock_path = env.project.join(".zot/extensions.lock");
+    zot(&env, &["ext", "sync", "--frozen", "--offline"])
+        .fails(1)
+        .stderr_has(&format!(
+            "npmx: preparing differs from {}: package-lock.json has SHA-256 {real}, the lock says {other}; nothing was changed",
+            lock_path.display()
+        ))
+        .stderr_has("1 of 1 extensions did not match the lock (see above); nothing was changed");
+    assert_eq!(fs::read_to_string(&record).unwrap(), before);
+    assert!(
+        env.project_root()
+            .join("npmx/node_modules/x/index.js")
+            .is_file()
+    );
+    let staging = env.project.join(".zot/.ext-store/staging");
+    let left: Vec<_> = fs::read_dir(&staging)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in staging: {left:?}");
+    // Without --frozen, sync installs it again and locks what it ran.
+    zot(&env, &["ext", "sync", "--offline"])
+        .ok()
+        .stdout_has("~ npmx updated");
+    assert_eq!(
+        project_lock(&env)["extensions"]["npmx"]["prepared"],
+        prepared
+    );
+}
+
+#[test]
+fn an_edited_prepared_output_is_saved_never_kept_over_the_new_build() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("hello");
+    write(&dest.join("hello"), "#!/bin/sh\necho patched\n");
+    zot(
+        &env,
+        &[
+            "ext",
+            "install",
+            "--force",
+            "--keep-local",
+            src.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert_eq!(output_of(&dest.join("hello")), "hello from go\n");
+    let backups = env.home.join(".ext-store/backup/hello");
+    let saved: Vec<_> = fs::read_dir(&backups)
+        .unwrap()
+        .flatten()
+        .map(|e| fs::read_to_string(e.path().join("hello")).unwrap())
+        .collect();
+    assert_eq!(saved, ["#!/bin/sh\necho patched\n"]);
 }

@@ -282,6 +282,21 @@ fn edits_to_the_installed_copy_are_built_and_still_count_as_edits() {
     zot(&env, &["ext", "verify", "hello"])
         .fails(1)
         .stdout_has("cmd/hello/main.go");
+    // Built again after another edit: the program the last step made is replaced, not
+    // saved as if the user had edited it, and the new one is a prepared output.
+    write(
+        &dest.join("cmd/hello/main.go"),
+        &GO_MAIN.replace("hello from go", "edited twice"),
+    );
+    zot(&env, &["ext", "prepare", "hello"])
+        .ok()
+        .stdout_lacks("saved")
+        .stdout_has("kept local edits: cmd/hello/main.go");
+    assert_eq!(output_of(&dest.join("hello")), "edited twice\n");
+    assert!(!env.home.join(".ext-store/backup/hello").exists());
+    zot(&env, &["ext", "verify", "hello"])
+        .fails(1)
+        .stdout_lacks("prepared output");
 }
 
 #[test]

@@ -153,6 +153,8 @@ fn json_has_one_entry_per_extension() {
             "status",
             "changed",
             "removed",
+            "prepared_changed",
+            "prepared_removed",
             "tree_hash",
             "lock_tree_hash",
             "reason"
