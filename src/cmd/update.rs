@@ -418,7 +418,7 @@ impl UpdateArgs {
         let tree = staged.staging.tree();
         // The plan first, changing nothing: the kept `enabled` is part of the new version
         // as it would be placed, so it takes part in the comparison.
-        let plan = carry::plan_for(dirs, &staged.staging, &folder, self.carry.options())?;
+        let plan = carry::plan_for(dirs, &staged.staging, &folder, self.carry.options(), &[])?;
         let mut files = staged.files;
         if carry::write_enabled(&plan, &tree)? {
             files.relist(&tree, crate::catalog::manifest::FILE.as_bytes())?;
@@ -457,7 +457,14 @@ impl UpdateArgs {
         installed.prepared = done.map(crate::install::prepared_record);
         // What the step made is in the new tree now: the plan is worked out again around it.
         let plan = if prepared {
-            carry::plan_for(dirs, &staged.staging, &folder, self.carry.options())?
+            let outputs = installed.prepared.as_ref().map(|p| p.outputs.as_slice());
+            carry::plan_for(
+                dirs,
+                &staged.staging,
+                &folder,
+                self.carry.options(),
+                outputs.unwrap_or_default(),
+            )?
         } else {
             plan
         };

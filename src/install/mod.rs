@@ -152,7 +152,16 @@ impl Ready {
         let dirs = store.dirs.clone();
         // Handed on, not copied: carry-over returns the list of what is placed.
         let files = std::mem::take(&mut staged.files);
-        let prepared = carry::prepare(store, &dirs, &staged.staging, &name, options, files)?;
+        let outputs = staged.record.prepared.as_ref().map(|p| p.outputs.clone());
+        let prepared = carry::prepare(
+            store,
+            &dirs,
+            &staged.staging,
+            &name,
+            options,
+            files,
+            &outputs.unwrap_or_default(),
+        )?;
         Ok(Carried {
             staged,
             prepared,

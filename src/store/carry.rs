@@ -185,8 +185,9 @@ pub(crate) fn prepare(
     folder: &str,
     options: Options,
     mut files: FileList,
+    new_outputs: &[String],
 ) -> Result<Prepared> {
-    let plan = plan_for(dirs, staging, folder, options)?;
+    let plan = plan_for(dirs, staging, folder, options, new_outputs)?;
     let new = staging.tree();
     if write_enabled(&plan, &new)? {
         files.relist(&new, manifest::FILE.as_bytes())?;
@@ -195,21 +196,24 @@ pub(crate) fn prepare(
 }
 
 /// What carrying `extensions/<folder>` of `dirs` into the staged tree would do; changes
-/// nothing.
+/// nothing. What the old copy's step made and what the staged copy's step made
+/// (`new_outputs`: a `node_modules/` installed there by hand, say) stay with the old copy.
 pub(crate) fn plan_for(
     dirs: &ScopeDirs,
     staging: &Staging,
     folder: &str,
     options: Options,
+    new_outputs: &[String],
 ) -> Result<Plan> {
     let old = dirs.extension(folder);
     let new = staging.tree();
     if is_installed(&old) {
         let list = FileList::load(dirs, folder);
-        let outputs = crate::store::record::Record::load(dirs, folder)
+        let mut outputs = crate::store::record::Record::load(dirs, folder)
             .and_then(|r| r.prepared)
             .map(|p| p.outputs)
             .unwrap_or_default();
+        outputs.extend_from_slice(new_outputs);
         return self::plan(&old, list.as_ref(), &new, options, &outputs);
     }
     // A first install: only --enable/--disable change the manifest.

@@ -912,3 +912,57 @@ fn an_edited_prepared_output_is_saved_never_kept_over_the_new_build() {
         .collect();
     assert_eq!(saved, ["#!/bin/sh\necho patched\n"]);
 }
+
+/// A `node_modules/` installed by hand in a copy placed without preparing is not merged into
+/// the fresh one `install --force` prepares (nor saved file by file); the extension's own
+/// files are still carried.
+#[test]
+fn install_force_does_not_mix_a_hand_made_node_modules_into_the_fresh_one() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    let src = src.to_str().unwrap();
+    zot(&env, &["ext", "install", "--no-prepare", src]).ok();
+    let dest = env.global_root().join("npmx");
+    write(&dest.join("node_modules/stale/index.js"), "stale\n");
+    write(&dest.join("state.json"), "{}\n");
+    zot(&env, &["ext", "install", "--force", "--offline", src])
+        .ok()
+        .stdout_lacks("node_modules");
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(
+        !dest.join("node_modules/stale").exists(),
+        "the old node_modules/ was mixed into the new one"
+    );
+    assert_eq!(fs::read_to_string(dest.join("state.json")).unwrap(), "{}\n");
+    zot(&env, &["ext", "verify", "npmx"]).ok();
+}
+
+/// The same for `update`: the new version's step makes `node_modules/` afresh, and the one
+/// installed by hand goes with the old copy.
+#[test]
+fn update_does_not_mix_a_hand_made_node_modules_into_the_fresh_one() {
+    if !have_npm() {
+        return;
+    }
+    let env = Env::new();
+    let src = npm_extension(&env, true);
+    zot(
+        &env,
+        &["ext", "install", "--no-prepare", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    write(&dest.join("node_modules/stale/index.js"), "stale\n");
+    write(&dest.join("state.json"), "{}\n");
+    write(&src.join("new.txt"), "new\n");
+    zot(&env, &["ext", "update", "npmx", "--offline"])
+        .ok()
+        .stdout_lacks("node_modules");
+    assert!(dest.join("new.txt").is_file());
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(!dest.join("node_modules/stale").exists());
+    assert_eq!(fs::read_to_string(dest.join("state.json")).unwrap(), "{}\n");
+}
