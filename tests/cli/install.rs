@@ -1,5 +1,6 @@
 //! `zot ext install <path>`: copying, scopes, replacement, records, atomicity and locking.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
@@ -601,4 +602,25 @@ fn installed_modes_drop_set_id_sticky_and_group_and_other_write() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_ne!(String::from_utf8_lossy(&out.stdout).trim(), "0", "euid");
+}
+
+/// Given the manifest instead of its folder, the command suggested is quoted for sh, so
+/// pasting it works for a folder with a space or a quote in its name.
+#[test]
+fn the_folder_suggested_for_a_manifest_is_quoted_for_sh() {
+    let env = Env::new();
+    let src = env.source("my ext's", "spaced");
+    let manifest = src.join("extension.json");
+    let out = env
+        .zot([
+            OsStr::new("ext"),
+            OsStr::new("install"),
+            manifest.as_os_str(),
+        ])
+        .fails(1);
+    let quoted = format!("'{}/my ext'\\''s'", env.work.display());
+    out.stderr_has(&format!(
+        "install its folder instead: zot ext install {quoted}"
+    ))
+    .stderr_one_line();
 }
