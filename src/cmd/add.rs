@@ -28,6 +28,8 @@ struct Added<'a> {
     lock_file: String,
     entry: &'a project::Entry,
     lock: &'a lock::Entry,
+    /// What is wrong with the placed copy but did not stop the install (`{"message", "fix"}`).
+    warnings: &'a [crate::check::Problem],
 }
 
 impl Run for AddArgs {
@@ -174,8 +176,12 @@ fn report(
     lock_entry: &lock::Entry,
 ) -> Result<()> {
     let name = &done.manifest.name;
+    for warning in &done.warnings {
+        ctx.out.warn(&install::warning_line(warning));
+    }
     if ctx.out.json {
         return Ok(ctx.out.json(&Added {
+            warnings: &done.warnings,
             name,
             version: done.manifest.version.as_deref(),
             scope: at.scope,

@@ -34,6 +34,8 @@ struct Installed<'a> {
     /// What was carried over from the replaced copy, saved or overwritten (`--force`).
     #[serde(skip_serializing_if = "Option::is_none")]
     carry_over: Option<&'a Plan>,
+    /// What is wrong with the placed copy but did not stop the install (`{"message", "fix"}`).
+    warnings: &'a [crate::check::Problem],
 }
 
 impl Run for InstallArgs {
@@ -145,6 +147,7 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
             record: &done.record,
             outside_links: &done.outside_links,
             carry_over: carried,
+            warnings: &done.warnings,
         })?;
     } else {
         let version = manifest
@@ -165,6 +168,9 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
     // Warnings and notes go to stderr as text, with --json too.
     for note in &manifest.notes {
         ctx.out.warn(note);
+    }
+    for warning in &done.warnings {
+        ctx.out.warn(&install::warning_line(warning));
     }
     if let Some(warning) = hidden_character_warning(&manifest.name) {
         ctx.out.warn(&warning);

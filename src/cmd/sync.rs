@@ -96,6 +96,8 @@ struct Report {
     /// ships), if anything was.
     #[serde(skip_serializing_if = "Option::is_none")]
     backup: Option<String>,
+    /// What is wrong with the placed copy but did not stop the install (`{"message", "fix"}`).
+    warnings: Vec<crate::check::Problem>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -281,6 +283,10 @@ impl SyncArgs {
                 }
             }
             ctx.out.say(&summary_line(&summary, self.dry_run))?;
+        }
+        // On stderr as text, with --json too.
+        for warning in reports.iter().flat_map(|r| &r.warnings) {
+            ctx.out.warn(&install::warning_line(warning));
         }
         if summary.failed > 0 {
             bail!(
@@ -666,6 +672,7 @@ fn placed_report(store: &Store, item: &Item, placed: Result<Outcome>) -> Report 
                 .as_ref()
                 .and_then(|plan| plan.backup.as_ref())
                 .map(|dir| dir.display().to_string());
+            report.warnings = done.warnings;
         }
         Err(e) => {
             report.status = Status::Failed;
@@ -718,6 +725,7 @@ fn empty_report(item: &Item) -> Report {
         tree: None,
         enabled: item.entry.as_ref().map(|e| e.enabled),
         message: None,
+        warnings: Vec::new(),
         backup: None,
     }
 }

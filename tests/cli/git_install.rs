@@ -530,7 +530,8 @@ fn json_output_of_a_git_install() {
             "scope",
             "source",
             "subdir",
-            "version"
+            "version",
+            "warnings"
         ],
         "{out:#}"
     );

@@ -624,3 +624,77 @@ fn the_folder_suggested_for_a_manifest_is_quoted_for_sh() {
     ))
     .stderr_one_line();
 }
+
+/// A source whose manifest runs `./.venv/bin/python hello.py` and ships no virtual
+/// environment (nothing for the prepare step to make one from).
+fn venv_source(env: &Env) -> std::path::PathBuf {
+    env.source_with_manifest(
+        "hello-venv",
+        r#"{"name": "hello-venv", "version": "1.0.0", "exec": "./.venv/bin/python",
+            "args": ["hello.py"], "language": "python"}"#,
+    )
+}
+
+/// An `exec` that is not in the placed copy is a warning, not a refusal: the copy is
+/// installed (list shows it enabled), and the warning names the file and how to make it.
+#[test]
+fn an_exec_missing_after_install_is_a_warning_that_names_the_fix() {
+    let env = Env::new();
+    let src = venv_source(&env);
+    let dest = env.global_root().join("hello-venv");
+    let out = env.install(&src);
+    out.stderr_has(&format!(
+        "warning: hello-venv: \"exec\" ./.venv/bin/python does not exist ({}/.venv/bin/python), so zot cannot start it; create the virtual environment: cd {} && python3 -m venv ./.venv (then install into it what the extension needs)",
+        dest.display(),
+        dest.display()
+    ));
+    assert!(dest.join("extension.json").is_file());
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
+    assert_eq!(list[0]["name"], "hello-venv");
+    assert_eq!(list[0]["enabled"], true);
+}
+
+#[test]
+fn install_json_lists_the_missing_exec_under_warnings() {
+    let env = Env::new();
+    let src = venv_source(&env);
+    let out = env.install_with(&src, &["--json"]);
+    let warnings = out.schema_first()["warnings"].clone();
+    assert_eq!(warnings.as_array().map(Vec::len), Some(1), "{out:?}");
+    assert!(
+        warnings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"exec\" ./.venv/bin/python does not exist"),
+        "{out:?}"
+    );
+    assert!(
+        warnings[0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("python3 -m venv ./.venv"),
+        "{out:?}"
+    );
+    let fine = env.source("fine", "fine");
+    let out = env.install_with(&fine, &["--json"]);
+    assert_eq!(out.schema_first()["warnings"], serde_json::json!([]));
+    out.stderr_lacks("warning:");
+}
+
+/// `add` and `sync` place through the same pipeline and say the same.
+#[test]
+fn add_and_sync_warn_about_a_missing_exec_too() {
+    let env = Env::new();
+    let src = venv_source(&env);
+    let src = src.to_str().unwrap();
+    let out = env.zot(["ext", "add", src, "--json"]).ok();
+    out.stderr_has("warning: hello-venv: \"exec\" ./.venv/bin/python does not exist");
+    assert_eq!(
+        out.schema_first()["warnings"].as_array().map(Vec::len),
+        Some(1)
+    );
+    fs::remove_dir_all(env.project_root().join("hello-venv")).unwrap();
+    let out = env.zot(["ext", "sync"]).ok();
+    out.stderr_has("warning: hello-venv: \"exec\" ./.venv/bin/python does not exist");
+    out.stdout_has("hello-venv");
+}
