@@ -177,7 +177,7 @@ pub const EXT_OVERVIEW: &str = "\
 Extension commands:
   zot ext list                    List installed extensions and their state
   zot ext install <path|git-url>  Copy a folder or clone a git repository
-  zot ext remove <name>           Delete an installed extension
+  zot ext remove <name>...        Delete installed extensions
   zot ext enable <name>           Re-enable a disabled extension
   zot ext disable <name>          Disable an extension without removing it
   zot ext logs <name> [-f]        Print or follow an extension's log
@@ -327,11 +327,13 @@ pub enum ExtCommand {
     /// $ZOT_HOME/extensions/<name>/ (./.zot/extensions/<name>/ with --project), named after
     /// the manifest's name. Any failure leaves the installed extensions as they were.
     Install(Lazy<InstallArgs>),
-    /// Delete an installed extension
+    /// Delete installed extensions
     ///
-    /// Asks for confirmation at a terminal; without one it removes nothing unless --yes is
-    /// given or stdin gives a y or yes line within 1 second (echo y | zot ext remove NAME);
-    /// otherwise it exits with status 2. The extension is moved out of its root, then deleted; a
+    /// Asks for confirmation at a terminal (one question naming them all); without one it
+    /// removes nothing unless --yes is given or stdin gives a y or yes line within 1 second
+    /// (echo y | zot ext remove NAME); otherwise it exits with status 2. Several names are
+    /// removed one by one, each atomically: one that cannot be removed is reported and the
+    /// others are still removed (exit 1). Each extension is moved out of its root, then deleted; a
     /// symlinked extension loses only its link. Without --project or --global the copy that
     /// wins is removed. Files in the folder that the install did not place (the extension's
     /// data) are deleted with it, and named first; --keep-data saves them to
@@ -721,9 +723,9 @@ impl ScopeSelect {
 
 #[derive(Debug, Args)]
 pub struct RemoveArgs {
-    /// Name of the extension
-    #[arg(add = names(Offer::Installed))]
-    pub name: String,
+    /// Names of the extensions (each removed on its own; one question for all)
+    #[arg(value_name = "NAME", required = true, add = names(Offer::Installed))]
+    pub names: Vec<String>,
 
     /// Do not ask for confirmation
     #[arg(short, long)]
