@@ -525,6 +525,11 @@ pub struct AddArgs {
     /// files it wrote are carried over or saved)
     #[arg(short, long)]
     pub force: bool,
+
+    /// Fetch and check the source, then say what would be installed and recorded; change
+    /// nothing (the project file included)
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -576,6 +581,11 @@ pub struct InstallArgs {
     /// Replace an installed extension of the same name
     #[arg(short, long)]
     pub force: bool,
+
+    /// Fetch and check the source, then say what would be placed where, replacing what and
+    /// carrying over what; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
 
     /// Install only this folder of the source (also written SOURCE#path, for a folder or a git
     /// URL)

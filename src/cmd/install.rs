@@ -1,5 +1,8 @@
 //! `zot ext install`: the arguments checked, then [`crate::install`] stages a copy or
-//! clone, validates it and renames it into place.
+//! clone, validates it and renames it into place; `--dry-run` only says what it would do
+//! ([`dry_run`]).
+
+pub(super) mod dry_run;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -56,15 +59,31 @@ impl Run for InstallArgs {
             )));
         }
         let scope = self.scope.scope().unwrap_or(Scope::Global);
-        let store = Store::open(ctx.layout.scope(scope))?;
         if let Some(note) = &on_disk.note {
             ctx.out.note(note);
         }
-        let cache = fetch_cache(ctx, &source)?;
         let shown = match &source {
             Source::Path(path) => path.display().to_string(),
             Source::Git(_) => self.source.clone(),
         };
+        if self.dry_run {
+            let trial = dry_run::Trial {
+                fetch: Request {
+                    source: &source,
+                    shown: &shown,
+                    git_ref: self.git_ref.as_deref(),
+                    subdir: subdir.as_deref(),
+                    cache: None,
+                },
+                dirs: ctx.layout.scope(scope),
+                force: self.force,
+                carry: self.carry.options(),
+                project_file: None,
+            };
+            return dry_run::run(&trial, &ctx.out);
+        }
+        let store = Store::open(ctx.layout.scope(scope))?;
+        let cache = fetch_cache(ctx, &source)?;
         let prepare = self.prepare.options(ctx.layout.logs());
         let request = install::Request {
             fetch: Request {

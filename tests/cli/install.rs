@@ -698,3 +698,97 @@ fn add_and_sync_warn_about_a_missing_exec_too() {
     out.stderr_has("warning: hello-venv: \"exec\" ./.venv/bin/python does not exist");
     out.stdout_has("hello-venv");
 }
+
+/// `--dry-run` fetches into a temporary store to read the manifest, says where the copy
+/// would go, and changes nothing: not the store (no staging left, no lock, no folder made),
+/// not the project.
+#[test]
+fn dry_run_says_where_it_would_install_and_changes_nothing() {
+    let env = Env::new();
+    let src = env.source("dry", "dry");
+    let before = env.snapshot();
+    let out = env.install_with(&src, &["--dry-run"]);
+    out.stdout_is(&format!(
+        "would install dry 1.0.0 (global) in {}\n",
+        env.global_root().join("dry").display()
+    ))
+    .stderr_is("note: nothing was changed (dry run)\n");
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.home.join(".ext-store").exists(), "no store was made");
+    assert!(!env.project.join(".zot").exists());
+}
+
+/// Over an installed copy: its version and source, and what `--force` would carry over
+/// (the files the extension wrote); without `--force` the dry run fails as the install
+/// would, after saying so.
+#[test]
+fn dry_run_over_an_installed_copy_names_it_and_what_force_would_carry_over() {
+    let env = Env::new();
+    let src = env.source("dry", "dry");
+    env.install(&src);
+    let dest = env.global_root().join("dry");
+    fs::write(dest.join("state.json"), "{}").unwrap();
+    let before = env.snapshot();
+    let expected = format!(
+        "would replace dry 1.0.0 (global) in {}\n  installed now: 1.0.0 from {}\n  would carry over: state.json\n",
+        dest.display(),
+        src.display()
+    );
+    env.install_with(&src, &["--dry-run", "--force"])
+        .stdout_is(&expected);
+    env.zot([
+        OsStr::new("ext"),
+        OsStr::new("install"),
+        src.as_os_str(),
+        OsStr::new("--dry-run"),
+    ])
+    .fails(1)
+    .stdout_is(&expected)
+    .stderr_has("pass --force to replace it (nothing was changed: dry run)");
+    assert_eq!(env.snapshot(), before);
+    let staging = env.home.join(".ext-store/staging");
+    let left: Vec<_> = fs::read_dir(&staging)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn dry_run_json_has_the_plan() {
+    let env = Env::new();
+    let src = env.source("dry", "dry");
+    env.install(&src);
+    fs::write(env.global_root().join("dry/state.json"), "{}").unwrap();
+    let out = env.install_with(&src, &["--dry-run", "--force", "--json"]);
+    let json = out.schema_first();
+    assert_eq!(json["dry_run"], true);
+    assert_eq!(json["name"], "dry");
+    assert_eq!(json["kind"], "path");
+    assert_eq!(
+        json["dir"],
+        env.global_root().join("dry").display().to_string()
+    );
+    assert_eq!(json["replaces"]["version"], "1.0.0");
+    assert_eq!(json["replaces"]["source"], src.display().to_string());
+    assert_eq!(
+        json["carry_over"]["items"],
+        serde_json::json!([{"path": "state.json", "action": "carry"}])
+    );
+}
+
+/// `add --dry-run` writes no project file (nor lock) and installs nothing.
+#[test]
+fn add_dry_run_writes_no_project_file() {
+    let env = Env::new();
+    let src = env.source("dry", "dry");
+    let before = env.snapshot();
+    env.zot(["ext", "add", src.to_str().unwrap(), "--dry-run"])
+        .ok()
+        .stdout_is(&format!(
+            "would install dry 1.0.0 (project) in {}\n  and record it in {}\n",
+            env.project_root().join("dry").display(),
+            env.project.join(".zot/extensions.json").display()
+        ));
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.project.join(".zot").exists());
+}
