@@ -178,7 +178,7 @@ pub const EXT_OVERVIEW: &str = "\
 Extension commands:
   zot ext list                    List installed extensions and their state
   zot ext install <path|git-url>  Copy a folder or clone a git repository
-  zot ext remove <name>           Delete an installed extension
+  zot ext remove <name>...        Delete installed extensions
   zot ext enable <name>           Re-enable a disabled extension
   zot ext disable <name>          Disable an extension without removing it
   zot ext logs <name> [-f]        Print or follow an extension's log
@@ -330,11 +330,13 @@ pub enum ExtCommand {
     /// $ZOT_HOME/extensions/<name>/ (./.zot/extensions/<name>/ with --project), named after
     /// the manifest's name. Any failure leaves the installed extensions as they were.
     Install(Lazy<InstallArgs>),
-    /// Delete an installed extension
+    /// Delete installed extensions
     ///
-    /// Asks for confirmation at a terminal; without one it removes nothing unless --yes is
-    /// given or stdin gives a y or yes line within 1 second (echo y | zot ext remove NAME);
-    /// otherwise it exits with status 2. The extension is moved out of its root, then deleted; a
+    /// Asks for confirmation at a terminal (one question naming them all); without one it
+    /// removes nothing unless --yes is given or stdin gives a y or yes line within 1 second
+    /// (echo y | zot ext remove NAME); otherwise it exits with status 2. Several names are
+    /// removed one by one, each atomically: one that cannot be removed is reported and the
+    /// others are still removed (exit 1). Each extension is moved out of its root, then deleted; a
     /// symlinked extension loses only its link. Without --project or --global the copy that
     /// wins is removed. Files in the folder that the install did not place (the extension's
     /// data) are deleted with it, and named first; --keep-data saves them to
@@ -564,6 +566,11 @@ pub struct AddArgs {
     /// files it wrote are carried over or saved)
     #[arg(short, long)]
     pub force: bool,
+
+    /// Fetch and check the source, then say what would be installed and recorded; change
+    /// nothing (the project file included)
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -615,6 +622,11 @@ pub struct InstallArgs {
     /// Replace an installed extension of the same name
     #[arg(short, long)]
     pub force: bool,
+
+    /// Fetch and check the source, then say what would be placed where, replacing what and
+    /// carrying over what; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
 
     /// Install only this folder of the source (also written SOURCE#path, for a folder or a git
     /// URL)
@@ -762,9 +774,9 @@ impl ScopeSelect {
 
 #[derive(Debug, Args)]
 pub struct RemoveArgs {
-    /// Name of the extension
-    #[arg(add = names(Offer::Installed))]
-    pub name: String,
+    /// Names of the extensions (each removed on its own; one question for all)
+    #[arg(value_name = "NAME", required = true, add = names(Offer::Installed))]
+    pub names: Vec<String>,
 
     /// Do not ask for confirmation
     #[arg(short, long)]

@@ -131,6 +131,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
                 "Remove without asking, as scripts do.",
             ),
             (
+                "zot ext remove my-go my-shell -y",
+                "Remove several: each on its own, one summary; exit 1 if any was not removed.",
+            ),
+            (
                 "echo y | zot ext remove hello-py",
                 "Confirm on stdin without a terminal (read for up to 1 second).",
             ),

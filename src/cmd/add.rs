@@ -1,5 +1,5 @@
 //! `zot ext add`: install a source as `install` does, record it in the project file
-//! (creating it) and write its lock entry.
+//! (creating it) and write its lock entry; `--dry-run` only says what it would do.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -28,6 +28,8 @@ struct Added<'a> {
     lock_file: String,
     entry: &'a project::Entry,
     lock: &'a lock::Entry,
+    /// What is wrong with the placed copy but did not stop the install (`{"message", "fix"}`).
+    warnings: &'a [crate::check::Problem],
 }
 
 impl Run for AddArgs {
@@ -65,6 +67,9 @@ impl Run for AddArgs {
         let mut file = existing.unwrap_or_default();
         let mut locked = Lock::load(&at.lock_file())?.unwrap_or_default();
         let (source, subdir) = self.source_and_subdir()?;
+        if self.dry_run {
+            return self.dry_run(ctx, &at, &source, subdir.as_deref());
+        }
         let store = Store::open(ctx.layout.scope(scope))?;
         let cache = super::install::fetch_cache(ctx, &source)?;
         let prepare = self.prepare.options(ctx.layout.logs());
@@ -120,6 +125,34 @@ impl Run for AddArgs {
 }
 
 impl AddArgs {
+    /// `--dry-run`: what would be installed and recorded; nothing is written.
+    fn dry_run(
+        &self,
+        ctx: &Context,
+        at: &Where,
+        source: &Source,
+        subdir: Option<&str>,
+    ) -> Result<()> {
+        let project_file = at.project_file();
+        let trial = super::install::dry_run::Trial {
+            fetch: fetch::Request {
+                source,
+                shown: &self.source,
+                git_ref: self.git_ref.as_deref(),
+                subdir,
+                cache: None,
+            },
+            dirs: ctx.layout.scope(at.scope),
+            force: self.force,
+            carry: crate::store::carry::Options {
+                keep_local: false,
+                enabled: Some(!self.disabled),
+            },
+            project_file: Some(&project_file),
+        };
+        super::install::dry_run::run(&trial, &ctx.out)
+    }
+
     /// The source to install and the subfolder from `--subdir` or `URL#path` (not both).
     fn source_and_subdir(&self) -> Result<(Source, Option<String>)> {
         let on_disk = Source::parse_on_disk(&self.source);
@@ -174,8 +207,12 @@ fn report(
     lock_entry: &lock::Entry,
 ) -> Result<()> {
     let name = &done.manifest.name;
+    for warning in &done.warnings {
+        ctx.out.warn(&install::warning_line(warning));
+    }
     if ctx.out.json {
         return Ok(ctx.out.json(&Added {
+            warnings: &done.warnings,
             name,
             version: done.manifest.version.as_deref(),
             scope: at.scope,

@@ -1,5 +1,8 @@
 //! `zot ext install`: the arguments checked, then [`crate::install`] stages a copy or
-//! clone, validates it and renames it into place.
+//! clone, validates it and renames it into place; `--dry-run` only says what it would do
+//! ([`dry_run`]).
+
+pub(super) mod dry_run;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -34,6 +37,8 @@ struct Installed<'a> {
     /// What was carried over from the replaced copy, saved or overwritten (`--force`).
     #[serde(skip_serializing_if = "Option::is_none")]
     carry_over: Option<&'a Plan>,
+    /// What is wrong with the placed copy but did not stop the install (`{"message", "fix"}`).
+    warnings: &'a [crate::check::Problem],
 }
 
 impl Run for InstallArgs {
@@ -54,15 +59,31 @@ impl Run for InstallArgs {
             )));
         }
         let scope = self.scope.scope().unwrap_or(Scope::Global);
-        let store = Store::open(ctx.layout.scope(scope))?;
         if let Some(note) = &on_disk.note {
             ctx.out.note(note);
         }
-        let cache = fetch_cache(ctx, &source)?;
         let shown = match &source {
             Source::Path(path) => path.display().to_string(),
             Source::Git(_) => self.source.clone(),
         };
+        if self.dry_run {
+            let trial = dry_run::Trial {
+                fetch: Request {
+                    source: &source,
+                    shown: &shown,
+                    git_ref: self.git_ref.as_deref(),
+                    subdir: subdir.as_deref(),
+                    cache: None,
+                },
+                dirs: ctx.layout.scope(scope),
+                force: self.force,
+                carry: self.carry.options(),
+                project_file: None,
+            };
+            return dry_run::run(&trial, &ctx.out);
+        }
+        let store = Store::open(ctx.layout.scope(scope))?;
+        let cache = fetch_cache(ctx, &source)?;
         let prepare = self.prepare.options(ctx.layout.logs());
         let request = install::Request {
             fetch: Request {
@@ -145,6 +166,7 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
             record: &done.record,
             outside_links: &done.outside_links,
             carry_over: carried,
+            warnings: &done.warnings,
         })?;
     } else {
         let version = manifest
@@ -165,6 +187,9 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
     // Warnings and notes go to stderr as text, with --json too.
     for note in &manifest.notes {
         ctx.out.warn(note);
+    }
+    for warning in &done.warnings {
+        ctx.out.warn(&install::warning_line(warning));
     }
     if let Some(warning) = hidden_character_warning(&manifest.name) {
         ctx.out.warn(&warning);

@@ -110,18 +110,20 @@ fn warn_notes(ctx: &Context, e: &Installed) {
 }
 
 /// The columns of the table; on a terminal the description gives way first, then the
-/// folder (cut in the middle, so its end stays), then version and language. Scope, name
-/// and state are never cut.
+/// folder (cut in the middle, so its end stays), then version and language, and last a
+/// name longer than 15 columns (cut in the middle: names often share a start; `--wide`
+/// shows it whole). With every column at its narrowest the table is 80 columns wide.
+/// Scope and state are never cut.
 const COLUMNS: [Column; 7] = [
     Column::whole("SCOPE"),
-    Column::whole("NAME"),
+    Column::shrinks("NAME", Cut::Middle, 15),
     Column::shrinks("VERSION", Cut::End, 7),
     Column::whole("ENABLED"),
     Column::shrinks("LANGUAGE", Cut::End, 8),
     Column::shrinks("DESCRIPTION", Cut::End, 11),
     Column::shrinks("DIR", Cut::Middle, 12),
 ];
-const SHRINK_ORDER: [usize; 4] = [5, 6, 2, 4];
+const SHRINK_ORDER: [usize; 5] = [5, 6, 2, 4, 1];
 
 /// One row. Piped, a broken manifest's error is its description (the layout scripts
 /// parse); on a terminal it is a line of its own under the row, and the folder is written

@@ -1,13 +1,14 @@
-//! `zot ext remove`: confirm (a question at a terminal, or a `y`/`yes` line piped on stdin
-//! within a short wait), name the extension's data that goes with it (the files the install
-//! did not place), save that data with `--keep-data`, then move the extension out and
-//! delete it.
+//! `zot ext remove`: confirm (one question at a terminal for every name given, or a
+//! `y`/`yes` line piped on stdin within a short wait), name each extension's data that goes
+//! with it (the files the install did not place), save that data with `--keep-data`, then
+//! move each extension out and delete it, one at a time (a failure leaves the others going;
+//! one summary at the end).
 
 use std::io::{self, BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
@@ -23,8 +24,8 @@ use crate::store::carry;
 use crate::store::filelist::{self, FileList, Standing};
 
 #[derive(Debug, Serialize)]
-struct Removed<'a> {
-    name: &'a str,
+struct Removed {
+    name: String,
     scope: Scope,
     dir: String,
     /// The working copy a link pointed to (only the link was removed), or null.
@@ -38,6 +39,9 @@ struct Removed<'a> {
     /// project file of its scope names it.
     #[serde(skip_serializing_if = "Option::is_none")]
     project_file: Option<InFile>,
+    /// What `--keep-data` kept and where, for the text.
+    #[serde(skip)]
+    kept: Option<String>,
 }
 
 /// What became of the removed extension's entry in its scope's project file.
@@ -166,7 +170,102 @@ const SAVED: &str = "saved";
 
 impl Run for RemoveArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
-        let target = catalog::find(&ctx.layout, &self.name, self.scope.scope())?;
+        let names = self.unique_names();
+        // One name: its lookup error is the run's error, did-you-mean and all.
+        if let [name] = names.as_slice() {
+            let target = catalog::find(&ctx.layout, name, self.scope.scope())?;
+            let plan = Planned::of(ctx, target, self.keep_data);
+            let at_terminal = self.confirm_all(ctx, std::slice::from_ref(&plan))?;
+            let removed = self.remove_one(ctx, &plan, at_terminal)?;
+            return if ctx.out.json {
+                Ok(ctx.out.json(&removed)?)
+            } else {
+                say_removed(ctx, &removed)
+            };
+        }
+        let mut failed = Vec::new();
+        let mut planned = Vec::new();
+        for name in &names {
+            match catalog::find(&ctx.layout, name, self.scope.scope()) {
+                Ok(target) => planned.push(Planned::of(ctx, target, self.keep_data)),
+                Err(e) => failed.push(Failure::of(name, &e)),
+            }
+        }
+        let at_terminal = if planned.is_empty() {
+            false
+        } else {
+            self.confirm_all(ctx, &planned)?
+        };
+        let mut removed = Vec::new();
+        for plan in &planned {
+            match self.remove_one(ctx, plan, at_terminal) {
+                Ok(done) if ctx.out.json => removed.push(done),
+                Ok(done) => say_removed(ctx, &done)?,
+                Err(e) => failed.push(Failure::of(plan.target.name(), &e)),
+            }
+        }
+        for failure in &failed {
+            ctx.out
+                .fail(&format!("{}: {}", failure.name, failure.error));
+        }
+        let done = names.len() - failed.len();
+        if ctx.out.json {
+            ctx.out.json(&Several {
+                extensions: &removed,
+                failed: &failed,
+            })?;
+        } else if failed.is_empty() {
+            ctx.out.say(&format!("removed {done} extensions"))?;
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        bail!(
+            "{} of {} extensions were not removed (see above); {}",
+            failed.len(),
+            names.len(),
+            match done {
+                0 => "nothing was removed".to_string(),
+                1 => "the other one was removed".to_string(),
+                _ => format!("the other {done} were removed"),
+            }
+        )
+    }
+}
+
+/// `zot ext remove --json` with several names: what was removed, and what was not and why.
+#[derive(Debug, Serialize)]
+struct Several<'a> {
+    extensions: &'a [Removed],
+    failed: &'a [Failure],
+}
+
+/// A name of several that was not removed.
+#[derive(Debug, Serialize)]
+struct Failure {
+    name: String,
+    error: String,
+}
+
+impl Failure {
+    fn of(name: &str, error: &anyhow::Error) -> Failure {
+        Failure {
+            name: name.to_string(),
+            error: format!("{error:#}"),
+        }
+    }
+}
+
+/// An extension about to be removed: what it is, and the note on its data.
+struct Planned {
+    target: Installed,
+    /// `name (scope) at folder`.
+    what: String,
+    note: Option<String>,
+}
+
+impl Planned {
+    fn of(ctx: &Context, target: Installed, keep_data: bool) -> Planned {
         if let Some(note) = target.twin_note() {
             ctx.out.note(&note);
         }
@@ -179,64 +278,121 @@ impl Run for RemoveArgs {
         // Only for the note: a copy that cannot be read whole is still removed.
         let data = Data::of(ctx, &target).unwrap_or(Data::Unknown);
         let note = data
-            .warning(target.name(), self.keep_data)
+            .warning(target.name(), keep_data)
             .map(|warning| format!("note: {warning}"));
+        Planned { target, what, note }
+    }
+}
+
+/// The text lines of one removal.
+fn say_removed(ctx: &Context, removed: &Removed) -> Result<()> {
+    let what = if removed.linked.is_some() {
+        "unlinked"
+    } else {
+        "removed"
+    };
+    ctx.out.say(&format!(
+        "{what} {} ({}) from {}",
+        removed.name, removed.scope, removed.dir
+    ))?;
+    if let Some(kept) = &removed.kept {
+        ctx.out.say(&format!("  kept {kept}"))?;
+    }
+    if let Some(in_file) = &removed.project_file {
+        let said = if in_file.dropped {
+            format!("  dropped it from {}", in_file.path)
+        } else {
+            format!(
+                "  kept it in {} (zot ext sync installs it again)",
+                in_file.path
+            )
+        };
+        ctx.out.say(&said)?;
+    }
+    if let Ok(other) = catalog::find(&ctx.layout, &removed.name, None) {
+        ctx.out.note(&format!(
+            "note: the {} copy in {} is still installed",
+            other.scope,
+            other.dir.display()
+        ));
+    }
+    Ok(())
+}
+
+impl RemoveArgs {
+    /// The names given, each once, in the order first given.
+    fn unique_names(&self) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
+        self.names
+            .iter()
+            .filter(|n| seen.insert(n.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Confirms the removal of everything `planned` at once: `--yes`, one question at a
+    /// terminal listing them all (each one's data note before it), or a piped `y` line.
+    /// Whether it asked at a terminal.
+    fn confirm_all(&self, ctx: &Context, planned: &[Planned]) -> Result<bool> {
         let at_terminal = !self.yes && io::stdin().is_terminal();
+        let what = match planned {
+            [one] => one.what.clone(),
+            several => format!(
+                "{} extensions: {}",
+                several.len(),
+                several
+                    .iter()
+                    .map(|p| p.what.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         if !self.yes && !at_terminal && !piped_yes(PIPED_WAIT) {
+            let it = if planned.len() == 1 { "it" } else { "them" };
             return Err(usage(format!(
-                "not removing {what}: stdin is not a terminal and gave no y or yes line within {}s, so no one confirmed; pass --yes to remove it",
+                "not removing {what}: stdin is not a terminal and gave no y or yes line within {}s, so no one confirmed; pass --yes to remove {it}",
                 PIPED_WAIT.as_secs()
             )));
         }
         if at_terminal {
             // Before the question, so that the answer can take it into account.
-            if let Some(note) = &note {
+            for note in planned.iter().filter_map(|p| p.note.as_ref()) {
                 ctx.out.note(note);
             }
             if !confirm(&ctx.out, &format!("remove {what}? [y/N] "))? {
                 return Err(decline("nothing was removed (the answer was not yes)"));
             }
         }
+        Ok(at_terminal)
+    }
+
+    /// Removes one confirmed extension, atomically: its data saved first with
+    /// `--keep-data`, then the folder moved out and deleted, then its project file entry.
+    fn remove_one(&self, ctx: &Context, plan: &Planned, at_terminal: bool) -> Result<Removed> {
+        let target = &plan.target;
         let store = Store::open(ctx.layout.scope(target.scope))?;
         if store.existing(target.folder_name()).is_none() {
             return Err(store.gone_meanwhile(target.name()));
         }
         store.check_same_filesystem()?;
-        if let (false, Some(note)) = (at_terminal, &note) {
+        if let (false, Some(note)) = (at_terminal, &plan.note) {
             ctx.out.note(note);
         }
+        let data = Data::of(ctx, target);
         let (data, backup) = if self.keep_data {
             // Under the lock: what is there now is what is saved.
-            let data = Data::of(ctx, &target)?;
-            let backup = save_data(&store, &target, &data).with_context(|| {
+            let data = data?;
+            let backup = save_data(&store, target, &data).with_context(|| {
                 format!("cannot save {}'s data; nothing was removed", target.name())
             })?;
             (data, backup)
         } else {
-            (data, None)
+            (data.unwrap_or(Data::Unknown), None)
         };
         store.remove(target.folder_name())?;
-        let in_file = self.drop_from_file(ctx, &target, at_terminal)?;
-        let linked = target.link_target.is_some();
-        if ctx.out.json {
-            return Ok(ctx.out.json(&Removed {
-                name: target.name(),
-                scope: target.scope,
-                dir: target.dir.display().to_string(),
-                linked: target.link_target.as_ref().map(|t| t.display().to_string()),
-                data: data.names(),
-                backup: backup.map(|b| b.display().to_string()),
-                project_file: in_file,
-            })?);
-        }
-        let what = if linked { "unlinked" } else { "removed" };
-        ctx.out.say(&format!(
-            "{what} {} ({}) from {}",
-            target.name(),
-            target.scope,
-            target.dir.display()
-        ))?;
-        if let Some(backup) = &backup {
+        drop(store);
+        let project_file = self.drop_from_file(ctx, target, at_terminal)?;
+        let kept = backup.as_ref().map(|backup| {
             let saved = match &data {
                 Data::Listed(items) => format!(
                     "{} created by the extension ({})",
@@ -245,32 +401,20 @@ impl Run for RemoveArgs {
                 ),
                 _ => "the whole folder".into(),
             };
-            ctx.out
-                .say(&format!("  kept {saved} in {}", backup.display()))?;
-        }
-        if let Some(in_file) = &in_file {
-            let said = if in_file.dropped {
-                format!("  dropped it from {}", in_file.path)
-            } else {
-                format!(
-                    "  kept it in {} (zot ext sync installs it again)",
-                    in_file.path
-                )
-            };
-            ctx.out.say(&said)?;
-        }
-        if let Ok(other) = catalog::find(&ctx.layout, target.name(), None) {
-            ctx.out.note(&format!(
-                "note: the {} copy in {} is still installed",
-                other.scope,
-                other.dir.display()
-            ));
-        }
-        Ok(())
+            format!("{saved} in {}", backup.display())
+        });
+        Ok(Removed {
+            name: target.name().to_string(),
+            scope: target.scope,
+            dir: target.dir.display().to_string(),
+            linked: target.link_target.as_ref().map(|t| t.display().to_string()),
+            data: data.names(),
+            backup: backup.map(|b| b.display().to_string()),
+            project_file,
+            kept,
+        })
     }
-}
 
-impl RemoveArgs {
     /// When the scope's project file names the removed extension: keeps the entry with
     /// `--keep-in-file`, asks at a terminal, and otherwise drops it (and its lock entry).
     fn drop_from_file(

@@ -102,6 +102,8 @@ struct Report {
     /// What preparing ran for the copy in place (for the lock).
     #[serde(skip)]
     prepared: Option<lock::Prepared>,
+    /// What is wrong with the placed copy but did not stop the install (`{"message", "fix"}`).
+    warnings: Vec<crate::check::Problem>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -287,6 +289,10 @@ impl SyncArgs {
                 }
             }
             ctx.out.say(&summary_line(&summary, self.dry_run))?;
+        }
+        // On stderr as text, with --json too.
+        for warning in reports.iter().flat_map(|r| &r.warnings) {
+            ctx.out.warn(&install::warning_line(warning));
         }
         if summary.failed > 0 {
             bail!(
@@ -705,6 +711,7 @@ fn placed_report(store: &Store, item: &Item, placed: Result<Outcome>) -> Report 
                 .as_ref()
                 .and_then(|plan| plan.backup.as_ref())
                 .map(|dir| dir.display().to_string());
+            report.warnings = done.warnings;
         }
         Err(e) => {
             report.status = Status::Failed;
@@ -762,6 +769,7 @@ fn empty_report(item: &Item) -> Report {
         tree: None,
         enabled: item.entry.as_ref().map(|e| e.enabled),
         message: None,
+        warnings: Vec::new(),
         backup: None,
         prepared: None,
     }

@@ -65,6 +65,8 @@ struct Outcome {
     refused: bool,
     /// What was (with --dry-run: would be) carried over, saved or overwritten.
     carry_over: Option<carry::Plan>,
+    /// What is wrong with the new version but did not stop the update (`{"message", "fix"}`).
+    warnings: Vec<crate::check::Problem>,
 }
 
 impl Run for UpdateArgs {
@@ -91,6 +93,10 @@ impl Run for UpdateArgs {
                 .json(&serde_json::json!({ "extensions": outcomes }))?;
         } else {
             self.report(ctx, &outcomes)?;
+        }
+        // On stderr as text, with --json too.
+        for warning in outcomes.iter().flat_map(|o| &o.warnings) {
+            ctx.out.warn(&crate::install::warning_line(warning));
         }
         match problems.as_slice() {
             [] => Ok(()),
@@ -224,6 +230,7 @@ impl UpdateArgs {
             outside_links: Vec::new(),
             refused: false,
             carry_over: None,
+            warnings: Vec::new(),
         };
         let result = match (&target.link_target, record) {
             (Some(to), _) => Err(refuse(format!(
@@ -479,6 +486,9 @@ impl UpdateArgs {
             Some(&carried.files),
         )?;
         let _ = store.rotate_backups(&folder);
+        outcome.warnings = crate::install::exec_warning(&published.dest, &staged.manifest)
+            .into_iter()
+            .collect();
         if let Some(e) = published.record_error {
             return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));
         }

@@ -513,7 +513,7 @@ pub(crate) fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBu
             (Some(file), Some(parent)) if file == manifest::FILE => {
                 format!(
                     "; install its folder instead: zot ext install {}",
-                    parent.display()
+                    crate::output::sh_quote(&parent.display().to_string())
                 )
             }
             _ => String::new(),

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use crate::catalog::manifest::Manifest;
+use crate::check::Problem;
 use crate::output::Output;
 use crate::source::copy::LooseLink;
 use crate::store::carry::{self, Options, Plan, Prepared};
@@ -64,6 +65,9 @@ pub(crate) struct Outcome {
     pub tree: String,
     /// The tree is in place but its record was not saved (the journal saves it next run).
     pub record_error: Option<anyhow::Error>,
+    /// What is wrong with the placed copy but did not stop the install: its `exec` not
+    /// there ([`exec_warning`]).
+    pub warnings: Vec<Problem>,
 }
 
 /// Stages `request` and places it: [`stage`] then [`Ready::place`].
@@ -181,7 +185,11 @@ impl Carried {
         let _ = store.rotate_backups(&staged.manifest.name);
         let tree = prepared.files.tree_hash();
         prepared.files.drop_aside();
+        let warnings = exec_warning(&published.dest, &staged.manifest)
+            .into_iter()
+            .collect();
         Outcome {
+            warnings,
             manifest: staged.manifest,
             record: staged.record,
             outside_links: staged.outside_links,
@@ -266,6 +274,33 @@ pub(crate) fn prepared_record(done: crate::prepare::Done) -> crate::store::recor
         scripts: done.scripts,
         outputs: done.outputs,
         ran_at: Some(crate::store::record::now_rfc3339()),
+    }
+}
+
+/// The warning for a placed copy whose `exec` names a file that is not there (after the
+/// prepare step, which may have built it): zot cannot start the extension until it is.
+/// Not a refusal: the user may build it in place. The fix is the build command where
+/// [`crate::check::build_hint`] knows one. `None` when the program is there, or is a bare
+/// name looked up on PATH (doctor judges those).
+pub(crate) fn exec_warning(dir: &Path, manifest: &Manifest) -> Option<Problem> {
+    let place = crate::check::prepare_hint::Place::Installed {
+        name: &manifest.name,
+        shadowed: false,
+    };
+    let e = crate::check::build_hint::resolve(dir, manifest, place).err()?;
+    e.missing.then(|| {
+        Problem::warning(
+            format!("{}: {}, so zot cannot start it", manifest.name, e.message),
+            e.fix,
+        )
+    })
+}
+
+/// `problem` as one line of text: the message, then the fix.
+pub(crate) fn warning_line(problem: &Problem) -> String {
+    match &problem.fix {
+        Some(fix) => format!("{}; {fix}", problem.message),
+        None => problem.message.clone(),
     }
 }
 

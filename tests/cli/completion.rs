@@ -323,3 +323,13 @@ fn an_unknown_shell_is_refused_on_one_escaped_line() {
     );
     assert_eq!(done.stdout, "");
 }
+
+#[test]
+fn remove_offers_further_names_after_the_first() {
+    let env = world();
+    assert_eq!(values(&env, &["ext", "remove", "alpha", "g"]), ["gamma"]);
+    assert_eq!(
+        values(&env, &["ext", "rm", "alpha", "beta", "s"]),
+        ["shared"]
+    );
+}

@@ -530,7 +530,8 @@ fn json_output_of_a_git_install() {
             "scope",
             "source",
             "subdir",
-            "version"
+            "version",
+            "warnings"
         ],
         "{out:#}"
     );
@@ -1222,4 +1223,26 @@ fn git_installs_are_not_group_writable_under_umask_002() {
         assert_eq!(mode(&dest.join("rev.txt")), 0o644, "project {project}");
         assert_eq!(mode(&dest.join("run.sh")), 0o755, "project {project}");
     }
+}
+
+/// `install --dry-run` of a git source clones it into a temporary store to read the
+/// manifest, names the commit it would install, and changes nothing (the fetch cache
+/// included: there is none afterwards).
+#[test]
+fn dry_run_of_a_git_source_names_the_commit_and_changes_nothing() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    let repo = extension_repo(&env, &root, "hello");
+    let head = repo.rev_parse("main");
+    let daemon = GitDaemon::start(&root);
+    let url = daemon.url("hello");
+    let before = env.snapshot();
+    let done = install_git_with(&env, &url, &["--dry-run"]);
+    done.stdout_is(&format!(
+        "would install hello 1.0.0 (commit {}) (global) in {}\n",
+        &head[..12],
+        installed_dir(&env, "hello").display()
+    ));
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.home.join(".ext-store").exists());
 }

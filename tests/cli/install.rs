@@ -1,5 +1,6 @@
 //! `zot ext install <path>`: copying, scopes, replacement, records, atomicity and locking.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
@@ -601,4 +602,193 @@ fn installed_modes_drop_set_id_sticky_and_group_and_other_write() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_ne!(String::from_utf8_lossy(&out.stdout).trim(), "0", "euid");
+}
+
+/// Given the manifest instead of its folder, the command suggested is quoted for sh, so
+/// pasting it works for a folder with a space or a quote in its name.
+#[test]
+fn the_folder_suggested_for_a_manifest_is_quoted_for_sh() {
+    let env = Env::new();
+    let src = env.source("my ext's", "spaced");
+    let manifest = src.join("extension.json");
+    let out = env
+        .zot([
+            OsStr::new("ext"),
+            OsStr::new("install"),
+            manifest.as_os_str(),
+        ])
+        .fails(1);
+    let quoted = format!("'{}/my ext'\\''s'", env.work.display());
+    out.stderr_has(&format!(
+        "install its folder instead: zot ext install {quoted}"
+    ))
+    .stderr_one_line();
+}
+
+/// A source whose manifest runs `./.venv/bin/python hello.py` and ships no virtual
+/// environment (nothing for the prepare step to make one from).
+fn venv_source(env: &Env) -> std::path::PathBuf {
+    env.source_with_manifest(
+        "hello-venv",
+        r#"{"name": "hello-venv", "version": "1.0.0", "exec": "./.venv/bin/python",
+            "args": ["hello.py"], "language": "python"}"#,
+    )
+}
+
+/// An `exec` that is not in the placed copy is a warning, not a refusal: the copy is
+/// installed (list shows it enabled), and the warning names the file and how to make it.
+#[test]
+fn an_exec_missing_after_install_is_a_warning_that_names_the_fix() {
+    let env = Env::new();
+    let src = venv_source(&env);
+    let dest = env.global_root().join("hello-venv");
+    let out = env.install(&src);
+    out.stderr_has(&format!(
+        "warning: hello-venv: \"exec\" ./.venv/bin/python does not exist ({}/.venv/bin/python), so zot cannot start it; create the virtual environment: cd {} && python3 -m venv ./.venv (then install into it what the extension needs)",
+        dest.display(),
+        dest.display()
+    ));
+    assert!(dest.join("extension.json").is_file());
+    let list = env.zot(["ext", "list", "--json"]).ok().extensions();
+    assert_eq!(list[0]["name"], "hello-venv");
+    assert_eq!(list[0]["enabled"], true);
+}
+
+#[test]
+fn install_json_lists_the_missing_exec_under_warnings() {
+    let env = Env::new();
+    let src = venv_source(&env);
+    let out = env.install_with(&src, &["--json"]);
+    let warnings = out.schema_first()["warnings"].clone();
+    assert_eq!(warnings.as_array().map(Vec::len), Some(1), "{out:?}");
+    assert!(
+        warnings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"exec\" ./.venv/bin/python does not exist"),
+        "{out:?}"
+    );
+    assert!(
+        warnings[0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("python3 -m venv ./.venv"),
+        "{out:?}"
+    );
+    let fine = env.source("fine", "fine");
+    let out = env.install_with(&fine, &["--json"]);
+    assert_eq!(out.schema_first()["warnings"], serde_json::json!([]));
+    out.stderr_lacks("warning:");
+}
+
+/// `add` and `sync` place through the same pipeline and say the same.
+#[test]
+fn add_and_sync_warn_about_a_missing_exec_too() {
+    let env = Env::new();
+    let src = venv_source(&env);
+    let src = src.to_str().unwrap();
+    let out = env.zot(["ext", "add", src, "--json"]).ok();
+    out.stderr_has("warning: hello-venv: \"exec\" ./.venv/bin/python does not exist");
+    assert_eq!(
+        out.schema_first()["warnings"].as_array().map(Vec::len),
+        Some(1)
+    );
+    fs::remove_dir_all(env.project_root().join("hello-venv")).unwrap();
+    let out = env.zot(["ext", "sync"]).ok();
+    out.stderr_has("warning: hello-venv: \"exec\" ./.venv/bin/python does not exist");
+    out.stdout_has("hello-venv");
+}
+
+/// `--dry-run` fetches into a temporary store to read the manifest, says where the copy
+/// would go, and changes nothing: not the store (no staging left, no lock, no folder made),
+/// not the project.
+#[test]
+fn dry_run_says_where_it_would_install_and_changes_nothing() {
+    let env = Env::new();
+    let src = env.source("dry", "dry");
+    let before = env.snapshot();
+    let out = env.install_with(&src, &["--dry-run"]);
+    out.stdout_is(&format!(
+        "would install dry 1.0.0 (global) in {}\n",
+        env.global_root().join("dry").display()
+    ))
+    .stderr_is("note: nothing was changed (dry run)\n");
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.home.join(".ext-store").exists(), "no store was made");
+    assert!(!env.project.join(".zot").exists());
+}
+
+/// Over an installed copy: its version and source, and what `--force` would carry over
+/// (the files the extension wrote); without `--force` the dry run fails as the install
+/// would, after saying so.
+#[test]
+fn dry_run_over_an_installed_copy_names_it_and_what_force_would_carry_over() {
+    let env = Env::new();
+    let src = env.source("dry", "dry");
+    env.install(&src);
+    let dest = env.global_root().join("dry");
+    fs::write(dest.join("state.json"), "{}").unwrap();
+    let before = env.snapshot();
+    let expected = format!(
+        "would replace dry 1.0.0 (global) in {}\n  installed now: 1.0.0 from {}\n  would carry over: state.json\n",
+        dest.display(),
+        src.display()
+    );
+    env.install_with(&src, &["--dry-run", "--force"])
+        .stdout_is(&expected);
+    env.zot([
+        OsStr::new("ext"),
+        OsStr::new("install"),
+        src.as_os_str(),
+        OsStr::new("--dry-run"),
+    ])
+    .fails(1)
+    .stdout_is(&expected)
+    .stderr_has("pass --force to replace it (nothing was changed: dry run)");
+    assert_eq!(env.snapshot(), before);
+    let staging = env.home.join(".ext-store/staging");
+    let left: Vec<_> = fs::read_dir(&staging)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn dry_run_json_has_the_plan() {
+    let env = Env::new();
+    let src = env.source("dry", "dry");
+    env.install(&src);
+    fs::write(env.global_root().join("dry/state.json"), "{}").unwrap();
+    let out = env.install_with(&src, &["--dry-run", "--force", "--json"]);
+    let json = out.schema_first();
+    assert_eq!(json["dry_run"], true);
+    assert_eq!(json["name"], "dry");
+    assert_eq!(json["kind"], "path");
+    assert_eq!(
+        json["dir"],
+        env.global_root().join("dry").display().to_string()
+    );
+    assert_eq!(json["replaces"]["version"], "1.0.0");
+    assert_eq!(json["replaces"]["source"], src.display().to_string());
+    assert_eq!(
+        json["carry_over"]["items"],
+        serde_json::json!([{"path": "state.json", "action": "carry"}])
+    );
+}
+
+/// `add --dry-run` writes no project file (nor lock) and installs nothing.
+#[test]
+fn add_dry_run_writes_no_project_file() {
+    let env = Env::new();
+    let src = env.source("dry", "dry");
+    let before = env.snapshot();
+    env.zot(["ext", "add", src.to_str().unwrap(), "--dry-run"])
+        .ok()
+        .stdout_is(&format!(
+            "would install dry 1.0.0 (project) in {}\n  and record it in {}\n",
+            env.project_root().join("dry").display(),
+            env.project.join(".zot/extensions.json").display()
+        ));
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.project.join(".zot").exists());
 }

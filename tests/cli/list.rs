@@ -797,3 +797,38 @@ fn the_table_fits_80_columns_shadowed_linked_broken_and_wide() {
         .unwrap();
     assert!(linked.contains("-> "), "{table}");
 }
+
+/// A 30-character name gives way last, cut in the middle, so the table still fits 80
+/// columns beside a shadowed, a linked and a broken copy; `--wide` shows it whole.
+#[test]
+fn a_long_name_is_cut_to_fit_80_columns() {
+    let env = Env::new();
+    crowded(&env);
+    let write = |root: std::path::PathBuf, dir: &str, manifest: &str| {
+        fs::create_dir_all(root.join(dir)).unwrap();
+        fs::write(root.join(dir).join("extension.json"), manifest).unwrap();
+    };
+    let long = "weather-station-for-the-a-team";
+    assert_eq!(long.len(), 30);
+    let manifest = format!(
+        r#"{{"name": "{long}", "version": "1.0.0", "exec": "./run.py", "language": "python",
+        "description": "say hi (python)"}}"#
+    );
+    write(env.project_root(), long, &manifest);
+    write(env.global_root(), long, &manifest);
+    let source = env.work.join("src/linked-station");
+    write(
+        source.parent().unwrap().to_path_buf(),
+        "linked-station",
+        r#"{"name": "linked-station", "version": "0.9.0", "exec": "./run.sh", "language": "shell"}"#,
+    );
+    std::os::unix::fs::symlink(&source, env.global_root().join("linked-station")).unwrap();
+    let table = list_on_terminal(&env, 80, &[]);
+    fits(&table, 80);
+    let shadowed = table.lines().find(|l| l.starts_with("shadowed")).unwrap();
+    assert!(shadowed.contains("weather…-a-team"), "{table}");
+    assert!(table.contains("-> "), "{table}");
+    assert!(table.contains("broken"), "{table}");
+    let wide = list_on_terminal(&env, 80, &["--wide"]);
+    assert!(wide.contains(long), "{wide}");
+}

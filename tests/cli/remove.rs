@@ -432,3 +432,101 @@ fn a_folder_in_place_of_the_record_is_refused_before_anything_moves() {
     assert_eq!(env.snapshot(), before);
     assert_eq!(env.installed_names(), ["kept"]);
 }
+
+#[test]
+fn several_names_are_each_removed_with_one_summary() {
+    let env = Env::new();
+    for name in ["a", "b", "c"] {
+        env.installed(name, false);
+    }
+    env.installed("stays", false);
+    let root = env.global_root();
+    env.zot(["ext", "remove", "a", "b", "c", "a", "-y"])
+        .ok()
+        .stdout_is(&format!(
+            "removed a (global) from {}\nremoved b (global) from {}\nremoved c (global) from {}\nremoved 3 extensions\n",
+            root.join("a").display(),
+            root.join("b").display(),
+            root.join("c").display()
+        ));
+    assert_eq!(env.installed_names(), ["stays"]);
+}
+
+#[test]
+fn a_name_that_fails_leaves_the_others_removed_and_exits_1() {
+    let env = Env::new();
+    env.installed("a", false);
+    env.installed("c", false);
+    let out = env
+        .zot(["ext", "remove", "a", "missing", "c", "-y"])
+        .fails(1);
+    out.stdout_has("removed a (global)")
+        .stdout_has("removed c (global)")
+        .stderr_has("error: missing: no extension named \"missing\" is installed")
+        .stderr_has(
+            "error: 1 of 3 extensions were not removed (see above); the other 2 were removed\n",
+        );
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn several_names_without_a_terminal_need_one_yes() {
+    let env = Env::new();
+    env.installed("a", false);
+    env.installed("b", false);
+    let before = env.snapshot();
+    env.zot(["ext", "remove", "a", "b"])
+        .fails(2)
+        .stderr_has("not removing 2 extensions: a (global) at ")
+        .stderr_has(", b (global) at ")
+        .stderr_has("pass --yes to remove them")
+        .stderr_one_line();
+    assert_eq!(env.snapshot(), before);
+    env.zot(["ext", "remove", "a", "b"]).stdin("y\n").ok();
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn at_a_terminal_one_question_names_them_all() {
+    let env = Env::new();
+    env.installed("a", false);
+    env.installed("b", true);
+    env.zot_in_terminal(&["ext", "remove", "a", "b"], "n\n")
+        .failure(1)
+        .stdout_has("remove 2 extensions: a (global) at ")
+        .stdout_has(", b (project) at ")
+        .stdout_has("note: nothing was removed");
+    assert_eq!(env.installed_names(), ["b", "a"]);
+    let done = env.zot_in_terminal(&["ext", "remove", "a", "b"], "y\n");
+    done.success().stdout_has("removed 2 extensions");
+    assert_eq!(done.stdout.matches("[y/N]").count(), 1, "{done:?}");
+    assert!(env.installed_names().is_empty());
+}
+
+#[test]
+fn json_with_several_names_lists_the_removed_and_the_failed() {
+    let env = Env::new();
+    env.installed("a", false);
+    env.installed("b", false);
+    let out = env
+        .zot(["ext", "remove", "a", "nope", "b", "-y", "--json"])
+        .fails(1);
+    let json = out.schema_first();
+    let names: Vec<&str> = json["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"], "{out:?}");
+    assert_eq!(json["extensions"][0]["scope"], "global");
+    assert_eq!(json["failed"][0]["name"], "nope");
+    assert!(
+        json["failed"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no extension named \"nope\""),
+        "{out:?}"
+    );
+    assert!(env.installed_names().is_empty());
+}
