@@ -210,7 +210,9 @@ fn no_prepare_places_the_copy_as_fetched() {
         &env,
         &["ext", "install", "--no-prepare", src.to_str().unwrap()],
     )
-    .ok();
+    .ok()
+    .stderr_has("warning: hello: \"exec\" ./hello does not exist")
+    .stderr_has("its build has not run; run it: zot ext prepare hello\n");
     assert!(!env.global_root().join("hello/hello").exists());
 }
 
