@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
+use super::wire::{FETCH, MAX_LINE, Message, PROBE, PROGRESS_STEPS, Request};
 use crate::source::GitUrl;
 use crate::source::git;
 use crate::source::git::meter::{self, LowSpeed};
+use crate::source::git::progress::Step;
 
 /// Progress is passed on at most this often (libgit2 reports every object), and always
-/// when the last object is in.
+/// when a new kind of step begins or the last object is in and its deltas resolved.
 const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 
 /// How often the heartbeat is sent: well within a second, so zot hears from a working
@@ -128,8 +129,7 @@ fn fetch(
     tree: &Path,
     only: Option<&Path>,
 ) -> std::io::Result<(Message, Option<Vec<u8>>)> {
-    let mut last: Option<Instant> = None;
-    let mut failed_writing = None;
+    let mut passing = Passing::new(request.progress);
     let fetched = check_repository(&request.url).and_then(|()| {
         git::fetch(
             &request.url,
@@ -137,18 +137,10 @@ fn fetch(
             git_dir,
             tree,
             only,
-            &mut |received, total, bytes| {
-                let due = last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY);
-                if (due || received == total) && failed_writing.is_none() {
-                    last = Some(Instant::now());
-                    let progress = Message::Progress(received, total, bytes);
-                    let mut out = std::io::stdout().lock();
-                    failed_writing = send(&mut out, &progress).and_then(|()| out.flush()).err();
-                }
-            },
+            &mut |step| passing.pass(step, Instant::now()),
         )
     });
-    if let Some(e) = failed_writing {
+    if let Some(e) = passing.failed_writing {
         return Err(e);
     }
     let checkout = match fetched {
@@ -163,6 +155,54 @@ fn fetch(
         file_list: file_list.as_ref().map(Vec::len),
     };
     Ok((answer, file_list))
+}
+
+/// Passes a fetch's steps on to zot: at most every [`PROGRESS_EVERY`], but always the first
+/// of a new kind of step and the end of a transfer, in the form the request asked for.
+struct Passing {
+    steps: bool,
+    last: Option<(Instant, std::mem::Discriminant<Step>)>,
+    failed_writing: Option<std::io::Error>,
+}
+
+impl Passing {
+    fn new(progress: u32) -> Passing {
+        Passing {
+            steps: progress >= PROGRESS_STEPS,
+            last: None,
+            failed_writing: None,
+        }
+    }
+
+    /// The message for `step` at `now`, if one is due.
+    fn message(&mut self, step: Step, now: Instant) -> Option<Message> {
+        let kind = std::mem::discriminant(&step);
+        let due = match self.last {
+            None => true,
+            Some((at, last)) => last != kind || now.duration_since(at) >= PROGRESS_EVERY,
+        };
+        let ends = matches!(&step, Step::Receiving(t) if t.done());
+        if !due && !ends {
+            return None;
+        }
+        let message = match step {
+            step if self.steps => Message::Step(step),
+            Step::Receiving(t) => Message::Progress(t.objects, t.total, t.bytes as usize),
+            Step::Remote(_) | Step::Checkout => return None,
+        };
+        self.last = Some((now, kind));
+        Some(message)
+    }
+
+    fn pass(&mut self, step: Step, now: Instant) {
+        if self.failed_writing.is_some() {
+            return;
+        }
+        if let Some(message) = self.message(step, now) {
+            let mut out = std::io::stdout().lock();
+            self.failed_writing = send(&mut out, &message).and_then(|()| out.flush()).err();
+        }
+    }
 }
 
 /// The answer for an error: its message with its causes, and whether it is a usage error.
