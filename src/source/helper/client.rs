@@ -343,3 +343,58 @@ fn helper_path() -> Result<PathBuf> {
     let me = std::fs::canonicalize(&me).unwrap_or(me);
     Ok(me.with_file_name(HELPER))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_progress_and_unknown_kinds_are_passed_over() {
+        for line in [
+            r#"{"step":{"writing":{"files":3}}}"#,
+            r#"{"phase":"counting"}"#,
+            r#"{"progress":"soon"}"#,
+        ] {
+            assert!(newer_kind(line.as_bytes()), "{line}");
+        }
+        for line in [
+            "not json",
+            "[1,2,3]",
+            r#"{"fetched":{"commit":5}}"#,
+            r#"{"heartbeat":{}}"#,
+            r#"{"failed":1,"step":2}"#,
+        ] {
+            assert!(!newer_kind(line.as_bytes()), "{line}");
+        }
+    }
+
+    /// Every answer and the heartbeat are read, never passed over.
+    #[test]
+    fn the_decisive_kinds_are_the_answers_and_the_heartbeat() {
+        let heartbeat = Message::Heartbeat {
+            received: 0,
+            metered: true,
+            low_speed: crate::source::git::meter::LowSpeed::DEFAULT,
+            fetching: None,
+        };
+        let failed = Message::Failed {
+            message: String::new(),
+            usage: false,
+        };
+        let fetched = Message::Fetched {
+            commit: String::new(),
+            ref_kind: crate::store::record::RefKind::Branch,
+            branch: None,
+            file_list: None,
+        };
+        let probed = Message::Probed(Probe {
+            commit: None,
+            ref_kind: crate::store::record::RefKind::Tag,
+            branch: None,
+        });
+        for message in [heartbeat, failed, fetched, probed] {
+            let line = serde_json::to_vec(&message).unwrap();
+            assert!(!newer_kind(&line), "{message:?}");
+        }
+    }
+}

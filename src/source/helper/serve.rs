@@ -236,3 +236,74 @@ fn check_repository(url: &GitUrl) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::git::progress::Transfer;
+
+    fn receiving(objects: usize, total: usize) -> Step {
+        Step::Receiving(Transfer {
+            objects,
+            total,
+            bytes: 10,
+            ..Transfer::default()
+        })
+    }
+
+    /// What is sent of `steps` (milliseconds from the start, step) for a request's
+    /// `progress`, as JSON.
+    fn sent(progress: u32, steps: Vec<(u64, Step)>) -> Vec<String> {
+        let start = Instant::now();
+        let mut passing = Passing::new(progress);
+        steps
+            .into_iter()
+            .filter_map(|(ms, step)| passing.message(step, start + Duration::from_millis(ms)))
+            .map(|message| serde_json::to_string(&message).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn steps_are_passed_on_at_most_every_50_ms_but_each_new_kind_and_the_end_at_once() {
+        let steps = vec![
+            (0, Step::Remote("Counting objects:  50% (1/2)".into())),
+            (
+                10,
+                Step::Remote("Counting objects: 100% (2/2), done.".into()),
+            ),
+            (20, receiving(1, 3)),
+            (30, receiving(2, 3)),
+            (40, receiving(3, 3)),
+            (45, Step::Checkout),
+        ];
+        assert_eq!(
+            sent(PROGRESS_STEPS, steps),
+            [
+                r#"{"step":{"remote":"Counting objects:  50% (1/2)"}}"#,
+                r#"{"step":{"receiving":{"objects":1,"total":3,"bytes":10,"deltas":0,"total_deltas":0}}}"#,
+                r#"{"step":{"receiving":{"objects":3,"total":3,"bytes":10,"deltas":0,"total_deltas":0}}}"#,
+                r#"{"step":"checkout"}"#,
+            ]
+        );
+    }
+
+    /// A zot from before steps (its request has no `progress`) gets the triple it reads.
+    #[test]
+    fn an_older_zot_gets_objects_total_and_bytes_only() {
+        let request: Request = serde_json::from_str(
+            r#"{"url":{"url":"https://h/r.git","display":"https://h/r.git","local":false},"git_ref":null}"#,
+        )
+        .unwrap();
+        assert_eq!(request.progress, 0);
+        let steps = vec![
+            (0, Step::Remote("Counting objects".into())),
+            (10, receiving(1, 3)),
+            (100, receiving(3, 3)),
+            (110, Step::Checkout),
+        ];
+        assert_eq!(
+            sent(request.progress, steps),
+            [r#"{"progress":[1,3,10]}"#, r#"{"progress":[3,3,10]}"#]
+        );
+    }
+}
