@@ -141,3 +141,42 @@ fn no_progress_into_a_pipe_nor_with_json_or_quiet() {
         }
     }
 }
+
+/// The server's text is remote text: a server that writes a terminal title sequence, a
+/// bidi override and a credential-bearing URL among its progress gets them shown escaped
+/// and redacted, on the one line. (`git http-backend` runs with the served root as its
+/// home, so `.gitconfig` there is its global configuration, where git honours
+/// `uploadpack.packObjectsHook`: the hook's stderr reaches the client as progress.)
+#[test]
+fn the_servers_text_is_escaped_and_redacted_on_the_terminal() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    extension_repo(&env, &root, "loud");
+    let hook = root.with_file_name("loud-hook.sh");
+    crate::support::write_executable(
+        &hook,
+        "#!/bin/sh\nprintf 'Counting \\033]0;pwned\\007 https://u:hunter2@e.x \\342\\200\\256 objects\\n' >&2\nsleep 1\nexec \"$@\"\n",
+    );
+    std::fs::write(
+        root.join(".gitconfig"),
+        format!("[uploadpack]\n\tpackObjectsHook = {}\n", hook.display()),
+    )
+    .unwrap();
+    let server = crate::support::git_servers::HttpGit::start(&root);
+    let done = env.zot_in_terminal_with(
+        &["ext", "install", &server.url("loud")],
+        "",
+        &[("TERM", "xterm")],
+    );
+    let shown = done.stdout;
+    assert_eq!(done.code, 0, "{shown:?}");
+    assert!(
+        shown.contains(
+            "\r\x1b[2Kremote: Counting \\u{1b}]0;pwned\\u{7} https://***@e.x \\u{202e} objects\r"
+        ),
+        "{shown:?}"
+    );
+    for raw in ["\x1b]0", "\u{7}", "\u{202e}", "hunter2"] {
+        assert!(!shown.contains(raw), "{raw:?} in {shown:?}");
+    }
+}
