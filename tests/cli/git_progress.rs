@@ -180,3 +180,37 @@ fn the_servers_text_is_escaped_and_redacted_on_the_terminal() {
         assert!(!shown.contains(raw), "{raw:?} in {shown:?}");
     }
 }
+
+/// A fetch that fails after the line was drawn erases it before the error.
+#[test]
+fn a_failed_fetch_erases_the_line_before_its_error() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    extension_repo(&env, &root, "broken");
+    let hook = root.with_file_name("failing-hook.sh");
+    crate::support::write_executable(
+        &hook,
+        "#!/bin/sh\necho 'Counting objects: 1' >&2\nsleep 1\nexit 1\n",
+    );
+    std::fs::write(
+        root.join(".gitconfig"),
+        format!("[uploadpack]\n\tpackObjectsHook = {}\n", hook.display()),
+    )
+    .unwrap();
+    let server = crate::support::git_servers::HttpGit::start(&root);
+    let done = env.zot_in_terminal_with(
+        &["ext", "install", &server.url("broken")],
+        "",
+        &[("TERM", "xterm"), ("NO_COLOR", "1")],
+    );
+    let shown = done.stdout;
+    assert_eq!(done.code, 1, "{shown:?}");
+    let drawn = shown
+        .find("remote: Counting objects: 1")
+        .unwrap_or_else(|| panic!("no progress: {shown:?}"));
+    let error = shown
+        .find("error: ")
+        .unwrap_or_else(|| panic!("no error: {shown:?}"));
+    assert!(drawn < error, "{shown:?}");
+    assert!(shown[..error].ends_with("\r\x1b[2K"), "{shown:?}");
+}
