@@ -20,7 +20,8 @@ const PIECE: usize = 4096;
 const PAUSE: Duration = Duration::from_millis(80);
 
 /// A relay on 127.0.0.1 in front of a server: what the client sends goes on at once, the
-/// server's answer in [`PIECE`]s with a [`PAUSE`] after each. It serves until the test ends.
+/// server's answer in [`PIECE`]s with a [`PAUSE`] after each. It serves until the test
+/// process ends.
 struct Relay {
     port: u16,
 }

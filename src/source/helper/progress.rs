@@ -33,6 +33,9 @@ pub(super) struct ProgressLine<'o> {
     rate: Rate,
     /// Whether something is on the line, to erase.
     drawn: bool,
+    /// Whether a transfer has begun since the last checkout: the server's words after it
+    /// (`Total 44 (delta 3), reused 0`) are passed over, the transfer says more.
+    receiving: bool,
 }
 
 impl<'o> ProgressLine<'o> {
@@ -45,13 +48,20 @@ impl<'o> ProgressLine<'o> {
             throttle: Throttle::new(DRAW_EVERY),
             rate: Rate::default(),
             drawn: false,
+            receiving: false,
         }
     }
 
     /// Takes in a step of the fetch at `now`, drawn if the line is due.
     pub(super) fn step(&mut self, step: Step, now: Instant) {
-        if let Step::Receiving(transfer) = &step {
-            self.rate.sample(now, transfer.bytes);
+        match &step {
+            Step::Remote(_) if self.receiving => return,
+            Step::Remote(_) => {}
+            Step::Receiving(transfer) => {
+                self.receiving = true;
+                self.rate.sample(now, transfer.bytes);
+            }
+            Step::Checkout => self.receiving = false,
         }
         self.latest = Some(step);
         self.pending = true;
@@ -335,6 +345,13 @@ mod tests {
         assert!(line.pending);
         line.tick(at(100));
         assert!(!line.pending);
+        // The server's words after its pack leave the transfer on the line; after the
+        // checkout (a submodule's fetch), they are shown again.
+        line.step(Step::Remote("Total 2 (delta 0)".into()), at(300));
+        assert_eq!(line.latest, Some(transfer(1, 2, 10)));
+        line.step(Step::Checkout, at(400));
+        line.step(Step::Remote("Counting objects".into()), at(500));
+        assert_eq!(line.latest, Some(Step::Remote("Counting objects".into())));
         // With --json, nothing is drawn.
         let json = Output::new(crate::output::ColorChoice::Never, false, true);
         let mut line = ProgressLine::new(&json);
