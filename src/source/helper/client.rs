@@ -1,5 +1,5 @@
-//! `zot`'s side: start `zot-ext-git` beside the running binary for one request, pass its
-//! progress on, and turn its answer back into a checkout, a probe or the error it met;
+//! `zot`'s side: start `zot-ext-git` beside the running binary for one request, draw its
+//! progress ([`super::progress`]), and turn its answer back into a checkout, a probe or the error it met;
 //! a helper whose transfer is too slow, or that stops answering, is killed
 //! ([`super::watch`]).
 
