@@ -288,21 +288,15 @@ fn fetch_and_cache(
     dir: &Path,
     out: &Output,
 ) -> Result<(Checkout, Option<FileList>)> {
+    // Its progress line, drawn on a terminal, is erased when it returns.
     let checkout = helper::fetch(
         url,
         request.git_ref,
         &staging.scratch(GIT_SCRATCH),
         dir,
         subdir,
-        &mut |received, total, bytes| {
-            out.progress(&format!(
-                "receiving objects: {received}/{total}, {:.1} KiB",
-                bytes as f64 / 1024.0
-            ));
-        },
-    );
-    out.progress_done();
-    let checkout = checkout?;
+        out,
+    )?;
     // The repository is closed. Its pack, deleted before the install flushes the file
     // system, never has to be written to disk.
     staging.remove_scratch(GIT_SCRATCH);

@@ -74,6 +74,12 @@ fn a_helper_that_answers_nonsense_or_stops_early_is_an_error_not_a_hang() {
             "cat >/dev/null; echo '{\"failed\":{\"message\":\"no such ref\",\"usage\":true}}'",
             "error: no such ref",
         ),
+        // Progress of a kind zot does not know (a newer helper) is passed over; the answer
+        // after it is read.
+        (
+            "cat >/dev/null; echo '{\"step\":{\"writing\":3}}'; echo '{\"phase\":1}'; echo '{\"failed\":{\"message\":\"no such ref\",\"usage\":true}}'",
+            "error: no such ref",
+        ),
     ] {
         write_executable(&helper, &format!("#!/bin/sh\n{script}\n"));
         let code = if expected.contains("no such ref") {

@@ -22,6 +22,7 @@ mod generated;
 mod git_checkout;
 mod git_helper;
 mod git_install;
+mod git_progress;
 mod hidden_text;
 mod hostile;
 mod info;

@@ -7,6 +7,7 @@
 mod checkout;
 mod credential;
 pub(crate) mod meter;
+pub(crate) mod progress;
 mod submodules;
 mod transport;
 
@@ -18,10 +19,11 @@ use crate::source::{GitUrl, controls};
 use crate::store::filelist::FileList;
 use crate::store::record::RefKind;
 use checkout::Written;
+use progress::{Progress, Step};
 use transport::set_globals as start_libgit2;
 use transport::{
-    Auth, Progress, RemoteRefs, advertised, check_out, connect, depth_for, download_on,
-    fetch_commit, fetch_error, list_remote, scratch_repository,
+    Auth, RemoteRefs, advertised, check_out, connect, depth_for, download_on, fetch_commit,
+    fetch_error, list_remote, scratch_repository,
 };
 
 /// What was checked out.
@@ -122,6 +124,7 @@ pub(crate) fn fetch(
         id.get(..12).unwrap_or(&id)
     );
     submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
+    progress(Step::Checkout);
     let written = write_tree(&repo, &commit, tree, &label)?;
     // A tree written here says whether it has gitlinks; libgit2's checkout does not.
     if written.as_ref().is_none_or(|w| w.gitlinks) {

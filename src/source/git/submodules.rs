@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow, bail};
 use git2::{Commit, ObjectType, Oid, Repository, Tree};
 
+use super::progress::Progress;
 use super::transport::{
-    Auth, Progress, check_out, depth_for, fetch_commit, fetch_error, list_remote,
-    scratch_repository,
+    Auth, check_out, depth_for, fetch_commit, fetch_error, list_remote, scratch_repository,
 };
 use crate::catalog::manifest;
 use crate::output::printable;

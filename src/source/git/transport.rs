@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use anyhow::{Result, anyhow};
 use base64::Engine as _;
@@ -17,12 +18,10 @@ use git2::{
     RemoteConnection, Repository, RepositoryInitOptions,
 };
 
+use super::progress::{Progress, RemoteText, Step, Transfer};
 use super::{credential, meter};
 use crate::output::redact::{is_scp_like, redact};
 use crate::source::{GitUrl, scrub};
-
-/// Progress of the transfer: objects received of total, bytes.
-pub(crate) type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
 
 /// How long connecting to a server may take.
 const CONNECT_TIMEOUT_MS: i32 = 30_000;
@@ -265,18 +264,30 @@ impl Auth {
         });
         // Every byte received counts for the low-speed limit: pack data, and the server's
         // messages while it prepares the pack (asking for them also brings upload-pack's
-        // keep-alives).
-        callbacks.sideband_progress(|text| {
+        // keep-alives). Those messages are passed on too, a whole line at a time.
+        let progress = Rc::new(RefCell::new(progress));
+        let told = Rc::clone(&progress);
+        let mut remote_text = RemoteText::default();
+        callbacks.sideband_progress(move |text| {
             meter::received(text.len() as u64);
+            if let (Some(line), Some(progress)) = (remote_text.take(text), &mut *told.borrow_mut())
+            {
+                progress(Step::Remote(line));
+            }
             true
         });
-        let mut progress = progress;
         let mut counted = 0;
         callbacks.transfer_progress(move |p| {
             meter::received(p.received_bytes().saturating_sub(counted) as u64);
             counted = p.received_bytes();
-            if let Some(progress) = progress.as_mut() {
-                progress(p.received_objects(), p.total_objects(), p.received_bytes());
+            if let Some(progress) = &mut *progress.borrow_mut() {
+                progress(Step::Receiving(Transfer {
+                    objects: p.received_objects(),
+                    total: p.total_objects(),
+                    bytes: p.received_bytes() as u64,
+                    deltas: p.indexed_deltas(),
+                    total_deltas: p.total_deltas(),
+                }));
             }
             true
         });

@@ -1,5 +1,5 @@
-//! `zot`'s side: start `zot-ext-git` beside the running binary for one request, pass its
-//! progress on, and turn its answer back into a checkout, a probe or the error it met;
+//! `zot`'s side: start `zot-ext-git` beside the running binary for one request, draw its
+//! progress ([`super::progress`]), and turn its answer back into a checkout, a probe or the error it met;
 //! a helper whose transfer is too slow, or that stops answering, is killed
 //! ([`super::watch`]).
 
@@ -8,16 +8,19 @@ use std::io::{BufRead, BufReader, Read as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
+use super::progress::ProgressLine;
 use super::watch::Watch;
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
+use super::wire::{DECISIVE, FETCH, MAX_LINE, Message, PROBE, PROGRESS_STEPS, Request};
 use crate::error::usage;
 use crate::host::die_with_parent;
-use crate::output::printable;
 use crate::output::redact::redact;
+use crate::output::{Output, printable};
+use crate::source::git::progress::{Step, Transfer};
 use crate::source::git::{Checkout, Probe};
 use crate::source::{GitUrl, controls};
 use crate::store::filelist::FileList;
@@ -25,28 +28,41 @@ use crate::store::state::MAX_FILE_LIST;
 
 /// Clones `url` at `git_ref` (the default branch when `None`) into `tree`, with `git_dir`
 /// as the scratch object store, limited to the folder `only` of the repository when given:
-/// `source::git::fetch`, run by the helper. `progress` gets objects received, of total, and
-/// bytes.
+/// `source::git::fetch`, run by the helper. Its progress is drawn on a terminal's stderr as
+/// `out` allows ([`ProgressLine`]) and erased when it ends.
 pub(crate) fn fetch(
     url: &GitUrl,
     git_ref: Option<&str>,
     git_dir: &Path,
     tree: &Path,
     only: Option<&Path>,
-    progress: &mut dyn FnMut(usize, usize, usize),
+    out: &Output,
 ) -> Result<Checkout> {
     let mut args = vec![OsStr::new(FETCH), git_dir.as_os_str(), tree.as_os_str()];
     args.extend(only.map(Path::as_os_str));
+    let mut line = ProgressLine::new(out);
     let mut helper = Helper::start(&args, url, git_ref)?;
     loop {
-        match helper.next()? {
-            Message::Progress(received, total, bytes) => progress(received, total, bytes),
+        let message = helper.next(&mut |now| line.tick(now))?;
+        match message {
+            Message::Step(step) => line.step(step, Instant::now()),
+            // From a helper older than the request's `progress`.
+            Message::Progress(objects, total, bytes) => line.step(
+                Step::Receiving(Transfer {
+                    objects,
+                    total,
+                    bytes: bytes as u64,
+                    ..Transfer::default()
+                }),
+                Instant::now(),
+            ),
             Message::Fetched {
                 commit,
                 ref_kind,
                 branch,
                 file_list,
             } => {
+                line.finish();
                 let written = file_list.map(|len| helper.file_list(len)).transpose()?;
                 helper.finish()?;
                 return Ok(Checkout {
@@ -65,7 +81,7 @@ pub(crate) fn fetch(
 /// fetching: `source::git::probe`, run by the helper in the empty folder `scratch`.
 pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
     let mut helper = Helper::start(&[OsStr::new(PROBE), scratch.as_os_str()], url, git_ref)?;
-    match helper.next()? {
+    match helper.next(&mut |_| {})? {
         Message::Probed(probe) => {
             helper.finish()?;
             Ok(probe)
@@ -117,6 +133,7 @@ impl Helper {
         let request = Request {
             url: url.clone(),
             git_ref: git_ref.map(str::to_string),
+            progress: PROGRESS_STEPS,
         };
         let stdin = child.stdin.take().expect("stdin is piped");
         let out = BufReader::new(child.stdout.take().expect("stdout is piped"));
@@ -139,9 +156,11 @@ impl Helper {
         printable(&self.path.display().to_string())
     }
 
-    /// The next message of the helper, heartbeats taken in by the watchdog. An error it
-    /// reports is returned as the error; a helper too slow or silent is killed.
-    fn next(&mut self) -> Result<Message> {
+    /// The next message of the helper, heartbeats taken in by the watchdog and messages of
+    /// a kind zot does not know passed over ([`newer_kind`]); `tick` is called with the time
+    /// as each message comes. An error it reports is returned as the error; a helper too
+    /// slow or silent is killed.
+    fn next(&mut self, tick: &mut dyn FnMut(Instant)) -> Result<Message> {
         loop {
             let line = match self.lines.recv_timeout(self.watch.silence_allowed()) {
                 Ok(FromHelper::Line(line)) => line,
@@ -170,12 +189,17 @@ impl Helper {
                     )));
                 }
             };
-            let message: Message = serde_json::from_slice(&line).with_context(|| {
-                format!(
-                    "the git helper {} said something zot does not understand; is it from another version of zot-ext?",
-                    self.shown()
-                )
-            })?;
+            tick(Instant::now());
+            let message: Message = match serde_json::from_slice(&line) {
+                Ok(message) => message,
+                Err(_) if newer_kind(&line) => continue,
+                Err(e) => {
+                    return Err(anyhow!(e).context(format!(
+                        "the git helper {} said something zot does not understand; is it from another version of zot-ext?",
+                        self.shown()
+                    )));
+                }
+            };
             match message {
                 Message::Heartbeat {
                     received,
@@ -297,6 +321,19 @@ impl Drop for Helper {
     }
 }
 
+/// Whether `line` is a message zot may pass over: progress, or a kind zot does not know
+/// (from a newer helper). Answers and heartbeats it cannot read are errors.
+fn newer_kind(line: &[u8]) -> bool {
+    let Ok(serde_json::Value::Object(message)) = serde_json::from_slice(line) else {
+        return false;
+    };
+    let mut kinds = message.keys();
+    match (kinds.next(), kinds.next()) {
+        (Some(kind), None) => !DECISIVE.contains(&kind.as_str()),
+        _ => false,
+    }
+}
+
 /// `zot-ext-git` beside the running binary (links to it resolved, so a `zot` on `PATH`
 /// that links to an install finds that install's helper).
 fn helper_path() -> Result<PathBuf> {
@@ -305,4 +342,59 @@ fn helper_path() -> Result<PathBuf> {
     // link (`~/.local/bin/zot-ext`). A binary replaced while it runs cannot be resolved.
     let me = std::fs::canonicalize(&me).unwrap_or(me);
     Ok(me.with_file_name(HELPER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_progress_and_unknown_kinds_are_passed_over() {
+        for line in [
+            r#"{"step":{"writing":{"files":3}}}"#,
+            r#"{"phase":"counting"}"#,
+            r#"{"progress":"soon"}"#,
+        ] {
+            assert!(newer_kind(line.as_bytes()), "{line}");
+        }
+        for line in [
+            "not json",
+            "[1,2,3]",
+            r#"{"fetched":{"commit":5}}"#,
+            r#"{"heartbeat":{}}"#,
+            r#"{"failed":1,"step":2}"#,
+        ] {
+            assert!(!newer_kind(line.as_bytes()), "{line}");
+        }
+    }
+
+    /// Every answer and the heartbeat are read, never passed over.
+    #[test]
+    fn the_decisive_kinds_are_the_answers_and_the_heartbeat() {
+        let heartbeat = Message::Heartbeat {
+            received: 0,
+            metered: true,
+            low_speed: crate::source::git::meter::LowSpeed::DEFAULT,
+            fetching: None,
+        };
+        let failed = Message::Failed {
+            message: String::new(),
+            usage: false,
+        };
+        let fetched = Message::Fetched {
+            commit: String::new(),
+            ref_kind: crate::store::record::RefKind::Branch,
+            branch: None,
+            file_list: None,
+        };
+        let probed = Message::Probed(Probe {
+            commit: None,
+            ref_kind: crate::store::record::RefKind::Tag,
+            branch: None,
+        });
+        for message in [heartbeat, failed, fetched, probed] {
+            let line = serde_json::to_vec(&message).unwrap();
+            assert!(!newer_kind(&line), "{message:?}");
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! them, as git keeps curl and OpenSSL in `git-remote-https`.
 
 mod client;
+mod progress;
 mod serve;
 mod watch;
 mod wire;

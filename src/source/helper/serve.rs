@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
+use super::wire::{FETCH, MAX_LINE, Message, PROBE, PROGRESS_STEPS, Request};
 use crate::source::GitUrl;
 use crate::source::git;
 use crate::source::git::meter::{self, LowSpeed};
+use crate::source::git::progress::Step;
 
 /// Progress is passed on at most this often (libgit2 reports every object), and always
-/// when the last object is in.
+/// when a new kind of step begins or the last object is in and its deltas resolved.
 const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 
 /// How often the heartbeat is sent: well within a second, so zot hears from a working
@@ -128,8 +129,7 @@ fn fetch(
     tree: &Path,
     only: Option<&Path>,
 ) -> std::io::Result<(Message, Option<Vec<u8>>)> {
-    let mut last: Option<Instant> = None;
-    let mut failed_writing = None;
+    let mut passing = Passing::new(request.progress);
     let fetched = check_repository(&request.url).and_then(|()| {
         git::fetch(
             &request.url,
@@ -137,18 +137,10 @@ fn fetch(
             git_dir,
             tree,
             only,
-            &mut |received, total, bytes| {
-                let due = last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY);
-                if (due || received == total) && failed_writing.is_none() {
-                    last = Some(Instant::now());
-                    let progress = Message::Progress(received, total, bytes);
-                    let mut out = std::io::stdout().lock();
-                    failed_writing = send(&mut out, &progress).and_then(|()| out.flush()).err();
-                }
-            },
+            &mut |step| passing.pass(step, Instant::now()),
         )
     });
-    if let Some(e) = failed_writing {
+    if let Some(e) = passing.failed_writing {
         return Err(e);
     }
     let checkout = match fetched {
@@ -163,6 +155,54 @@ fn fetch(
         file_list: file_list.as_ref().map(Vec::len),
     };
     Ok((answer, file_list))
+}
+
+/// Passes a fetch's steps on to zot: at most every [`PROGRESS_EVERY`], but always the first
+/// of a new kind of step and the end of a transfer, in the form the request asked for.
+struct Passing {
+    steps: bool,
+    last: Option<(Instant, std::mem::Discriminant<Step>)>,
+    failed_writing: Option<std::io::Error>,
+}
+
+impl Passing {
+    fn new(progress: u32) -> Passing {
+        Passing {
+            steps: progress >= PROGRESS_STEPS,
+            last: None,
+            failed_writing: None,
+        }
+    }
+
+    /// The message for `step` at `now`, if one is due.
+    fn message(&mut self, step: Step, now: Instant) -> Option<Message> {
+        let kind = std::mem::discriminant(&step);
+        let due = match self.last {
+            None => true,
+            Some((at, last)) => last != kind || now.duration_since(at) >= PROGRESS_EVERY,
+        };
+        let ends = matches!(&step, Step::Receiving(t) if t.done());
+        if !due && !ends {
+            return None;
+        }
+        let message = match step {
+            step if self.steps => Message::Step(step),
+            Step::Receiving(t) => Message::Progress(t.objects, t.total, t.bytes as usize),
+            Step::Remote(_) | Step::Checkout => return None,
+        };
+        self.last = Some((now, kind));
+        Some(message)
+    }
+
+    fn pass(&mut self, step: Step, now: Instant) {
+        if self.failed_writing.is_some() {
+            return;
+        }
+        if let Some(message) = self.message(step, now) {
+            let mut out = std::io::stdout().lock();
+            self.failed_writing = send(&mut out, &message).and_then(|()| out.flush()).err();
+        }
+    }
 }
 
 /// The answer for an error: its message with its causes, and whether it is a usage error.
@@ -195,4 +235,75 @@ fn check_repository(url: &GitUrl) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::git::progress::Transfer;
+
+    fn receiving(objects: usize, total: usize) -> Step {
+        Step::Receiving(Transfer {
+            objects,
+            total,
+            bytes: 10,
+            ..Transfer::default()
+        })
+    }
+
+    /// What is sent of `steps` (milliseconds from the start, step) for a request's
+    /// `progress`, as JSON.
+    fn sent(progress: u32, steps: Vec<(u64, Step)>) -> Vec<String> {
+        let start = Instant::now();
+        let mut passing = Passing::new(progress);
+        steps
+            .into_iter()
+            .filter_map(|(ms, step)| passing.message(step, start + Duration::from_millis(ms)))
+            .map(|message| serde_json::to_string(&message).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn steps_are_passed_on_at_most_every_50_ms_but_each_new_kind_and_the_end_at_once() {
+        let steps = vec![
+            (0, Step::Remote("Counting objects:  50% (1/2)".into())),
+            (
+                10,
+                Step::Remote("Counting objects: 100% (2/2), done.".into()),
+            ),
+            (20, receiving(1, 3)),
+            (30, receiving(2, 3)),
+            (40, receiving(3, 3)),
+            (45, Step::Checkout),
+        ];
+        assert_eq!(
+            sent(PROGRESS_STEPS, steps),
+            [
+                r#"{"step":{"remote":"Counting objects:  50% (1/2)"}}"#,
+                r#"{"step":{"receiving":{"objects":1,"total":3,"bytes":10,"deltas":0,"total_deltas":0}}}"#,
+                r#"{"step":{"receiving":{"objects":3,"total":3,"bytes":10,"deltas":0,"total_deltas":0}}}"#,
+                r#"{"step":"checkout"}"#,
+            ]
+        );
+    }
+
+    /// A zot from before steps (its request has no `progress`) gets the triple it reads.
+    #[test]
+    fn an_older_zot_gets_objects_total_and_bytes_only() {
+        let request: Request = serde_json::from_str(
+            r#"{"url":{"url":"https://h/r.git","display":"https://h/r.git","local":false},"git_ref":null}"#,
+        )
+        .unwrap();
+        assert_eq!(request.progress, 0);
+        let steps = vec![
+            (0, Step::Remote("Counting objects".into())),
+            (10, receiving(1, 3)),
+            (100, receiving(3, 3)),
+            (110, Step::Checkout),
+        ];
+        assert_eq!(
+            sent(request.progress, steps),
+            [r#"{"progress":[1,3,10]}"#, r#"{"progress":[3,3,10]}"#]
+        );
+    }
 }
