@@ -792,3 +792,21 @@ fn add_dry_run_writes_no_project_file() {
     assert_eq!(env.snapshot(), before);
     assert!(!env.project.join(".zot").exists());
 }
+
+/// `update` places a new version through its own path and warns the same way.
+#[test]
+fn update_warns_about_a_missing_exec_too() {
+    let env = Env::new();
+    let src = venv_source(&env);
+    env.install(&src);
+    fs::write(src.join("hello.py"), "print('two')\n").unwrap();
+    let out = env.zot(["ext", "update", "hello-venv", "--json"]).ok();
+    out.stderr_has("warning: hello-venv: \"exec\" ./.venv/bin/python does not exist");
+    let element = &out.extensions()[0];
+    assert_eq!(element["status"], "updated", "{out:?}");
+    assert_eq!(
+        element["warnings"].as_array().map(Vec::len),
+        Some(1),
+        "{out:?}"
+    );
+}
