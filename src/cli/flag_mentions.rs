@@ -8,7 +8,10 @@ use std::path::Path;
 use clap::Command;
 
 /// Files whose "pass --flag" messages reach the user from several commands: the commands.
-const SHARED: &[(&str, &[&str])] = &[("src/install/mod.rs", &["install", "add"])];
+const SHARED: &[(&str, &[&str])] = &[
+    ("src/install/mod.rs", &["install", "add"]),
+    ("src/cmd/named.rs", &["update", "prepare"]),
+];
 
 /// The commands a file's "pass --flag" speaks for: its own under `src/cmd/`, or [`SHARED`].
 fn speakers(file: &str) -> Vec<&str> {

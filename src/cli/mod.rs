@@ -495,17 +495,8 @@ pub struct PrepareArgs {
     #[arg(short, long, conflicts_with = "names")]
     pub all: bool,
 
-    /// Let npm, pnpm, yarn or bun run the packages' lifecycle scripts (off by default)
-    #[arg(long)]
-    pub allow_scripts: bool,
-
-    /// Build and install dependencies from the tools' local caches only
-    #[arg(long)]
-    pub offline: bool,
-
-    /// Seconds a build or dependency install may run before it is ended (default 600)
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
-    pub prepare_timeout: Option<u64>,
+    #[command(flatten)]
+    pub step: StepFlags,
 
     #[command(flatten)]
     pub scope: ScopeSelect,
@@ -650,6 +641,14 @@ pub struct PrepareFlags {
     #[arg(long)]
     pub no_prepare: bool,
 
+    #[command(flatten)]
+    pub step: StepFlags,
+}
+
+/// How a build or dependency install runs (`zot ext prepare`, and every command that
+/// prepares a staged copy).
+#[derive(Debug, Args, Clone, Copy)]
+pub struct StepFlags {
     /// Let npm, pnpm, yarn or bun run the packages' lifecycle scripts (off by default)
     #[arg(long)]
     pub allow_scripts: bool,

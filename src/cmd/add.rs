@@ -107,7 +107,7 @@ impl Run for AddArgs {
             subdir: subdir.clone(),
             enabled: !self.disabled,
             prepare: !self.prepare.no_prepare,
-            allow_scripts: self.prepare.allow_scripts,
+            allow_scripts: self.prepare.step.allow_scripts,
         };
         let lock_entry = super::sync::lock_entry(&entry, &done.record, &done.tree);
         file.extensions.insert(name.clone(), entry.clone());

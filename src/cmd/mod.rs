@@ -10,6 +10,7 @@ mod install;
 mod link;
 mod list;
 mod logs;
+mod named;
 mod new;
 mod prepare;
 mod remove;
@@ -21,7 +22,7 @@ mod verify;
 use anyhow::Result;
 
 use crate::catalog::paths::Layout;
-use crate::cli::{CarryFlags, Cli, Command, ExtCommand, PrepareFlags};
+use crate::cli::{CarryFlags, Cli, Command, ExtCommand, PrepareFlags, StepFlags};
 use crate::output::Output;
 
 /// What every command gets: where things live and how to print.
@@ -68,8 +69,16 @@ pub fn run(cli: &Cli) -> Result<()> {
 impl PrepareFlags {
     /// How to prepare staged copies, the log going to `$ZOT_HOME/logs`.
     pub(crate) fn options(&self, logs: std::path::PathBuf) -> crate::prepare::Options {
-        let mut options = crate::prepare::Options::new(logs);
+        let mut options = self.step.options(logs);
         options.enabled = !self.no_prepare;
+        options
+    }
+}
+
+impl StepFlags {
+    /// How a step runs, the log going to `$ZOT_HOME/logs`.
+    pub(crate) fn options(&self, logs: std::path::PathBuf) -> crate::prepare::Options {
+        let mut options = crate::prepare::Options::new(logs);
         options.allow_scripts = self.allow_scripts;
         options.offline = self.offline;
         if let Some(secs) = self.prepare_timeout {

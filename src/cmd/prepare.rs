@@ -3,17 +3,14 @@
 //! one that is swapped in atomically ([`crate::install::prepare_again`]); a linked working
 //! copy is refused with the command to run in it.
 
-use std::time::Duration;
-
 use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::catalog::Installed;
 use crate::catalog::paths::Scope;
-use crate::catalog::{self, Installed};
 use crate::check::prepare_hint;
 use crate::cli::PrepareArgs;
-use crate::error::usage;
 use crate::install;
 use crate::output::{printable, sh_quote};
 use crate::store::Store;
@@ -103,34 +100,11 @@ impl PrepareArgs {
     }
 
     fn targets(&self, ctx: &Context) -> Result<Vec<Installed>> {
-        if self.names.is_empty() && !self.all {
-            return Err(usage("name the extensions to prepare, or pass --all"));
-        }
-        if self.all {
-            let all = catalog::scan(&ctx.layout, &self.scope.scopes())?;
-            if all.is_empty() {
-                ctx.out.note("no extensions installed; nothing to prepare");
-            }
-            return Ok(all);
-        }
-        let mut found: Vec<Installed> = Vec::new();
-        for name in &self.names {
-            let target = catalog::find(&ctx.layout, name, self.scope.scope())?;
-            if !found.iter().any(|f| f.dir == target.dir) {
-                found.push(target);
-            }
-        }
-        Ok(found)
+        super::named::named_or_all(ctx, &self.names, self.all, self.scope, "prepare")
     }
 
     fn options(&self, ctx: &Context) -> crate::prepare::Options {
-        let mut options = crate::prepare::Options::new(ctx.layout.logs());
-        options.allow_scripts = self.allow_scripts;
-        options.offline = self.offline;
-        if let Some(secs) = self.prepare_timeout {
-            options.timeout = Duration::from_secs(secs);
-        }
-        options
+        self.step.options(ctx.layout.logs())
     }
 
     fn prepare(&self, ctx: &Context, target: &Installed) -> Outcome {

@@ -7,8 +7,8 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
+use crate::catalog::Installed;
 use crate::catalog::paths::{Scope, ScopeDirs};
-use crate::catalog::{self, Installed};
 use crate::cli::UpdateArgs;
 use crate::error::usage;
 use crate::install::fetch::{self, Request, short};
@@ -185,28 +185,10 @@ impl UpdateArgs {
     }
 
     fn targets(&self, ctx: &Context) -> Result<Vec<Installed>> {
-        if self.names.is_empty() && !self.all {
-            return Err(usage("name the extensions to update, or pass --all"));
-        }
         if self.git_ref.is_some() && self.names.len() != 1 {
             return Err(usage("--ref re-pins one extension: name exactly one"));
         }
-        if self.all {
-            let all = catalog::scan(&ctx.layout, &self.scope.scopes())?;
-            if all.is_empty() {
-                ctx.out.note("no extensions installed; nothing to update");
-            }
-            return Ok(all);
-        }
-        let mut found: Vec<Installed> = Vec::new();
-        for name in &self.names {
-            let target = catalog::find(&ctx.layout, name, self.scope.scope())?;
-            // `update clock clock`, or a name and its folder name: once.
-            if !found.iter().any(|f| f.dir == target.dir) {
-                found.push(target);
-            }
-        }
-        Ok(found)
+        super::named::named_or_all(ctx, &self.names, self.all, self.scope, "update")
     }
 
     fn update(&self, ctx: &Context, target: &Installed) -> Outcome {

@@ -10,16 +10,13 @@
 //! then keeps or saves it).
 
 use std::fs;
-use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result, anyhow};
-use rustix::fs::OFlags;
+use anyhow::{Context as _, Result};
 
 use super::fetch::Staged;
 use crate::catalog::manifest::Manifest;
-use crate::output::printable;
 use crate::store::Store;
 use crate::store::carry::{self, Plan};
 use crate::store::filelist::{Entry, EntryKind, FileList};
@@ -159,45 +156,12 @@ fn copy_listed(from: &Path, to: &Path, entries: &[Entry]) -> Result<()> {
                 std::os::unix::fs::symlink(fs::read_link(&src)?, &dest)
                     .with_context(|| format!("cannot create the link {}", dest.display()))?;
             }
-            EntryKind::File if kind.is_file() => copy_file(&src, &dest)?,
+            EntryKind::File if kind.is_file() => carry::copy_file(&src, &dest)?,
             _ => {}
         }
     }
     for (dir, mode) in folders.into_iter().rev() {
         fs::set_permissions(&dir, fs::Permissions::from_mode(mode))?;
-    }
-    Ok(())
-}
-
-/// A new file at `to` with the content, mode and modification time of the regular file
-/// `from`, opened without following a link or blocking.
-fn copy_file(from: &Path, to: &Path) -> Result<()> {
-    let shown = || printable(&from.display().to_string());
-    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
-    let mut source = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags.bits().cast_signed())
-        .open(from)
-        .with_context(|| format!("cannot read {}", shown()))?;
-    let meta = source.metadata()?;
-    if !meta.is_file() {
-        return Err(anyhow!(
-            "{} changed while it was copied; try again",
-            shown()
-        ));
-    }
-    let mut copy = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(to)
-        .with_context(|| format!("cannot create {}", to.display()))?;
-    io::copy(&mut source, &mut copy).with_context(|| format!("cannot copy {}", shown()))?;
-    copy.set_permissions(fs::Permissions::from_mode(
-        meta.permissions().mode() & 0o7777,
-    ))?;
-    if let Ok(modified) = meta.modified() {
-        let _ = copy.set_modified(modified);
     }
     Ok(())
 }

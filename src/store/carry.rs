@@ -654,7 +654,7 @@ fn copy_entry(from: &Path, to: &Path, copy: bool, root: bool) -> Result<()> {
             }
         }
     } else if t.is_file() && (copy || fs::hard_link(from, to).is_err()) {
-        copy_file(from, to, &meta)?;
+        copy_file(from, to)?;
     }
     Ok(())
 }
@@ -677,9 +677,9 @@ fn set_link_times(to: &Path, meta: &fs::Metadata) {
     let _ = utimensat(CWD, to, &times, AtFlags::SYMLINK_NOFOLLOW);
 }
 
-/// A new file at `to` with `from`'s content, mode and modification time; `from` is opened
-/// without following a link and without blocking.
-fn copy_file(from: &Path, to: &Path, meta: &fs::Metadata) -> Result<()> {
+/// A new file at `to` with the content, mode and modification time of the regular file
+/// `from`, opened without following a link or blocking.
+pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<()> {
     let shown = || printable(&from.display().to_string());
     let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
     let mut source = fs::OpenOptions::new()
@@ -687,7 +687,8 @@ fn copy_file(from: &Path, to: &Path, meta: &fs::Metadata) -> Result<()> {
         .custom_flags(flags.bits().cast_signed())
         .open(from)
         .with_context(|| format!("cannot read {}", shown()))?;
-    if !source.metadata()?.is_file() {
+    let meta = source.metadata()?;
+    if !meta.is_file() {
         return Err(anyhow!(
             "{} changed while it was copied; try again",
             shown()
@@ -696,10 +697,13 @@ fn copy_file(from: &Path, to: &Path, meta: &fs::Metadata) -> Result<()> {
     let mut copy = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o600)
         .open(to)
         .with_context(|| format!("cannot create {}", to.display()))?;
     io::copy(&mut source, &mut copy).with_context(|| format!("cannot copy {}", shown()))?;
-    copy.set_permissions(meta.permissions())?;
+    copy.set_permissions(fs::Permissions::from_mode(
+        meta.permissions().mode() & 0o7777,
+    ))?;
     if let Ok(modified) = meta.modified() {
         let _ = copy.set_modified(modified);
     }
