@@ -311,8 +311,21 @@ pub(crate) fn npm_extension(env: &Env, lock: bool) -> PathBuf {
     );
     write(&pkg.join("index.js"), "module.exports = 42;\n");
     fs::create_dir_all(src.join("vendor")).unwrap();
+    pack_dependency(&pkg, &src);
+    write(
+        &src.join("package.json"),
+        r#"{"name": "npmx", "version": "1.0.0", "dependencies": {"x": "file:vendor/x.tgz"}, "scripts": {"postinstall": "echo ran > root-ran"}}"#,
+    );
+    if lock {
+        lock_npm(env, &src);
+    }
+    src
+}
+
+/// Packs the dependency folder `pkg` into `src`'s `vendor/x.tgz`.
+fn pack_dependency(pkg: &Path, src: &Path) {
     let tar = Command::new("tar")
-        .args(["-czf"])
+        .arg("-czf")
         .arg(src.join("vendor/x.tgz"))
         .arg("-C")
         .arg(pkg.parent().unwrap())
@@ -320,25 +333,29 @@ pub(crate) fn npm_extension(env: &Env, lock: bool) -> PathBuf {
         .status()
         .unwrap();
     assert!(tar.success());
-    write(
-        &src.join("package.json"),
-        r#"{"name": "npmx", "version": "1.0.0", "dependencies": {"x": "file:vendor/x.tgz"}, "scripts": {"postinstall": "echo ran > root-ran"}}"#,
-    );
-    if lock {
-        let made = Command::new("npm")
-            .args([
-                "install",
-                "--package-lock-only",
-                "--offline",
-                "--ignore-scripts",
-            ])
-            .current_dir(&src)
-            .env("HOME", &env.user_home)
-            .output()
-            .unwrap();
-        assert!(made.status.success(), "{made:?}");
-    }
-    src
+}
+
+/// Writes `src`'s `package-lock.json` offline, with no script run.
+fn lock_npm(env: &Env, src: &Path) {
+    let made = Command::new("npm")
+        .args([
+            "install",
+            "--package-lock-only",
+            "--offline",
+            "--ignore-scripts",
+        ])
+        .current_dir(src)
+        .env("HOME", &env.user_home)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+}
+
+/// [`npm_extension`] with its lock, installed offline: its source and installed folder.
+fn installed_npm(env: &Env) -> (PathBuf, PathBuf) {
+    let src = npm_extension(env, true);
+    zot(env, &["ext", "install", "--offline", src.to_str().unwrap()]).ok();
+    (src, env.global_root().join("npmx"))
 }
 
 #[test]
@@ -347,13 +364,7 @@ fn npm_ci_installs_a_locked_dependency_without_running_scripts() {
         return;
     }
     let env = Env::new();
-    let src = npm_extension(&env, true);
-    zot(
-        &env,
-        &["ext", "install", "--offline", src.to_str().unwrap()],
-    )
-    .ok();
-    let dest = env.global_root().join("npmx");
+    let (src, dest) = installed_npm(&env);
     assert!(dest.join("node_modules/x/index.js").is_file());
     assert!(
         !dest.join("node_modules/x/dep-ran").exists(),
@@ -596,28 +607,9 @@ fn update_with_a_changed_lock_gets_fresh_node_modules_and_a_record_of_it() {
             &pkg.join("package.json"),
             &format!(r#"{{"name": "x", "version": "{version}", "main": "index.js"}}"#),
         );
-        let tar = Command::new("tar")
-            .arg("-czf")
-            .arg(src.join("vendor/x.tgz"))
-            .arg("-C")
-            .arg(pkg.parent().unwrap())
-            .arg("package")
-            .status()
-            .unwrap();
-        assert!(tar.success());
+        pack_dependency(&pkg, &src);
         fs::remove_file(src.join("package-lock.json")).unwrap();
-        let made = Command::new("npm")
-            .args([
-                "install",
-                "--package-lock-only",
-                "--offline",
-                "--ignore-scripts",
-            ])
-            .current_dir(&src)
-            .env("HOME", &env.user_home)
-            .output()
-            .unwrap();
-        assert!(made.status.success(), "{made:?}");
+        lock_npm(&env, &src);
     };
     pack("1.0.0");
     zot(
@@ -741,13 +733,7 @@ fn verify_names_a_deleted_or_edited_file_in_node_modules_as_a_prepared_output() 
         return;
     }
     let env = Env::new();
-    let src = npm_extension(&env, true);
-    zot(
-        &env,
-        &["ext", "install", "--offline", src.to_str().unwrap()],
-    )
-    .ok();
-    let dest = env.global_root().join("npmx");
+    let (_, dest) = installed_npm(&env);
     zot(&env, &["ext", "verify"])
         .ok()
         .stdout_is("npmx (global): ok\n");
