@@ -187,6 +187,16 @@ pub fn terminal_width() -> usize {
         .unwrap_or(DEFAULT_WIDTH)
 }
 
+/// The width of the terminal on stderr, where progress lines are drawn; 80 if it does not
+/// say.
+pub(crate) fn stderr_width() -> usize {
+    rustix::termios::tcgetwinsize(io::stderr())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|&w| w > 0)
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
 /// The width of each column so the table fits in `available` display columns: starting from
 /// the widest cell of each, the columns in `shrink_order` (indexes into `columns`) give way
 /// in that order, each down to its minimum (or its header, if wider), until the rows fit.

@@ -5,7 +5,6 @@
 //! redrawn in place and cleared at the end.
 
 use std::collections::BTreeMap;
-use std::io;
 use std::time::{Duration, Instant};
 
 use crate::catalog::target::Target;
@@ -93,7 +92,8 @@ impl<'a, F: FnMut(&mut Report)> Board<'a, F> {
             self.targets.len(),
             names.join(", ")
         );
-        self.out.progress(&fit(&line, stderr_width()));
+        self.out
+            .progress(&fit(&line, crate::output::table::stderr_width()));
     }
 
     /// Clears the live line; the reports in the order of the targets.
@@ -113,15 +113,6 @@ fn fit(line: &str, width: usize) -> String {
     let mut cut: String = line.chars().take(room - 3).collect();
     cut.push_str("...");
     cut
-}
-
-/// The width of the terminal on stderr, 80 if it does not say.
-fn stderr_width() -> usize {
-    rustix::termios::tcgetwinsize(io::stderr())
-        .ok()
-        .map(|size| usize::from(size.ws_col))
-        .filter(|&w| w > 0)
-        .unwrap_or(80)
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 //! decides), and erased when the fetch ends, however it ends.
 
 use std::collections::VecDeque;
-use std::io;
 use std::time::{Duration, Instant};
 
 use crate::output::table::cut_end;
@@ -77,8 +76,10 @@ impl<'o> ProgressLine<'o> {
         }
         let Some(step) = &self.latest else { return };
         let line = describe(step, self.rate.per_second(now));
-        self.out
-            .progress(&cut_end(&line, stderr_width().saturating_sub(1)));
+        self.out.progress(&cut_end(
+            &line,
+            crate::output::table::stderr_width().saturating_sub(1),
+        ));
         self.pending = false;
         self.drawn = true;
     }
@@ -210,15 +211,6 @@ impl Rate {
         let over = now.duration_since(since);
         (over >= RATE_AFTER).then(|| (to - from) as f64 / over.as_secs_f64())
     }
-}
-
-/// The width of the terminal on stderr, 80 if it does not say.
-fn stderr_width() -> usize {
-    rustix::termios::tcgetwinsize(io::stderr())
-        .ok()
-        .map(|size| usize::from(size.ws_col))
-        .filter(|&w| w > 0)
-        .unwrap_or(80)
 }
 
 #[cfg(test)]
