@@ -205,6 +205,7 @@ Commands:
   enable, disable, remove     turn one on or off, or delete it
   update, sync                fetch again; match the project file and its lock
   doctor, call, logs          start one as zot does, run a command, read its log
+  prepare                     run its build or dependency install again
   verify, cache clean         check installed files; empty the fetch cache
 
 Examples:
@@ -960,6 +961,29 @@ mod tests {
     fn definitions_are_consistent() {
         Cli::command().debug_assert();
         command().debug_assert();
+    }
+
+    #[test]
+    fn the_short_overview_names_every_command() {
+        let mut cmd = command();
+        cmd.build();
+        let ext = cmd.find_subcommand("ext").unwrap();
+        let listed: Vec<&str> = SHORT_OVERVIEW
+            .lines()
+            .skip_while(|l| *l != "Commands:")
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .flat_map(|l| l.get(..28).unwrap_or(l).split(", "))
+            .map(str::trim)
+            .collect();
+        for sub in ext.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let name = sub.get_name();
+            let name = if name == "cache" { "cache clean" } else { name };
+            assert!(
+                name == "help" || listed.contains(&name),
+                "{name} is missing from SHORT_OVERVIEW"
+            );
+        }
     }
 
     #[test]
