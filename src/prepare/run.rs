@@ -2,7 +2,9 @@
 //! own that Ctrl-C, SIGTERM or SIGHUP end with zot (`host::interrupt`) and that dies with
 //! zot (`die_with_parent`), with credential-looking variables taken out of its
 //! environment, within a time limit. Its output goes to the log file, the last line to a
-//! live progress line on a terminal, the last lines into the error when it fails.
+//! live progress line on a terminal, the last lines into the error when it fails. Once the
+//! group is killed, the output is read for a short grace at most: a process that left the
+//! group (a daemon) may hold the pipe open for ever.
 
 use std::collections::VecDeque;
 use std::fs::{self, File};
@@ -10,6 +12,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -25,6 +28,9 @@ const LAST_LINES: usize = 5;
 /// How often the progress line is redrawn.
 const TICK: Duration = Duration::from_millis(200);
 
+/// How long the output is still read once the step's group was killed.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
+
 /// Runs the steps of one extension, all into one log file.
 pub(super) struct Runner<'a> {
     log: Arc<Mutex<File>>,
@@ -38,6 +44,14 @@ pub(super) struct Runner<'a> {
 #[derive(Default)]
 struct Seen {
     last: VecDeque<String>,
+    /// Set when zot stopped waiting for the output: the thread writes no more to the log.
+    abandoned: bool,
+}
+
+/// The thread reading the step's output; `done` disconnects when it ends.
+struct Reader {
+    thread: std::thread::JoinHandle<()>,
+    done: mpsc::Receiver<()>,
 }
 
 impl<'a> Runner<'a> {
@@ -89,12 +103,12 @@ impl<'a> Runner<'a> {
         let group = Group::of(&child);
         interrupt::register(group.id());
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let thread = self.read_output(reader, Arc::clone(&seen));
+        let reader = self.read_output(reader, Arc::clone(&seen));
         let exit = self.wait(group, &shown, &seen);
         group.kill();
         interrupt::unregister(group.id());
         let _ = child.wait();
-        let _ = thread.join();
+        self.finish_reading(reader, &seen);
         self.out.progress_done();
         let last = std::mem::take(&mut seen.lock().unwrap_or_else(PoisonError::into_inner).last);
         let ended = match exit {
@@ -136,16 +150,18 @@ impl<'a> Runner<'a> {
     }
 
     /// Copies the output into the log line by line, keeping the last lines.
-    fn read_output(
-        &self,
-        reader: io::PipeReader,
-        seen: Arc<Mutex<Seen>>,
-    ) -> std::thread::JoinHandle<()> {
+    fn read_output(&self, reader: io::PipeReader, seen: Arc<Mutex<Seen>>) -> Reader {
         let log = Arc::clone(&self.log);
-        std::thread::spawn(move || {
+        let (done_sender, done) = mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let _done = done_sender; // dropped, so disconnected, when this thread ends
             let mut reader = BufReader::new(reader);
             let mut line = Vec::new();
             while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+                if seen.abandoned {
+                    return;
+                }
                 let _ = log
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -155,13 +171,33 @@ impl<'a> Runner<'a> {
                 if text.trim().is_empty() {
                     continue;
                 }
-                let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
                 if seen.last.len() == LAST_LINES {
                     seen.last.pop_front();
                 }
                 seen.last.push_back(text);
             }
-        })
+        });
+        Reader { thread, done }
+    }
+
+    /// Waits for the reader to reach the end of the output, at most [`PIPE_GRACE`] after
+    /// the group was killed; a process outside the group still holding the pipe is left to
+    /// it (the thread ends when that process does), and the log says so.
+    fn finish_reading(&self, reader: Reader, seen: &Mutex<Seen>) {
+        match reader.done.recv_timeout(PIPE_GRACE) {
+            Err(RecvTimeoutError::Timeout) => {
+                seen.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .abandoned = true;
+                self.write_log(&format!(
+                    "# the output was still held open {} s after the step's process group was ended (by a process that left the group, such as a daemon it started); stopped reading it\n",
+                    PIPE_GRACE.as_secs()
+                ));
+            }
+            _ => {
+                let _ = reader.thread.join();
+            }
+        }
     }
 
     /// Waits for the step's leader to exit, redrawing the progress line; `None` when the

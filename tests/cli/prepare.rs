@@ -649,3 +649,52 @@ fn update_with_a_changed_lock_gets_fresh_node_modules_and_a_record_of_it() {
         "{second}"
     );
 }
+
+/// Kills the process whose pid `file` holds, if the file was written.
+fn kill_pid_in(file: &Path) {
+    if let Ok(pid) = fs::read_to_string(file) {
+        let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+    }
+}
+
+#[test]
+fn a_daemon_holding_the_steps_output_does_not_hang_the_install() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.22");
+    write(&src.join("main.go"), GO_MAIN);
+    let bin = env.work.join("daemon-bin");
+    fs::create_dir_all(&bin).unwrap();
+    let pid = env.work.join("daemon-pid");
+    // The build "succeeds" and leaves a process in a session of its own (out of the step's
+    // group, so the group kill misses it) that keeps the output pipe open.
+    write_executable(
+        &bin.join("go"),
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho building\nsetsid /bin/sh -c 'echo $$ > {}; exec /bin/sleep 300' &\nwhile [ ! -s {} ]; do /bin/sleep 0.01; done\nprintf '#!/bin/sh\\n' > \"$4\"\nchmod +x \"$4\"\n",
+            pid.display(),
+            pid.display()
+        ),
+    );
+    let mut child = zot(&env, &["ext", "install", "-q", src.to_str().unwrap()])
+        .env("PATH", env.path_with(&bin))
+        .spawn_silent();
+    // Far longer than the grace zot gives the pipe: a hang, not a slow machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    kill_pid_in(&pid);
+    let status = status.expect("zot ext install hung on the step's output pipe");
+    assert!(status.success(), "{status:?}");
+    assert!(env.global_root().join("hello/hello").is_file());
+    let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
+    assert!(log.contains("still held open"), "{log}");
+}
