@@ -2,7 +2,8 @@
 //! own that Ctrl-C, SIGTERM or SIGHUP end with zot (`host::interrupt`) and that dies with
 //! zot (`die_with_parent`), with credential-looking variables taken out of its
 //! environment, within a time limit. Its output goes to the log file, the last line to a
-//! live progress line on a terminal, the last lines into the error when it fails. Once the
+//! live progress line on a terminal, the last lines into the error when it fails; the
+//! options' [`Watcher`] is told when it starts and ends. Once the
 //! group is killed, the output is read for a short grace at most: a process that left the
 //! group (a daemon) may hold the pipe open for ever.
 
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, anyhow, bail};
 
 use super::detect::{Program, Step};
+use super::options::{Options, Watcher};
 use crate::host::{Group, die_with_parent, interrupt};
 use crate::output::{Output, printable};
 
@@ -37,6 +39,7 @@ pub(super) struct Runner<'a> {
     log_path: PathBuf,
     name: String,
     timeout: Duration,
+    watcher: Option<Arc<dyn Watcher>>,
     out: &'a Output,
 }
 
@@ -59,7 +62,7 @@ impl<'a> Runner<'a> {
     pub(super) fn start(
         log: &Path,
         name: &str,
-        timeout: Duration,
+        options: &Options,
         out: &'a Output,
     ) -> Result<Runner<'a>> {
         if let Some(dir) = log.parent() {
@@ -76,7 +79,8 @@ impl<'a> Runner<'a> {
             log: Arc::new(Mutex::new(file)),
             log_path: log.to_path_buf(),
             name: name.to_string(),
-            timeout,
+            timeout: options.timeout,
+            watcher: options.watcher.clone(),
             out,
         })
     }
@@ -102,6 +106,9 @@ impl<'a> Runner<'a> {
         drop(command); // our copies of the pipe's writing end
         let group = Group::of(&child);
         interrupt::register(group.id());
+        if let Some(watcher) = &self.watcher {
+            watcher.started(&self.name, &short(&shown));
+        }
         let seen = Arc::new(Mutex::new(Seen::default()));
         let reader = self.read_output(reader, Arc::clone(&seen));
         let exit = self.wait(group, &shown, &seen);
@@ -110,6 +117,9 @@ impl<'a> Runner<'a> {
         let _ = child.wait();
         self.finish_reading(reader, &seen);
         self.out.progress_done();
+        if let Some(watcher) = &self.watcher {
+            watcher.ended(&self.name);
+        }
         let last = std::mem::take(&mut seen.lock().unwrap_or_else(PoisonError::into_inner).last);
         let ended = match exit {
             Some(exit) if exit.success() => return Ok(()),
@@ -231,6 +241,20 @@ impl<'a> Runner<'a> {
     }
 }
 
+/// The tool and what it is asked to do, from the command line `shown`: the words up to the
+/// first one that is not an option (`go build`, `npm ci`, `python3 -m venv`).
+fn short(shown: &str) -> String {
+    let mut words = shown.split(' ');
+    let mut kept: Vec<&str> = words.next().into_iter().collect();
+    for word in words {
+        kept.push(word);
+        if !word.starts_with('-') {
+            break;
+        }
+    }
+    kept.join(" ")
+}
+
 /// The step's command: in `tree`, in its own group, without credentials.
 fn command(tree: &Path, scratch: &Path, step: &Step) -> Result<Command> {
     let program = match &step.program {
@@ -269,6 +293,14 @@ fn is_credential(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_is_shown_short_by_its_tool_and_verb() {
+        assert_eq!(short("go build -trimpath -o ./hello ."), "go build");
+        assert_eq!(short("npm ci --ignore-scripts --omit=dev"), "npm ci");
+        assert_eq!(short("python3 -m venv .venv"), "python3 -m venv");
+        assert_eq!(short("uv"), "uv");
+    }
 
     #[test]
     fn credential_looking_variables_are_recognised() {
