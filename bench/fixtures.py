@@ -14,6 +14,11 @@ Subcommands:
                                followers are the commands separated by "--"
   httpd ROOT PORTFILE          serve git smart HTTP from ROOT via git http-backend on
                                127.0.0.1 (a free port, written to PORTFILE)
+  go DIR NAME                  a Go extension using only the standard library, exec ./NAME
+  npm REG DIR COUNT            COUNT small packages (tarballs) in the registry folder REG and
+                               an npm extension in DIR depending on all of them
+  npmreg REG PORTFILE          serve REG as an npm registry on 127.0.0.1 (a free port,
+                               written to PORTFILE)
 Every tree is generated from a fixed seed, so two runs build the same bytes.
 """
 
@@ -277,6 +282,170 @@ def httpd(root, portfile):
     server.serve_forever()
 
 
+GO_MAIN = b"""package main
+
+// A line-oriented extension: answers each JSON request on stdin with one on stdout.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+type frame struct {
+	Type string          `json:"type"`
+	ID   string          `json:"id,omitempty"`
+	Args map[string]any  `json:"args,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+func reply(out *json.Encoder, f frame, data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	return out.Encode(frame{Type: f.Type + "_result", ID: f.ID, Data: raw})
+}
+
+func describe(args map[string]any) string {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, args[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func main() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<24)
+	out := json.NewEncoder(os.Stdout)
+	for in.Scan() {
+		var f frame
+		if err := json.Unmarshal(in.Bytes(), &f); err != nil {
+			fmt.Fprintln(os.Stderr, "bad frame:", err)
+			continue
+		}
+		var err error
+		switch f.Type {
+		case "hello":
+			err = out.Encode(frame{Type: "hello_ack"})
+		case "time":
+			err = reply(out, f, time.Now().UTC().Format(time.RFC3339))
+		case "shutdown":
+			_ = out.Encode(frame{Type: "shutdown_ack"})
+			return
+		default:
+			err = reply(out, f, describe(f.Args))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+}
+"""
+
+
+def go_ext(root, name):
+    os.makedirs(root)
+    write(os.path.join(root, "extension.json"), manifest(name, "./" + name))
+    write(os.path.join(root, "go.mod"), f"module example.com/{name}\n\ngo 1.19\n".encode())
+    write(os.path.join(root, "main.go"), GO_MAIN)
+
+
+def npm_tarball(name, rng):
+    """A small package as npm packs it: package/ with a manifest, code and a readme."""
+    import io
+    import tarfile
+    files = {
+        "package.json": json.dumps({"name": name, "version": "1.0.0", "main": "index.js",
+                                    "license": "MIT"}, indent=2).encode(),
+        "index.js": f"module.exports = require('./lib/{name}.js');\n".encode(),
+        f"lib/{name}.js": b"// generated\nmodule.exports = " + json.dumps(
+            [rng.randint(0, 1 << 30) for _ in range(rng.randint(20, 400))]).encode() + b";\n",
+        "README.md": f"# {name}\n\nA benchmark fixture.\n".encode(),
+    }
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.USTAR_FORMAT) as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo("package/" + path)
+            info.size, info.mode, info.mtime = len(data), 0o644, 499162500
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def npm(reg, root, count):
+    import base64
+    import hashlib
+    rng = random.Random(7)
+    os.makedirs(os.path.join(reg, "tarballs"))
+    deps = {}
+    for i in range(count):
+        name = f"bench-dep-{i:03}"
+        data = npm_tarball(name, rng)
+        write(os.path.join(reg, "tarballs", f"{name}-1.0.0.tgz"), data)
+        meta = {"integrity": "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode(),
+                "shasum": hashlib.sha1(data).hexdigest()}
+        write(os.path.join(reg, name + ".json"), json.dumps(meta).encode())
+        deps[name] = "1.0.0"
+    os.makedirs(root)
+    write(os.path.join(root, "extension.json"), json.dumps(
+        {"name": "npm-bench", "version": "1.0.0", "exec": "node", "args": ["index.js"]}).encode())
+    write(os.path.join(root, "package.json"), json.dumps(
+        {"name": "npm-bench", "version": "1.0.0", "private": True, "dependencies": deps},
+        indent=2).encode())
+    write(os.path.join(root, "index.js"), b"for (const d of Object.keys(require('./package.json').dependencies)) require(d);\n")
+
+
+def npmreg(reg, portfile):
+    """Packuments (one version each) and tarballs, the tarball URLs naming this server."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            path = self.path.split("?")[0].strip("/")
+            if "/-/" in path:
+                file = os.path.join(reg, "tarballs", path.rsplit("/", 1)[1])
+                kind = "application/octet-stream"
+                body = open(file, "rb").read() if os.path.isfile(file) else None
+            else:
+                name = path.replace("%2f", "/").replace("%2F", "/")
+                file = os.path.join(reg, name + ".json")
+                body, kind = None, "application/json"
+                if "/" not in name and os.path.isfile(file):
+                    dist = json.load(open(file))
+                    port = self.server.server_address[1]
+                    dist["tarball"] = f"http://127.0.0.1:{port}/{name}/-/{name}-1.0.0.tgz"
+                    body = json.dumps({"name": name, "dist-tags": {"latest": "1.0.0"}, "versions": {
+                        "1.0.0": {"name": name, "version": "1.0.0", "main": "index.js", "dist": dist}}}).encode()
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(portfile + ".tmp", portfile)
+    server.serve_forever()
+
+
 def main(argv):
     cmd, args = argv[1], argv[2:]
     if cmd == "node":
@@ -304,6 +473,12 @@ def main(argv):
         follow(args[0], int(args[1]), [c for c in commands if c])
     elif cmd == "httpd":
         httpd(args[0], args[1])
+    elif cmd == "go":
+        go_ext(args[0], args[1])
+    elif cmd == "npm":
+        npm(args[0], args[1], int(args[2]))
+    elif cmd == "npmreg":
+        npmreg(args[0], args[1])
     else:
         sys.exit(f"unknown fixture command: {cmd}")
 

@@ -19,8 +19,8 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
@@ -174,7 +174,7 @@ impl Run for SyncArgs {
             check_frozen_edits(&at, &items)?;
         }
         note_scripts(ctx, &items);
-        let reports = self.apply(&at, &store, &items, &ctx.layout.global)?;
+        let reports = self.apply(&at, &store, &items, &ctx.layout.global, &ctx.out)?;
         if !self.frozen {
             save_lock(&at, &lock, lock_text.as_deref(), &file, &reports)?;
         }
@@ -223,6 +223,7 @@ impl SyncArgs {
         store: &Store,
         items: &[Item],
         global: &ScopeDirs,
+        out: &Output,
     ) -> Result<Vec<Report>> {
         let fetching: Vec<&Item> = items
             .iter()
@@ -232,10 +233,14 @@ impl SyncArgs {
             || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             usize::from,
         );
+        // $ZOT_HOME/logs: the global scope's base is $ZOT_HOME.
+        let mut prepare = self.prepare.options(global.base.join("logs"));
+        if !out.quiet && !out.json {
+            prepare.watcher = Some(Arc::new(Preparing::new(out)));
+        }
         let how = How {
             frozen: self.frozen,
-            // $ZOT_HOME/logs: the global scope's base is $ZOT_HOME.
-            prepare: self.prepare.options(global.base.join("logs")),
+            prepare,
         };
         let staged = stage_all(at, store, &fetching, jobs, &how, global);
         if self.frozen && staged.iter().any(Result::is_err) {
@@ -518,6 +523,52 @@ fn note_scripts(ctx: &Context, items: &[Item]) {
                 printable(&item.name)
             ));
         }
+    }
+}
+
+/// The one progress line of the extensions being prepared while others are fetched
+/// (`preparing a (go build), b (npm ci)…`), redrawn when a step starts or ends and cleared
+/// when none is left; on a terminal only (nothing on a pipe, with `-q` or `--json`).
+#[derive(Debug)]
+struct Preparing {
+    out: Output,
+    running: Mutex<Vec<(String, String)>>,
+}
+
+impl Preparing {
+    fn new(out: &Output) -> Preparing {
+        Preparing {
+            out: out.clone(),
+            running: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn draw(&self, running: &[(String, String)]) {
+        if running.is_empty() {
+            return self.out.progress_done();
+        }
+        let names: Vec<String> = running
+            .iter()
+            .map(|(name, step)| format!("{} ({step})", printable(name)))
+            .collect();
+        let line = format!("preparing {}…", names.join(", "));
+        let width = crate::output::table::terminal_width().saturating_sub(1);
+        self.out
+            .progress(&crate::output::table::cut_end(&line, width));
+    }
+}
+
+impl crate::prepare::Watcher for Preparing {
+    fn started(&self, name: &str, step: &str) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        running.push((name.to_string(), step.to_string()));
+        self.draw(&running);
+    }
+
+    fn ended(&self, name: &str) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        running.retain(|(n, _)| n != name);
+        self.draw(&running);
     }
 }
 

@@ -11,7 +11,7 @@ mod run;
 mod toolchain;
 
 pub(crate) use detect::{main_package, node_command, node_dependencies};
-pub(crate) use options::Options;
+pub(crate) use options::{Options, Watcher};
 
 use std::path::Path;
 
@@ -68,7 +68,7 @@ pub(crate) fn prepare(
         return Ok(None);
     };
     let log = options.logs.join(format!("prepare-{}.log", manifest.name));
-    let mut runner = run::Runner::start(&log, &manifest.name, options.timeout, out)?;
+    let mut runner = run::Runner::start(&log, &manifest.name, options, out)?;
     for step in &plan.steps {
         runner.run(tree, scratch, step)?;
     }

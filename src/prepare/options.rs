@@ -1,7 +1,9 @@
 //! What the command line or a project-file entry asks of preparing: on or off, scripts,
-//! offline, the time limit and where the log goes.
+//! offline, the time limit, where the log goes, and who is told when a step starts and ends.
 
+use std::fmt::Debug;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a step may run by default.
@@ -20,6 +22,16 @@ pub(crate) struct Options {
     pub timeout: Duration,
     /// Where `prepare-<name>.log` is written (`$ZOT_HOME/logs`).
     pub logs: PathBuf,
+    /// Told when each step starts and ends (sync's progress line of parallel installs).
+    pub watcher: Option<Arc<dyn Watcher>>,
+}
+
+/// Follows the steps of one or more extensions being prepared at once.
+pub(crate) trait Watcher: Debug + Send + Sync {
+    /// `name`'s step `step` (`go build`, `npm ci`) started.
+    fn started(&self, name: &str, step: &str);
+    /// `name`'s step ended, however it did.
+    fn ended(&self, name: &str);
 }
 
 impl Options {
@@ -31,6 +43,7 @@ impl Options {
             offline: false,
             timeout: DEFAULT_TIMEOUT,
             logs,
+            watcher: None,
         }
     }
 }

@@ -2,7 +2,10 @@
 //! own that Ctrl-C, SIGTERM or SIGHUP end with zot (`host::interrupt`) and that dies with
 //! zot (`die_with_parent`), with credential-looking variables taken out of its
 //! environment, within a time limit. Its output goes to the log file, the last line to a
-//! live progress line on a terminal, the last lines into the error when it fails.
+//! live progress line on a terminal, the last lines into the error when it fails; the
+//! options' [`Watcher`] is told when it starts and ends. Once the
+//! group is killed, the output is read for a short grace at most: a process that left the
+//! group (a daemon) may hold the pipe open for ever.
 
 use std::collections::VecDeque;
 use std::fs::{self, File};
@@ -10,12 +13,14 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
 use super::detect::{Program, Step};
+use super::options::{Options, Watcher};
 use crate::host::{Group, die_with_parent, interrupt};
 use crate::output::{Output, printable};
 
@@ -25,12 +30,16 @@ const LAST_LINES: usize = 5;
 /// How often the progress line is redrawn.
 const TICK: Duration = Duration::from_millis(200);
 
+/// How long the output is still read once the step's group was killed.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
+
 /// Runs the steps of one extension, all into one log file.
 pub(super) struct Runner<'a> {
     log: Arc<Mutex<File>>,
     log_path: PathBuf,
     name: String,
     timeout: Duration,
+    watcher: Option<Arc<dyn Watcher>>,
     out: &'a Output,
 }
 
@@ -38,6 +47,14 @@ pub(super) struct Runner<'a> {
 #[derive(Default)]
 struct Seen {
     last: VecDeque<String>,
+    /// Set when zot stopped waiting for the output: the thread writes no more to the log.
+    abandoned: bool,
+}
+
+/// The thread reading the step's output; `done` disconnects when it ends.
+struct Reader {
+    thread: std::thread::JoinHandle<()>,
+    done: mpsc::Receiver<()>,
 }
 
 impl<'a> Runner<'a> {
@@ -45,7 +62,7 @@ impl<'a> Runner<'a> {
     pub(super) fn start(
         log: &Path,
         name: &str,
-        timeout: Duration,
+        options: &Options,
         out: &'a Output,
     ) -> Result<Runner<'a>> {
         if let Some(dir) = log.parent() {
@@ -62,7 +79,8 @@ impl<'a> Runner<'a> {
             log: Arc::new(Mutex::new(file)),
             log_path: log.to_path_buf(),
             name: name.to_string(),
-            timeout,
+            timeout: options.timeout,
+            watcher: options.watcher.clone(),
             out,
         })
     }
@@ -88,14 +106,20 @@ impl<'a> Runner<'a> {
         drop(command); // our copies of the pipe's writing end
         let group = Group::of(&child);
         interrupt::register(group.id());
+        if let Some(watcher) = &self.watcher {
+            watcher.started(&self.name, &short(&shown));
+        }
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let thread = self.read_output(reader, Arc::clone(&seen));
+        let reader = self.read_output(reader, Arc::clone(&seen));
         let exit = self.wait(group, &shown, &seen);
         group.kill();
         interrupt::unregister(group.id());
         let _ = child.wait();
-        let _ = thread.join();
+        self.finish_reading(reader, &seen);
         self.out.progress_done();
+        if let Some(watcher) = &self.watcher {
+            watcher.ended(&self.name);
+        }
         let last = std::mem::take(&mut seen.lock().unwrap_or_else(PoisonError::into_inner).last);
         let ended = match exit {
             Some(exit) if exit.success() => return Ok(()),
@@ -136,16 +160,18 @@ impl<'a> Runner<'a> {
     }
 
     /// Copies the output into the log line by line, keeping the last lines.
-    fn read_output(
-        &self,
-        reader: io::PipeReader,
-        seen: Arc<Mutex<Seen>>,
-    ) -> std::thread::JoinHandle<()> {
+    fn read_output(&self, reader: io::PipeReader, seen: Arc<Mutex<Seen>>) -> Reader {
         let log = Arc::clone(&self.log);
-        std::thread::spawn(move || {
+        let (done_sender, done) = mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let _done = done_sender; // dropped, so disconnected, when this thread ends
             let mut reader = BufReader::new(reader);
             let mut line = Vec::new();
             while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+                if seen.abandoned {
+                    return;
+                }
                 let _ = log
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -155,13 +181,33 @@ impl<'a> Runner<'a> {
                 if text.trim().is_empty() {
                     continue;
                 }
-                let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
                 if seen.last.len() == LAST_LINES {
                     seen.last.pop_front();
                 }
                 seen.last.push_back(text);
             }
-        })
+        });
+        Reader { thread, done }
+    }
+
+    /// Waits for the reader to reach the end of the output, at most [`PIPE_GRACE`] after
+    /// the group was killed; a process outside the group still holding the pipe is left to
+    /// it (the thread ends when that process does), and the log says so.
+    fn finish_reading(&self, reader: Reader, seen: &Mutex<Seen>) {
+        match reader.done.recv_timeout(PIPE_GRACE) {
+            Err(RecvTimeoutError::Timeout) => {
+                seen.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .abandoned = true;
+                self.write_log(&format!(
+                    "# the output was still held open {} s after the step's process group was ended (by a process that left the group, such as a daemon it started); stopped reading it\n",
+                    PIPE_GRACE.as_secs()
+                ));
+            }
+            _ => {
+                let _ = reader.thread.join();
+            }
+        }
     }
 
     /// Waits for the step's leader to exit, redrawing the progress line; `None` when the
@@ -193,6 +239,20 @@ impl<'a> Runner<'a> {
             .unwrap_or_else(PoisonError::into_inner)
             .write_all(text.as_bytes());
     }
+}
+
+/// The tool and what it is asked to do, from the command line `shown`: the words up to the
+/// first one that is not an option (`go build`, `npm ci`, `python3 -m venv`).
+fn short(shown: &str) -> String {
+    let mut words = shown.split(' ');
+    let mut kept: Vec<&str> = words.next().into_iter().collect();
+    for word in words {
+        kept.push(word);
+        if !word.starts_with('-') {
+            break;
+        }
+    }
+    kept.join(" ")
 }
 
 /// The step's command: in `tree`, in its own group, without credentials.
@@ -233,6 +293,14 @@ fn is_credential(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_is_shown_short_by_its_tool_and_verb() {
+        assert_eq!(short("go build -trimpath -o ./hello ."), "go build");
+        assert_eq!(short("npm ci --ignore-scripts --omit=dev"), "npm ci");
+        assert_eq!(short("python3 -m venv .venv"), "python3 -m venv");
+        assert_eq!(short("uv"), "uv");
+    }
 
     #[test]
     fn credential_looking_variables_are_recognised() {

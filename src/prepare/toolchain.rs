@@ -1,8 +1,11 @@
 //! The tools a step runs: found on `PATH` (a missing one is named with what to install),
-//! and for Go the version on `PATH` compared with the one `go.mod` asks for.
+//! and for Go the version on `PATH` compared with the one `go.mod` asks for; each tool's
+//! version is asked once per run of zot (npm's read from its `package.json`, not asked).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use anyhow::{Result, anyhow, bail};
 
@@ -35,14 +38,9 @@ pub(super) fn go_mod_version(go_mod: &Path) -> Option<String> {
 
 /// The version `go version` prints (`1.19.8` of `go version go1.19.8 linux/amd64`).
 pub(super) fn go_version(go: &Path) -> Result<String> {
-    let output = Command::new(go)
-        .arg("version")
-        .env("GOTOOLCHAIN", "local")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .map_err(|e| anyhow!("cannot run {} version: {e}", go.display()))?;
-    let text = String::from_utf8_lossy(&output.stdout);
+    let said =
+        ask(go, "version").map_err(|e| anyhow!("cannot run {} version: {e}", go.display()))?;
+    let text = said.stdout;
     text.split_whitespace()
         .find_map(|word| {
             word.strip_prefix("go")
@@ -58,21 +56,79 @@ pub(super) fn go_version(go: &Path) -> Result<String> {
         })
 }
 
-/// What `tool` on `PATH` says its version is (`go version`, else `<tool> --version`): the
-/// first line, trimmed.
-pub(super) fn version(tool: &str) -> Option<String> {
-    let program = on_path(tool)?;
-    let arg = if tool == "go" { "version" } else { "--version" };
-    let output = Command::new(program)
+/// What `program arg` printed on stdout, and whether it succeeded.
+#[derive(Clone)]
+struct Said {
+    ok: bool,
+    stdout: String,
+}
+
+/// Runs `program arg` (with `GOTOOLCHAIN=local`), once per run of zot: `go version` is asked
+/// when the step is planned and again for the install record.
+fn ask(program: &Path, arg: &'static str) -> Result<Said, String> {
+    type Answers = HashMap<(PathBuf, &'static str), Result<Said, String>>;
+    static ANSWERS: OnceLock<Mutex<Answers>> = OnceLock::new();
+    let key = (program.to_path_buf(), arg);
+    let answers = ANSWERS.get_or_init(Mutex::default);
+    if let Some(said) = answers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return said.clone();
+    }
+    let said = Command::new(program)
         .arg(arg)
         .env("GOTOOLCHAIN", "local")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let line = text.lines().next()?.trim();
-    (output.status.success() && !line.is_empty()).then(|| crate::output::printable(line))
+        .map(|o| Said {
+            ok: o.status.success(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        })
+        .map_err(|e| e.to_string());
+    answers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key, said.clone());
+    said
+}
+
+/// What `tool` on `PATH` says its version is (`go version`, else `<tool> --version`): the
+/// first line, trimmed. npm, pnpm and yarn are not run: their own `package.json` says it
+/// (starting node takes about as long as an `npm ci` of a few hundred cached packages).
+pub(super) fn version(tool: &str) -> Option<String> {
+    let program = on_path(tool)?;
+    if matches!(tool, "npm" | "pnpm" | "yarn")
+        && let Some(version) = package_version(tool, &program)
+    {
+        return Some(version);
+    }
+    let arg = if tool == "go" { "version" } else { "--version" };
+    let said = ask(&program, arg).ok()?;
+    let line = said.stdout.lines().next()?.trim();
+    (said.ok && !line.is_empty()).then(|| crate::output::printable(line))
+}
+
+/// Bytes of a tool's `package.json` read at most.
+const PACKAGE_JSON_MAX: u64 = 1 << 20;
+
+/// The version in the `package.json` of the JavaScript package `tool` whose script
+/// `program` links to (`bin/npm` -> `lib/node_modules/npm/bin/npm-cli.js`): the nearest
+/// `package.json` above the script, when it names `tool`.
+fn package_version(tool: &str, program: &Path) -> Option<String> {
+    let script = std::fs::canonicalize(program).ok()?;
+    let json = script
+        .ancestors()
+        .skip(1)
+        .take(3)
+        .map(|dir| dir.join("package.json"))
+        .find(|path| path.is_file())?;
+    let bytes = bounded::read(&json, PACKAGE_JSON_MAX).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let version = value.get("version")?.as_str()?;
+    (value.get("name")? == tool && !version.is_empty()).then(|| crate::output::printable(version))
 }
 
 /// Fails when the Go on `PATH` (`have`) is older than `go.mod` asks for (`want`).
@@ -110,6 +166,24 @@ mod tests {
             e.starts_with("go.mod wants go 1.99; go on PATH is 1.19.8"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn npm_s_version_is_read_from_its_package_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let npm = dir.path().join("lib/node_modules/npm");
+        std::fs::create_dir_all(npm.join("bin")).unwrap();
+        std::fs::write(npm.join("bin/npm-cli.js"), "").unwrap();
+        std::fs::write(
+            npm.join("package.json"),
+            r#"{"version": "11.19.1", "name": "npm"}"#,
+        )
+        .unwrap();
+        let link = dir.path().join("npm");
+        std::os::unix::fs::symlink(npm.join("bin/npm-cli.js"), &link).unwrap();
+        assert_eq!(package_version("npm", &link).as_deref(), Some("11.19.1"));
+        // Another package's manifest says nothing of this tool.
+        assert_eq!(package_version("pnpm", &link), None);
     }
 
     #[test]

@@ -954,3 +954,109 @@ fn update_does_not_mix_a_hand_made_node_modules_into_the_fresh_one() {
     assert!(!dest.join("node_modules/stale").exists());
     assert_eq!(fs::read_to_string(dest.join("state.json")).unwrap(), "{}\n");
 }
+
+/// Kills the process whose pid `file` holds, if the file was written.
+fn kill_pid_in(file: &Path) {
+    if let Ok(pid) = fs::read_to_string(file) {
+        let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+    }
+}
+
+#[test]
+fn a_daemon_holding_the_steps_output_does_not_hang_the_install() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.22");
+    write(&src.join("main.go"), GO_MAIN);
+    let bin = env.work.join("daemon-bin");
+    fs::create_dir_all(&bin).unwrap();
+    let pid = env.work.join("daemon-pid");
+    // The build "succeeds" and leaves a process in a session of its own (out of the step's
+    // group, so the group kill misses it) that keeps the output pipe open.
+    write_executable(
+        &bin.join("go"),
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho building\nsetsid /bin/sh -c 'echo $$ > {}; exec /bin/sleep 300' &\nwhile [ ! -s {} ]; do /bin/sleep 0.01; done\nprintf '#!/bin/sh\\n' > \"$4\"\nchmod +x \"$4\"\n",
+            pid.display(),
+            pid.display()
+        ),
+    );
+    let mut child = zot(&env, &["ext", "install", "-q", src.to_str().unwrap()])
+        .env("PATH", env.path_with(&bin))
+        .spawn_silent();
+    // Far longer than the grace zot gives the pipe: a hang, not a slow machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    kill_pid_in(&pid);
+    let status = status.expect("zot ext install hung on the step's output pipe");
+    assert!(status.success(), "{status:?}");
+    assert!(env.global_root().join("hello/hello").is_file());
+    let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
+    assert!(log.contains("still held open"), "{log}");
+}
+
+/// A `go` on PATH that says it is 1.22 and "builds" by writing a script at `-o`.
+fn quick_go(env: &Env) -> PathBuf {
+    let bin = env.work.join("quick-bin");
+    fs::create_dir_all(&bin).unwrap();
+    write_executable(
+        &bin.join("go"),
+        "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho building\nprintf '#!/bin/sh\\n' > \"$4\"\nchmod +x \"$4\"\n",
+    );
+    bin
+}
+
+/// A project whose file names a Go extension, and a quick `go` for it; returns PATH.
+fn go_project(env: &Env) -> String {
+    let src = go_extension(env, "hello", "1.22");
+    write(&src.join("main.go"), GO_MAIN);
+    write_project_file(
+        env,
+        &format!("\"hello\": {{\"source\": \"{}\"}}", src.display()),
+    );
+    let path = env.path_with(&quick_go(env));
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn sync_shows_on_a_terminal_which_extensions_are_being_prepared() {
+    let env = Env::new();
+    let path = go_project(&env);
+    let shown =
+        env.zot_in_terminal_with(&["ext", "sync"], "", &[("TERM", "xterm"), ("PATH", &path)]);
+    shown.success();
+    // Drawn when the step starts, erased when it ends.
+    shown.stdout_has("\r\x1b[2Kpreparing hello (go build)…\r\x1b[2K");
+    assert!(env.project_root().join("hello/hello").is_file());
+}
+
+#[test]
+fn sync_shows_no_preparing_line_on_a_pipe_or_with_quiet_or_json() {
+    let env = Env::new();
+    let path = go_project(&env);
+    zot(&env, &["ext", "sync"])
+        .env("PATH", &path)
+        .ok()
+        .stderr_lacks("preparing hello");
+    for flag in ["-q", "--json"] {
+        let env = Env::new();
+        let path = go_project(&env);
+        env.zot_in_terminal_with(
+            &["ext", "sync", flag],
+            "",
+            &[("TERM", "xterm"), ("PATH", &path)],
+        )
+        .success()
+        .stdout_lacks("preparing");
+        assert!(env.project_root().join("hello/hello").is_file());
+    }
+}
