@@ -351,6 +351,21 @@ fn lock_npm(env: &Env, src: &Path) {
     assert!(made.status.success(), "{made:?}");
 }
 
+/// [`npm_extension`] installed without preparing, then given a `node_modules/stale/` by hand
+/// and a `state.json` of the extension's own: its source and installed folder.
+pub(crate) fn unprepared_npm_with_hand_made_modules(env: &Env) -> (PathBuf, PathBuf) {
+    let src = npm_extension(env, true);
+    zot(
+        env,
+        &["ext", "install", "--no-prepare", src.to_str().unwrap()],
+    )
+    .ok();
+    let dest = env.global_root().join("npmx");
+    write(&dest.join("node_modules/stale/index.js"), "stale\n");
+    write(&dest.join("state.json"), "{}\n");
+    (src, dest)
+}
+
 /// [`npm_extension`] with its lock, installed offline: its source and installed folder.
 fn installed_npm(env: &Env) -> (PathBuf, PathBuf) {
     let src = npm_extension(env, true);
@@ -910,12 +925,8 @@ fn install_force_does_not_mix_a_hand_made_node_modules_into_the_fresh_one() {
         return;
     }
     let env = Env::new();
-    let src = npm_extension(&env, true);
+    let (src, dest) = unprepared_npm_with_hand_made_modules(&env);
     let src = src.to_str().unwrap();
-    zot(&env, &["ext", "install", "--no-prepare", src]).ok();
-    let dest = env.global_root().join("npmx");
-    write(&dest.join("node_modules/stale/index.js"), "stale\n");
-    write(&dest.join("state.json"), "{}\n");
     zot(&env, &["ext", "install", "--force", "--offline", src])
         .ok()
         .stdout_lacks("node_modules");
@@ -936,15 +947,7 @@ fn update_does_not_mix_a_hand_made_node_modules_into_the_fresh_one() {
         return;
     }
     let env = Env::new();
-    let src = npm_extension(&env, true);
-    zot(
-        &env,
-        &["ext", "install", "--no-prepare", src.to_str().unwrap()],
-    )
-    .ok();
-    let dest = env.global_root().join("npmx");
-    write(&dest.join("node_modules/stale/index.js"), "stale\n");
-    write(&dest.join("state.json"), "{}\n");
+    let (src, dest) = unprepared_npm_with_hand_made_modules(&env);
     write(&src.join("new.txt"), "new\n");
     zot(&env, &["ext", "update", "npmx", "--offline"])
         .ok()

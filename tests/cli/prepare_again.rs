@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::prepare::{
     GO_MAIN, assert_staging_empty, go_extension, have_go, have_npm, npm_extension, output_of,
-    sleeping_go, write, zot,
+    sleeping_go, unprepared_npm_with_hand_made_modules, write, zot,
 };
 use crate::support::{Env, write_executable};
 
@@ -351,15 +351,7 @@ fn a_node_modules_made_by_hand_is_replaced_not_carried_into_the_fresh_one() {
         return;
     }
     let env = Env::new();
-    let src = npm_extension(&env, true);
-    zot(
-        &env,
-        &["ext", "install", "--no-prepare", src.to_str().unwrap()],
-    )
-    .ok();
-    let dest = env.global_root().join("npmx");
-    write(&dest.join("node_modules/stale/index.js"), "stale\n");
-    write(&dest.join("state.json"), "{}\n");
+    let (_, dest) = unprepared_npm_with_hand_made_modules(&env);
     let done = zot(&env, &["ext", "prepare", "npmx", "--offline", "--json"]).ok();
     assert!(dest.join("node_modules/x/index.js").is_file());
     assert!(
