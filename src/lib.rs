@@ -24,8 +24,14 @@ mod logs;
 mod prepare;
 mod project;
 mod protocol;
+mod seal;
 mod source;
 mod store;
+
+/// The two stages of a sealed prepare step, which are this binary started under other names
+/// (src/seal/): run one when `argv[0]` names it.
+#[doc(hidden)]
+pub use seal::run_if_stage as seal_stage;
 
 /// `zot-ext-git`, the helper that does zot's git work (src/source/helper/): its `main`.
 #[doc(hidden)]

@@ -15,6 +15,10 @@ fn main() -> ExitCode {
 
 /// The process's body; its exit status.
 fn zot() -> u8 {
+    // Started by zot itself as a stage of a prepare step's seal (src/seal/).
+    if let Some(code) = zot_ext::seal_stage() {
+        return code;
+    }
     // Answers `COMPLETE=<shell> zot -- <words>` (shell completion) and exits; else no-op.
     zot_ext::cli::complete::complete_if_requested();
     // Invoked as `zot` with a command line that is not ours: the zot agent's (src/agent.rs).

@@ -18,6 +18,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::FalseyValueParser;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
@@ -650,9 +651,17 @@ pub struct PrepareFlags {
 /// prepares a staged copy).
 #[derive(Debug, Args, Clone, Copy)]
 pub struct StepFlags {
-    /// Let npm, pnpm, yarn or bun run the packages' lifecycle scripts (off by default)
-    #[arg(long)]
+    /// Let the packages' lifecycle scripts, cgo and Python build backends run (sealed; off by default)
+    #[arg(long, env = "ZOT_EXT_ALLOW_SCRIPTS", value_parser = FalseyValueParser::new())]
     pub allow_scripts: bool,
+
+    /// Run build steps without the seal: with the network, your home and environment
+    #[arg(long, conflicts_with = "require_sandbox")]
+    pub no_sandbox: bool,
+
+    /// Fail rather than run a build step without the seal (for CI)
+    #[arg(long, env = "ZOT_EXT_REQUIRE_SANDBOX", value_parser = FalseyValueParser::new())]
+    pub require_sandbox: bool,
 
     /// Build and install dependencies from the tools' local caches only
     #[arg(long)]

@@ -476,6 +476,22 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          http.lowSpeedTime (default 1000 bytes per second over 60 s; 0 turns it off).",
     ),
     (
+        "ZOT_EXT_ALLOW_SCRIPTS",
+        "When set, not empty and not false or 0: as --allow-scripts, for CI (a project \
+         file's \"allow_scripts\": true is not enough on its own).",
+    ),
+    (
+        "ZOT_EXT_REQUIRE_SANDBOX",
+        "When set, not empty and not false or 0: as --require-sandbox; a build step that \
+         cannot run in the seal is an error, whatever else was given.",
+    ),
+    (
+        "ZOT_EXT_SEAL_NAMESPACES",
+        "0 makes the seal of build steps do without namespaces (Landlock's TCP rules cut \
+         the network, a subreaper ends what the step leaves), as on a machine that forbids \
+         them.",
+    ),
+    (
         "GIT_ALLOW_PROTOCOL",
         "When set, the colon-separated protocols submodules may use; a local (file:// or \
          path) submodule URL needs file in it, or else protocol.file.allow=always in the git \
@@ -516,6 +532,17 @@ pub const FILES: &[(&str, &str)] = &[
         "The fetch cache: <commit>/ the checked-out tree of each git commit fetched, and \
          <commit>.tree its tree hash; used only while the files still hash to it. Emptied by \
          zot ext cache clean.",
+    ),
+    (
+        "$ZOT_HOME/.ext-store/build-cache/",
+        "zot's own build caches, never the user's: go-build/ and go-mod/ (Go's build and \
+         module caches), cargo-home/ (what cargo fetch downloads), cargo-target/<name>/ (an \
+         extension's Cargo target folder), kept warm between installs.",
+    ),
+    (
+        "$ZOT_HOME/logs/prepare-<name>.log",
+        "The output of the last steps that prepared <name> (its build or dependency \
+         install), and what was set aside while they ran.",
     ),
     (
         "extensions.lock",

@@ -72,7 +72,7 @@ impl Run for AddArgs {
         }
         let store = Store::open(ctx.layout.scope(scope))?;
         let cache = super::install::fetch_cache(ctx, &source)?;
-        let prepare = self.prepare.options(ctx.layout.logs());
+        let prepare = self.prepare.options(&ctx.layout.global);
         let request = install::Request {
             fetch: fetch::Request {
                 source: &source,

@@ -84,7 +84,7 @@ impl Run for InstallArgs {
         }
         let store = Store::open(ctx.layout.scope(scope))?;
         let cache = fetch_cache(ctx, &source)?;
-        let prepare = self.prepare.options(ctx.layout.logs());
+        let prepare = self.prepare.options(&ctx.layout.global);
         let request = install::Request {
             fetch: Request {
                 source: &source,

@@ -67,20 +67,28 @@ pub fn run(cli: &Cli) -> Result<()> {
 }
 
 impl PrepareFlags {
-    /// How to prepare staged copies, the log going to `$ZOT_HOME/logs`.
-    pub(crate) fn options(&self, logs: std::path::PathBuf) -> crate::prepare::Options {
-        let mut options = self.step.options(logs);
+    /// How to prepare staged copies, logs and build caches in `$ZOT_HOME` (`global`'s base).
+    pub(crate) fn options(
+        &self,
+        global: &crate::catalog::paths::ScopeDirs,
+    ) -> crate::prepare::Options {
+        let mut options = self.step.options(global);
         options.enabled = !self.no_prepare;
         options
     }
 }
 
 impl StepFlags {
-    /// How a step runs, the log going to `$ZOT_HOME/logs`.
-    pub(crate) fn options(&self, logs: std::path::PathBuf) -> crate::prepare::Options {
-        let mut options = crate::prepare::Options::new(logs);
+    /// How a step runs, logs and build caches in `$ZOT_HOME` (`global`'s base).
+    pub(crate) fn options(
+        &self,
+        global: &crate::catalog::paths::ScopeDirs,
+    ) -> crate::prepare::Options {
+        let mut options = crate::prepare::Options::new(global);
         options.allow_scripts = self.allow_scripts;
         options.offline = self.offline;
+        options.no_sandbox = self.no_sandbox;
+        options.require_sandbox = self.require_sandbox;
         if let Some(secs) = self.prepare_timeout {
             options.timeout = std::time::Duration::from_secs(secs);
         }

@@ -374,7 +374,7 @@ fn write_installed(
 fn build_in_staging(ctx: &Context, staging: &Staging, name: &str) -> Option<Prepared> {
     let tree = staging.tree();
     let manifest = manifest::read(&tree).ok()?;
-    let options = crate::prepare::Options::new(ctx.layout.logs());
+    let options = crate::prepare::Options::new(&ctx.layout.global);
     let _interrupted = staging.removed_on_signal().ok()?;
     match crate::prepare::prepare(
         &tree,

@@ -104,7 +104,7 @@ impl PrepareArgs {
     }
 
     fn options(&self, ctx: &Context) -> crate::prepare::Options {
-        self.step.options(ctx.layout.logs())
+        self.step.options(&ctx.layout.global)
     }
 
     fn prepare(&self, ctx: &Context, target: &Installed) -> Outcome {

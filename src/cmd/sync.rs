@@ -173,7 +173,7 @@ impl Run for SyncArgs {
         if self.frozen {
             check_frozen_edits(&at, &items)?;
         }
-        note_scripts(ctx, &items);
+        note_scripts(ctx, &items, self.prepare.step.allow_scripts);
         let reports = self.apply(&at, &store, &items, &ctx.layout.global, &ctx.out)?;
         if !self.frozen {
             save_lock(&at, &lock, lock_text.as_deref(), &file, &reports)?;
@@ -233,8 +233,7 @@ impl SyncArgs {
             || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             usize::from,
         );
-        // $ZOT_HOME/logs: the global scope's base is $ZOT_HOME.
-        let mut prepare = self.prepare.options(global.base.join("logs"));
+        let mut prepare = self.prepare.options(global);
         if !out.quiet && !out.json {
             prepare.watcher = Some(Arc::new(Preparing::new(out)));
         }
@@ -508,21 +507,32 @@ fn check_frozen_edits(at: &Where, items: &[Item]) -> Result<()> {
     ))
 }
 
-/// Says which extensions the project file lets run lifecycle scripts.
-fn note_scripts(ctx: &Context, items: &[Item]) {
-    for item in items {
-        let fetched = matches!(item.action, Action::Install | Action::Update);
-        if fetched
-            && item
-                .entry
+/// Names the extensions the project file asks lifecycle scripts for (`"allow_scripts":
+/// true`): a cloned project is someone else's word, so they run only with the user's
+/// (`--allow-scripts` or `ZOT_EXT_ALLOW_SCRIPTS`); without it, the command that gives it.
+fn note_scripts(ctx: &Context, items: &[Item], allowed: bool) {
+    let asking: Vec<String> = items
+        .iter()
+        .filter(|item| matches!(item.action, Action::Install | Action::Update))
+        .filter(|item| {
+            item.entry
                 .as_ref()
                 .is_some_and(|e| e.allow_scripts && e.prepare)
-        {
-            ctx.out.note(&format!(
-                "{}: lifecycle scripts run, as the project file says (\"allow_scripts\": true)",
-                printable(&item.name)
-            ));
-        }
+        })
+        .map(|item| printable(&item.name))
+        .collect();
+    if asking.is_empty() {
+        return;
+    }
+    let names = asking.join(", ");
+    if allowed {
+        ctx.out.note(&format!(
+            "{names}: lifecycle scripts run (sealed), as --allow-scripts allows and the project file asks"
+        ));
+    } else {
+        ctx.out.note(&format!(
+            "note: the project file asks for the lifecycle scripts of {names} (\"allow_scripts\": true); they run only with your word: zot ext sync --allow-scripts (or ZOT_EXT_ALLOW_SCRIPTS=1)"
+        ));
     }
 }
 
@@ -638,7 +648,6 @@ fn stage_one(
     };
     let mut prepare = how.prepare.clone();
     prepare.enabled &= entry.prepare;
-    prepare.allow_scripts |= entry.allow_scripts;
     let request = install::Request {
         fetch: fetch::Request {
             source: &source,

@@ -434,7 +434,7 @@ impl UpdateArgs {
             outcome.carry_over = Some(plan);
             return Ok(Status::WouldUpdate);
         }
-        let prepare = self.prepare.options(ctx.layout.logs());
+        let prepare = self.prepare.options(&ctx.layout.global);
         let scratch = staged.staging.scratch("prepare");
         let interrupted = staged.staging.removed_on_signal()?;
         let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, &prepare, &ctx.out)?;

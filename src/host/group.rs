@@ -142,7 +142,7 @@ impl Group {
     }
 
     /// [`Group::kill_with`] the leader's descendants as they are now.
-    pub(super) fn kill_tree(self) -> Vec<Leftover> {
+    pub(crate) fn kill_tree(self) -> Vec<Leftover> {
         let tree = orphans::descendants(self.id());
         self.kill_with(&tree)
     }

@@ -45,8 +45,8 @@ pub(crate) fn exec_dying_with_parent(
         use std::os::unix::process::CommandExt as _;
         let exec = linux::Exec::new(program, args)?;
         let parent = this_process();
-        // SAFETY: the closure only calls async-signal-safe functions (prctl, getppid,
-        // execve) and allocates nothing: `exec` holds every string and pointer array
+        // SAFETY: the closure only calls async-signal-safe functions (the prctl and getppid
+        // system calls, execve) and allocates nothing: `exec` holds every string and pointer array
         // execve reads, made before the fork.
         unsafe {
             command.pre_exec(move || {
@@ -62,23 +62,22 @@ pub(crate) fn exec_dying_with_parent(
 }
 
 #[cfg(target_os = "linux")]
-fn this_process() -> libc::pid_t {
-    libc::pid_t::try_from(std::process::id()).unwrap_or(0)
+fn this_process() -> Option<rustix::process::Pid> {
+    rustix::process::Pid::from_raw(i32::try_from(std::process::id()).unwrap_or(0))
 }
 
 /// In the child: the parent-death signal, then a check that the parent it names is still
-/// zot (zot died before the signal was asked for).
+/// zot (zot died before the signal was asked for). A child that is the first process of a
+/// new PID namespace sees no parent (0) and cannot check; it is the seal's, whose whole
+/// namespace ends with it. rustix's calls are the raw system
+/// calls, which allocate nothing and are safe between fork and exec.
 #[cfg(target_os = "linux")]
-fn ask_for_kill(parent: libc::pid_t) -> io::Result<()> {
-    // SAFETY: prctl with PR_SET_PDEATHSIG and getppid only set and read this process's own
-    // attributes.
-    unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        if libc::getppid() != parent {
-            return Err(io::Error::from_raw_os_error(libc::ESRCH));
-        }
+fn ask_for_kill(parent: Option<rustix::process::Pid>) -> io::Result<()> {
+    use rustix::process::{Signal, getppid, set_parent_process_death_signal};
+    set_parent_process_death_signal(Some(Signal::KILL))?;
+    let now = getppid();
+    if now.is_some() && now != parent {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
     }
     Ok(())
 }

@@ -193,6 +193,38 @@ pub(crate) fn end_adopted(keep: &[i32]) -> Vec<Leftover> {
     leftovers
 }
 
+/// How long [`end_all_descendants`] keeps sweeping.
+const SWEEP: Duration = Duration::from_secs(5);
+
+/// Kills every process beneath this one with SIGKILL and reaps them, sweeping again until
+/// none is left (one that forks while the sweep runs is caught by the next): what a
+/// subreaper does once the step it started has ended. Processes that left the tree before
+/// this one became their subreaper are not found.
+pub(crate) fn end_all_descendants() {
+    let me = i32::try_from(std::process::id()).unwrap_or(0);
+    let until = Instant::now() + SWEEP;
+    loop {
+        let tree = descendants(me);
+        for p in tree.iter().filter(|p| p.state != 'Z') {
+            if let Some(pid) = pid(p.pid) {
+                let _ = rustix::process::kill_process(pid, Signal::KILL);
+            }
+        }
+        // Reap every child that has ended; none left (ECHILD) ends the sweep.
+        loop {
+            match rustix::process::wait(WaitOptions::NOHANG) {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => return,
+            }
+        }
+        if Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// SIGTERM (to the process, and to its group when it leads one), then SIGKILL.
 fn end(procs: &[Proc]) -> Vec<Leftover> {
     let leftovers: Vec<Leftover> = procs

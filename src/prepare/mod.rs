@@ -2,28 +2,46 @@
 //! install its own files call for (a Go or Cargo build of a program not committed, `npm ci`
 //! for a locked `package.json`, a Python venv for `requirements.txt`), found from the files
 //! in the staged folder only ([`detect`]), never from a command the manifest names, and run
-//! in the staged copy before it is published ([`run`]). A step that fails, times out or is
-//! interrupted leaves the staging folder to be deleted and the installed copy as it was.
+//! in the staged copy before it is published ([`run`]).
+//!
+//! Each step is fetching or building ([`step`]): fetching runs the user's tools with their
+//! network and credentials and no code from the extension or its dependencies; building
+//! runs sealed by the kernel ([`crate::seal`], [`sealing`]). Around the steps the
+//! extension's package-manager configuration is set aside ([`config`]) and the tree is
+//! checked before and after ([`guard`]). A step that fails, times out or is interrupted
+//! leaves the staging folder to be deleted and the installed copy as it was.
 
+mod cargo;
+mod config;
 mod detect;
+mod files;
+mod go;
+mod guard;
+mod node;
 mod options;
+mod python;
 mod run;
+mod sealing;
+mod step;
 mod toolchain;
 
-pub(crate) use detect::{main_package, node_command, node_dependencies};
-pub(crate) use options::{Options, Watcher};
+pub(crate) use go::main_package;
+pub(crate) use node::{node_command, node_dependencies};
+pub(crate) use options::{BUILD_CACHE, Options, Watcher};
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow, bail};
 
 use crate::catalog::manifest::Manifest;
 use crate::output::Output;
+use sealing::Seal;
+use step::Plan;
 
 /// What preparing ran and made.
 #[derive(Debug, Clone)]
 pub(crate) struct Done {
-    /// The last command, as typed in the extension folder.
+    /// The commands, as typed in the extension folder, joined by ` && `.
     pub step: String,
     pub tool: String,
     pub tool_version: Option<String>,
@@ -51,9 +69,9 @@ const LOCK_FILES: [&str; 10] = [
 /// Bytes of a lock file hashed at most.
 const LOCK_MAX: u64 = 256 << 20;
 
-/// Works out the step `tree` (the staged extension folder, described by `manifest`) needs
-/// and runs it there, with `scratch` (beside the tree, deleted with it) for build output
-/// that is not placed. `None`: nothing to prepare, or preparing is off.
+/// Works out the steps `tree` (the staged extension folder, described by `manifest`) needs
+/// and runs them, with `scratch` (beside the tree, deleted with it) for what is not placed.
+/// `None`: nothing to prepare, or preparing is off.
 pub(crate) fn prepare(
     tree: &Path,
     scratch: &Path,
@@ -64,28 +82,120 @@ pub(crate) fn prepare(
     if !options.enabled {
         return Ok(None);
     }
-    let Some(plan) = detect::detect(tree, manifest, options)? else {
+    let aside = config::SetAside::of(tree, scratch)?;
+    let Some(plan) = detect::detect(tree, manifest, options, &aside)? else {
         return Ok(None);
     };
+    let seal = seal_for(&plan, &manifest.name, options, out)?;
+    if seal == Seal::On && plan.builds() {
+        sealing::keep_this_process_to_itself();
+    }
+    let before = guard::check_before(tree, &plan.outputs)?;
+    for step in &plan.steps {
+        for folder in step.writes.iter().chain(&step.reads) {
+            ensure_cache(options, folder)?;
+        }
+    }
     let log = options.logs.join(format!("prepare-{}.log", manifest.name));
     let mut runner = run::Runner::start(&log, &manifest.name, options, out)?;
-    for step in &plan.steps {
-        runner.run(tree, scratch, step)?;
+    let set_aside = aside.names();
+    if !set_aside.is_empty() {
+        runner.write_log(&format!(
+            "# set aside while preparing (package-manager configuration can name programs to run): {}\n",
+            set_aside.join(", ")
+        ));
     }
-    plan.finish(tree, scratch)?;
+    for step in &plan.steps {
+        runner
+            .run(tree, scratch, step, seal, options.offline)
+            .map_err(|e| match go::cgo_hint(tree, options) {
+                Some(hint) if step.name == "go" => anyhow!("{e:#}{hint}"),
+                _ => e,
+            })?;
+    }
+    plan.finish(tree)?;
+    aside.restore()?;
+    guard::settle_after(tree, &before)?;
     let tool = plan.tool();
     Ok(Some(Done {
         step: plan
             .steps
-            .last()
-            .map(detect::Step::shown)
-            .unwrap_or_default(),
+            .iter()
+            .map(step::Step::shown)
+            .collect::<Vec<_>>()
+            .join(" && "),
         tool: tool.to_string(),
         tool_version: toolchain::version(tool),
         lock: lock_hash(tree),
         scripts: plan.scripts,
         outputs: plan.outputs,
     }))
+}
+
+/// How the plan's build steps run: sealed, unless `--no-sandbox`; where there is no seal,
+/// only with the user's word (`--allow-scripts`), never with `--require-sandbox`.
+fn seal_for(plan: &Plan, name: &str, options: &Options, out: &Output) -> Result<Seal> {
+    if !plan.builds() {
+        return Ok(Seal::On);
+    }
+    if options.no_sandbox {
+        if options.require_sandbox {
+            bail!(
+                "--no-sandbox and --require-sandbox (or ZOT_EXT_REQUIRE_SANDBOX) contradict each other: give one"
+            );
+        }
+        return Ok(Seal::Off);
+    }
+    let what = plan.builds.as_deref().unwrap_or("a build");
+    match crate::seal::available() {
+        Ok(()) => Ok(Seal::On),
+        Err(why) if options.require_sandbox => bail!(
+            "preparing {name} runs {what}, and the seal it must run in cannot be had here ({why}); --require-sandbox (or ZOT_EXT_REQUIRE_SANDBOX) forbids running it otherwise"
+        ),
+        Err(why) if options.allow_scripts => {
+            out.note(&format!(
+                "warning: {name}: {what} runs without the seal ({why}), as --allow-scripts allows"
+            ));
+            Ok(Seal::Off)
+        }
+        Err(why) => bail!(
+            "preparing {name} runs {what}: code from the extension and its dependencies, which zot runs only sealed, and the seal cannot be had here ({why}); pass --allow-scripts to run it anyway, or --no-prepare to place the copy unbuilt"
+        ),
+    }
+}
+
+/// Makes the folder `path` of zot's build caches when it is one of them, through no link:
+/// a link or a file in the way is an error.
+fn ensure_cache(options: &Options, path: &Path) -> Result<()> {
+    let Ok(rel) = path.strip_prefix(&options.caches) else {
+        return Ok(());
+    };
+    let state = options.caches.parent().unwrap_or(Path::new("/"));
+    let home = state.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(home).map_err(|e| anyhow!("cannot create {}: {e}", home.display()))?;
+    let wrong = |at: &Path| {
+        anyhow!(
+            "{} must be a folder zot made (not a link): remove it",
+            at.display()
+        )
+    };
+    let mut folder = crate::fsx::Folder::open_path(home)
+        .map_err(|e| anyhow!("cannot open {}: {e}", home.display()))?;
+    let names = [
+        std::ffi::OsStr::new(".ext-store"),
+        std::ffi::OsStr::new(BUILD_CACHE),
+    ]
+    .into_iter()
+    .chain(rel.iter());
+    for name in names {
+        let name = name.to_string_lossy();
+        let at = folder.path().join(name.as_ref());
+        folder = match folder.sub(&name, true) {
+            Ok(Some(sub)) => sub,
+            _ => return Err(wrong(&at)),
+        };
+    }
+    Ok(())
 }
 
 /// The first lock file in `tree` and its SHA-256.

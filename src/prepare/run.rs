@@ -1,7 +1,6 @@
-//! Running one step: in the staged folder, stdin from /dev/null, in a process group of its
-//! own that Ctrl-C, SIGTERM or SIGHUP end with zot (`host::interrupt`) and that dies with
-//! zot (`die_with_parent`), with credential-looking variables taken out of its
-//! environment, within a time limit. Its output goes to the log file, the last line to a
+//! Running one step: through the seal's stages ([`super::sealing`]), stdin from /dev/null,
+//! in a process group of its own that Ctrl-C, SIGTERM or SIGHUP end with zot
+//! (`host::interrupt`) and that dies with zot (`die_with_parent`), within a time limit. Its output goes to the log file, the last line to a
 //! live progress line on a terminal, the last lines into the error when it fails; the
 //! options' [`Watcher`] is told when it starts and ends. Once the
 //! group is killed, the output is read for a short grace at most: a process that left the
@@ -10,17 +9,18 @@
 use std::collections::VecDeque;
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use super::detect::{Program, Step};
 use super::options::{Options, Watcher};
+use super::sealing::{self, Seal};
+use super::step::Step;
 use crate::host::{Group, die_with_parent, interrupt};
 use crate::output::{Output, printable};
 
@@ -85,22 +85,31 @@ impl<'a> Runner<'a> {
         })
     }
 
-    /// Runs `step` in `tree`; an error names the step, how it ended, its last lines and
+    /// Runs `step` for `tree`; an error names the step, how it ended, its last lines and
     /// the log.
-    pub(super) fn run(&mut self, tree: &Path, scratch: &Path, step: &Step) -> Result<()> {
+    pub(super) fn run(
+        &mut self,
+        tree: &Path,
+        scratch: &Path,
+        step: &Step,
+        seal: Seal,
+        offline: bool,
+    ) -> Result<()> {
         let shown = step.shown();
         self.out.note(&format!(
             "{}: running `{shown}` in the staged copy",
             self.name
         ));
         self.write_log(&format!("$ {shown}\n"));
-        let mut command = command(tree, scratch, step)?;
+        let mut command = sealing::command(tree, scratch, step, seal, offline)?;
         let (reader, writer) = io::pipe()?;
         command
             .stdout(writer.try_clone()?)
             .stderr(writer)
             .stdin(Stdio::null());
+        die_with_parent(&mut command);
         let mut child = command
+            .process_group(0)
             .spawn()
             .map_err(|e| anyhow!("cannot run `{shown}`: {e}"))?;
         drop(command); // our copies of the pipe's writing end
@@ -112,7 +121,7 @@ impl<'a> Runner<'a> {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let reader = self.read_output(reader, Arc::clone(&seen));
         let exit = self.wait(group, &shown, &seen);
-        group.kill();
+        group.kill_tree();
         interrupt::unregister(group.id());
         let _ = child.wait();
         self.finish_reading(reader, &seen);
@@ -131,12 +140,19 @@ impl<'a> Runner<'a> {
         };
         self.write_log(&format!("# {ended}\n"));
         let tail: Vec<String> = last.iter().map(|l| printable(l)).collect();
-        let offline_miss = step
-            .args
-            .iter()
-            .any(|a| a == "--offline" || a == "--no-index")
-            || step.env.iter().any(|(k, v)| *k == "GOPROXY" && v == "off");
-        let hint = if offline_miss {
+        let setup = format!("{}: ", crate::seal::SUPERVISOR);
+        if exit
+            == Some(crate::host::Exit::Code(i32::from(
+                crate::seal::SETUP_FAILED,
+            )))
+            && let Some(reason) = tail.last().and_then(|l| l.strip_prefix(&setup))
+        {
+            bail!(
+                "preparing {} failed: the seal `{shown}` runs in could not be set up: {reason}; nothing was changed",
+                self.name
+            );
+        }
+        let hint = if offline {
             " (with --offline, what is not in the local cache cannot be had: run without --offline)"
         } else {
             ""
@@ -232,7 +248,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn write_log(&self, text: &str) {
+    pub(super) fn write_log(&self, text: &str) {
         let _ = self
             .log
             .lock()
@@ -255,41 +271,6 @@ fn short(shown: &str) -> String {
     kept.join(" ")
 }
 
-/// The step's command: in `tree`, in its own group, without credentials.
-fn command(tree: &Path, scratch: &Path, step: &Step) -> Result<Command> {
-    let program = match &step.program {
-        Program::Tool(path) => path.clone(),
-        Program::InTree(rel) => tree.join(rel),
-    };
-    let mut command = Command::new(program);
-    command.args(&step.args).current_dir(tree).process_group(0);
-    for (key, _) in std::env::vars_os() {
-        if is_credential(&key.to_string_lossy()) {
-            command.env_remove(&key);
-        }
-    }
-    for (key, value) in &step.env {
-        command.env(key, value);
-    }
-    if let Some(key) = step.scratch_env {
-        fs::create_dir_all(scratch)?;
-        command.env(key, scratch);
-    }
-    die_with_parent(&mut command);
-    Ok(command)
-}
-
-/// Variables a step never sees: `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `GIT_ASKPASS`,
-/// `SSH_AUTH_SOCK`.
-fn is_credential(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["_TOKEN", "_SECRET", "_PASSWORD"]
-        .iter()
-        .any(|end| upper.ends_with(end))
-        || upper == "GIT_ASKPASS"
-        || upper == "SSH_AUTH_SOCK"
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,22 +281,5 @@ mod tests {
         assert_eq!(short("npm ci --ignore-scripts --omit=dev"), "npm ci");
         assert_eq!(short("python3 -m venv .venv"), "python3 -m venv");
         assert_eq!(short("uv"), "uv");
-    }
-
-    #[test]
-    fn credential_looking_variables_are_recognised() {
-        for name in [
-            "GITHUB_TOKEN",
-            "npm_token",
-            "AWS_SECRET",
-            "DB_PASSWORD",
-            "GIT_ASKPASS",
-            "SSH_AUTH_SOCK",
-        ] {
-            assert!(is_credential(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "TOKENIZER", "GOFLAGS"] {
-            assert!(!is_credential(name), "{name}");
-        }
     }
 }

@@ -39,7 +39,7 @@ pub(super) fn go_mod_version(go_mod: &Path) -> Option<String> {
 /// The version `go version` prints (`1.19.8` of `go version go1.19.8 linux/amd64`).
 pub(super) fn go_version(go: &Path) -> Result<String> {
     let said =
-        ask(go, "version").map_err(|e| anyhow!("cannot run {} version: {e}", go.display()))?;
+        ask(go, &["version"]).map_err(|e| anyhow!("cannot run {} version: {e}", go.display()))?;
     let text = said.stdout;
     text.split_whitespace()
         .find_map(|word| {
@@ -56,19 +56,20 @@ pub(super) fn go_version(go: &Path) -> Result<String> {
         })
 }
 
-/// What `program arg` printed on stdout, and whether it succeeded.
+/// What a tool printed on stdout, and whether it succeeded.
 #[derive(Clone)]
 struct Said {
     ok: bool,
     stdout: String,
 }
 
-/// Runs `program arg` (with `GOTOOLCHAIN=local`), once per run of zot: `go version` is asked
-/// when the step is planned and again for the install record.
-fn ask(program: &Path, arg: &'static str) -> Result<Said, String> {
-    type Answers = HashMap<(PathBuf, &'static str), Result<Said, String>>;
+/// Runs `program args` (with `GOTOOLCHAIN=local`) in `/`, once per run of zot: a tool asked
+/// about itself from a folder of nobody's (not the staged copy, whose configuration could
+/// name another program for it to run).
+fn ask(program: &Path, args: &'static [&'static str]) -> Result<Said, String> {
+    type Answers = HashMap<(PathBuf, &'static [&'static str]), Result<Said, String>>;
     static ANSWERS: OnceLock<Mutex<Answers>> = OnceLock::new();
-    let key = (program.to_path_buf(), arg);
+    let key = (program.to_path_buf(), args);
     let answers = ANSWERS.get_or_init(Mutex::default);
     if let Some(said) = answers
         .lock()
@@ -78,7 +79,8 @@ fn ask(program: &Path, arg: &'static str) -> Result<Said, String> {
         return said.clone();
     }
     let said = Command::new(program)
-        .arg(arg)
+        .args(args)
+        .current_dir("/")
         .env("GOTOOLCHAIN", "local")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -95,6 +97,27 @@ fn ask(program: &Path, arg: &'static str) -> Result<Said, String> {
     said
 }
 
+/// The first line `program args` printed, when it succeeded and printed one.
+pub(super) fn answer(program: &Path, args: &'static [&'static str]) -> Option<String> {
+    let said = ask(program, args).ok()?;
+    let line = said.stdout.lines().next()?.trim();
+    (said.ok && !line.is_empty()).then(|| line.to_string())
+}
+
+/// A folder `go env NAME` names (GOROOT, GOMODCACHE), absolute.
+pub(super) fn go_env(go: &Path, args: &'static [&'static str]) -> Option<PathBuf> {
+    let path = PathBuf::from(answer(go, args)?);
+    path.is_absolute().then_some(path)
+}
+
+/// The installation a program on `PATH` belongs to: the folder above the `bin` folder its
+/// file (links resolved) is in (`/usr/lib/go-1.19` for `/usr/bin/go`).
+pub(super) fn prefix_of(program: &Path) -> Option<PathBuf> {
+    let file = std::fs::canonicalize(program).ok()?;
+    let bin = file.parent()?;
+    Some(bin.parent().unwrap_or(bin).to_path_buf())
+}
+
 /// What `tool` on `PATH` says its version is (`go version`, else `<tool> --version`): the
 /// first line, trimmed. npm, pnpm and yarn are not run: their own `package.json` says it
 /// (starting node takes about as long as an `npm ci` of a few hundred cached packages).
@@ -105,8 +128,12 @@ pub(super) fn version(tool: &str) -> Option<String> {
     {
         return Some(version);
     }
-    let arg = if tool == "go" { "version" } else { "--version" };
-    let said = ask(&program, arg).ok()?;
+    let args: &'static [&'static str] = if tool == "go" {
+        &["version"]
+    } else {
+        &["--version"]
+    };
+    let said = ask(&program, args).ok()?;
     let line = said.stdout.lines().next()?.trim();
     (said.ok && !line.is_empty()).then(|| crate::output::printable(line))
 }

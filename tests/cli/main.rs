@@ -40,6 +40,7 @@ mod prepare;
 mod prepare_again;
 mod remove;
 mod resources;
+mod sealed_builds;
 mod secrets;
 mod shells;
 mod signals;

@@ -21,7 +21,7 @@ fn required() -> bool {
 
 /// Whether `check` (a command line) runs; a missing toolchain fails under CI and skips
 /// elsewhere.
-fn have(check: &[&str], package: &str) -> bool {
+pub(crate) fn have(check: &[&str], package: &str) -> bool {
     let found = Command::new(check[0])
         .args(&check[1..])
         .output()
@@ -65,7 +65,7 @@ pub(crate) fn write(path: &Path, text: &str) {
     fs::write(path, text).unwrap();
 }
 
-fn extension(env: &Env, dir: &str, name: &str, exec: &str) -> PathBuf {
+pub(crate) fn extension(env: &Env, dir: &str, name: &str, exec: &str) -> PathBuf {
     let src = env.work.join(dir);
     write(
         &src.join("extension.json"),
@@ -114,7 +114,7 @@ fn a_go_extension_at_the_module_root_is_built_in_staging() {
     assert!(!src.join("hello").exists(), "the source is left alone");
     let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
     assert!(
-        log.starts_with("$ go build -trimpath -o ./hello .\n"),
+        log.starts_with("$ go build -trimpath -buildvcs=false -o ./hello .\n"),
         "{log}"
     );
     assert_staging_empty(&env);
@@ -151,7 +151,7 @@ fn a_go_build_that_fails_leaves_the_installed_copy_as_it_was() {
     let store = || -> Vec<(String, String)> {
         env.snapshot()
             .into_iter()
-            .filter(|(path, _)| !path.contains("/logs/"))
+            .filter(|(path, _)| !path.contains("/logs/") && !path.contains("/build-cache"))
             .collect()
     };
     let before = store();
@@ -161,7 +161,7 @@ fn a_go_build_that_fails_leaves_the_installed_copy_as_it_was() {
         &["ext", "install", "-q", "--force", src.to_str().unwrap()],
     )
     .fails(1);
-    done.stderr_has("`go build -trimpath -o ./hello .` ended with exit status")
+    done.stderr_has("`go build -trimpath -buildvcs=false -o ./hello .` ended with exit status")
         .stderr_has("syntax error")
         .stderr_has("prepare-hello.log")
         .stderr_has("nothing was changed")
@@ -218,18 +218,65 @@ fn no_prepare_places_the_copy_as_fetched() {
 
 /// A `go` on PATH that says it is 1.22, starts a `sleep` in its group (its pid in `pid`)
 /// and sleeps.
-pub(crate) fn sleeping_go(env: &Env) -> (PathBuf, PathBuf) {
-    let bin = env.work.join("slow-bin");
+pub(crate) fn sleeping_go(env: &Env, secs: u32) -> PathBuf {
+    fake_go(
+        env,
+        "slow-bin",
+        &format!("echo compiling\n/bin/sleep {secs} >/dev/null 2>&1 &\n/bin/sleep {secs}\n"),
+    )
+}
+
+/// A `go` in `work/<dir>` that says it is 1.22, answers `go env` with nothing (zot asks it
+/// for GOROOT), and runs the shell text `body` for anything else, with `$out` the value of
+/// its `-o`.
+pub(crate) fn fake_go(env: &Env, dir: &str, body: &str) -> PathBuf {
+    let bin = env.work.join(dir);
     fs::create_dir_all(&bin).unwrap();
-    let pid = env.work.join("pid");
     write_executable(
         &bin.join("go"),
         &format!(
-            "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho compiling\n/bin/sleep 300 >/dev/null 2>&1 &\necho $! > {}\n/bin/sleep 300\n",
-            pid.display()
+            "#!/bin/sh\ncase \"$1\" in version) echo go version go1.22.0 linux/amd64; exit 0;; env) exit 1;; esac\nout=; prev=; for a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n{body}"
         ),
     );
-    (bin, pid)
+    bin
+}
+
+/// The processes running `sleep <secs>` (each test sleeps a duration of its own, so the
+/// processes of a test are told apart from the others' by it, wherever their pid
+/// namespace).
+pub(crate) fn sleepers(secs: u32) -> Vec<i32> {
+    let wanted = format!("{secs}");
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let line = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let words: Vec<&[u8]> = line.split(|&b| b == 0).collect();
+            let zombie =
+                fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"));
+            !zombie
+                && words.len() >= 2
+                && words[0].ends_with(b"sleep")
+                && words[1] == wanted.as_bytes()
+        })
+        .collect()
+}
+
+/// No process sleeps `secs` any more (the kernel may take a moment to end them).
+#[track_caller]
+pub(crate) fn assert_no_sleepers(secs: u32) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !sleepers(secs).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        sleepers(secs),
+        Vec::<i32>::new(),
+        "a process of the step outlived it"
+    );
 }
 
 #[test]
@@ -237,7 +284,7 @@ fn a_step_past_its_time_limit_is_ended_with_its_whole_group() {
     let env = Env::new();
     let src = go_extension(&env, "hello", "1.22");
     write(&src.join("main.go"), GO_MAIN);
-    let (bin, pid) = sleeping_go(&env);
+    let bin = sleeping_go(&env, 3101);
     zot(
         &env,
         &[
@@ -254,45 +301,59 @@ fn a_step_past_its_time_limit_is_ended_with_its_whole_group() {
     .stderr_has("last output: compiling");
     assert!(env.installed_names().is_empty());
     assert_staging_empty(&env);
-    let pid = fs::read_to_string(pid).unwrap();
-    let proc = PathBuf::from(format!("/proc/{}", pid.trim()));
-    // SIGKILL was sent before zot exited; the kernel may take a moment to tear it down.
-    let gone = (0..500).any(|_| {
-        let state = fs::read_to_string(proc.join("stat")).unwrap_or_default();
-        let done = state.is_empty() || state.contains(") Z");
-        if !done {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        done
-    });
-    assert!(gone, "the step's child {} outlived it", pid.trim());
+    assert_no_sleepers(3101);
 }
 
 #[test]
-fn credentials_are_not_passed_to_a_step() {
+fn a_sealed_build_sees_only_its_own_environment_and_a_private_home() {
     let env = Env::new();
     let src = go_extension(&env, "hello", "1.22");
     write(&src.join("main.go"), GO_MAIN);
-    let bin = env.work.join("env-bin");
-    fs::create_dir_all(&bin).unwrap();
-    write_executable(
-        &bin.join("go"),
-        "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\n/usr/bin/env\nexit 3\n",
-    );
+    let bin = fake_go(&env, "env-bin", "/usr/bin/env\nexit 3\n");
     zot(&env, &["ext", "install", src.to_str().unwrap()])
         .env("PATH", env.path_with(&bin))
         .env("GITHUB_TOKEN", "t0ken")
+        .env("ANTHROPIC_API_KEY", "sk-ant-k3y")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-s3cret")
+        .env("NPM_CONFIG__AUTH", "npm-auth")
+        .env("DATABASE_URL", "postgres://u:pw@db/x")
+        .env(
+            "GIT_CONFIG_PARAMETERS",
+            "'http.extraHeader'='Authorization: Bearer b3arer'",
+        )
         .env("SSH_AUTH_SOCK", "/tmp/agent")
         .env("KEEP_ME", "yes")
         .fails(1)
         .stderr_has("exit status 3");
     let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
-    assert!(log.contains("KEEP_ME=yes"), "{log}");
+    for secret in [
+        "t0ken",
+        "sk-ant-k3y",
+        "aws-s3cret",
+        "npm-auth",
+        "u:pw@db",
+        "b3arer",
+        "SSH_AUTH_SOCK",
+        "KEEP_ME",
+    ] {
+        assert!(!log.contains(secret), "{secret} reached the build: {log}");
+    }
     assert!(log.contains("GOFLAGS=-mod=readonly"), "{log}");
     assert!(log.contains("GOTOOLCHAIN=local"), "{log}");
+    assert!(log.contains("GOWORK=off"), "{log}");
+    assert!(log.contains("CGO_ENABLED=0"), "{log}");
+    assert!(log.contains("LANG=C.UTF-8"), "{log}");
+    let home = log
+        .lines()
+        .find_map(|l| l.strip_prefix("HOME="))
+        .unwrap_or_else(|| panic!("no HOME: {log}"));
     assert!(
-        !log.contains("t0ken") && !log.contains("SSH_AUTH_SOCK"),
-        "{log}"
+        Path::new(home).starts_with(env.home.join(".ext-store/staging")),
+        "HOME is not a private folder in staging: {home}"
+    );
+    assert!(
+        !log.contains(env.user_home.to_str().unwrap()),
+        "the user's home reached the build: {log}"
     );
 }
 
@@ -454,12 +515,12 @@ fn a_yarn_lock_without_yarn_names_both() {
         .stderr_has("yarn.lock needs yarn, which is not on PATH");
 }
 
-fn have_venv() -> bool {
+pub(crate) fn have_venv() -> bool {
     have(&["python3", "-c", "import venv, ensurepip"], "python3-venv")
 }
 
 /// A wheel of the module `tinydep`, written by hand (a wheel is a zip).
-fn write_wheel(path: &Path) {
+pub(crate) fn write_wheel(path: &Path) {
     let script = r#"
 import sys, zipfile
 with zipfile.ZipFile(sys.argv[1], "w") as z:
@@ -549,7 +610,7 @@ fn write_project_file(env: &Env, entries: &str) {
 }
 
 #[test]
-fn sync_runs_scripts_only_where_the_project_file_allows_them_and_says_so() {
+fn a_project_file_asking_for_scripts_runs_them_only_with_the_users_word() {
     if !have_npm() {
         return;
     }
@@ -562,11 +623,25 @@ fn sync_runs_scripts_only_where_the_project_file_allows_them_and_says_so() {
             src.display()
         ),
     );
+    // A cloned project's file is someone else's word: no script runs on it alone.
     zot(&env, &["ext", "sync", "--offline"]).ok().stderr_has(
-        "npmx: lifecycle scripts run, as the project file says (\"allow_scripts\": true)",
+        "note: the project file asks for the lifecycle scripts of npmx (\"allow_scripts\": true); they run only with your word: zot ext sync --allow-scripts (or ZOT_EXT_ALLOW_SCRIPTS=1)",
     );
     let dest = env.project_root().join("npmx");
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(
+        !dest.join("node_modules/x/dep-ran").exists(),
+        "a script ran"
+    );
+    assert!(!dest.join("root-ran").exists(), "a script ran");
+    // The user's word, in CI's form.
+    fs::remove_dir_all(&dest).unwrap();
+    zot(&env, &["ext", "sync", "--offline"])
+        .env("ZOT_EXT_ALLOW_SCRIPTS", "1")
+        .ok()
+        .stderr_has("npmx: lifecycle scripts run (sealed), as --allow-scripts allows and the project file asks");
     assert!(dest.join("node_modules/x/dep-ran").is_file());
+    assert!(dest.join("root-ran").is_file());
 }
 
 #[test]
@@ -958,30 +1033,17 @@ fn update_does_not_mix_a_hand_made_node_modules_into_the_fresh_one() {
     assert_eq!(fs::read_to_string(dest.join("state.json")).unwrap(), "{}\n");
 }
 
-/// Kills the process whose pid `file` holds, if the file was written.
-fn kill_pid_in(file: &Path) {
-    if let Ok(pid) = fs::read_to_string(file) {
-        let _ = Command::new("kill").args(["-9", pid.trim()]).status();
-    }
-}
-
 #[test]
-fn a_daemon_holding_the_steps_output_does_not_hang_the_install() {
+fn a_daemon_a_build_starts_does_not_outlive_it_nor_hang_the_install() {
     let env = Env::new();
     let src = go_extension(&env, "hello", "1.22");
     write(&src.join("main.go"), GO_MAIN);
-    let bin = env.work.join("daemon-bin");
-    fs::create_dir_all(&bin).unwrap();
-    let pid = env.work.join("daemon-pid");
     // The build "succeeds" and leaves a process in a session of its own (out of the step's
-    // group, so the group kill misses it) that keeps the output pipe open.
-    write_executable(
-        &bin.join("go"),
-        &format!(
-            "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho building\nsetsid /bin/sh -c 'echo $$ > {}; exec /bin/sleep 300' &\nwhile [ ! -s {} ]; do /bin/sleep 0.01; done\nprintf '#!/bin/sh\\n' > \"$4\"\nchmod +x \"$4\"\n",
-            pid.display(),
-            pid.display()
-        ),
+    // group, so a group kill misses it) that keeps the output pipe open.
+    let bin = fake_go(
+        &env,
+        "daemon-bin",
+        "echo building\nsetsid /bin/sleep 3102 &\nwhile [ -z \"$(pgrep -f 'sleep 3102')\" ]; do /bin/sleep 0.01; done\nprintf '#!/bin/sh\\n' > \"$out\"\nchmod +x \"$out\"\n",
     );
     let mut child = zot(&env, &["ext", "install", "-q", src.to_str().unwrap()])
         .env("PATH", env.path_with(&bin))
@@ -999,23 +1061,19 @@ fn a_daemon_holding_the_steps_output_does_not_hang_the_install() {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    kill_pid_in(&pid);
     let status = status.expect("zot ext install hung on the step's output pipe");
     assert!(status.success(), "{status:?}");
     assert!(env.global_root().join("hello/hello").is_file());
-    let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
-    assert!(log.contains("still held open"), "{log}");
+    assert_no_sleepers(3102);
 }
 
 /// A `go` on PATH that says it is 1.22 and "builds" by writing a script at `-o`.
 fn quick_go(env: &Env) -> PathBuf {
-    let bin = env.work.join("quick-bin");
-    fs::create_dir_all(&bin).unwrap();
-    write_executable(
-        &bin.join("go"),
-        "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho building\nprintf '#!/bin/sh\\n' > \"$4\"\nchmod +x \"$4\"\n",
-    );
-    bin
+    fake_go(
+        env,
+        "quick-bin",
+        "echo building\nprintf '#!/bin/sh\\n' > \"$out\"\nchmod +x \"$out\"\n",
+    )
 }
 
 /// A project whose file names a Go extension, and a quick `go` for it; returns PATH.

@@ -9,8 +9,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::prepare::{
-    GO_MAIN, assert_staging_empty, go_extension, have_go, have_npm, npm_extension, output_of,
-    sleeping_go, unprepared_npm_with_hand_made_modules, write, zot,
+    GO_MAIN, assert_no_sleepers, assert_staging_empty, fake_go, go_extension, have_go, have_npm,
+    npm_extension, output_of, sleepers, sleeping_go, unprepared_npm_with_hand_made_modules, write,
+    zot,
 };
 use crate::support::{Env, write_executable};
 
@@ -36,7 +37,7 @@ fn installed_unbuilt(env: &Env) -> PathBuf {
 fn store(env: &Env) -> Vec<(String, String)> {
     env.snapshot()
         .into_iter()
-        .filter(|(path, _)| !path.contains("/logs"))
+        .filter(|(path, _)| !path.contains("/logs") && !path.contains("/build-cache"))
         .collect()
 }
 
@@ -54,7 +55,7 @@ fn prepare_builds_an_installed_copy_and_keeps_what_it_wrote() {
     assert_eq!(ext["status"], "prepared", "{json}");
     assert_eq!(
         ext["prepared"]["step"],
-        "go build -trimpath -o ./hello ./cmd/hello"
+        "go build -trimpath -buildvcs=false -o ./hello ./cmd/hello"
     );
     assert!(ext["prepared"]["ran_at"].is_string(), "{json}");
     assert_eq!(output_of(&dest.join("hello")), "hello from go\n");
@@ -71,22 +72,20 @@ fn prepare_builds_an_installed_copy_and_keeps_what_it_wrote() {
     );
     assert_staging_empty(&env);
     // Again: the old program goes with the old copy, a new one is built.
-    zot(&env, &["ext", "prepare", "hello"])
-        .ok()
-        .stdout_has("prepared hello (global): go build -trimpath -o ./hello ./cmd/hello");
+    zot(&env, &["ext", "prepare", "hello"]).ok().stdout_has(
+        "prepared hello (global): go build -trimpath -buildvcs=false -o ./hello ./cmd/hello",
+    );
     assert_eq!(output_of(&dest.join("hello")), "hello from go\n");
     assert_staging_empty(&env);
 }
 
 /// A `go` on PATH that says it is 1.22 and fails every build.
 fn failing_go(env: &Env) -> PathBuf {
-    let bin = env.work.join("bad-bin");
-    fs::create_dir_all(&bin).unwrap();
-    write_executable(
-        &bin.join("go"),
-        "#!/bin/sh\nif [ \"$1\" = version ]; then echo go version go1.22.0 linux/amd64; exit 0; fi\necho './main.go:3:1: syntax error'\nexit 1\n",
-    );
-    bin
+    fake_go(
+        env,
+        "bad-bin",
+        "echo './main.go:3:1: syntax error'\nexit 1\n",
+    )
 }
 
 #[test]
@@ -98,7 +97,7 @@ fn a_failed_step_leaves_the_installed_copy_as_it_was() {
     zot(&env, &["ext", "prepare", "-q", "hello"])
         .env("PATH", env.path_with(&failing_go(&env)))
         .fails(1)
-        .stderr_has("failed to prepare hello (global): preparing hello failed: `go build -trimpath -o ./hello ./cmd/hello` ended with exit status 1")
+        .stderr_has("failed to prepare hello (global): preparing hello failed: `go build -trimpath -buildvcs=false -o ./hello ./cmd/hello` ended with exit status 1")
         .stderr_has("syntax error")
         .stderr_has("prepare-hello.log")
         .stderr_one_line();
@@ -147,19 +146,15 @@ fn ctrl_c_mid_step_leaves_the_installed_copy_staging_empty_and_the_group_gone() 
     let env = Env::new();
     installed_unbuilt(&env);
     let before = store(&env);
-    let (bin, pid) = sleeping_go(&env);
+    let bin = sleeping_go(&env, 3103);
     let mut child = zot(&env, &["ext", "prepare", "hello"])
         .env("PATH", env.path_with(&bin))
         .spawn_silent();
     let until = Instant::now() + Duration::from_secs(30);
-    let step = loop {
-        let text = fs::read_to_string(&pid).unwrap_or_default();
-        if let Ok(pid) = text.trim().parse::<i32>() {
-            break pid;
-        }
+    while sleepers(3103).is_empty() {
         assert!(Instant::now() < until, "the step never started");
         std::thread::sleep(Duration::from_millis(20));
-    };
+    }
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -167,15 +162,7 @@ fn ctrl_c_mid_step_leaves_the_installed_copy_staging_empty_and_the_group_gone() 
     assert!(sent.success());
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(2), "{status:?}");
-    let gone = (0..500).any(|_| {
-        let state = fs::read_to_string(format!("/proc/{step}/stat")).unwrap_or_default();
-        let done = state.is_empty() || state.contains(") Z");
-        if !done {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        done
-    });
-    assert!(gone, "the step's child {step} outlived zot");
+    assert_no_sleepers(3103);
     assert_staging_empty(&env);
     assert_eq!(store(&env), before, "the installed copy changed");
 }
@@ -207,8 +194,10 @@ fn info_shows_the_step_that_ran_its_tool_and_when() {
     installed_unbuilt(&env);
     zot(&env, &["ext", "prepare", "hello"]).ok();
     let done = zot(&env, &["ext", "info", "hello"]).ok();
-    done.stdout_has("  prepared:    go build -trimpath -o ./hello ./cmd/hello (go version go1.")
-        .stdout_has(", at 20");
+    done.stdout_has(
+        "  prepared:    go build -trimpath -buildvcs=false -o ./hello ./cmd/hello (go version go1.",
+    )
+    .stdout_has(", at 20");
     let json = zot(&env, &["ext", "info", "hello", "--json"]).ok().json();
     let copy = &json["copies"][0];
     assert!(copy["prepare_needed"].is_null(), "{json}");
@@ -331,7 +320,7 @@ fn node_modules_are_installed_afresh_with_scripts_only_when_allowed_again() {
         ],
     )
     .ok()
-    .stdout_has("prepared npmx (project): npm ci --omit=dev --no-audit --no-fund --offline");
+    .stdout_has("prepared npmx (project): npm ci --ignore-scripts --omit=dev --no-audit --no-fund --offline && npm rebuild --no-audit --no-fund");
     assert!(dest.join("node_modules/x/dep-ran").is_file());
     assert!(dest.join("root-ran").is_file());
     fs::remove_file(dest.join("node_modules/x/index.js")).unwrap();
