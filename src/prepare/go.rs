@@ -111,7 +111,9 @@ fn proxy_url(cache: &Path) -> OsString {
 /// `go build -trimpath -buildvcs=false`, sealed, with zot's caches; `-o` and the package
 /// are added by the caller.
 fn build(go: &Path, caches: &Caches, vendored: bool, options: &Options) -> Step {
-    let root = toolchain::go_env(go, &["env", "GOROOT"]).or_else(|| toolchain::prefix_of(go));
+    // The installation the binary is in: what a go started with no GOROOT uses (asking
+    // `go env GOROOT` would start go once more, about a tenth of a small build).
+    let root = toolchain::prefix_of(go);
     let mode = if vendored {
         "-mod=vendor"
     } else {

@@ -38,9 +38,14 @@ pub(super) fn go_mod_version(go_mod: &Path) -> Option<String> {
 
 /// The version `go version` prints (`1.19.8` of `go version go1.19.8 linux/amd64`).
 pub(super) fn go_version(go: &Path) -> Result<String> {
-    let said =
-        ask(go, &["version"]).map_err(|e| anyhow!("cannot run {} version: {e}", go.display()))?;
-    let text = said.stdout;
+    let text = match go_version_line(go) {
+        Some(line) => line,
+        None => {
+            ask(go, &["version"])
+                .map_err(|e| anyhow!("cannot run {} version: {e}", go.display()))?
+                .stdout
+        }
+    };
     text.split_whitespace()
         .find_map(|word| {
             word.strip_prefix("go")
@@ -128,6 +133,11 @@ pub(super) fn version(tool: &str) -> Option<String> {
     {
         return Some(version);
     }
+    if tool == "go"
+        && let Some(line) = go_version_line(&program)
+    {
+        return Some(crate::output::printable(&line));
+    }
     let args: &'static [&'static str] = if tool == "go" {
         &["version"]
     } else {
@@ -136,6 +146,28 @@ pub(super) fn version(tool: &str) -> Option<String> {
     let said = ask(&program, args).ok()?;
     let line = said.stdout.lines().next()?.trim();
     (said.ok && !line.is_empty()).then(|| crate::output::printable(line))
+}
+
+/// What `go version` would print, from the `VERSION` file of the installation `go` belongs
+/// to (`go1.19.8`, its first line), without starting go (3.6 ms, about 2% of a small Go
+/// install); `None` where there is no such file or the system's name is not one Go's.
+fn go_version_line(go: &Path) -> Option<String> {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "riscv64" => "riscv64",
+        "s390x" => "s390x",
+        "loongarch64" => "loong64",
+        _ => return None,
+    };
+    let bytes = bounded::read(&prefix_of(go)?.join("VERSION"), 4096).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let version = text.lines().next()?.trim();
+    let digits = version.strip_prefix("go")?;
+    digits
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then(|| format!("go version {version} {}/{arch}", std::env::consts::OS))
 }
 
 /// Bytes of a tool's `package.json` read at most.

@@ -37,7 +37,7 @@ use linux::restrict;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     use landlock::{
         ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -125,15 +125,24 @@ mod linux {
     /// given. Where the kernel refuses, it stays as it is.
     fn hide_sockets(rules: &crate::seal::spec::Rules) {
         use rustix::mount::{MountFlags, mount};
+        let given: Vec<PathBuf> = rules
+            .read
+            .iter()
+            .chain(&rules.write)
+            .map(|path| std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
+            .collect();
+        let mut hidden: Vec<PathBuf> = Vec::new();
         for folder in ["/run", "/var/run", "/tmp", "/var/tmp"] {
-            let real = std::fs::canonicalize(folder).unwrap_or_else(|_| folder.into());
-            let needed = rules.read.iter().chain(&rules.write).any(|path| {
-                let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-                path.starts_with(&real) || real.starts_with(&path) && path != Path::new("/")
+            let Ok(real) = std::fs::canonicalize(folder) else {
+                continue;
+            };
+            let needed = given.iter().any(|path| {
+                path.starts_with(&real) || real.starts_with(path) && path != Path::new("/")
             });
-            if !needed && real.is_dir() {
+            if !needed && !hidden.contains(&real) {
                 let flags = MountFlags::NOSUID | MountFlags::NODEV;
                 let _ = mount("tmpfs", &real, "tmpfs", flags, c"mode=1777");
+                hidden.push(real);
             }
         }
     }

@@ -71,7 +71,8 @@ fn wait(child: &mut Child, signals: &PipeReader) -> Option<ExitStatus> {
             tv_sec: 0,
             tv_nsec: 50_000_000,
         };
-        let _ = poll(&mut fds, Some(&timeout));
+        let limit = (fds.len() == 1).then_some(&timeout);
+        let _ = poll(&mut fds, limit);
         if fds[0].revents().contains(PollFlags::IN) {
             return None;
         }

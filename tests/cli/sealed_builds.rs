@@ -682,3 +682,93 @@ fn a_sealed_build_cannot_reach_a_daemons_socket_under_run() {
     let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
     assert!(!reached && !log.contains("unix-connected"), "{log}");
 }
+
+#[test]
+fn uv_syncs_without_building_installing_the_project_or_reading_its_configuration() {
+    let env = Env::new();
+    let src = extension(&env, "u", "u", "./.venv/bin/python");
+    write(
+        &src.join("pyproject.toml"),
+        "[project]\nname = \"u\"\nversion = \"1\"\n[build-system]\nrequires = []\nbuild-backend = \"evil\"\nbackend-path = [\".\"]\n",
+    );
+    write(&src.join("uv.lock"), "version = 1\n");
+    write(&src.join("uv.toml"), "no-build-isolation = true\n");
+    let bin = env.work.join("uv-bin");
+    fs::create_dir_all(&bin).unwrap();
+    write_executable(
+        &bin.join("uv"),
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo uv 0.5.0; exit 0; fi\necho \"$@\" > args.log\nmkdir -p .venv/bin\n",
+    );
+    zot(&env, &["ext", "install", src.to_str().unwrap()])
+        .env("PATH", env.path_with(&bin))
+        .ok();
+    let args = fs::read_to_string(env.global_root().join("u/args.log")).unwrap();
+    assert!(
+        args.starts_with(
+            "sync --locked --no-dev --no-install-project --no-editable --no-build --no-config"
+        ),
+        "{args}"
+    );
+}
+
+pub(crate) fn have_yarn_1() -> bool {
+    let yarn = Command::new("yarn").arg("--version").output();
+    let major = yarn
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let found = major.as_deref().is_some_and(|v| v.starts_with("1."));
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "yarn 1 does not run, and CI must test it: npm install -g yarn@1"
+        );
+        eprintln!("note: yarn 1 is not on PATH; skipping");
+    }
+    found
+}
+
+#[test]
+fn yarn_1_runs_no_lifecycle_script_and_holds_to_its_lock() {
+    if !have_npm() || !have_yarn_1() {
+        return;
+    }
+    let env = Env::new();
+    let src = crate::prepare::npm_extension(&env, false);
+    let yarn = |args: &[&str], dir: &Path| {
+        let done = Command::new("yarn")
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", &env.user_home)
+            .env("YARN_CACHE_FOLDER", env.work.join("yarn-cache"))
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{done:?}");
+    };
+    yarn(&["install", "--ignore-scripts", "--non-interactive"], &src);
+    fs::remove_dir_all(src.join("node_modules")).unwrap();
+    let run = |args: &[&str]| {
+        zot(&env, args)
+            .env("HOME", &env.user_home)
+            .env("YARN_CACHE_FOLDER", env.work.join("yarn-cache"))
+    };
+    run(&["ext", "install", src.to_str().unwrap()]).ok();
+    let dest = env.global_root().join("npmx");
+    assert!(dest.join("node_modules/x/index.js").is_file());
+    assert!(
+        !dest.join("node_modules/x/dep-ran").exists(),
+        "a dependency's script ran"
+    );
+    assert!(
+        !dest.join("root-ran").exists(),
+        "the extension's own script ran"
+    );
+    // A package.json the lock does not cover is an error, not a lock rewritten.
+    write(
+        &src.join("package.json"),
+        r#"{"name": "npmx", "version": "1.0.0", "dependencies": {"x": "file:vendor/x.tgz", "left-pad": "1.3.0"}}"#,
+    );
+    run(&["ext", "install", "--force", "--offline", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_has("`yarn install --frozen-lockfile --production --ignore-scripts --non-interactive --offline` ended with exit status 1");
+}
