@@ -138,26 +138,41 @@ fn seal_for(plan: &Plan, name: &str, options: &Options, out: &Output) -> Result<
     if !plan.builds() {
         return Ok(Seal::On);
     }
+    let what = plan.builds.as_deref().unwrap_or("a build");
+    let (seal, warning) = decide(name, what, options, crate::seal::available())?;
+    if let Some(warning) = warning {
+        out.note(&warning);
+    }
+    Ok(seal)
+}
+
+/// [`seal_for`]'s choice, given whether the seal can be had here (`available`): the way
+/// the build runs and a warning to print, or the refusal.
+fn decide(
+    name: &str,
+    what: &str,
+    options: &Options,
+    available: Result<(), String>,
+) -> Result<(Seal, Option<String>)> {
     if options.no_sandbox {
         if options.require_sandbox {
             bail!(
                 "--no-sandbox and --require-sandbox (or ZOT_EXT_REQUIRE_SANDBOX) contradict each other: give one"
             );
         }
-        return Ok(Seal::Off);
+        return Ok((Seal::Off, None));
     }
-    let what = plan.builds.as_deref().unwrap_or("a build");
-    match crate::seal::available() {
-        Ok(()) => Ok(Seal::On),
+    match available {
+        Ok(()) => Ok((Seal::On, None)),
         Err(why) if options.require_sandbox => bail!(
             "preparing {name} runs {what}, and the seal it must run in cannot be had here ({why}); --require-sandbox (or ZOT_EXT_REQUIRE_SANDBOX) forbids running it otherwise"
         ),
-        Err(why) if options.allow_scripts => {
-            out.note(&format!(
+        Err(why) if options.allow_scripts => Ok((
+            Seal::Off,
+            Some(format!(
                 "warning: {name}: {what} runs without the seal ({why}), as --allow-scripts allows"
-            ));
-            Ok(Seal::Off)
-        }
+            )),
+        )),
         Err(why) => bail!(
             "preparing {name} runs {what}: code from the extension and its dependencies, which zot runs only sealed, and the seal cannot be had here ({why}); pass --allow-scripts to run it anyway, or --no-prepare to place the copy unbuilt"
         ),
@@ -211,4 +226,79 @@ fn lock_hash(tree: &Path) -> Option<(String, String)> {
         }
         Some(((*name).to_string(), hex))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> Options {
+        let global = crate::catalog::paths::ScopeDirs {
+            scope: crate::catalog::paths::Scope::Global,
+            base: "/nowhere".into(),
+        };
+        Options::new(&global)
+    }
+
+    const NONE: &str = "macos has no Landlock";
+
+    #[test]
+    fn without_a_seal_a_build_needs_the_users_word() {
+        let e = decide("hello", "go build of .", &options(), Err(NONE.into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("preparing hello runs go build of .: code from the extension and its dependencies, which zot runs only sealed, and the seal cannot be had here (macos has no Landlock); pass --allow-scripts"),
+            "{e}"
+        );
+        let allowed = Options {
+            allow_scripts: true,
+            ..options()
+        };
+        let (seal, warning) = decide("hello", "go build of .", &allowed, Err(NONE.into())).unwrap();
+        assert_eq!(seal, Seal::Off);
+        assert_eq!(
+            warning.as_deref(),
+            Some(
+                "warning: hello: go build of . runs without the seal (macos has no Landlock), as --allow-scripts allows"
+            )
+        );
+    }
+
+    #[test]
+    fn require_sandbox_refuses_whatever_else_is_given() {
+        let strict = Options {
+            allow_scripts: true,
+            require_sandbox: true,
+            ..options()
+        };
+        let e = decide("hello", "go build", &strict, Err(NONE.into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--require-sandbox (or ZOT_EXT_REQUIRE_SANDBOX) forbids"),
+            "{e}"
+        );
+        assert_eq!(
+            decide("hello", "go build", &strict, Ok(())).unwrap().0,
+            Seal::On
+        );
+        let both = Options {
+            no_sandbox: true,
+            ..strict
+        };
+        assert!(decide("hello", "go build", &both, Ok(())).is_err());
+    }
+
+    #[test]
+    fn no_sandbox_runs_unsealed_even_where_the_seal_is() {
+        let off = Options {
+            no_sandbox: true,
+            ..options()
+        };
+        assert_eq!(
+            decide("hello", "go build", &off, Ok(())).unwrap(),
+            (Seal::Off, None)
+        );
+    }
 }

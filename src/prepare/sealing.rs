@@ -104,6 +104,9 @@ pub(super) fn command(
     let env = match (step.phase, seal) {
         (Phase::Fetch, _) => {
             spec.network = !offline;
+            // The user's own tool, which runs no stranger's code: namespaces only to cut
+            // the network (a user namespace would take away its supplementary groups).
+            spec.namespaces &= offline;
             user_env(false)
         }
         (Phase::Build, Seal::Off) => user_env(true),
@@ -199,7 +202,10 @@ fn rules(tree: &Path, scratch: &Path, step: &Step, path: &[PathBuf]) -> Rules {
     let mut write = vec![tree.to_path_buf(), scratch.to_path_buf()];
     write.extend(DEVICES.iter().map(PathBuf::from));
     write.extend(step.writes.iter().cloned());
-    read.retain(|p| p.exists());
+    // Nothing that would open the user's home whole (a toolchain in ~/bin gives ~ as its
+    // installation): only what lies in it.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    read.retain(|p| p.exists() && !home.as_ref().is_some_and(|h| h.starts_with(p)));
     read.sort();
     read.dedup();
     Rules { read, write }

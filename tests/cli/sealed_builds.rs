@@ -772,3 +772,32 @@ fn yarn_1_runs_no_lifecycle_script_and_holds_to_its_lock() {
         .fails(1)
         .stderr_has("`yarn install --frozen-lockfile --production --ignore-scripts --non-interactive --offline` ended with exit status 1");
 }
+
+#[test]
+fn a_toolchain_in_the_home_opens_its_own_folder_not_the_home() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.22");
+    write(&src.join("main.go"), GO_MAIN);
+    write(
+        &env.user_home.join(".netrc"),
+        "machine x login u password n3trc\n",
+    );
+    // ~/bin/go: the installation it belongs to is the home itself.
+    let bin = env.user_home.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let fake = fake_go(
+        &env,
+        "unused",
+        &format!(
+            "cat {}/.netrc 2>&1\nprintf '#!/bin/sh\\n' > \"$out\"\n",
+            env.user_home.display()
+        ),
+    );
+    fs::copy(fake.join("go"), bin.join("go")).unwrap();
+    zot(&env, &["ext", "install", src.to_str().unwrap()])
+        .env("PATH", env.path_with(&bin))
+        .ok();
+    let log = fs::read_to_string(env.home.join("logs/prepare-hello.log")).unwrap();
+    assert!(!log.contains("n3trc"), "{log}");
+    assert!(log.contains("Permission denied"), "{log}");
+}
