@@ -520,7 +520,7 @@ pub(crate) fn have_venv() -> bool {
 }
 
 /// A wheel of the module `tinydep`, written by hand (a wheel is a zip).
-pub(crate) fn write_wheel(path: &Path) {
+fn write_wheel(path: &Path) {
     let script = r#"
 import sys, zipfile
 with zipfile.ZipFile(sys.argv[1], "w") as z:
@@ -538,29 +538,41 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
     assert!(ok.success());
 }
 
-#[test]
-fn requirements_make_a_venv_from_a_local_wheel() {
-    if !have_venv() {
-        return;
-    }
-    let env = Env::new();
-    let src = extension(&env, "py", "py", "./.venv/bin/python");
+/// A Python extension whose one requirement is the wheel `vendor/tinydep-1.0-py3-none-any.whl`.
+pub(crate) fn wheel_extension(env: &Env) -> PathBuf {
+    let src = extension(env, "py", "py", "./.venv/bin/python");
     write_wheel(&src.join("vendor/tinydep-1.0-py3-none-any.whl"));
     write(
         &src.join("requirements.txt"),
         "./vendor/tinydep-1.0-py3-none-any.whl\n",
     );
-    zot(
-        &env,
-        &["ext", "install", "--offline", src.to_str().unwrap()],
-    )
-    .ok();
+    src
+}
+
+/// The venv of the installed `py` imports `tinydep`.
+#[track_caller]
+pub(crate) fn assert_venv_has_tinydep(env: &Env) {
     let dest = env.global_root().join("py");
     let out = Command::new(dest.join(".venv/bin/python"))
         .args(["-c", "import tinydep; print(tinydep.ANSWER)"])
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n", "{out:?}");
+}
+
+#[test]
+fn requirements_make_a_venv_from_a_local_wheel() {
+    if !have_venv() {
+        return;
+    }
+    let env = Env::new();
+    let src = wheel_extension(&env);
+    zot(
+        &env,
+        &["ext", "install", "--offline", src.to_str().unwrap()],
+    )
+    .ok();
+    assert_venv_has_tinydep(&env);
 }
 
 #[test]

@@ -16,8 +16,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::prepare::{
-    GO_MAIN, assert_no_sleepers, assert_staging_empty, extension, fake_go, go_extension, have,
-    have_go, have_npm, have_venv, sleepers, sleeping_go, write, write_wheel, zot,
+    GO_MAIN, assert_no_sleepers, assert_staging_empty, assert_venv_has_tinydep, extension, fake_go,
+    go_extension, have, have_go, have_npm, have_venv, sleepers, sleeping_go, wheel_extension,
+    write, zot,
 };
 use crate::support::{Env, write_executable};
 
@@ -262,7 +263,7 @@ fn python_modules_in_the_extension_do_not_shadow_venv_or_pip() {
         return;
     }
     let env = Env::new();
-    let src = extension(&env, "py", "py", "./.venv/bin/python");
+    let src = wheel_extension(&env);
     let marker = env.user_home.join("shadowed");
     let evil = format!(
         "open({:?}, 'w').write('ran')\nraise SystemExit(0)\n",
@@ -271,23 +272,13 @@ fn python_modules_in_the_extension_do_not_shadow_venv_or_pip() {
     write(&src.join("venv.py"), &evil);
     write(&src.join("pip/__init__.py"), &evil);
     write(&src.join("pip/__main__.py"), &evil);
-    write_wheel(&src.join("vendor/tinydep-1.0-py3-none-any.whl"));
-    write(
-        &src.join("requirements.txt"),
-        "./vendor/tinydep-1.0-py3-none-any.whl\n",
-    );
     zot(
         &env,
         &["ext", "install", "--offline", src.to_str().unwrap()],
     )
     .ok();
     assert!(!marker.exists(), "the extension's venv.py or pip/ ran");
-    let dest = env.global_root().join("py");
-    let out = Command::new(dest.join(".venv/bin/python"))
-        .args(["-c", "import tinydep; print(tinydep.ANSWER)"])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n", "{out:?}");
+    assert_venv_has_tinydep(&env);
 }
 
 #[test]
