@@ -47,6 +47,19 @@ struct Module {
 pub(crate) fn resolve(dir: &Path, manifest: &Manifest, place: Place) -> Result<PathBuf, ExecError> {
     let path_var = std::env::var_os("PATH");
     host::resolve(dir, &manifest.exec, path_var.as_deref()).map_err(|e| {
+        if let (Place::Installed { name, .. }, true) = (place, e.message.contains("is not executable")) {
+            // The bit comes from the source: a chmod in the store is undone by the next
+            // update or --force.
+            let path = dir.join(&manifest.exec);
+            return ExecError {
+                fix: format!(
+                    "set its executable bit in the source (chmod +x, or git update-index --chmod=+x and a commit), then zot ext update {} (a copy placed by hand: chmod +x {})",
+                    sh_quote(name),
+                    sh_quote(&path.to_string_lossy())
+                ),
+                ..e
+            };
+        }
         if !e.missing {
             return e;
         }

@@ -294,6 +294,9 @@ pub(crate) fn check(target: &Target, options: &Options) -> Report {
 /// Dependencies a step installs (`node_modules/`) missing: a warning with the fix, before
 /// the start shows what they break.
 fn check_prepared(report: &mut Report, target: &Target, manifest: &Manifest) {
+    if let Some((what, fix)) = prepare_hint::venv_bypassed(&target.dir, manifest) {
+        report.add(Problem::warning(what, fix));
+    }
     if let Some(what) = prepare_hint::missing_step(&target.dir, manifest) {
         let place = prepare_hint::place_of(target, manifest);
         report.add(Problem::warning(
@@ -312,6 +315,10 @@ fn check_missing_on_stderr(report: &mut Report, target: &Target, manifest: &Mani
     else {
         return;
     };
+    // The venv that holds them is there, and another Python ran: checked already.
+    if prepare_hint::venv_bypassed(&target.dir, manifest).is_some() {
+        return;
+    }
     let place = prepare_hint::place_of(target, manifest);
     report.add(Problem::error(
         format!(

@@ -77,6 +77,15 @@ pub(crate) fn missing_step(dir: &Path, manifest: &Manifest) -> Option<String> {
             "the program {exec} is not built (the folder has a {file}): its build has not run"
         ));
     }
+    let venv = exec
+        .strip_prefix("./")
+        .unwrap_or(exec)
+        .strip_prefix(".venv/bin/python");
+    if venv.is_some() && std::fs::symlink_metadata(dir.join(".venv")).is_err() {
+        return Some(format!(
+            "the virtual environment {exec} is in was not made: its step has not run"
+        ));
+    }
     let no_modules = std::fs::symlink_metadata(dir.join("node_modules")).is_err();
     if no_modules && crate::prepare::node_dependencies(dir).unwrap_or(false) {
         return Some(
@@ -119,6 +128,18 @@ pub(crate) fn in_working_copy(dir: &Path, manifest: &Manifest) -> Option<String>
     if crate::prepare::node_dependencies(dir).unwrap_or(false) {
         return Some(format!("{cd} && {}", crate::prepare::node_command(dir)));
     }
+    let venv = exec
+        .strip_prefix("./")
+        .unwrap_or(exec)
+        .starts_with(".venv/bin/python");
+    if venv && exec_missing {
+        let install = if is_file(&dir.join("requirements.txt")) {
+            " && .venv/bin/python -m pip install -r requirements.txt"
+        } else {
+            ""
+        };
+        return Some(format!("{cd} && python3 -m venv .venv{install}"));
+    }
     None
 }
 
@@ -137,6 +158,60 @@ fn is_file(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
+/// Bytes of a script's head read for its `#!` line.
+const SHEBANG_MAX: usize = 512;
+
+/// When the folder `dir` has a venv (`.venv/bin/python`, what preparing makes for its
+/// requirements) that `exec` does not run, because it runs another Python (the one on PATH,
+/// or a script whose `#!` names one): what is wrong, and the manifest that runs the venv's.
+pub(crate) fn venv_bypassed(dir: &Path, manifest: &Manifest) -> Option<(String, String)> {
+    std::fs::symlink_metadata(dir.join(".venv/bin/python")).ok()?;
+    let exec = manifest.exec.as_str();
+    let plain = exec.strip_prefix("./").unwrap_or(exec);
+    if plain.starts_with(".venv/") {
+        return None;
+    }
+    let (how, args): (String, Vec<String>) = if is_python_name(exec) {
+        (format!("the {exec} on PATH"), manifest.args.clone())
+    } else {
+        let line = shebang(&dir.join(plain))?;
+        let script = std::iter::once(plain.to_string());
+        (
+            format!("its #! line, {line}"),
+            script.chain(manifest.args.iter().cloned()).collect(),
+        )
+    };
+    let quoted: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    Some((
+        format!(
+            "its dependencies are in .venv/, but \"exec\" {} runs another Python ({}), so they are not found or not the ones installed",
+            crate::output::printable(exec),
+            crate::output::printable(&how)
+        ),
+        format!(
+            "set \"exec\" to \".venv/bin/python\" and \"args\" to [{}] in the source's extension.json, then install it again",
+            crate::output::printable(&quoted.join(", "))
+        ),
+    ))
+}
+
+/// `python`, `python3`, `python3.11`: a Python found on PATH.
+fn is_python_name(exec: &str) -> bool {
+    exec.strip_prefix("python")
+        .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// A script's `#!` line when it names a Python.
+fn shebang(script: &Path) -> Option<String> {
+    let mut head = [0; SHEBANG_MAX];
+    let len = crate::fsx::bounded::read_head(script, &mut head).ok()?;
+    let text = String::from_utf8_lossy(&head[..len]);
+    let line = text.lines().next()?.strip_prefix("#!")?.trim().to_string();
+    line.split_whitespace()
+        .any(|word| word.rsplit('/').next().is_some_and(is_python_name))
+        .then_some(line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +220,31 @@ mod tests {
     fn manifest(exec: &str) -> Manifest {
         let text = format!("{{\"name\": \"x\", \"exec\": \"{exec}\"}}");
         crate::catalog::manifest::parse(&text, Path::new("extension.json")).unwrap()
+    }
+
+    #[test]
+    fn a_venv_the_manifest_does_not_run_is_found_with_the_manifest_that_does() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join(".venv/bin")).unwrap();
+        fs::write(dir.path().join(".venv/bin/python"), "").unwrap();
+        fs::write(
+            dir.path().join("main.py"),
+            "#!/usr/bin/env python3\nimport requests\n",
+        )
+        .unwrap();
+        let (what, fix) = venv_bypassed(dir.path(), &manifest("./main.py")).unwrap();
+        assert!(
+            what.contains("runs another Python (its #! line, /usr/bin/env python3)"),
+            "{what}"
+        );
+        assert!(
+            fix.starts_with("set \"exec\" to \".venv/bin/python\" and \"args\" to [\"main.py\"]"),
+            "{fix}"
+        );
+        let (what, _) = venv_bypassed(dir.path(), &manifest("python3")).unwrap();
+        assert!(what.contains("(the python3 on PATH)"), "{what}");
+        assert!(venv_bypassed(dir.path(), &manifest(".venv/bin/python")).is_none());
+        assert!(venv_bypassed(dir.path(), &manifest("node")).is_none());
     }
 
     #[test]

@@ -86,6 +86,7 @@ impl Run for AddArgs {
             carry: crate::store::carry::Options {
                 keep_local: false,
                 enabled: Some(!self.disabled),
+                keep_unchanged_edits: false,
             },
             as_fetched: true,
             expect_tree: None,
@@ -147,6 +148,7 @@ impl AddArgs {
             carry: crate::store::carry::Options {
                 keep_local: false,
                 enabled: Some(!self.disabled),
+                keep_unchanged_edits: false,
             },
             project_file: Some(&project_file),
         };

@@ -37,7 +37,12 @@ impl Run for CallArgs {
         let launch =
             check::launch(&target, manifest).map_err(|e| anyhow!("{}; {}", e.message, e.fix))?;
         let place = prepare_hint::place_of(&target, manifest);
-        let prepare_fix = prepare_hint::fix_or_advice(&target.dir, manifest, place);
+        let mut prepare_fix = prepare_hint::fix_or_advice(&target.dir, manifest, place);
+        if let Some((what, fix)) = prepare_hint::venv_bypassed(&target.dir, manifest) {
+            ctx.out
+                .note(&format!("note: {}: {what}; fix: {fix}", manifest.name));
+            prepare_fix = fix;
+        }
         if let Some(what) = prepare_hint::missing_step(&target.dir, manifest) {
             ctx.out.note(&format!(
                 "note: {}: {what}; fix: {prepare_fix}",

@@ -333,7 +333,13 @@ fn render_prepared(c: &Copy) -> Option<String> {
             needed.what, needed.fix
         ));
     }
-    let p = c.source.as_ref()?.prepared.as_ref()?;
+    let Some(p) = c.source.as_ref()?.prepared.as_ref() else {
+        let dir = std::path::Path::new(&c.dir);
+        let vendored = crate::prepare::vendored(dir)
+            && crate::prepare::node_dependencies(dir).unwrap_or(false);
+        return vendored
+            .then(|| "not needed: node_modules/ came with the source (vendored)".into());
+    };
     let mut line = p.step.clone();
     if let Some(version) = &p.tool_version {
         let _ = write!(line, " ({version})");

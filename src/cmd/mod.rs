@@ -106,6 +106,7 @@ impl CarryFlags {
                 (_, true) => Some(false),
                 _ => None,
             },
+            keep_unchanged_edits: false,
         }
     }
 }

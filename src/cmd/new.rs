@@ -381,6 +381,7 @@ fn build_in_staging(ctx: &Context, staging: &Staging, name: &str) -> Option<Prep
         &staging.scratch("prepare"),
         &manifest,
         &options,
+        None,
         &ctx.out,
     ) {
         Ok(done) => done.map(crate::install::prepared_record),

@@ -117,6 +117,15 @@ impl Run for UpdateArgs {
 }
 
 impl UpdateArgs {
+    /// What the update carries over: an edit of a file the new version ships unchanged is
+    /// kept (only the user changed it).
+    fn carry_options(&self) -> carry::Options {
+        carry::Options {
+            keep_unchanged_edits: true,
+            ..self.carry.options()
+        }
+    }
+
     /// A failure, or an extension named on the command line that cannot be updated: its
     /// reason goes to stderr and the run exits 1.
     fn is_problem(&self, o: &Outcome) -> bool {
@@ -272,7 +281,7 @@ impl UpdateArgs {
                 )));
             }
             // --enable/--disable change the manifest: the new version is staged to compare.
-            Kind::Git if self.carry.options().enabled.is_some() => {}
+            Kind::Git if self.carry_options().enabled.is_some() => {}
             Kind::Git => {
                 let known = self.unchanged(dirs, target, record, git_ref, outcome);
                 if let Some(status) = known.map_err(failed)? {
@@ -407,7 +416,7 @@ impl UpdateArgs {
         let tree = staged.staging.tree();
         // The plan first, changing nothing: the kept `enabled` is part of the new version
         // as it would be placed, so it takes part in the comparison.
-        let plan = carry::plan_for(dirs, &staged.staging, &folder, self.carry.options(), &[])?;
+        let plan = carry::plan_for(dirs, &staged.staging, &folder, self.carry_options(), &[])?;
         let mut files = staged.files;
         if carry::write_enabled(&plan, &tree)? {
             files.relist(&tree, crate::catalog::manifest::FILE.as_bytes())?;
@@ -437,7 +446,8 @@ impl UpdateArgs {
         let prepare = self.prepare.options(&ctx.layout.global);
         let scratch = staged.staging.scratch("prepare");
         let interrupted = staged.staging.removed_on_signal()?;
-        let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, &prepare, &ctx.out)?;
+        let (manifest, origin) = (&staged.manifest, staged.origin.as_ref());
+        let done = crate::prepare::prepare(&tree, &scratch, manifest, &prepare, origin, &ctx.out)?;
         drop(interrupted);
         if let Some(done) = &done {
             crate::install::list_prepared(&mut files, &tree, &done.outputs)?;
@@ -451,7 +461,7 @@ impl UpdateArgs {
                 dirs,
                 &staged.staging,
                 &folder,
-                self.carry.options(),
+                self.carry_options(),
                 outputs.unwrap_or_default(),
             )?
         } else {
@@ -468,9 +478,7 @@ impl UpdateArgs {
             Some(&carried.files),
         )?;
         let _ = store.rotate_backups(&folder);
-        outcome.warnings = crate::install::exec_warning(&published.dest, &staged.manifest)
-            .into_iter()
-            .collect();
+        outcome.warnings = crate::install::exec_warnings(&published.dest, &staged.manifest);
         if let Some(e) = published.record_error {
             return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));
         }
@@ -482,7 +490,7 @@ impl UpdateArgs {
     /// Whether the installed copy's `enabled` is what `--enable`/`--disable` asks for (always,
     /// without them: the installed value is kept).
     fn enabled_as_wanted(&self, dir: &Path) -> bool {
-        let Some(want) = self.carry.options().enabled else {
+        let Some(want) = self.carry_options().enabled else {
             return true;
         };
         crate::catalog::manifest::read(dir).is_ok_and(|m| m.enabled == want)

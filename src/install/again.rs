@@ -56,6 +56,7 @@ pub(crate) fn stage(
         outside_links: Vec::new(),
         left_out_project_state: false,
         files: FileList::from_entries(kept),
+        origin: None,
     })
 }
 
@@ -86,6 +87,7 @@ pub(crate) fn place(store: &Store, staged: Staged, old: &Record) -> Result<Place
     let options = carry::Options {
         keep_local: true,
         enabled: None,
+        keep_unchanged_edits: false,
     };
     let dirs = &store.dirs;
     let installed = dirs.extension(&name);

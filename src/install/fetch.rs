@@ -14,6 +14,7 @@ use crate::error::usage;
 use crate::fsx::{DIR_FLAGS, bounded};
 use crate::install::cache::{Cache, is_commit_id};
 use crate::output::Output;
+use crate::prepare::Origin;
 use crate::source::copy::{self, LooseLink};
 use crate::source::copy_tree;
 use crate::source::git::Checkout;
@@ -47,12 +48,15 @@ pub(crate) struct Staged {
     pub left_out_project_state: bool,
     /// The staged tree's file list (what the install places), hashed once while staging.
     pub files: FileList,
+    /// Where the tree came from, for a build that needs more of it (a Go module above).
+    pub origin: Option<Origin>,
 }
 
 /// What staging built, before the record gets its subfolder.
 struct Built {
     manifest: Manifest,
     record: Record,
+    origin: Option<Origin>,
     outside_links: Vec<LooseLink>,
     /// The staged tree's list when the step that built the tree listed it on the way;
     /// `None`: [`stage`] lists the tree.
@@ -92,6 +96,7 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<St
         outside_links: built.outside_links,
         left_out_project_state,
         files,
+        origin: built.origin,
     })
 }
 
@@ -149,6 +154,7 @@ fn copy_into(
     let built = Built {
         manifest,
         record,
+        origin: Some(Origin::local(&from)),
         outside_links,
         files: Some(files),
     };
@@ -207,9 +213,15 @@ fn clone_into(
         commit: Some(checkout.commit),
         ..Record::new(&manifest.name, recorded_url(url), Kind::Git)
     };
+    let origin = subdir.map(|sub| Origin {
+        folder: checkout_dir.join(sub),
+        top: checkout_dir.clone(),
+        users: false,
+    });
     Ok(Built {
         manifest,
         record,
+        origin,
         outside_links,
         files,
     })

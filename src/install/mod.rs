@@ -66,7 +66,7 @@ pub(crate) struct Outcome {
     /// The tree is in place but its record was not saved (the journal saves it next run).
     pub record_error: Option<anyhow::Error>,
     /// What is wrong with the placed copy but did not stop the install: its `exec` not
-    /// there ([`exec_warning`]).
+    /// there ([`exec_warnings`]).
     pub warnings: Vec<Problem>,
 }
 
@@ -185,9 +185,7 @@ impl Carried {
         let _ = store.rotate_backups(&staged.manifest.name);
         let tree = prepared.files.tree_hash();
         prepared.files.drop_aside();
-        let warnings = exec_warning(&published.dest, &staged.manifest)
-            .into_iter()
-            .collect();
+        let warnings = exec_warnings(&published.dest, &staged.manifest);
         Outcome {
             warnings,
             manifest: staged.manifest,
@@ -245,7 +243,14 @@ pub(crate) fn prepare(
     let tree = staged.staging.tree();
     let scratch = staged.staging.scratch("prepare");
     let _interrupted = staged.staging.removed_on_signal()?;
-    let done = crate::prepare::prepare(&tree, &scratch, &staged.manifest, options, out)?;
+    let done = crate::prepare::prepare(
+        &tree,
+        &scratch,
+        &staged.manifest,
+        options,
+        staged.origin.as_ref(),
+        out,
+    )?;
     if let Some(done) = &done {
         list_prepared(&mut staged.files, &tree, &done.outputs)?;
     }
@@ -274,26 +279,37 @@ pub(crate) fn prepared_record(done: crate::prepare::Done) -> crate::store::recor
         scripts: done.scripts,
         outputs: done.outputs,
         ran_at: Some(crate::store::record::now_rfc3339()),
+        module: done.module,
     }
 }
 
-/// The warning for a placed copy whose `exec` names a file that is not there (after the
-/// prepare step, which may have built it): zot cannot start the extension until it is.
-/// Not a refusal: the user may build it in place. The fix is the build command where
-/// [`crate::check::build_hint`] knows one. `None` when the program is there, or is a bare
-/// name looked up on PATH (doctor judges those).
-pub(crate) fn exec_warning(dir: &Path, manifest: &Manifest) -> Option<Problem> {
+/// The warnings for a placed copy zot cannot start as it is, with a fix that points at the
+/// source (an edit in the store goes with the next update): an `exec` that is not there
+/// (after the prepare step, which may have built it; the fix is the build where
+/// [`crate::check::build_hint`] knows one), not executable, or a bare name not on PATH;
+/// and a venv preparing made that `exec` does not run. Not refusals: the user may fix it
+/// in place.
+pub(crate) fn exec_warnings(dir: &Path, manifest: &Manifest) -> Vec<Problem> {
     let place = crate::check::prepare_hint::Place::Installed {
         name: &manifest.name,
         shadowed: false,
     };
-    let e = crate::check::build_hint::resolve(dir, manifest, place).err()?;
-    e.missing.then(|| {
-        Problem::warning(
-            format!("{}: {}, so zot cannot start it", manifest.name, e.message),
+    let mut warnings = Vec::new();
+    if let Err(e) = crate::check::build_hint::resolve(dir, manifest, place) {
+        let why = if e.missing {
+            ", so zot cannot start it"
+        } else {
+            ""
+        };
+        warnings.push(Problem::warning(
+            format!("{}: {}{why}", manifest.name, e.message),
             e.fix,
-        )
-    })
+        ));
+    }
+    if let Some((what, fix)) = crate::check::prepare_hint::venv_bypassed(dir, manifest) {
+        warnings.push(Problem::warning(format!("{}: {what}", manifest.name), fix));
+    }
+    warnings
 }
 
 /// `problem` as one line of text: the message, then the fix.

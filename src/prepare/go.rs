@@ -9,6 +9,7 @@
 //! and linker with flags from the source: a linker once ran a program from the module).
 
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -16,51 +17,162 @@ use anyhow::{Result, bail};
 
 use super::files::{is_file, missing_exec};
 use super::options::Options;
-use super::step::{Plan, Step};
+use super::options::Origin;
+use super::step::{Dir, Plan, Step, Workspace};
 use super::toolchain::{self, find};
 use crate::catalog::manifest::Manifest;
 use crate::fsx::bounded;
 use crate::output::printable;
 
-/// The plan for a Go module at `tree`, or `None` when its `exec` needs no build.
-pub(super) fn plan(tree: &Path, manifest: &Manifest, options: &Options) -> Result<Option<Plan>> {
+/// The plan for a Go extension at `tree`, or `None` when its `exec` needs no build. The
+/// module is the folder's own `go.mod`, else the first one above it in its `origin` (up to
+/// the top of the checkout or repository): then the build runs at that module's root. The
+/// `go` line is left to Go: a failed build says what `go.mod` asks for ([`failure_hint`]).
+pub(super) fn plan(
+    tree: &Path,
+    manifest: &Manifest,
+    options: &Options,
+    origin: Option<&Origin>,
+) -> Result<Option<Plan>> {
     let go_run = manifest.exec == "go" && manifest.args.first().is_some_and(|a| a == "run");
     let exec = missing_exec(tree, &manifest.exec);
     if !go_run && exec.is_none() {
         return Ok(None);
     }
-    let want = toolchain::go_mod_version(&tree.join("go.mod"));
-    let install = format!("install Go {} or later", want.as_deref().unwrap_or("1.22"));
-    let go = find("go", &install)?;
-    if let Some(want) = &want {
-        toolchain::check_go(want, &toolchain::go_version(&go)?)?;
-    }
-    let vendored = is_file(&tree.join("vendor/modules.txt"));
-    let fetch = is_file(&tree.join("go.sum")) && !vendored;
+    let workspace = if is_file(&tree.join("go.mod")) {
+        None
+    } else if go_run || !has_go_files(tree) {
+        // zot starts `go run` in the installed folder, which needs a go.mod of its own.
+        return Ok(None);
+    } else {
+        let Some(workspace) = origin.and_then(module_above) else {
+            return Ok(None);
+        };
+        Some(workspace)
+    };
+    let root_mod = match &workspace {
+        Some(w) => w.from.join("go.mod"),
+        None => tree.join("go.mod"),
+    };
+    let want = toolchain::go_mod_version(&root_mod);
+    let go = find(
+        "go",
+        &format!("install Go {} or later", want.as_deref().unwrap_or("1.22")),
+    )?;
+    let root = root_mod.parent().unwrap_or(tree);
+    let vendored = is_file(&root.join("vendor/modules.txt"));
+    let fetch = is_file(&root.join("go.sum")) && !vendored;
     let Some(exec) = exec else {
         // `go run` builds with the user's caches each time zot starts it: what can be done
-        // now is to fetch its modules into the user's module cache.
-        return Ok(fetch.then(|| Plan::one(download(&go, None, options), None)));
+        // now is to fetch the modules its package needs into the user's module cache.
+        let package = manifest
+            .args
+            .get(1)
+            .filter(|a| a.starts_with('.'))
+            .map_or(".", String::as_str);
+        return Ok(fetch.then(|| Plan::one(list_deps(&go, package, None, options), None)));
     };
     let caches = Caches::of(options);
+    let within = |package: &str| match &workspace {
+        Some(w) => {
+            let inner = package.trim_start_matches("./").trim_start_matches('.');
+            format!("./{}", w.rel.join(inner).display())
+                .trim_end_matches('/')
+                .to_string()
+        }
+        None => package.to_string(),
+    };
+    let package = within(&main_package(tree, &exec)?);
+    let out = within(&format!("./{}", exec.display()));
     let mut steps = Vec::new();
     if fetch {
-        steps.push(download(&go, Some(&caches.modules), options));
+        steps.push(list_deps(&go, &package, Some(&caches.modules), options));
     }
-    let out = format!("./{}", exec.display());
-    let package = main_package(tree, &exec)?;
     steps.push(
         build(&go, &caches, vendored, options)
             .arg("-o")
             .arg(&out)
             .arg(&package),
     );
+    let dir = if workspace.is_some() {
+        Dir::Workspace
+    } else {
+        Dir::Tree
+    };
+    for step in &mut steps {
+        step.dir = dir;
+    }
     let output = exec.to_string_lossy().into_owned();
     Ok(Some(Plan {
         scripts: options.allow_scripts,
         builds: Some(format!("go build of {package}")),
+        module: module_path(&root_mod),
+        workspace,
         ..Plan::of(steps, Some(&output))
     }))
+}
+
+/// Whether the folder holds a Go file of its own (not only below it).
+fn has_go_files(tree: &Path) -> bool {
+    fs::read_dir(tree).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name().to_string_lossy().ends_with(".go")
+                && e.file_type().is_ok_and(|t| t.is_file())
+        })
+    })
+}
+
+/// The module `origin`'s folder belongs to: the first `go.mod` above it, up to its top.
+fn module_above(origin: &Origin) -> Option<Workspace> {
+    origin
+        .folder
+        .ancestors()
+        .skip(1)
+        .take_while(|dir| dir.starts_with(&origin.top))
+        .find(|dir| is_file(&dir.join("go.mod")))
+        .map(|dir| Workspace {
+            from: dir.to_path_buf(),
+            copy: origin.users,
+            rel: origin
+                .folder
+                .strip_prefix(dir)
+                .unwrap_or(Path::new(""))
+                .to_path_buf(),
+        })
+}
+
+/// Bytes of a `go.mod` read for its `module` line.
+const GO_MOD_MAX: u64 = 256 * 1024;
+
+/// The module path a `go.mod` declares.
+fn module_path(go_mod: &Path) -> Option<String> {
+    let bytes = bounded::read(go_mod, GO_MOD_MAX).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines().find_map(|line| {
+        let path = line.trim().strip_prefix("module")?.trim().trim_matches('"');
+        (!path.is_empty()).then(|| printable(path))
+    })
+}
+
+/// What to add to a failed Go build's error: that cgo is off, or that `go.mod` asks for a
+/// newer Go than the one on PATH (Go decides whether that matters; before Go 1.21 the line
+/// is advisory).
+pub(super) fn failure_hint(tree: &Path, workspace: Option<&Path>, options: &Options) -> String {
+    let mut hint = String::new();
+    if !options.allow_scripts && uses_cgo(tree) {
+        hint.push_str(" (the module imports \"C\": cgo runs the C compiler and linker with flags from the source, so it is off unless --allow-scripts)");
+    }
+    let go_mod = workspace.unwrap_or(tree).join("go.mod");
+    if let (Some(want), Some(go)) = (toolchain::go_mod_version(&go_mod), toolchain::on_path("go"))
+        && let Ok(have) = toolchain::go_version(&go)
+        && toolchain::older(&have, &want)
+    {
+        let _ = write!(
+            hint,
+            " (go.mod says go {want}; go on PATH is {have}: a newer Go may be needed)"
+        );
+    }
+    hint
 }
 
 /// zot's own Go caches.
@@ -78,12 +190,25 @@ impl Caches {
     }
 }
 
-/// `go mod download` into `modules` (zot's cache; the user's when `None`).
-fn download(go: &Path, modules: Option<&Path>, options: &Options) -> Step {
-    let mut step = Step::tool("go", go.to_path_buf(), &["mod", "download"])
-        .env("GOFLAGS", "-mod=readonly")
-        .env("GOTOOLCHAIN", "local")
-        .env("GOWORK", "off");
+/// `go list -deps <package>`, which fetches the modules the package needs (and no other:
+/// `go mod download` would fetch every module the go.mod names) into `modules` (zot's cache;
+/// the user's when `None`). It compiles nothing and runs no cgo.
+fn list_deps(go: &Path, package: &str, modules: Option<&Path>, options: &Options) -> Step {
+    let mut step = Step::tool(
+        "go",
+        go.to_path_buf(),
+        &[
+            "list",
+            "-deps",
+            "-f",
+            "{{with .Module}}{{.Path}} {{.Version}}{{end}}",
+            package,
+        ],
+    )
+    .env("GOFLAGS", "-mod=readonly")
+    .env("GOTOOLCHAIN", "local")
+    .env("GOWORK", "off")
+    .env("CGO_ENABLED", "0");
     if let Some(modules) = modules {
         step = step.env("GOMODCACHE", modules);
     }
@@ -141,16 +266,6 @@ fn build(go: &Path, caches: &Caches, vendored: bool, options: &Options) -> Step 
     step.writes.push(caches.build.clone());
     step.writes.push(options.caches.join("go-path"));
     step
-}
-
-/// A build that cannot run with cgo off: the hint to give with its failure.
-pub(super) fn cgo_hint(tree: &Path, options: &Options) -> Option<&'static str> {
-    if options.allow_scripts {
-        return None;
-    }
-    uses_cgo(tree).then_some(
-        " (the module imports \"C\": cgo runs the C compiler and linker with flags from the source, so it is off unless --allow-scripts)",
-    )
 }
 
 /// Whether a Go file of the module (outside vendor/ and testdata/) says `import "C"`.

@@ -24,10 +24,11 @@ mod run;
 mod sealing;
 mod step;
 mod toolchain;
+mod workspace;
 
 pub(crate) use go::main_package;
-pub(crate) use node::{node_command, node_dependencies};
-pub(crate) use options::{BUILD_CACHE, Options, Watcher};
+pub(crate) use node::{node_command, node_dependencies, vendored};
+pub(crate) use options::{BUILD_CACHE, Options, Origin, Watcher};
 
 use std::path::Path;
 
@@ -50,6 +51,8 @@ pub(crate) struct Done {
     pub scripts: bool,
     /// What the steps made, relative to the folder.
     pub outputs: Vec<String>,
+    /// The Go module built, when the folder's module is above it in its source.
+    pub module: Option<String>,
 }
 
 /// Lock files, in the order they are looked for.
@@ -77,13 +80,14 @@ pub(crate) fn prepare(
     scratch: &Path,
     manifest: &Manifest,
     options: &Options,
+    origin: Option<&Origin>,
     out: &Output,
 ) -> Result<Option<Done>> {
     if !options.enabled {
         return Ok(None);
     }
     let aside = config::SetAside::of(tree, scratch)?;
-    let Some(plan) = detect::detect(tree, manifest, options, &aside)? else {
+    let Some(plan) = detect::detect(tree, manifest, options, origin, &aside)? else {
         return Ok(None);
     };
     let seal = seal_for(&plan, &manifest.name, options, out)?;
@@ -105,14 +109,26 @@ pub(crate) fn prepare(
             set_aside.join(", ")
         ));
     }
-    for step in &plan.steps {
+    let workspace = plan
+        .workspace
+        .as_ref()
+        .map(|w| workspace::Lent::open(w, tree, scratch))
+        .transpose()?;
+    let root = workspace.as_ref().map(workspace::Lent::root);
+    let ran = plan.steps.iter().try_for_each(|step| {
         runner
-            .run(tree, scratch, step, seal, options.offline)
-            .map_err(|e| match go::cgo_hint(tree, options) {
-                Some(hint) if step.name == "go" => anyhow!("{e:#}{hint}"),
+            .run(tree, scratch, root, step, seal, options.offline)
+            .map_err(|e| match step.name {
+                "go" => anyhow!("{e:#}{}", go::failure_hint(tree, root, options)),
                 _ => e,
-            })?;
+            })
+    });
+    // The dependency lock is the module's, where the steps ran.
+    let lock = lock_hash(root.unwrap_or(tree));
+    if let Some(workspace) = workspace {
+        workspace.give_back()?;
     }
+    ran?;
     plan.finish(tree)?;
     aside.restore()?;
     guard::settle_after(tree, &before)?;
@@ -126,9 +142,10 @@ pub(crate) fn prepare(
             .join(" && "),
         tool: tool.to_string(),
         tool_version: toolchain::version(tool),
-        lock: lock_hash(tree),
+        lock,
         scripts: plan.scripts,
         outputs: plan.outputs,
+        module: plan.module,
     }))
 }
 

@@ -44,6 +44,13 @@ pub(crate) fn node_dependencies(tree: &Path) -> Result<bool> {
         .is_some_and(|d| !d.is_empty()))
 }
 
+/// Whether `tree`'s dependencies came with it: a `node_modules/` folder and no lock file.
+/// It runs as it is: there is nothing to install (nor a lock to install it from).
+pub(crate) fn vendored(tree: &Path) -> bool {
+    lock_of(tree).is_none()
+        && std::fs::symlink_metadata(tree.join("node_modules")).is_ok_and(|m| m.is_dir())
+}
+
 /// The install a user runs by hand in a working copy with `package.json` dependencies, by
 /// its lock file as [`plan`] picks the tool (`npm install` without one).
 pub(crate) fn node_command(tree: &Path) -> &'static str {
@@ -88,6 +95,9 @@ pub(super) fn plan(tree: &Path, options: &Options, aside: &SetAside) -> Result<O
         return Ok(None);
     }
     let Some(lock) = lock_of(tree) else {
+        if vendored(tree) {
+            return Ok(None);
+        }
         bail!(
             "package.json has dependencies but no lock file (package-lock.json, npm-shrinkwrap.json, pnpm-lock.yaml, yarn.lock or bun.lock): installs would not be reproducible; commit a lock file or pass --no-prepare"
         );

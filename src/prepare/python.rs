@@ -34,7 +34,7 @@ pub(super) fn plan(tree: &Path, manifest: &Manifest, options: &Options) -> Resul
     let requirements = is_file(&tree.join("requirements.txt"));
     let uv_lock = is_file(&tree.join("pyproject.toml")) && is_file(&tree.join("uv.lock"));
     if !requirements && !uv_lock {
-        return Ok(None);
+        return venv_alone(tree, manifest);
     }
     refuse_venv_script(&manifest.exec)?;
     refuse_shipped_venv(tree)?;
@@ -75,6 +75,21 @@ pub(super) fn plan(tree: &Path, manifest: &Manifest, options: &Options) -> Resul
         scripts: builds,
         ..Plan::of(vec![venv, pip], Some(".venv"))
     }))
+}
+
+/// An `exec` that is the venv's python (`.venv/bin/python`) with no requirements to
+/// install: the venv alone, when the source has none.
+fn venv_alone(tree: &Path, manifest: &Manifest) -> Result<Option<Plan>> {
+    let exec = manifest.exec.strip_prefix("./").unwrap_or(&manifest.exec);
+    let runs_venv = Path::new(exec)
+        .strip_prefix(".venv/bin")
+        .is_ok_and(|p| p.to_string_lossy().starts_with("python"));
+    if !runs_venv || std::fs::symlink_metadata(tree.join(".venv")).is_ok() {
+        return Ok(None);
+    }
+    let python = find("python3", "install Python 3 (with its venv module)")?;
+    let venv = Step::tool("python3", python, &["-I", "-m", "venv", ".venv"]);
+    Ok(Some(Plan::of(vec![venv], Some(".venv"))))
 }
 
 /// `uv sync` of the locked environment into `.venv`: without building anything (neither

@@ -91,6 +91,7 @@ impl<'a> Runner<'a> {
         &mut self,
         tree: &Path,
         scratch: &Path,
+        workspace: Option<&Path>,
         step: &Step,
         seal: Seal,
         offline: bool,
@@ -101,7 +102,7 @@ impl<'a> Runner<'a> {
             self.name
         ));
         self.write_log(&format!("$ {shown}\n"));
-        let mut command = sealing::command(tree, scratch, step, seal, offline)?;
+        let mut command = sealing::command(tree, scratch, workspace, step, seal, offline)?;
         let (reader, writer) = io::pipe()?;
         command
             .stdout(writer.try_clone()?)

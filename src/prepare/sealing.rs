@@ -82,10 +82,13 @@ const KEPT: [&str; 4] = ["TERM", "TZ", "LANG", "LANGUAGE"];
 const NAMESPACES: &str = "ZOT_EXT_SEAL_NAMESPACES";
 
 /// The command that runs `step` for the staged folder `tree`, with `scratch` beside it
-/// (made here: its `home` and `tmp` are a sealed build's), through the seal's stages.
+/// (made here: its `home` and `tmp` are a sealed build's), through the seal's stages; in
+/// `workspace` (the root of the module the folder is in for the time of the steps) when
+/// there is one.
 pub(super) fn command(
     tree: &Path,
     scratch: &Path,
+    workspace: Option<&Path>,
     step: &Step,
     seal: Seal,
     offline: bool,
@@ -97,7 +100,10 @@ pub(super) fn command(
     let dir = match step.dir {
         Dir::Tree => tree.to_path_buf(),
         Dir::Outside => scratch.to_path_buf(),
+        Dir::Workspace => workspace.unwrap_or(tree).to_path_buf(),
     };
+    // In a workspace the staged folder is inside its root for the time of the steps.
+    let tree = workspace.unwrap_or(tree);
     fs::create_dir_all(scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
     let mut spec = Spec::new(program, step.args_for(tree), dir.clone());
     spec.namespaces = std::env::var_os(NAMESPACES).is_none_or(|v| v != "0");

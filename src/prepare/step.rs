@@ -49,6 +49,20 @@ pub(crate) enum Dir {
     /// folder and every folder above (cargo's `.cargo/config.toml`), which the extension's
     /// own must not be.
     Outside,
+    /// The root of the plan's [`Workspace`], the staged folder in its place in it.
+    Workspace,
+}
+
+/// The module a staged Go folder belongs to, above it in its source: the build runs at the
+/// module's root with the staged folder put back in its place for the time of the steps.
+#[derive(Debug, Clone)]
+pub(crate) struct Workspace {
+    /// The module's root in the source (a checkout in staging, or the user's folder).
+    pub from: PathBuf,
+    /// Whether `from` is the user's, so it is copied into the scratch folder first.
+    pub copy: bool,
+    /// The extension folder's path in the module.
+    pub rel: PathBuf,
 }
 
 /// One command run for the staged folder.
@@ -143,6 +157,10 @@ pub(crate) struct Plan {
     pub scripts: bool,
     /// What would run unsealed where there is no seal, for the refusal that says so.
     pub builds: Option<String>,
+    /// The module above the folder the steps run in, when the folder has none of its own.
+    pub workspace: Option<Workspace>,
+    /// The module built (Go's module path), for the install record.
+    pub module: Option<String>,
 }
 
 impl Plan {
@@ -157,6 +175,8 @@ impl Plan {
             outputs: output.into_iter().map(str::to_string).collect(),
             scripts: false,
             builds: None,
+            workspace: None,
+            module: None,
         }
     }
 

@@ -8,8 +8,10 @@
 //!   content, mode and times; copied when a link is not possible), links are recreated as
 //!   links (never followed), folders are made with their mode and times. Where the new
 //!   version ships an entry at the same path, the new one wins and the old one is saved;
-//! - files the install placed and the user edited since are saved (the new version wins),
-//!   or with `--keep-local` carried over the new version's;
+//! - files the install placed and the user edited since are kept as edited when the new
+//!   version ships them unchanged (only the user changed them: dpkg's rule for
+//!   configuration files); when both changed they are saved (the new version wins), or with
+//!   `--keep-local` carried over the new version's;
 //! - an installed copy without a file list (installed by hand or by an older zot) is saved
 //!   whole; everything in it the new version does not ship is carried.
 //!
@@ -45,6 +47,9 @@ pub struct Options {
     pub keep_local: bool,
     /// `--enable` / `--disable`; `None` keeps the installed copy's `enabled`.
     pub enabled: Option<bool>,
+    /// `update`: an edited file the new version ships unchanged is kept as edited. Not for
+    /// `sync`, whose work is to make the copy what the lock says, nor `install --force`.
+    pub keep_unchanged_edits: bool,
 }
 
 /// What happens to one entry of the installed copy.
@@ -60,6 +65,9 @@ pub(crate) enum Action {
     SaveEdited,
     /// Placed by the install and edited since, kept over the new version (`--keep-local`).
     KeepLocal,
+    /// Placed by the install and edited since, and the new version ships it unchanged:
+    /// only the user changed it, so the edit stays (dpkg's rule for configuration files).
+    KeepEdited,
     /// A pipe, socket or device: neither carried nor saved.
     SkipSpecial,
 }
@@ -139,6 +147,13 @@ impl Plan {
         add(
             Action::KeepLocal,
             verb("kept local edits", "would keep local edits").into(),
+        );
+        add(
+            Action::KeepEdited,
+            format!(
+                "{} (edited since install; the new version did not change them)",
+                verb("kept as edited", "would keep as edited")
+            ),
         );
         add(Action::SkipSpecial, "not carried (special files)".into());
         if self.whole_copy_saved {
@@ -312,7 +327,7 @@ pub(crate) fn plan(
         match entry.standing {
             Standing::Unchanged | Standing::Missing => {}
             Standing::Edited if manifest_toggled_only(old, list, &entry) => {}
-            Standing::Edited => plan_edited(&mut plan, new, entry, options),
+            Standing::Edited => plan_edited(&mut plan, new, list, entry, options),
             Standing::NotPlaced => plan_not_placed(&mut plan, old, new, entry.path, entry.kind)?,
             Standing::Special => plan
                 .items
@@ -333,18 +348,39 @@ fn item(raw: Vec<u8>, kind: EntryKind, action: Action) -> Item {
     }
 }
 
-fn plan_edited(plan: &mut Plan, new: &Path, entry: Classified, options: Options) {
+fn plan_edited(
+    plan: &mut Plan,
+    new: &Path,
+    list: Option<&FileList>,
+    entry: Classified,
+    options: Options,
+) {
     let new_is_dir = fs::symlink_metadata(join(new, &entry.path)).is_ok_and(|m| m.is_dir());
-    let action = if options.keep_local
-        && entry.kind != EntryKind::Dir
-        && !new_is_dir
-        && free_to_write(new, &entry.path, true)
-    {
+    let can_keep =
+        entry.kind != EntryKind::Dir && !new_is_dir && free_to_write(new, &entry.path, true);
+    let action = if can_keep && options.keep_local {
         Action::KeepLocal
+    } else if can_keep && options.keep_unchanged_edits && unchanged_upstream(new, list, &entry.path)
+    {
+        Action::KeepEdited
     } else {
         Action::SaveEdited
     };
     plan.items.push(item(entry.path, entry.kind, action));
+}
+
+/// Whether the new version's file at `path` is byte for byte the one the install placed
+/// there (its SHA-256 in the installed copy's list): the new version did not change it.
+fn unchanged_upstream(new: &Path, list: Option<&FileList>, path: &[u8]) -> bool {
+    let Some(placed) = list
+        .and_then(|l| l.entries().iter().find(|e| e.path == path))
+        .and_then(|e| e.sha256.as_deref())
+    else {
+        return false;
+    };
+    let file = join(new, path);
+    fs::symlink_metadata(&file).is_ok_and(|m| m.is_file())
+        && filelist::hash_file(&file).is_ok_and(|(hash, _)| hash == placed)
 }
 
 /// An entry the install did not place: carried when the new tree has nothing there (and
@@ -540,7 +576,7 @@ pub(crate) fn apply(plan: &Plan, old: &Path, new: &Path, saved: &Path) -> Result
     for item in &plan.items {
         match item.action {
             Action::Carry => place(old, &item.raw, new, &mut restore)?,
-            Action::KeepLocal => {
+            Action::KeepLocal | Action::KeepEdited => {
                 let to = join(new, &item.raw);
                 if fs::symlink_metadata(&to).is_ok() {
                     open_parent(&to, &mut restore)?;

@@ -96,6 +96,10 @@ pub(crate) struct Prepared {
     /// install).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ran_at: Option<String>,
+    /// The Go module built (its path in `go.mod`): the folder's own, or the one above it in
+    /// its source that it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
 }
 
 impl Record {

@@ -532,7 +532,7 @@ fn static_problems() {
         noexec["errors"][0]["fix"]
             .as_str()
             .unwrap()
-            .starts_with("run: chmod +x ")
+            .starts_with("set its executable bit in the source (chmod +x, or git update-index --chmod=+x and a commit), then zot ext update noexec (a copy placed by hand: chmod +x ")
     );
     assert_has(
         &find("missing"),

@@ -642,11 +642,10 @@ fn an_exec_missing_after_install_is_a_warning_that_names_the_fix() {
     let env = Env::new();
     let src = venv_source(&env);
     let dest = env.global_root().join("hello-venv");
-    let out = env.install(&src);
+    let out = env.install_with(&src, &["--no-prepare"]);
     out.stderr_has(&format!(
-        "warning: hello-venv: \"exec\" ./.venv/bin/python does not exist ({}/.venv/bin/python), so zot cannot start it; create the virtual environment: cd {} && python3 -m venv ./.venv (then install into it what the extension needs)",
+        "warning: hello-venv: \"exec\" ./.venv/bin/python does not exist ({}/.venv/bin/python), so zot cannot start it; the virtual environment ./.venv/bin/python is in was not made: its step has not run; run it: zot ext prepare hello-venv",
         dest.display(),
-        dest.display()
     ));
     assert!(dest.join("extension.json").is_file());
     let list = env.zot(["ext", "list", "--json"]).ok().extensions();
@@ -658,7 +657,7 @@ fn an_exec_missing_after_install_is_a_warning_that_names_the_fix() {
 fn install_json_lists_the_missing_exec_under_warnings() {
     let env = Env::new();
     let src = venv_source(&env);
-    let out = env.install_with(&src, &["--json"]);
+    let out = env.install_with(&src, &["--json", "--no-prepare"]);
     let warnings = out.schema_first()["warnings"].clone();
     assert_eq!(warnings.as_array().map(Vec::len), Some(1), "{out:?}");
     assert!(
@@ -672,7 +671,7 @@ fn install_json_lists_the_missing_exec_under_warnings() {
         warnings[0]["fix"]
             .as_str()
             .unwrap()
-            .contains("python3 -m venv ./.venv"),
+            .contains("run it: zot ext prepare hello-venv"),
         "{out:?}"
     );
     let fine = env.source("fine", "fine");
@@ -687,7 +686,7 @@ fn add_and_sync_warn_about_a_missing_exec_too() {
     let env = Env::new();
     let src = venv_source(&env);
     let src = src.to_str().unwrap();
-    let out = env.zot(["ext", "add", src, "--json"]).ok();
+    let out = env.zot(["ext", "add", src, "--json", "--no-prepare"]).ok();
     out.stderr_has("warning: hello-venv: \"exec\" ./.venv/bin/python does not exist");
     assert_eq!(
         out.schema_first()["warnings"].as_array().map(Vec::len),
@@ -798,9 +797,11 @@ fn add_dry_run_writes_no_project_file() {
 fn update_warns_about_a_missing_exec_too() {
     let env = Env::new();
     let src = venv_source(&env);
-    env.install(&src);
+    env.install_with(&src, &["--no-prepare"]);
     fs::write(src.join("hello.py"), "print('two')\n").unwrap();
-    let out = env.zot(["ext", "update", "hello-venv", "--json"]).ok();
+    let out = env
+        .zot(["ext", "update", "hello-venv", "--json", "--no-prepare"])
+        .ok();
     out.stderr_has("warning: hello-venv: \"exec\" ./.venv/bin/python does not exist");
     let element = &out.extensions()[0];
     assert_eq!(element["status"], "updated", "{out:?}");

@@ -38,6 +38,7 @@ mod manifest_decoding;
 mod new;
 mod prepare;
 mod prepare_again;
+mod real_layouts;
 mod remove;
 mod resources;
 mod sealed_builds;

@@ -188,20 +188,6 @@ fn go_missing_from_path_is_named_with_what_to_install() {
 }
 
 #[test]
-fn a_go_older_than_go_mod_asks_for_says_both_versions() {
-    if !have_go() {
-        return;
-    }
-    let env = Env::new();
-    let src = go_extension(&env, "hello", "1.99");
-    write(&src.join("main.go"), GO_MAIN);
-    zot(&env, &["ext", "install", src.to_str().unwrap()])
-        .fails(1)
-        .stderr_has("go.mod wants go 1.99; go on PATH is 1.");
-    assert!(env.installed_names().is_empty());
-}
-
-#[test]
 fn no_prepare_places_the_copy_as_fetched() {
     let env = Env::new();
     let src = go_extension(&env, "hello", "1.99");
