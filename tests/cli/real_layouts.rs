@@ -264,3 +264,19 @@ fn update_keeps_an_edit_the_new_version_did_not_touch_and_saves_one_it_did() {
         "{\"tasks\": []}\n"
     );
 }
+
+#[test]
+fn a_go_extension_is_added_to_a_project_with_no_commit_yet() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    git(&env.project, &["init", "-q"]);
+    let src = crate::prepare::go_extension(&env, "hello", "1.19");
+    write(&src.join("main.go"), GO_MAIN);
+    zot(&env, &["ext", "add", src.to_str().unwrap()]).ok();
+    assert_eq!(
+        output_of(&env.project_root().join("hello/hello")),
+        "hello from go\n"
+    );
+}
