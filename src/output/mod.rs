@@ -239,11 +239,19 @@ impl Output {
         err.flush()
     }
 
-    /// A progress line, redrawn in place on a terminal stderr; nothing otherwise.
+    /// A progress line, redrawn in place on a terminal stderr, cut to one row less than
+    /// its width (a line that wrapped would not be erased by the next redraw); nothing
+    /// otherwise.
     pub fn progress(&self, line: &str) {
         if self.progress {
-            let _ = write!(io::stderr().lock(), "\r\x1b[2K{line}");
+            let fitted = table::cut_end(line, table::stderr_width().saturating_sub(1).max(10));
+            let _ = write!(io::stderr().lock(), "\r\x1b[2K{fitted}");
         }
+    }
+
+    /// Whether progress lines are drawn (a terminal stderr, not `--quiet` or `--json`).
+    pub fn draws_progress(&self) -> bool {
+        self.progress
     }
 
     /// Clears the progress line.

@@ -116,6 +116,19 @@ impl<'a> Runner<'a> {
         drop(command); // our copies of the pipe's writing end
         let group = Group::of(&child);
         interrupt::register(group.id());
+        // Ended by Ctrl-C (or SIGTERM, SIGHUP): one line, once everything is cleaned up.
+        let erase = if self.out.draws_progress() {
+            "\r\x1b[2K"
+        } else {
+            ""
+        };
+        let said = format!(
+            "{erase}{}: preparing was interrupted; nothing was changed\n",
+            self.name
+        );
+        let _interrupted = interrupt::on_signal(move || {
+            let _ = io::stderr().write_all(said.as_bytes());
+        });
         if let Some(watcher) = &self.watcher {
             watcher.started(&self.name, &short(&shown));
         }
@@ -241,11 +254,13 @@ impl<'a> Runner<'a> {
             }
             let seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
             let last = seen.last.back().map_or("", String::as_str);
-            let line: String = format!("{}: {shown}: {}", self.name, printable(last))
-                .chars()
-                .take(100)
-                .collect();
-            self.out.progress(&line);
+            // The short form of the step: its output is what changes.
+            self.out.progress(&format!(
+                "{}: {}: {}",
+                self.name,
+                short(shown),
+                printable(last)
+            ));
         }
     }
 

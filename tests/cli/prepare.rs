@@ -1119,3 +1119,37 @@ fn sync_shows_no_preparing_line_on_a_pipe_or_with_quiet_or_json() {
         assert!(env.project_root().join("hello/hello").is_file());
     }
 }
+
+#[test]
+fn the_live_line_of_a_step_fits_the_terminal() {
+    let env = Env::new();
+    let src = go_extension(&env, "hello", "1.22");
+    write(&src.join("main.go"), GO_MAIN);
+    let long = "x".repeat(200);
+    let bin = fake_go(
+        &env,
+        "long-bin",
+        &format!("echo {long}\n/bin/sleep 0.7\nprintf '#!/bin/sh\\n' > \"$out\"\n"),
+    );
+    let path = env.path_with(&bin);
+    let done = env.zot_in_terminal_with(
+        &["ext", "install", src.to_str().unwrap()],
+        "",
+        &[("TERM", "xterm"), ("PATH", path.to_str().unwrap())],
+    );
+    assert_eq!(done.code, 0, "{done:?}");
+    let drawn: Vec<&str> = done.stdout.split("\r\x1b[2K").skip(1).collect();
+    assert!(
+        drawn.iter().any(|d| d.starts_with("hello: go build: ")),
+        "no live line: {:?}",
+        done.stdout
+    );
+    for line in drawn.iter().filter(|d| d.starts_with("hello: go build")) {
+        let first = line.split(['\r', '\n']).next().unwrap_or("");
+        assert!(
+            first.chars().count() < 80,
+            "{} columns: {first:?}",
+            first.chars().count()
+        );
+    }
+}

@@ -147,9 +147,10 @@ fn ctrl_c_mid_step_leaves_the_installed_copy_staging_empty_and_the_group_gone() 
     installed_unbuilt(&env);
     let before = store(&env);
     let bin = sleeping_go(&env, 3103);
+    let said = env.work.join("stderr");
     let mut child = zot(&env, &["ext", "prepare", "hello"])
         .env("PATH", env.path_with(&bin))
-        .spawn_silent();
+        .spawn_with_stderr(&said);
     let until = Instant::now() + Duration::from_secs(30);
     while sleepers(3103).is_empty() {
         assert!(Instant::now() < until, "the step never started");
@@ -163,6 +164,11 @@ fn ctrl_c_mid_step_leaves_the_installed_copy_staging_empty_and_the_group_gone() 
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(2), "{status:?}");
     assert_no_sleepers(3103);
+    let said = fs::read_to_string(&said).unwrap();
+    assert!(
+        said.ends_with("hello: preparing was interrupted; nothing was changed\n"),
+        "{said:?}"
+    );
     assert_staging_empty(&env);
     assert_eq!(store(&env), before, "the installed copy changed");
 }

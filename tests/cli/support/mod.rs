@@ -441,6 +441,18 @@ impl Run {
             .expect("spawn zot")
     }
 
+    /// Starts it in the background with no stdin, stdout thrown away and stderr written to
+    /// the file `stderr`, for tests that stop it themselves and read what it said.
+    pub(crate) fn spawn_with_stderr(mut self, stderr: &std::path::Path) -> std::process::Child {
+        let file = fs::File::create(stderr).expect("stderr file");
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("spawn zot")
+    }
+
     /// Runs and asserts exit status 0.
     #[track_caller]
     pub(crate) fn ok(self) -> Done {
