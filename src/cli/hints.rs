@@ -86,6 +86,15 @@ fn replace_by_meaning(error: &mut clap::Error, wanted: &str) -> bool {
         );
         return true;
     }
+    if lower == "version" {
+        error.remove(ContextKind::SuggestedSubcommand);
+        let tip = "zot ext --version prints zot ext's version";
+        error.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![StyledStr::from(tip)]),
+        );
+        return true;
+    }
     let Some((_, meant)) = SAME_MEANING.iter().find(|(word, _)| *word == lower) else {
         return false;
     };

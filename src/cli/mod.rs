@@ -88,6 +88,7 @@ fn version_alone(args: &[OsString]) -> Option<clap::Error> {
         return None;
     }
     clap::Command::new("zot")
+        .display_name(VERSION_NAME)
         .version(env!("CARGO_PKG_VERSION"))
         .try_get_matches_from(["zot", "--version"])
         .err()
@@ -108,8 +109,12 @@ fn parse_with(mut cmd: clap::Command, args: &[OsString]) -> Result<Cli, clap::Er
     parsed
 }
 
+/// The name `--version` prints before the version: `zot-ext`, so it is not mistaken for the
+/// zot agent's (`zot --version` of the agent prints `zot 0.1.62`).
+const VERSION_NAME: &str = "zot-ext";
+
 /// Gives every subcommand below `cmd` (whose path is `path`, `zot ext`) `-V` printing
-/// `zot <version>` (clap would name the subcommand, `zot-ext-list`), and, when `examples`
+/// `zot-ext <version>` (clap would name the subcommand, `zot-ext-list`), and, when `examples`
 /// says so, examples after its help. Edited in place: rebuilding the tree costs as much as
 /// the parse.
 fn decorate(
@@ -120,7 +125,7 @@ fn decorate(
 ) {
     for sub in cmd.get_subcommands_mut() {
         let sub_path = format!("{path} {}", sub.get_name());
-        let mut edited = std::mem::take(sub).display_name("zot");
+        let mut edited = std::mem::take(sub).display_name(VERSION_NAME);
         if examples == Examples::Included
             && let Some(text) = pages::help_examples(&sub_path, styles)
         {
@@ -159,6 +164,7 @@ Invoked as zot-ext, the binary is always zot ext.";
 #[derive(Debug, Parser)]
 #[command(
     name = "zot",
+    display_name = "zot-ext",
     version,
     arg_required_else_help = true,
     propagate_version = true,

@@ -44,6 +44,9 @@ enum Status {
 struct Version {
     version: Option<String>,
     commit: Option<String>,
+    /// The tree hash of what the install placed (the file list's), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tree: Option<String>,
 }
 
 /// One element of `zot ext update --json`.
@@ -215,6 +218,7 @@ impl UpdateArgs {
                     .ok()
                     .and_then(|m| m.version.clone()),
                 commit: record.as_ref().and_then(|r| r.commit.clone()),
+                tree: None,
             },
             available: None,
             message: None,
@@ -397,6 +401,7 @@ impl UpdateArgs {
         outcome.available = Some(Version {
             version: staged.manifest.version.clone(),
             commit: staged.record.commit.clone(),
+            tree: None,
         });
         outcome.outside_links.clone_from(&staged.outside_links);
         if staged.manifest.name != outcome.name {
@@ -422,6 +427,10 @@ impl UpdateArgs {
             files.relist(&tree, crate::catalog::manifest::FILE.as_bytes())?;
         }
         let placed = FileList::load(dirs, &job.target.dir_name);
+        outcome.current.tree = placed.as_ref().map(FileList::tree_hash);
+        if let Some(available) = &mut outcome.available {
+            available.tree = Some(files.tree_hash());
+        }
         let same = match &placed {
             // What the install placed: the extension's own data does not count.
             // Nor does `enabled`, as long as the installed copy already has the one wanted.
@@ -747,6 +756,12 @@ fn failed(error: anyhow::Error) -> Skip {
     }
 }
 
+/// The first 12 hexadecimal digits of a tree hash (`sha256:…`).
+fn short_tree(tree: &str) -> &str {
+    let hex = tree.strip_prefix("sha256:").unwrap_or(tree);
+    hex.get(..12).unwrap_or(hex)
+}
+
 fn describe_version(v: &Version) -> String {
     let mut parts = Vec::new();
     if let Some(version) = &v.version {
@@ -764,12 +779,22 @@ fn describe_version(v: &Version) -> String {
 
 fn describe(o: &Outcome, dry_run: bool) -> String {
     let who = format!("{} ({})", o.name, o.scope);
-    let current = describe_version(&o.current);
-    let available = o
+    let mut current = describe_version(&o.current);
+    let mut available = o
         .available
         .as_ref()
         .map(describe_version)
         .unwrap_or_default();
+    // `1.0.0 -> 1.0.0` says nothing: the trees tell the two apart.
+    if current == available
+        && let (Some(old), Some(new)) = (
+            &o.current.tree,
+            o.available.as_ref().and_then(|a| a.tree.as_ref()),
+        )
+    {
+        current = format!("{current} (tree {})", short_tree(old));
+        available = format!("{available} (tree {})", short_tree(new));
+    }
     let reason = o.message.as_deref().unwrap_or("");
     match o.status {
         Status::Updated => format!("updated {who}: {current} -> {available}"),

@@ -276,11 +276,13 @@ fn a_negative_timeout_says_what_works() {
 }
 
 #[test]
-fn dash_v_prints_zot_and_the_version_on_every_command() {
+fn dash_v_prints_zot_ext_and_the_version_on_every_command() {
     let env = Env::new();
-    let expected = format!("zot {}\n", env!("CARGO_PKG_VERSION"));
+    // zot-ext, not zot: the zot agent's `zot --version` says `zot 0.1.62`.
+    let expected = format!("zot-ext {}\n", env!("CARGO_PKG_VERSION"));
     for args in [
-        &["ext", "-V"][..],
+        &["--version"][..],
+        &["ext", "-V"],
         &["ext", "list", "-V"],
         &["ext", "install", "--version"],
         &["ext", "logs", "-V"],
@@ -288,6 +290,15 @@ fn dash_v_prints_zot_and_the_version_on_every_command() {
     ] {
         env.zot(args).ok().stdout_is(&expected);
     }
+}
+
+#[test]
+fn zot_ext_version_points_at_the_flag() {
+    let env = Env::new();
+    env.zot(["ext", "version"])
+        .fails(2)
+        .stderr_has("tip: zot ext --version prints zot ext's version")
+        .stderr_lacks("verify");
 }
 
 #[test]

@@ -355,3 +355,22 @@ fn a_disabled_unchanged_install_is_up_to_date_and_enable_turns_it_on() {
         .stdout_is("clock (global) is up to date (1.0.0)\n");
     assert!(!enabled());
 }
+
+/// Files changed, the version did not: both sides name their tree.
+#[test]
+fn an_update_that_keeps_the_version_names_both_trees() {
+    let env = Env::new();
+    let src = env.source("clock-src", "clock");
+    env.install(&src);
+    fs::write(src.join("run.sh"), "#!/bin/sh\necho changed\n").unwrap();
+    let done = env.zot(["ext", "update", "clock"]).ok();
+    let line = done.stdout.lines().next().unwrap_or("");
+    assert!(
+        line.starts_with("updated clock (global): 1.0.0 (tree ")
+            && line.contains(" -> 1.0.0 (tree "),
+        "{line}"
+    );
+    let trees: Vec<&str> = line.split("(tree ").skip(1).collect();
+    assert_eq!(trees.len(), 2, "{line}");
+    assert_ne!(trees[0], trees[1], "{line}");
+}
