@@ -39,9 +39,9 @@ enum Status {
     Failed,
 }
 
-/// A version of an extension: its manifest version and, for git installs, its commit.
+/// A release of an extension: its manifest version and, for git installs, its commit.
 #[derive(Debug, Clone, Default, Serialize)]
-struct Version {
+struct Release {
     version: Option<String>,
     commit: Option<String>,
     /// The tree hash of what the install placed (the file list's), when known.
@@ -56,8 +56,8 @@ struct Outcome {
     scope: Scope,
     kind: Option<Kind>,
     status: Status,
-    current: Version,
-    available: Option<Version>,
+    current: Release,
+    available: Option<Release>,
     message: Option<String>,
     /// Links kept in the new version that point outside it or nowhere (empty when nothing
     /// was fetched).
@@ -211,7 +211,7 @@ impl UpdateArgs {
             scope: target.scope,
             kind: record.as_ref().map(|r| r.kind),
             status: Status::Failed,
-            current: Version {
+            current: Release {
                 version: target
                     .manifest
                     .as_ref()
@@ -398,7 +398,7 @@ impl UpdateArgs {
             cache: cache.as_ref(),
         };
         let staged = fetch::stage(store, &request, &ctx.out)?;
-        outcome.available = Some(Version {
+        outcome.available = Some(Release {
             version: staged.manifest.version.clone(),
             commit: staged.record.commit.clone(),
             tree: None,
@@ -427,10 +427,7 @@ impl UpdateArgs {
             files.relist(&tree, crate::catalog::manifest::FILE.as_bytes())?;
         }
         let placed = FileList::load(dirs, &job.target.dir_name);
-        outcome.current.tree = placed.as_ref().map(FileList::tree_hash);
-        if let Some(available) = &mut outcome.available {
-            available.tree = Some(files.tree_hash());
-        }
+        outcome.set_trees(placed.as_ref(), &files);
         let same = match &placed {
             // What the install placed: the extension's own data does not count.
             // Nor does `enabled`, as long as the installed copy already has the one wanted.
@@ -746,6 +743,17 @@ fn refuse(message: String) -> Skip {
     }
 }
 
+impl Outcome {
+    /// The tree hashes of what the install placed (`placed`, when listed) and of the new
+    /// version (`files`).
+    fn set_trees(&mut self, placed: Option<&FileList>, files: &FileList) {
+        self.current.tree = placed.map(FileList::tree_hash);
+        if let Some(available) = &mut self.available {
+            available.tree = Some(files.tree_hash());
+        }
+    }
+}
+
 // By value: it is the function given to `map_err`.
 #[allow(clippy::needless_pass_by_value)]
 fn failed(error: anyhow::Error) -> Skip {
@@ -762,7 +770,7 @@ fn short_tree(tree: &str) -> &str {
     hex.get(..12).unwrap_or(hex)
 }
 
-fn describe_version(v: &Version) -> String {
+fn describe_version(v: &Release) -> String {
     let mut parts = Vec::new();
     if let Some(version) = &v.version {
         parts.push(version.clone());
