@@ -794,7 +794,9 @@ fn describe(o: &Outcome, dry_run: bool) -> String {
         .map(describe_version)
         .unwrap_or_default();
     // `1.0.0 -> 1.0.0` says nothing: the trees tell the two apart.
-    if current == available
+    let arrow = matches!(o.status, Status::Updated | Status::WouldUpdate);
+    if arrow
+        && current == available
         && let (Some(old), Some(new)) = (
             &o.current.tree,
             o.available.as_ref().and_then(|a| a.tree.as_ref()),
