@@ -159,3 +159,56 @@ fn a_dumb_terminal_gets_no_live_line_and_no_colour() {
         .stdout_lacks("running:")
         .stdout_lacks("\x1b");
 }
+
+/// Like [`PTY_RECORDER`], and sends SIGINT to the program once its live line is drawn.
+const PTY_INTERRUPTER: &str = r"
+import json, os, pty, signal, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+seen = ''
+sent = False
+while True:
+    try:
+        data = os.read(fd, 65536)
+    except OSError:
+        break
+    if not data:
+        break
+    seen += data.decode('utf-8', 'replace')
+    if not sent and 'running:' in seen:
+        os.kill(pid, signal.SIGINT)
+        sent = True
+os.waitpid(pid, 0)
+print(json.dumps(seen))
+";
+
+#[test]
+fn ctrl_c_during_doctor_erases_its_live_line() {
+    let env = Env::new();
+    let root = env.global_root();
+    let hang = format!("sleep 30\n{}", good_script("hang", &[]));
+    sh_extension(&root, "hang", "hang", &hang);
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            PTY_INTERRUPTER,
+            env!("CARGO_BIN_EXE_zot"),
+            "ext",
+            "doctor",
+        ])
+        .current_dir(&env.project)
+        .env_clear()
+        .env("PATH", crate::support::path_without_agent())
+        .env("HOME", &env.user_home)
+        .env("ZOT_HOME", &env.home)
+        .env("TERM", "xterm")
+        .output()
+        .expect("python3 runs");
+    let seen: String = serde_json::from_slice(&out.stdout).unwrap();
+    let after = seen.rsplit("running:").next().unwrap_or("");
+    assert!(
+        after.contains("\r\x1b[2K"),
+        "the live line is left on screen: {seen:?}"
+    );
+}

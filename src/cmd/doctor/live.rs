@@ -2,7 +2,7 @@
 //! it and every report before it are done (so a name two extensions register is judged
 //! against the ones loaded before it, and the order never depends on timing), and on a
 //! terminal stderr one live line says what is still running (spinner, names, elapsed time),
-//! redrawn in place and cleared at the end.
+//! redrawn in place and cleared at the end, or when Ctrl-C ends zot.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -31,6 +31,8 @@ pub(super) struct Board<'a, F: FnMut(&mut Report)> {
     waiting: BTreeMap<usize, Report>,
     shown: Vec<Report>,
     frame: usize,
+    /// Erases the live line when a signal (Ctrl-C) ends zot while checks run.
+    _erase: Option<crate::host::interrupt::OnSignal>,
 }
 
 impl<'a, F: FnMut(&mut Report)> Board<'a, F> {
@@ -44,6 +46,12 @@ impl<'a, F: FnMut(&mut Report)> Board<'a, F> {
             waiting: BTreeMap::new(),
             shown: Vec::new(),
             frame: 0,
+            _erase: out.draws_progress().then(|| {
+                crate::host::interrupt::on_signal(|| {
+                    use std::io::Write as _;
+                    let _ = std::io::stderr().write_all(b"\r\x1b[2K");
+                })
+            }),
         }
     }
 
