@@ -45,7 +45,12 @@ pub(crate) struct Transcript {
     request: Value,
     frames: Vec<Value>,
     response: Value,
+    /// What the extension wrote on stderr (its last lines), as written.
+    stderr: String,
 }
+
+/// Lines of the extension's stderr shown after a call.
+const STDERR_LINES: usize = 50;
 
 /// The extension called: its name, and the fix printed when it fails to start saying a
 /// dependency is missing (its step has not run).
@@ -81,7 +86,24 @@ pub(crate) fn call(
     request.check_registered(name, &hs)?;
     let result = exchange(out, &mut session, request, timeout, &hs, on_frame);
     stop(out, &mut session, name);
-    result
+    // What the extension said on stderr, which zot writes to its log: without the agent
+    // there is no log to read it in.
+    let stderr = session.stderr_tail(STDERR_LINES);
+    if !out.json && !stderr.trim().is_empty() {
+        out.note(&format!("{name} stderr:"));
+        for line in stderr.lines() {
+            out.note(&format!("    | {line}"));
+        }
+    }
+    result.map(|(reply, transcript)| {
+        (
+            reply,
+            Transcript {
+                stderr,
+                ..transcript
+            },
+        )
+    })
 }
 
 impl Request {
@@ -272,6 +294,7 @@ fn exchange(
             request: serde_json::to_value(request.frame())?,
             frames,
             response: raw,
+            stderr: String::new(),
         };
         return Ok((reply, transcript));
     }

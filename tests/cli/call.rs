@@ -560,3 +560,29 @@ fn calling_by_name_reads_no_other_extensions_manifest() {
         .stderr_has("few does not register the command /two");
     assert_eq!(watch.seen(), Vec::<String>::new());
 }
+
+#[test]
+fn what_the_extension_says_on_stderr_is_shown_marked_as_its_own() {
+    let env = Env::new();
+    let root = env.global_root();
+    let script = format!(
+        "echo 'loading config from ~/.talk' >&2\nprintf 'bell \\033]0;title\\007 here\\n' >&2\n{}",
+        good_script(
+            "talk",
+            &["{\"type\":\"register_command\",\"name\":\"talk\",\"description\":\"d\"}"]
+        )
+    );
+    sh_extension(&root, "talk", "talk", &script);
+    let done = env.zot(["ext", "call", "talk", "/talk"]).ok();
+    done.stderr_has(
+        "talk stderr:\n    | loading config from ~/.talk\n    | bell \\u{1b}]0;title\\u{7} here\n",
+    );
+    let json = env
+        .zot(["ext", "call", "--json", "talk", "/talk"])
+        .ok()
+        .json();
+    assert_eq!(
+        json["stderr"],
+        "loading config from ~/.talk\nbell \u{1b}]0;title\u{7} here"
+    );
+}
