@@ -92,7 +92,21 @@ impl Run for AddArgs {
             expect_tree: None,
             prepare: &prepare,
         };
-        let done = install::install_one(&store, &request, &ctx.out)?;
+        let entry = project::Entry {
+            source: self.recorded_source(&at, &source),
+            git_ref: self.git_ref.clone(),
+            subdir: subdir.clone(),
+            enabled: !self.disabled,
+            prepare: !self.prepare.no_prepare,
+            allow_scripts: self.prepare.step.allow_scripts,
+        };
+        let done = match install::install_one(&store, &request, &ctx.out) {
+            Err(e) if install::already_installed(&e).is_some() => {
+                let same = install::already_installed(&e).expect("checked");
+                return already_added(ctx, &at, (file, locked), same, entry);
+            }
+            done => done?,
+        };
         if let Some(e) = &done.record_error {
             ctx.out.warn(&format!(
                 "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
@@ -102,14 +116,6 @@ impl Run for AddArgs {
             manifest::set_enabled(&done.dest, false, store.scratch_folder())?;
         }
         let name = done.manifest.name.clone();
-        let entry = project::Entry {
-            source: self.recorded_source(&at, &source),
-            git_ref: self.git_ref.clone(),
-            subdir: subdir.clone(),
-            enabled: !self.disabled,
-            prepare: !self.prepare.no_prepare,
-            allow_scripts: self.prepare.step.allow_scripts,
-        };
         let lock_entry = super::sync::lock_entry(&entry, &done.record, &done.tree);
         file.extensions.insert(name.clone(), entry.clone());
         locked.extensions.insert(name.clone(), lock_entry.clone());
@@ -123,6 +129,46 @@ impl Run for AddArgs {
         }
         Ok(())
     }
+}
+
+/// `add` of what is installed already from the same source: recorded in the project file
+/// and lock when they lack it, else nothing to do; no error either way.
+fn already_added(
+    ctx: &Context,
+    at: &Where,
+    (mut file, mut locked): (ProjectFile, Lock),
+    same: &install::AlreadyInstalled,
+    entry: project::Entry,
+) -> Result<()> {
+    let name = &same.name;
+    let shown = at.project_file().display().to_string();
+    let recorded =
+        file.extensions.get(name) == Some(&entry) && locked.extensions.contains_key(name);
+    if !recorded {
+        let lock_entry = super::sync::lock_entry(&entry, &same.record, &same.tree);
+        file.extensions.insert(name.clone(), entry);
+        locked.extensions.insert(name.clone(), lock_entry);
+        file.save(&at.project_file())?;
+        locked.save(&at.lock_file())?;
+    }
+    if ctx.out.json {
+        return Ok(ctx.out.json(&serde_json::json!({
+            "name": name,
+            "version": same.version,
+            "dir": same.dest.display().to_string(),
+            "project_file": shown,
+            "lock_file": at.lock_file().display().to_string(),
+            "already_installed": true,
+            "recorded": !recorded,
+        }))?);
+    }
+    Ok(ctx.out.say(&if recorded {
+        format!("{name} is already in {shown} and installed (same source, same version); nothing to do")
+    } else {
+        format!(
+            "added {name} to {shown}; it was installed already (same source, same version), so nothing was fetched again"
+        )
+    })?)
 }
 
 impl AddArgs {

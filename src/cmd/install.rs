@@ -39,6 +39,9 @@ struct Installed<'a> {
     carry_over: Option<&'a Plan>,
     /// What is wrong with the placed copy but did not stop the install (`{"message", "fix"}`).
     warnings: &'a [crate::check::Problem],
+    /// The same source and version were installed already: nothing was done.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    already_installed: bool,
 }
 
 impl Run for InstallArgs {
@@ -99,10 +102,20 @@ impl Run for InstallArgs {
             expect_tree: None,
             prepare: &prepare,
         };
-        if let Some(name) = local_name(&store, &source, subdir.as_deref()) {
+        // A clash with another source is refused at once, before a large tree is copied;
+        // the same source is staged, and is no error if it is what is installed.
+        if let Some((name, path)) = local_name(&store, &source, subdir.as_deref())
+            && !Record::load(&store.dirs, &name).is_some_and(|r| r.source == path)
+        {
             install::refuse_existing(&store, &name, self.force)?;
         }
-        let done = install::install_one(&store, &request, &ctx.out)?;
+        let done = match install::install_one(&store, &request, &ctx.out) {
+            Err(e) if install::already_installed(&e).is_some() => {
+                let same = install::already_installed(&e).expect("checked");
+                return report_already(ctx, same, scope);
+            }
+            done => done?,
+        };
         if let Some(e) = &done.record_error {
             ctx.out.warn(&format!(
                 "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
@@ -122,7 +135,7 @@ impl Run for InstallArgs {
 /// The name in a local source's manifest, read before anything is copied, so a clash is
 /// refused at once rather than after copying a large tree. (The staged copy's manifest is
 /// checked again: it is the one that counts.)
-fn local_name(store: &Store, source: &Source, subdir: Option<&str>) -> Option<String> {
+fn local_name(store: &Store, source: &Source, subdir: Option<&str>) -> Option<(String, String)> {
     let Source::Path(path) = source else {
         return None;
     };
@@ -131,7 +144,36 @@ fn local_name(store: &Store, source: &Source, subdir: Option<&str>) -> Option<St
     }
     // A source the staging step would refuse anyway gets that step's message.
     let path = fetch::check_local_source(path, &store.dirs).ok()?;
-    manifest::read(&path).ok().map(|m| m.name)
+    manifest::read(&path)
+        .ok()
+        .map(|m| (m.name, path.display().to_string()))
+}
+
+/// `install` of what is installed already: said, and no error.
+fn report_already(ctx: &Context, same: &install::AlreadyInstalled, scope: Scope) -> Result<()> {
+    if ctx.out.json {
+        return Ok(ctx.out.json(&Installed {
+            version: same.version.as_deref(),
+            scope,
+            dir: same.dest.display().to_string(),
+            replaced: false,
+            record: &same.record,
+            outside_links: &[],
+            carry_over: None,
+            warnings: &[],
+            already_installed: true,
+        })?);
+    }
+    let version = same
+        .version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    Ok(ctx.out.say(&format!(
+        "already installed {}{version} ({scope}) in {} (same source, same version); nothing to do",
+        same.name,
+        same.dest.display()
+    ))?)
 }
 
 impl InstallArgs {
@@ -167,6 +209,7 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
             outside_links: &done.outside_links,
             carry_over: carried,
             warnings: &done.warnings,
+            already_installed: false,
         })?;
     } else {
         let version = manifest

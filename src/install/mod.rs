@@ -79,6 +79,11 @@ pub(crate) fn install_one(store: &Store, request: &Request, out: &Output) -> Res
 /// the same name unless `replace`. Nothing in the extensions root changes.
 pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Ready> {
     let staged = fetch::stage(store, &request.fetch, out)?;
+    if !request.replace
+        && let Some(same) = AlreadyInstalled::check(store, &staged)
+    {
+        return Err(same.into());
+    }
     refuse_existing(store, &staged.manifest.name, request.replace)?;
     if let Some(want) = request.expect_tree {
         let found = staged.files.tree_hash();
@@ -318,6 +323,60 @@ pub(crate) fn warning_line(problem: &Problem) -> String {
         Some(fix) => format!("{}; {fix}", problem.message),
         None => problem.message.clone(),
     }
+}
+
+/// What is asked for is installed already: the same source (and subfolder and commit) and
+/// the same tree. Setup scripts and CI run an install again; that is no error (exit 0).
+#[derive(Debug)]
+pub(crate) struct AlreadyInstalled {
+    pub name: String,
+    pub version: Option<String>,
+    pub dest: PathBuf,
+    /// The installed copy's record and tree hash (for a lock entry).
+    pub record: Record,
+    pub tree: String,
+}
+
+impl std::fmt::Display for AlreadyInstalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is already installed at {} (same source, same version); nothing to do",
+            self.name,
+            self.dest.display()
+        )
+    }
+}
+
+impl std::error::Error for AlreadyInstalled {}
+
+impl AlreadyInstalled {
+    /// `Some` when the installed copy of the staged tree's name came from the same source
+    /// (subfolder, commit) and its file list hashes as the staged tree does.
+    fn check(store: &Store, staged: &Staged) -> Option<AlreadyInstalled> {
+        let name = &staged.manifest.name;
+        let dest = store.existing(name)?;
+        let record = Record::load(&store.dirs, name)?;
+        let wanted = &staged.record;
+        let same_source = record.source == wanted.source
+            && record.subdir == wanted.subdir
+            && record.commit == wanted.commit
+            && record.kind == wanted.kind;
+        let placed = crate::store::filelist::FileList::load(&store.dirs, name)?;
+        let tree = staged.files.tree_hash();
+        (same_source && placed.tree_hash() == tree).then(|| AlreadyInstalled {
+            name: name.clone(),
+            version: staged.manifest.version.clone(),
+            dest,
+            record,
+            tree,
+        })
+    }
+}
+
+/// The "already installed" outcome of `error`, if it is one.
+pub(crate) fn already_installed(error: &anyhow::Error) -> Option<&AlreadyInstalled> {
+    error.downcast_ref::<AlreadyInstalled>()
 }
 
 /// Fails when `name` is installed and `replace` is off; otherwise says whether an installed

@@ -96,6 +96,8 @@ fn existing_name_is_refused_naming_the_flag() {
     let env = Env::new();
     let src = env.source("e", "e");
     env.install(&src);
+    // Another version of it (the same one again is nothing to do).
+    fs::write(src.join("run.sh"), "#!/bin/sh\necho two\n").unwrap();
     let before = env.snapshot();
     env.zot(["ext", "install", src.to_str().unwrap()])
         .fails(1)
@@ -809,5 +811,49 @@ fn update_warns_about_a_missing_exec_too() {
         element["warnings"].as_array().map(Vec::len),
         Some(1),
         "{out:?}"
+    );
+}
+
+/// Setup scripts and CI run an install again: the same source at the same tree is no error.
+#[test]
+fn installing_again_what_is_installed_is_nothing_to_do() {
+    let env = Env::new();
+    let src = env.source("clock-src", "clock");
+    env.install(&src);
+    let before = env.snapshot();
+    env.install(&src).stdout_is(&format!(
+        "already installed clock 1.0.0 (global) in {} (same source, same version); nothing to do\n",
+        env.global_root().join("clock").display()
+    ));
+    assert_eq!(env.snapshot(), before, "nothing changed");
+    let json = env.install_with(&src, &["--json"]).json();
+    assert_eq!(json["already_installed"], true, "{json}");
+    // Another version of it is still a clash.
+    fs::write(src.join("run.sh"), "#!/bin/sh\necho two\n").unwrap();
+    env.zot(["ext", "install", src.to_str().unwrap()])
+        .fails(1)
+        .stderr_has("is already installed at")
+        .stderr_has("pass --force to replace it");
+    // So is another source of the same name.
+    let other = env.source("elsewhere", "clock");
+    env.zot(["ext", "install", other.to_str().unwrap()])
+        .fails(1)
+        .stderr_has("pass --force to replace it");
+}
+
+#[test]
+fn adding_again_what_the_project_file_has_is_nothing_to_do() {
+    let env = Env::new();
+    let src = env.source("clock-src", "clock");
+    let src = src.to_str().unwrap();
+    env.zot(["ext", "add", src]).ok();
+    let file = fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap();
+    env.zot(["ext", "add", src])
+        .ok()
+        .stdout_has("clock is already in ")
+        .stdout_has("(same source, same version); nothing to do");
+    assert_eq!(
+        fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap(),
+        file
     );
 }

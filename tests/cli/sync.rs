@@ -447,10 +447,10 @@ fn add_installs_and_creates_the_project_file_and_lock() {
     zot(&env, &["ext", "sync"])
         .success()
         .stdout_has("\nup to date\n");
+    // Adding it again is what a setup script does: nothing to do.
     zot(&env, &["ext", "add", "./tools/hello"])
-        .failure(1)
-        .stderr_has("already installed")
-        .stderr_has("pass --force to replace it");
+        .success()
+        .stdout_has("(same source, same version); nothing to do");
 }
 
 /// `add` suggests `--force` for an installed name, and has it: the copy is replaced as by
