@@ -24,7 +24,7 @@ use crate::store::record::Record;
 
 /// `zot ext install --json` output.
 #[derive(Debug, Serialize)]
-struct Installed<'a> {
+struct Document<'a> {
     /// `name` comes first, from the record, then the install record's other fields.
     #[serde(flatten)]
     record: &'a Record,
@@ -105,7 +105,7 @@ impl Run for InstallArgs {
         // A clash with another source is refused at once, before a large tree is copied;
         // the same source is staged, and is no error if it is what is installed.
         if let Some((name, path)) = local_name(&store, &source, subdir.as_deref())
-            && !Record::load(&store.dirs, &name).is_some_and(|r| r.source == path)
+            && Record::load(&store.dirs, &name).is_none_or(|r| r.source != path)
         {
             install::refuse_existing(&store, &name, self.force)?;
         }
@@ -152,7 +152,7 @@ fn local_name(store: &Store, source: &Source, subdir: Option<&str>) -> Option<(S
 /// `install` of what is installed already: said, and no error.
 fn report_already(ctx: &Context, same: &install::AlreadyInstalled, scope: Scope) -> Result<()> {
     if ctx.out.json {
-        return Ok(ctx.out.json(&Installed {
+        return Ok(ctx.out.json(&Document {
             version: same.version.as_deref(),
             scope,
             dir: same.dest.display().to_string(),
@@ -200,7 +200,7 @@ fn report(ctx: &Context, done: &install::Outcome, scope: Scope) -> Result<()> {
     let dest = &done.dest;
     let replaced = carried.is_some();
     if ctx.out.json {
-        ctx.out.json(&Installed {
+        ctx.out.json(&Document {
             version: manifest.version.as_deref(),
             scope,
             dir: dest.display().to_string(),
