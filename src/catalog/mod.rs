@@ -491,7 +491,7 @@ pub(crate) fn find_as(
     let suggestions = error::closest(name, all.iter().flat_map(|e| [e.name(), &e.dir_name]));
     let hint = error::did_you_mean(&suggestions)
         .or_else(|| copy_elsewhere(layout, name, scope?, rules))
-        .unwrap_or_else(|| "`zot ext list` shows what is".to_owned());
+        .unwrap_or_else(|| "`zot ext list` shows what is installed".to_owned());
     let message = format!(
         "no extension named \"{name}\" is installed (looked in {}); {hint}",
         looked.join(" and ")

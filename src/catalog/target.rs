@@ -111,7 +111,7 @@ fn with_folder_hint(error: anyhow::Error, arg: &str) -> anyhow::Error {
     let Some(found) = error.downcast_ref::<error::Suggested>() else {
         return error;
     };
-    let generic = "; `zot ext list` shows what is";
+    let generic = "; `zot ext list` shows what is installed";
     if !found.suggestions.is_empty()
         || !found.message.ends_with(generic)
         || !Path::new(arg).is_dir()

@@ -105,15 +105,17 @@ fn replace_by_meaning(error: &mut clap::Error, wanted: &str) -> bool {
     true
 }
 
-/// `names` sorted by edit distance to `wanted` (ignoring case), then by name.
+/// `names` sorted by edit distance to `wanted` (ignoring case), then by name, keeping only
+/// the closest (`instal` gets `install`, not `list` and `disable` after it).
 fn closest_first(wanted: &str, names: &[String]) -> Vec<String> {
     let wanted = wanted.to_lowercase();
+    let distance = |n: &String| strsim::damerau_levenshtein(&wanted, &n.to_lowercase());
     let mut ordered = names.to_vec();
-    ordered.sort_by_cached_key(|n| {
-        let distance = strsim::damerau_levenshtein(&wanted, &n.to_lowercase());
-        (distance, n.clone())
-    });
+    ordered.sort_by_cached_key(|n| (distance(n), n.clone()));
     ordered.dedup();
+    if let Some(best) = ordered.first().map(distance) {
+        ordered.retain(|n| distance(n) == best);
+    }
     ordered
 }
 
@@ -213,12 +215,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn subcommands_are_ordered_closest_first() {
+    fn only_the_closest_subcommands_are_kept() {
         let names = ["disable", "list", "install"].map(String::from);
-        assert_eq!(
-            closest_first("instal", &names),
-            ["install", "list", "disable"]
-        );
+        assert_eq!(closest_first("instal", &names), ["install"]);
+        let names = ["enable", "disable"].map(String::from);
+        assert_eq!(closest_first("xable", &names), ["enable"]);
     }
 
     #[test]

@@ -1092,7 +1092,7 @@ mod tests {
         let ext = lean.find_subcommand("ext").unwrap();
         let install = ext.find_subcommand("install").unwrap();
         assert!(install.get_after_help().is_none());
-        assert_eq!(install.get_display_name(), Some("zot"));
+        assert_eq!(install.get_display_name(), Some("zot-ext"));
         for args in [
             ["zot", "ext", "install", "--help"],
             ["zot", "ext", "help", "install"],

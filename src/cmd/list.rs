@@ -84,8 +84,13 @@ impl Run for ListArgs {
                 Some(s) => (format!(" in the {s} scope"), format!(" --{s}")),
                 None => (String::new(), String::new()),
             };
+            let looked: Vec<String> = scopes
+                .iter()
+                .map(|s| ctx.layout.scope(*s).extensions().display().to_string())
+                .collect();
             ctx.out.note(&format!(
-                "no extensions installed{within}; add one with `zot ext install{flag} <path|git-url>`"
+                "no extensions installed{within} (looked in {}); add one with `zot ext install{flag} <path|git-url>`",
+                looked.join(" and ")
             ));
         }
         let root = Where::of(&ctx.layout, Scope::Project).root;

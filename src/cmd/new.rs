@@ -70,7 +70,7 @@ fn check_new_name(name: &str) -> Result<(), String> {
             ""
         };
         return Err(format!(
-            "contains {bad:?}; use only letters, digits, '.', '_' and '-'{why}"
+            "contains {bad:?}; use only ASCII letters and digits, '.', '_' and '-'{why}"
         ));
     }
     manifest::check_name(name)

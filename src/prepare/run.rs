@@ -171,22 +171,39 @@ impl<'a> Runner<'a> {
         } else {
             ""
         };
+        let ended = if exit.is_some() {
+            format!("ended with {ended}")
+        } else {
+            ended
+        };
+        let last = self.last_lines(&last);
         bail!(
-            "preparing {} failed: `{shown}` {}{}; last output: {}; the whole output is in {}; nothing was changed",
+            "preparing {} failed: `{shown}` {ended}{hint}{last}; the whole output is in {}; nothing was changed",
             self.name,
-            if exit.is_some() {
-                format!("ended with {ended}")
-            } else {
-                ended
-            },
-            hint,
-            if tail.is_empty() {
-                "(none)".to_string()
-            } else {
-                tail.join(" | ")
-            },
             self.log_path.display()
         )
+    }
+
+    /// The step's last lines of output: on a terminal's stderr as an indented block before
+    /// the error (which stays one line), said in the error itself when notes are not shown
+    /// (`--quiet`, `--json`).
+    fn last_lines(&self, last: &VecDeque<String>) -> String {
+        let lines: Vec<String> = last
+            .iter()
+            .map(|line| printable(&line.replace('\t', "    ")))
+            .collect();
+        if lines.is_empty() {
+            return "; it printed nothing".into();
+        }
+        if self.out.quiet || self.out.json {
+            return format!("; last output: {}", lines.join(" | "));
+        }
+        self.out
+            .note(&format!("{}: the step's last lines:", self.name));
+        for line in &lines {
+            self.out.note(&format!("    | {line}"));
+        }
+        String::new()
     }
 
     /// Copies the output into the log line by line, keeping the last lines.

@@ -171,7 +171,7 @@ fn no_agent_is_a_usage_error_with_a_hint_but_help_still_answers() {
         .stderr_has("https://github.com/patriceckhart/zot");
     let done = run(&env, &link, &["--version"], path.clone(), &[]);
     done.success();
-    assert!(done.stdout.starts_with("zot "), "{done:#?}");
+    assert!(done.stdout.starts_with("zot-ext "), "{done:#?}");
     let missing = env.work.join("missing");
     run(
         &env,

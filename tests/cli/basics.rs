@@ -122,7 +122,7 @@ Examples:
 fn version_exits_zero() {
     let env = Env::new();
     let version = env.zot(["--version"]).ok();
-    assert!(version.stdout.starts_with("zot "), "{version:?}");
+    assert!(version.stdout.starts_with("zot-ext "), "{version:?}");
 }
 
 #[test]

@@ -237,8 +237,9 @@ fn a_scope_filter_still_marks_shadowed_copies() {
     only_global
         .zot(["ext", "list", "--scope", "project"])
         .ok()
+        .stderr_has("no extensions installed in the project scope (looked in ")
         .stderr_has(
-            "no extensions installed in the project scope; \
+            "/project/.zot/extensions); \
              add one with `zot ext install --project <path|git-url>`",
         );
 }

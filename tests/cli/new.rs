@@ -250,11 +250,11 @@ fn names_are_checked_and_builtins_avoided() {
     let env = Env::new();
     env.zot(["ext", "new", "no/slash"]).fails(2).stderr_is(
         "error: the name \"no/slash\" contains '/'; \
-             use only letters, digits, '.', '_' and '-'\n",
+             use only ASCII letters and digits, '.', '_' and '-'\n",
     );
     // A name zot and install accept but new cannot write into a template: new says so.
     env.zot(["ext", "new", "Bad Name!"]).fails(2).stderr_is(
-        "error: the name \"Bad Name!\" contains ' '; use only letters, digits, '.', '_' and '-' \
+        "error: the name \"Bad Name!\" contains ' '; use only ASCII letters and digits, '.', '_' and '-' \
          (new writes the name unquoted into the template's source and build files; zot and zot \
          ext install accept this name, so to use it, edit \"name\" in extension.json afterwards)\n",
     );

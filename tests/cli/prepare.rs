@@ -284,7 +284,8 @@ fn a_step_past_its_time_limit_is_ended_with_its_whole_group() {
     .env("PATH", env.path_with(&bin))
     .fails(1)
     .stderr_has("was ended after the 1 s time limit (--prepare-timeout)")
-    .stderr_has("last output: compiling");
+    .stderr_has("hello: the step's last lines:\n    | compiling\n")
+    .stderr_has("was ended after the 1 s time limit (--prepare-timeout); the whole output is in ");
     assert!(env.installed_names().is_empty());
     assert_staging_empty(&env);
     assert_no_sleepers(3101);

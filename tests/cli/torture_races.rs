@@ -230,6 +230,14 @@ impl Cmd {
                 },
                 _,
             ) => {
+                // The same source at the same version, installed already: nothing changed.
+                if stdout.starts_with("already installed") {
+                    let same = patch(stdout.split_whitespace().nth(3).unwrap_or(""));
+                    return match before {
+                        Present { version: now, .. } if same == Some(now) => vec![before],
+                        _ => vec![],
+                    };
+                }
                 let replaced = stdout.starts_with("replaced");
                 let fits = match before {
                     Absent => !replaced,

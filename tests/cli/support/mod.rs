@@ -189,7 +189,7 @@ impl Env {
     pub(crate) fn not_installed_error(&self, name: &str) -> String {
         format!(
             "error: no extension named \"{name}\" is installed (looked in {} and {}); \
-             `zot ext list` shows what is\n",
+             `zot ext list` shows what is installed\n",
             self.project_root().display(),
             self.global_root().display()
         )
