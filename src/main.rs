@@ -27,6 +27,12 @@ fn zot() -> u8 {
     }
     let args = zot_ext::effective_args(std::env::args_os());
     if let Some(overview) = zot_ext::cli::overview_alone(&args) {
+        // On a terminal, fitted to its width; a pipe gets the lines as written.
+        let overview = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            zot_ext::cli::reflow(&overview, zot_ext::output::table::terminal_width())
+        } else {
+            overview
+        };
         return match std::io::stdout().write_all(overview.as_bytes()) {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => 1,
             _ => 0,

@@ -223,13 +223,46 @@ Examples:
 zot ext <command> --help shows a command's options and examples; zot --help has more.
 ";
 
+/// `text` (the overview) fitted to `width` columns: a line that is wider is cut at word
+/// boundaries, a command line of the list (`  name, name      what it does`) with what it
+/// does indented under itself, so nothing breaks mid-word.
+pub fn reflow(text: &str, width: usize) -> String {
+    use crate::output::table::{display_width, wrap};
+    let mut out = String::new();
+    for line in text.lines() {
+        if display_width(line) <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let indent = line
+            .find("   ")
+            .filter(|_| line.starts_with("  "))
+            .map(|gap| gap + line[gap..].len() - line[gap..].trim_start().len());
+        let (head, rest) = match indent {
+            Some(at) if at + 10 < width => line.split_at(at),
+            _ => ("", line),
+        };
+        let pad = " ".repeat(display_width(head));
+        for (i, piece) in wrap(rest, width.saturating_sub(pad.len()))
+            .iter()
+            .enumerate()
+        {
+            out.push_str(if i == 0 { head } else { &pad });
+            out.push_str(piece);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The overview for a command line that is only `zot ext` (or only `zot`, which reaches here
 /// when no agent was found to hand it to).
 pub fn overview_alone(args: &[OsString]) -> Option<String> {
     match args.get(1..)? {
         [ext] if ext == "ext" => Some(SHORT_OVERVIEW.to_string()),
         [] => Some(format!(
-            "The zot agent is not installed here (see {}, or set {} to it); this binary runs\nzot ext and zot completions.\n\n{SHORT_OVERVIEW}",
+            "The zot agent is not installed here (see {}, or set {} to it);\nthis binary runs zot ext and zot completions.\n\n{SHORT_OVERVIEW}",
             crate::agent::AGENT_HOME,
             crate::agent::AGENT_VAR
         )),

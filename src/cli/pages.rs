@@ -576,17 +576,26 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
 pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
     (
         "zot",
-        &[(
-            "2",
-            "Without a command and without an agent: the help is printed instead. A \
-                 command line for the agent when no agent is found, ZOT_AGENT names \
+        &[
+            (
+                "0",
+                "Without a command and without an agent: the overview is printed (as for \
+                 zot ext alone).",
+            ),
+            (
+                "2",
+                "A command line for the agent when no agent is found, ZOT_AGENT names \
                  something that cannot run, or the hand-over loops. (A command line handed \
                  to the agent ends with the agent's own exit status.)",
-        )],
+            ),
+        ],
     ),
     (
         "zot ext",
-        &[("2", "Without a subcommand: the help is printed instead.")],
+        &[(
+            "0",
+            "Without a subcommand: the overview of the commands is printed.",
+        )],
     ),
     (
         "zot ext list",

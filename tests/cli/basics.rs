@@ -255,3 +255,28 @@ fn zot_home_defaults_to_xdg_state_home() {
     run.ok();
     assert!(state.join("zot/extensions/x/extension.json").is_file());
 }
+
+#[test]
+fn the_overview_fits_a_narrow_terminal_without_breaking_a_word() {
+    let env = Env::new();
+    let line = format!("stty cols 60; {} ext", env!("CARGO_BIN_EXE_zot"));
+    let out = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(&env.project)
+        .env("ZOT_HOME", &env.home)
+        .env("PATH", crate::support::path_without_agent())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 60,
+            "{} columns: {line:?}",
+            line.chars().count()
+        );
+    }
+    let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let piped = env.zot(["ext"]).ok();
+    assert_eq!(words(&text), words(&piped.stdout), "a word was broken");
+}
