@@ -246,8 +246,8 @@ fn excerpt(line: &str) -> String {
 fn ended(session: &Session, when: &str) -> Problem {
     let fix = format!(
         "see its stderr; to reproduce, run it by hand: cd {} && {}",
-        session.launch.dir.display(),
-        session.launch.command_line()
+        crate::output::sh_quote(&session.launch.dir.display().to_string()),
+        session.launch.shell_line()
     );
     match session.wait_exit(Instant::now() + Duration::from_secs(1)) {
         Some(exit) => Problem::error(format!("exited with {exit} {when}"), fix),

@@ -91,6 +91,18 @@ impl Run for LinkArgs {
     }
 }
 
+/// Whether the zot agent here loads linked folders: no for zot 0.1.62 and earlier; yes for
+/// a newer one, and without one (there is no zot to judge for).
+pub(crate) fn agent_loads_links() -> bool {
+    let AgentVersion::Reported { version, .. } = agent::agent_version() else {
+        return true;
+    };
+    zot::facts_for(&version)
+        .facts
+        .discovery
+        .follows_linked_folders
+}
+
 /// zot 0.1.62 and earlier skip linked folders: a warning when the agent here is such a zot,
 /// and nothing otherwise (a newer agent follows the link; without one there is no zot to
 /// judge for, and `doctor --zot-version` tells).

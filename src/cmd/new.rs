@@ -374,7 +374,10 @@ fn write_installed(
 fn build_in_staging(ctx: &Context, staging: &Staging, name: &str) -> Option<Prepared> {
     let tree = staging.tree();
     let manifest = manifest::read(&tree).ok()?;
-    let options = crate::prepare::Options::new(&ctx.layout.global);
+    let options = crate::prepare::Options {
+        offers_no_prepare: false,
+        ..crate::prepare::Options::new(&ctx.layout.global)
+    };
     let _interrupted = staging.removed_on_signal().ok()?;
     match crate::prepare::prepare(
         &tree,
@@ -476,9 +479,15 @@ fn report(
         names.command
     ));
     if scope.is_none() {
-        ctx.out.note(&format!(
-            "use it in zot: zot ext link {target} (zot runs this folder as you edit it; zot ext install {target} makes a copy instead)"
-        ));
+        ctx.out.note(&if super::link::agent_loads_links() {
+            format!(
+                "use it in zot: zot ext link {target} (zot runs this folder as you edit it; zot ext install {target} makes a copy instead)"
+            )
+        } else {
+            format!(
+                "use it in zot: zot ext install {target} (the zot agent here does not load linked folders, so zot ext link would not start it; install again after each edit)"
+            )
+        });
     }
     Ok(())
 }

@@ -60,6 +60,15 @@ pub(crate) struct Launch {
 
 impl Launch {
     /// The command as a user would type it in the extension folder.
+    /// The command line as a user types it into sh: every word quoted where it needs to be.
+    pub(crate) fn shell_line(&self) -> String {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .map(|word| crate::output::sh_quote(&word))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     pub(crate) fn command_line(&self) -> String {
         std::iter::once(self.program.display().to_string())
             .chain(self.args.iter().cloned())

@@ -87,7 +87,16 @@ pub(crate) fn prepare(
         return Ok(None);
     }
     let aside = config::SetAside::of(tree, scratch)?;
-    let Some(plan) = detect::detect(tree, manifest, options, origin, &aside)? else {
+    let plan = detect::detect(tree, manifest, options, origin, &aside).map_err(|e| {
+        match e.downcast_ref::<toolchain::MissingTool>() {
+            Some(missing) if options.offers_no_prepare => anyhow!(
+                "{missing}; or pass --no-prepare now and run zot ext prepare {} once it is there",
+                crate::output::sh_quote(&manifest.name)
+            ),
+            _ => e,
+        }
+    })?;
+    let Some(plan) = plan else {
         return Ok(None);
     };
     let seal = seal_for(&plan, &manifest.name, options, out)?;

@@ -39,6 +39,8 @@ pub(crate) struct Options {
     pub caches: PathBuf,
     /// Told when each step starts and ends (sync's progress line of parallel installs).
     pub watcher: Option<Arc<dyn Watcher>>,
+    /// Whether the command has `--no-prepare` to name in a fix (`new` has not).
+    pub offers_no_prepare: bool,
 }
 
 /// Where a staged extension folder came from, for a build that needs more than the folder:
@@ -93,6 +95,7 @@ impl Options {
             logs: global.base.join("logs"),
             caches: global.state().join(BUILD_CACHE),
             watcher: None,
+            offers_no_prepare: true,
         }
     }
 }

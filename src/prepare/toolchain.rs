@@ -13,8 +13,20 @@ use crate::fsx::bounded;
 
 /// `name` on `PATH`, or an error saying what to install (`install`).
 pub(super) fn find(name: &str, install: &str) -> Result<PathBuf> {
-    on_path(name).ok_or_else(|| anyhow!("{name} not found on PATH: {install}"))
+    on_path(name).ok_or_else(|| MissingTool(format!("{name} not found on PATH: {install}")).into())
 }
+
+/// A step's tool is not on PATH; the message says what to install.
+#[derive(Debug)]
+pub(super) struct MissingTool(pub String);
+
+impl std::fmt::Display for MissingTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MissingTool {}
 
 /// `name` on `PATH`, when it is there as an executable file.
 pub(super) fn on_path(name: &str) -> Option<PathBuf> {

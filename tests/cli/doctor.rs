@@ -957,3 +957,16 @@ fn a_hangup_ignored_by_the_parent_stays_ignored() {
     assert_eq!(status.signal(), Some(2), "{status:?}");
     assert_gone(pid);
 }
+
+#[test]
+fn the_command_to_run_by_hand_is_quoted_for_sh() {
+    let env = Env::new();
+    let root = env.global_root();
+    crate::support::extensions::sh_extension(&root, "my ext", "spaced", "exit 3\n");
+    env.zot(["ext", "doctor", "spaced"])
+        .fails(1)
+        .stdout_has(&format!(
+            "run it by hand: cd '{}' && ",
+            root.join("my ext").display()
+        ));
+}

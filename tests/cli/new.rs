@@ -377,3 +377,22 @@ fn lang_takes_the_common_names_of_each_language() {
         );
     }
 }
+
+/// Where the zot agent cannot load linked folders (0.1.62 and earlier), `new --dir` does not
+/// send the user to `link`.
+#[test]
+fn a_folder_made_with_dir_names_install_where_the_agent_skips_links() {
+    let env = Env::new();
+    let agent = env.work.join("zot-agent");
+    crate::support::write_executable(&agent, "#!/bin/sh\necho 'zot 0.1.62'\n");
+    let dir = env.work.join("wip");
+    let done = env
+        .zot(["ext", "new", "wip", "--dir", dir.to_str().unwrap()])
+        .env("ZOT_AGENT", &agent)
+        .ok();
+    done.stderr_has(&format!(
+        "use it in zot: zot ext install {} (the zot agent here does not load linked folders, so zot ext link would not start it; install again after each edit)",
+        dir.display()
+    ))
+    .stderr_lacks("use it in zot: zot ext link");
+}

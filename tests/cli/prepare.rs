@@ -182,7 +182,7 @@ fn go_missing_from_path_is_named_with_what_to_install() {
     zot(&env, &["ext", "install", src.to_str().unwrap()])
         .env("PATH", &empty)
         .fails(1)
-        .stderr_has("go not found on PATH: install Go 1.22 or later");
+        .stderr_has("go not found on PATH: install Go 1.22 or later; or pass --no-prepare now and run zot ext prepare hello once it is there");
     assert!(env.installed_names().is_empty());
     assert_staging_empty(&env);
 }
