@@ -38,8 +38,15 @@ fn zot() -> u8 {
             _ => 0,
         };
     }
+    let json = args.iter().any(|a| a == "--json");
     let cli = match zot_ext::cli::try_parse_from(args) {
         Ok(cli) => cli,
+        Err(e) if json && e.use_stderr() => {
+            // A usage error of a command asked for JSON is JSON too, as its other errors.
+            let (message, tips) = zot_ext::cli::usage_error_parts(&e);
+            output::json_error(&message, &tips);
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
         Err(e) => {
             let _ = e.print();
             // clap's exit codes are 0 (help, version) and 2 (usage).

@@ -33,6 +33,16 @@ pub(super) fn improve(
                 );
             }
         }
+        ErrorKind::MissingRequiredArgument
+            if args.iter().any(|a| a == "install")
+                && std::fs::symlink_metadata(".zot/extensions.json").is_ok() =>
+        {
+            let tip = "this folder's project file (.zot/extensions.json) lists extensions: zot ext sync installs them";
+            error.insert(
+                ContextKind::Suggested,
+                ContextValue::StyledStrs(vec![StyledStr::from(tip)]),
+            );
+        }
         ErrorKind::InvalidSubcommand => {
             let wanted = match error.get(ContextKind::InvalidSubcommand) {
                 Some(ContextValue::String(wanted)) => wanted.clone(),

@@ -256,6 +256,23 @@ pub fn reflow(text: &str, width: usize) -> String {
     out
 }
 
+/// A usage error as one line and its tips (for `--json`): clap's text without `error: `,
+/// the usage block and the help line.
+pub fn usage_error_parts(error: &clap::Error) -> (String, Vec<String>) {
+    let text = error.render().to_string();
+    let mut lines = text.lines();
+    let message = lines
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_string();
+    let tips = lines
+        .filter_map(|line| line.trim().strip_prefix("tip: "))
+        .map(str::to_string)
+        .collect();
+    (crate::output::clean(&message), tips)
+}
+
 /// The overview for a command line that is only `zot ext` (or only `zot`, which reaches here
 /// when no agent was found to hand it to).
 pub fn overview_alone(args: &[OsString]) -> Option<String> {

@@ -504,14 +504,36 @@ fn nested_manifest_hint(tree: &Path) -> String {
     }
 }
 
+/// `owner/repo`, as gh and npm take a GitHub repository, as its URL.
+fn github_shorthand(path: &Path) -> Option<String> {
+    let text = path.to_str()?;
+    let (owner, repo) = text.split_once('/')?;
+    let plain = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('.')
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    (plain(owner) && plain(repo)).then(|| {
+        let repo = repo.strip_suffix(".git").unwrap_or(repo);
+        format!("https://github.com/{owner}/{repo}.git")
+    })
+}
+
 /// Checks a local source and returns its canonical path.
 pub(crate) fn check_local_source(path: &Path, dirs: &ScopeDirs) -> Result<PathBuf> {
     let meta = fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow!(
-            "{} does not exist; give a folder that holds {} or a git URL",
-            path.display(),
-            manifest::FILE
-        ),
+        std::io::ErrorKind::NotFound => match github_shorthand(path) {
+            Some(url) => anyhow!(
+                "{} does not exist; did you mean {url}? (gh and npm read owner/repo as a GitHub repository; zot ext takes its URL)",
+                path.display()
+            ),
+            None => anyhow!(
+                "{} does not exist; give a folder that holds {} or a git URL",
+                path.display(),
+                manifest::FILE
+            ),
+        },
         _ => anyhow!("cannot read {}: {e}", path.display()),
     })?;
     if !meta.is_dir() {

@@ -180,9 +180,7 @@ impl Output {
     /// The error that ends a `--json` run, as one line of JSON on stderr:
     /// `{"schema_version": 1, "error": message, "suggestions": [names]}`, URLs redacted.
     pub fn json_error(&self, message: &str, suggestions: &[String]) {
-        let mut value = serde_json::json!({ "schema_version": SCHEMA_VERSION, "error": message, "suggestions": suggestions });
-        redact_strings(&mut value);
-        let _ = writeln!(io::stderr().lock(), "{value}");
+        json_error(message, suggestions);
     }
 
     /// One JSON document on one line of stdout, flushed (a stream of them, such as
@@ -375,6 +373,15 @@ fn redact_strings(value: &mut serde_json::Value) {
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
+}
+
+/// An error as the JSON document `--json` prints on stderr: `{"schema_version", "error",
+/// "suggestions"}`, URLs redacted (also for a usage error, found before there is an
+/// [`Output`]).
+pub fn json_error(message: &str, suggestions: &[String]) {
+    let mut value = serde_json::json!({ "schema_version": SCHEMA_VERSION, "error": message, "suggestions": suggestions });
+    redact_strings(&mut value);
+    let _ = writeln!(io::stderr().lock(), "{value}");
 }
 
 #[cfg(test)]

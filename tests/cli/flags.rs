@@ -442,3 +442,37 @@ fn suggestions_come_only_from_the_scope_looked_in() {
         .fails(1)
         .stderr_has("did you mean clock?");
 }
+
+#[test]
+fn habits_from_gh_and_npm_get_their_meaning() {
+    let env = Env::new();
+    env.zot(["ext", "install", "owner/repo"])
+        .fails(1)
+        .stderr_has("did you mean https://github.com/owner/repo.git?");
+    // In a project, install with nothing to install points at sync.
+    std::fs::create_dir_all(env.project.join(".zot")).unwrap();
+    std::fs::write(
+        env.project.join(".zot/extensions.json"),
+        "{\"extensions\": {}}\n",
+    )
+    .unwrap();
+    env.zot(["ext", "install"])
+        .fails(2)
+        .stderr_has("tip: this folder's project file (.zot/extensions.json) lists extensions: zot ext sync installs them");
+}
+
+#[test]
+fn a_usage_error_of_a_json_command_is_json_on_stderr() {
+    let env = Env::new();
+    let done = env.zot(["ext", "list", "--json", "--bogus"]).fails(2);
+    assert_eq!(done.stdout, "");
+    let error: serde_json::Value = serde_json::from_str(done.stderr.trim()).unwrap();
+    assert_eq!(error["error"], "unexpected argument '--bogus' found");
+    assert_eq!(error["schema_version"], 1);
+    let done = env.zot(["ext", "instal", "--json"]).fails(2);
+    let error: serde_json::Value = serde_json::from_str(done.stderr.trim()).unwrap();
+    assert_eq!(
+        error["suggestions"][0],
+        "a similar subcommand exists: 'install'"
+    );
+}
