@@ -68,11 +68,22 @@ impl Run for ListArgs {
         } else {
             let layout = ctx.out.table_layout(self.wide);
             let mut table = Table::new(&COLUMNS, &SHRINK_ORDER, layout);
+            let mut seen = Vec::new();
             let count = catalog::scan_each(&ctx.layout, &scopes, |e| {
                 warn_notes(ctx, &e);
+                if !seen.contains(&e.scope) {
+                    seen.push(e.scope);
+                }
                 table.push(&row(&Entry::new(&e), layout));
                 Ok(())
             })?;
+            // To fit a terminal, whole columns go before any is cut: the folder (info has
+            // it), the language, and the scope when every row has the same.
+            table.drop_columns(if seen.len() == 1 {
+                &DROP_ONE_SCOPE
+            } else {
+                &DROP
+            });
             if !table.is_empty() {
                 ctx.out.table(&table)?;
             }
@@ -129,6 +140,10 @@ const COLUMNS: [Column; 7] = [
     Column::shrinks("DIR", Cut::Middle, 12),
 ];
 const SHRINK_ORDER: [usize; 5] = [5, 6, 2, 4, 1];
+/// The columns left out whole, in this order, when the rows do not fit a terminal: DIR,
+/// LANGUAGE, and SCOPE when there is one scope.
+const DROP: [usize; 2] = [6, 4];
+const DROP_ONE_SCOPE: [usize; 3] = [6, 4, 0];
 
 /// One row. Piped, a broken manifest's error is its description (the layout scripts
 /// parse); on a terminal it is a line of its own under the row, and the folder is written
@@ -156,12 +171,16 @@ fn row(e: &Entry, layout: Layout) -> Row {
         Layout::Fit(_) => table::home_as_tilde(path),
         Layout::Piped | Layout::Wide => path.to_string(),
     };
-    // A link is marked by its arrow; fitted to a terminal, the folder it is in is implied by
-    // the scope and only "-> target" is shown, so a cut in the middle keeps the arrow.
+    // A link is marked by its arrow: fitted to a terminal, after the name (the folder
+    // column may be left out to fit), and the folder column shows where it leads.
     let dir = match (&e.linked, layout) {
-        (Some(target), Layout::Fit(_)) => format!("-> {}", shown(target)),
+        (Some(target), Layout::Fit(_)) => shown(target),
         (Some(target), _) => format!("{} -> {}", shown(&e.dir), shown(target)),
         (None, _) => shown(&e.dir),
+    };
+    let name = match (&e.linked, layout) {
+        (Some(_), Layout::Fit(_)) => format!("{} ->", e.name),
+        _ => e.name.to_string(),
     };
     let detail = match (&e.error, layout) {
         (Some(error), Layout::Fit(_)) => Some(Cell::styled(table::home_as_tilde_in(error), BAD)),
@@ -171,7 +190,7 @@ fn row(e: &Entry, layout: Layout) -> Row {
     Row {
         cells: vec![
             scope,
-            Cell::plain(e.name),
+            Cell::plain(name),
             Cell::plain(e.version.map_or_else(dash, str::to_string)),
             enabled,
             Cell::plain(e.language.map_or_else(dash, str::to_string)),

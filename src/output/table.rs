@@ -236,6 +236,8 @@ pub fn fit_widths(
 pub struct Table<'a> {
     columns: &'a [Column],
     shrink_order: &'a [usize],
+    /// Columns left out whole, in this order, before any is cut to fit a terminal.
+    drop_order: Vec<usize>,
     layout: Layout,
     /// The widest text of each column so far, headers included.
     natural: Vec<usize>,
@@ -257,6 +259,7 @@ impl<'a> Table<'a> {
         let mut table = Table {
             columns,
             shrink_order,
+            drop_order: Vec::new(),
             layout,
             natural: Vec::new(),
             text: String::new(),
@@ -311,6 +314,33 @@ impl<'a> Table<'a> {
         self.ends.is_empty()
     }
 
+    /// To fit a terminal, these columns (indexes into `columns`) are left out whole, in
+    /// this order, as long as the rows do not fit, before any column is cut.
+    pub fn drop_columns(&mut self, order: &[usize]) {
+        self.drop_order = order.to_vec();
+    }
+
+    /// The columns shown: on a terminal, without those [`Table::drop_columns`] leaves out
+    /// for the rows to fit.
+    fn shown_columns(&self) -> Vec<bool> {
+        let mut shown = vec![true; self.columns.len()];
+        let Layout::Fit(available) = self.layout else {
+            return shown;
+        };
+        let width = |shown: &[bool]| {
+            let kept: Vec<usize> = (0..shown.len()).filter(|&i| shown[i]).collect();
+            kept.iter().map(|&i| self.natural[i]).sum::<usize>()
+                + GAP * kept.len().saturating_sub(1)
+        };
+        for &i in &self.drop_order {
+            if width(&shown) <= available {
+                break;
+            }
+            shown[i] = false;
+        }
+        shown
+    }
+
     /// The `i`th text kept, and its style (`None`: a detail the row does not have).
     fn kept(&self, i: usize) -> (&str, Option<Style>) {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
@@ -325,14 +355,28 @@ impl<'a> Table<'a> {
 
     /// Writes the headers and every row, coloured if `color`.
     pub fn write(&self, out: &mut impl Write, color: bool) -> io::Result<()> {
+        let shown = self.shown_columns();
         let widths = match self.layout {
             Layout::Fit(available) => {
-                fit_widths(&self.natural, self.columns, self.shrink_order, available)
+                // A column left out takes no room: its width is 0 and it is skipped.
+                let natural: Vec<usize> = (0..self.columns.len())
+                    .map(|i| if shown[i] { self.natural[i] } else { 0 })
+                    .collect();
+                let gaps = GAP * shown.iter().filter(|s| !**s).count();
+                fit_widths(&natural, self.columns, self.shrink_order, available + gaps)
             }
             Layout::Piped | Layout::Wide => self.natural.clone(),
         };
         let header: Vec<(&str, Style)> = self.columns.iter().map(|c| (c.header, BOLD)).collect();
-        self.write_line(out, &header, &widths, color)?;
+        let write = |out: &mut dyn Write, cells: &[(&str, Style)]| {
+            let kept: Vec<(&str, Style)> = (0..cells.len())
+                .filter(|&i| shown[i])
+                .map(|i| cells[i])
+                .collect();
+            let kept_columns: Vec<usize> = (0..cells.len()).filter(|&i| shown[i]).collect();
+            self.write_line(out, &kept, &kept_columns, &widths, color)
+        };
+        write(out, &header)?;
         let per_row = self.columns.len() + 1;
         let mut cells = Vec::with_capacity(self.columns.len());
         for row in 0..self.ends.len() / per_row {
@@ -342,7 +386,7 @@ impl<'a> Table<'a> {
                 let (text, style) = self.kept(i);
                 (text, style.unwrap_or_default())
             }));
-            self.write_line(out, &cells, &widths, color)?;
+            write(out, &cells)?;
             if let ((detail, Some(style)), false) = (
                 self.kept(first + self.columns.len()),
                 self.layout == Layout::Piped,
@@ -353,24 +397,35 @@ impl<'a> Table<'a> {
         Ok(())
     }
 
+    /// One line of `cells`, the cells of the columns `columns` (indexes into the table's).
+    /// Fitted to a terminal, the last cell is cut to what is left of the line, so a line
+    /// never wraps.
     fn write_line(
         &self,
-        out: &mut impl Write,
+        out: &mut dyn Write,
         cells: &[(&str, Style)],
+        columns: &[usize],
         widths: &[usize],
         color: bool,
     ) -> io::Result<()> {
         let mut line = String::new();
-        for (i, (text, style)) in cells.iter().enumerate() {
+        let mut used = 0;
+        for (k, ((text, style), &i)) in cells.iter().zip(columns).enumerate() {
+            let last = k + 1 == cells.len();
+            let mut width = widths[i];
+            if let (Layout::Fit(available), true) = (self.layout, last) {
+                width = width.min(available.saturating_sub(used));
+            }
             let text = match self.columns[i].cut {
-                Cut::Never => (*text).to_string(),
-                Cut::End => cut_end(text, widths[i]),
-                Cut::Middle => cut_middle(text, widths[i]),
+                Cut::Never if !last => (*text).to_string(),
+                Cut::End | Cut::Never => cut_end(text, width),
+                Cut::Middle => cut_middle(text, width),
             };
             line.push_str(&paint(color, *style, &text));
-            if i + 1 < cells.len() {
+            if !last {
                 let pad = widths[i].saturating_sub(self.measure(&text)) + GAP;
                 line.extend(std::iter::repeat_n(' ', pad));
+                used += self.measure(&text) + pad;
             }
         }
         writeln!(out, "{}", line.trim_end())

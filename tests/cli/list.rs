@@ -415,15 +415,16 @@ fn the_table_fits_a_100_column_terminal() {
     crowded(&env);
     let table = list_on_terminal(&env, 100, &[]);
     fits(&table, 100);
+    // Whole columns go first (the folder, then the language), then the description is cut.
     assert_eq!(
         table,
         lines(&[
-            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE    DESCRIPTION        DIR",
-            "project  tool       1.0.0    no       shell       a short one        ~/project/.zot/extensions/tool",
-            "global   forecast   2.1.0    yes      python      天気予報 🌦 weath…  ~/zot-home/extensions/forecast",
-            "global   half-done  -        broken   -           -                  ~/zot-home/extensions/half-done",
+            "SCOPE    NAME       VERSION  ENABLED  DESCRIPTION",
+            "project  tool       1.0.0    no       a short one",
+            "global   forecast   2.1.0    yes      天気予報 🌦 weather for the week ahead, hour by hour, for any …",
+            "global   half-done  -        broken   -",
             "    ~/zot-home/extensions/half-done/extension.json:2:11: \"exec\" must be a string, found the number 7",
-            "global   notes      0.3.0    yes      javascript  keeps notes per …  ~/zot-home/extensions/notes",
+            "global   notes      0.3.0    yes      keeps notes per project and lets the agent search, tag and su…",
         ])
     );
 }
@@ -437,34 +438,41 @@ fn the_table_fits_an_80_column_terminal() {
     assert_eq!(
         table,
         lines(&[
-            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE    DESCRIPTION  DIR",
-            "project  tool       1.0.0    no       shell       a short one  ~/projec…ons/tool",
-            "global   forecast   2.1.0    yes      python      天気予報 🌦…  ~/zot-ho…forecast",
-            "global   half-done  -        broken   -           -            ~/zot-ho…alf-done",
+            "SCOPE    NAME       VERSION  ENABLED  DESCRIPTION",
+            "project  tool       1.0.0    no       a short one",
+            "global   forecast   2.1.0    yes      天気予報 🌦 weather for the week ahead, ho…",
+            "global   half-done  -        broken   -",
             "    ~/zot-home/extensions/half-done/extension.json:2:11: \"exec\" must be a",
             "    string, found the number 7",
-            "global   notes      0.3.0    yes      javascript  keeps note…  ~/zot-ho…ns/notes",
+            "global   notes      0.3.0    yes      keeps notes per project and lets the agen…",
         ])
     );
 }
 
 #[test]
-fn at_60_columns_the_table_stops_at_its_minimum_widths_and_wraps() {
+fn at_60_columns_whole_columns_go_first_and_no_line_wraps() {
     let env = Env::new();
     crowded(&env);
     let table = list_on_terminal(&env, 60, &[]);
+    fits(&table, 60);
     assert_eq!(
         table,
         lines(&[
-            "SCOPE    NAME       VERSION  ENABLED  LANGUAGE  DESCRIPTION  DIR",
-            "project  tool       1.0.0    no       shell     a short one  ~/pro…s/tool",
-            "global   forecast   2.1.0    yes      python    天気予報 🌦…  ~/zot…recast",
-            "global   half-done  -        broken   -         -            ~/zot…f-done",
+            "SCOPE    NAME       VERSION  ENABLED  DESCRIPTION",
+            "project  tool       1.0.0    no       a short one",
+            "global   forecast   2.1.0    yes      天気予報 🌦 weather fo…",
+            "global   half-done  -        broken   -",
             "    ~/zot-home/extensions/half-done/extension.json:2:11:",
             "    \"exec\" must be a string, found the number 7",
-            "global   notes      0.3.0    yes      javascr…  keeps note…  ~/zot…/notes",
+            "global   notes      0.3.0    yes      keeps notes per proje…",
         ])
     );
+    // With one scope, the scope goes too.
+    let single = Env::new();
+    single.installed("solo", false);
+    let table = list_on_terminal(&single, 40, &[]);
+    fits(&table, 40);
+    assert!(table.starts_with("NAME "), "{table}");
 }
 
 #[test]
@@ -799,8 +807,9 @@ fn the_table_fits_80_columns_shadowed_linked_broken_and_wide() {
     assert!(linked.contains("-> "), "{table}");
 }
 
-/// A 30-character name gives way last, cut in the middle, so the table still fits 80
-/// columns beside a shadowed, a linked and a broken copy; `--wide` shows it whole.
+/// A 30-character name is whole at 80 columns (the folder and language columns make room)
+/// beside a shadowed, a linked and a broken copy; narrower it gives way last, cut in the
+/// middle; `--wide` shows it whole.
 #[test]
 fn a_long_name_is_cut_to_fit_80_columns() {
     let env = Env::new();
@@ -824,12 +833,21 @@ fn a_long_name_is_cut_to_fit_80_columns() {
         r#"{"name": "linked-station", "version": "0.9.0", "exec": "./run.sh", "language": "shell"}"#,
     );
     std::os::unix::fs::symlink(&source, env.global_root().join("linked-station")).unwrap();
+    // At 80 columns the folder and language columns make room: the name is whole.
     let table = list_on_terminal(&env, 80, &[]);
     fits(&table, 80);
     let shadowed = table.lines().find(|l| l.starts_with("shadowed")).unwrap();
-    assert!(shadowed.contains("weather…-a-team"), "{table}");
+    assert!(shadowed.contains(long), "{table}");
     assert!(table.contains("-> "), "{table}");
     assert!(table.contains("broken"), "{table}");
+    // Narrower, it is cut in the middle.
+    let table = list_on_terminal(&env, 56, &[]);
+    fits(&table, 56);
+    let shadowed = table.lines().find(|l| l.starts_with("shadowed")).unwrap();
+    assert!(
+        shadowed.contains('…') && shadowed.contains("-a-team"),
+        "{table}"
+    );
     let wide = list_on_terminal(&env, 80, &["--wide"]);
     assert!(wide.contains(long), "{wide}");
 }
