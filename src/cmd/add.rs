@@ -121,10 +121,11 @@ impl Run for AddArgs {
         locked.extensions.insert(name.clone(), lock_entry.clone());
         file.save(&at.project_file())?;
         locked.save(&at.lock_file())?;
+        project::ignore::keep_managed_out(&at, file.extensions.keys().map(String::as_str))?;
         report(ctx, &at, &done, &entry, &lock_entry)?;
         if first && scope == Scope::Project {
             ctx.out.note(
-                "note: commit .zot/extensions.json and .zot/extensions.lock (zot ext sync installs from them); .zot/.ext-store/ is this machine's state and ignores itself",
+                "note: commit .zot/extensions.json and .zot/extensions.lock (zot ext sync installs from them); the installed folders (.zot/.gitignore) and .zot/.ext-store/ keep themselves out of git",
             );
         }
         Ok(())
@@ -151,6 +152,7 @@ fn already_added(
         file.save(&at.project_file())?;
         locked.save(&at.lock_file())?;
     }
+    project::ignore::keep_managed_out(at, file.extensions.keys().map(String::as_str))?;
     if ctx.out.json {
         return Ok(ctx.out.json(&serde_json::json!({
             "name": name,

@@ -441,6 +441,10 @@ impl RemoveArgs {
         if drop {
             file.extensions.remove(&target.dir_name);
             file.save(&path)?;
+            crate::project::ignore::keep_managed_out(
+                &at,
+                file.extensions.keys().map(String::as_str),
+            )?;
             if let Some(mut lock) = Lock::load(&at.lock_file())?
                 && lock.extensions.remove(&target.dir_name).is_some()
             {

@@ -177,6 +177,7 @@ impl Run for SyncArgs {
         let reports = self.apply(&at, &store, &items, &ctx.layout.global, &ctx.out)?;
         if !self.frozen {
             save_lock(&at, &lock, lock_text.as_deref(), &file, &reports)?;
+            project::ignore::keep_managed_out(&at, file.extensions.keys().map(String::as_str))?;
         }
         self.finish(ctx, &at, &reports)
     }

@@ -4,6 +4,7 @@
 //! with `file:line:column`); saving writes the whole file atomically, keys sorted.
 //! The lock file beside it is [`lock`].
 
+pub(crate) mod ignore;
 pub(crate) mod lock;
 
 use std::collections::BTreeMap;

@@ -944,8 +944,8 @@ fn a_changed_manifest_is_drift_refused_by_frozen_and_reinstalled_by_sync() {
         .stdout_has("up to date");
 }
 
-/// The project's state folder ignores itself in git, and the first `add` says which two
-/// files to commit (only the first).
+/// The project's state folder and the installed copies the project file names keep out of
+/// git, and the first `add` says which two files to commit (only the first).
 #[test]
 fn the_state_folder_ignores_itself_and_add_names_the_files_to_commit() {
     let env = Env::new();
@@ -980,8 +980,32 @@ fn the_state_folder_ignores_itself_and_add_names_the_files_to_commit() {
         .stderr_lacks("commit .zot/extensions.json");
     let status = git(&["status", "--porcelain", "--untracked-files=all"]);
     assert!(!status.contains(".ext-store"), "{status}");
-    assert!(status.contains(".zot/extensions.json"), "{status}");
-    assert!(status.contains(".zot/extensions.lock"), "{status}");
+    // The installed copies stay out too: only the two files to commit are left.
+    assert_eq!(
+        status,
+        "?? .zot/extensions.json\n?? .zot/extensions.lock\n?? tools/hello/extension.json\n?? tools/other/extension.json\n",
+        "{status}"
+    );
+    // A folder the project file does not name (installed by hand) is git's to see.
+    zot(&env, &["ext", "install", "-p", "./tools/other", "--force"]).success();
+    fs::create_dir_all(env.project_root().join("mine")).unwrap();
+    fs::write(
+        env.project_root().join("mine/extension.json"),
+        manifest("mine"),
+    )
+    .unwrap();
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert!(
+        status.contains(".zot/extensions/mine/extension.json"),
+        "{status}"
+    );
+    // Removing an entry from the file lets git see its folder again, if kept.
+    zot(&env, &["ext", "remove", "-p", "-y", "hello"]).success();
+    let ignore = fs::read_to_string(env.project.join(".zot/.gitignore")).unwrap();
+    assert!(
+        !ignore.contains("/extensions/hello/") && ignore.contains("/extensions/other/"),
+        "{ignore}"
+    );
 }
 
 /// From a subfolder of a project, commands name the project file above and the folder to
@@ -1018,4 +1042,20 @@ fn a_subfolder_of_a_project_names_the_project_file_above() {
     env.zot(["ext", "list"])
         .ok()
         .stderr_lacks("no project here");
+}
+
+/// A `.zot/.gitignore` the user wrote is theirs: `add` leaves it as it was.
+#[test]
+fn a_gitignore_of_the_users_own_is_left_alone() {
+    let env = Env::new();
+    let tools = env.project.join("tools/hello");
+    fs::create_dir_all(&tools).unwrap();
+    fs::write(tools.join("extension.json"), manifest("hello")).unwrap();
+    fs::create_dir_all(env.project.join(".zot")).unwrap();
+    fs::write(env.project.join(".zot/.gitignore"), "/extensions/\n").unwrap();
+    zot(&env, &["ext", "add", "./tools/hello"]).success();
+    assert_eq!(
+        fs::read_to_string(env.project.join(".zot/.gitignore")).unwrap(),
+        "/extensions/\n"
+    );
 }
