@@ -154,6 +154,19 @@ impl Layout {
         }
     }
 
+    /// This layout with the project scope of the project whose root is `root` (a folder
+    /// above the working one), for the commands that work on the project above.
+    #[must_use]
+    pub fn with_project_root(&self, root: &Path) -> Self {
+        Layout {
+            project: ScopeDirs {
+                scope: Scope::Project,
+                base: root.join(".zot"),
+            },
+            ..self.clone()
+        }
+    }
+
     pub fn from_process() -> Result<Self> {
         let home = zot_home(&HomeEnv::from_process(), Os::current())?;
         let cwd = std::env::current_dir()

@@ -186,6 +186,9 @@ pub(crate) struct Report {
     pub warnings: Vec<Problem>,
     pub notes: Vec<Problem>,
     pub stderr: Option<String>,
+    /// Checked a second time, alone, after a finding about timing beside other checks;
+    /// this is the second check's report.
+    pub rechecked_alone: bool,
     /// Why an enabled extension is not loaded (the text heading says).
     #[serde(skip)]
     pub not_loaded_because: String,
@@ -236,11 +239,19 @@ impl Report {
             warnings: Vec::new(),
             notes: Vec::new(),
             stderr: None,
+            rechecked_alone: false,
             not_loaded_because: String::new(),
         }
     }
 
-    fn add(&mut self, problem: Problem) {
+    /// Whether an error or warning of it is about timing (see [`Problem::timed`]): checked
+    /// beside others, the verdict may be the machine's load.
+    pub(crate) fn judged_on_timing(&self) -> bool {
+        self.errors.iter().chain(&self.warnings).any(|p| p.timed)
+    }
+
+    /// Adds a finding and sets the status from all of them.
+    pub(crate) fn add(&mut self, problem: Problem) {
         match problem.level {
             Level::Error => self.errors.push(problem),
             Level::Warning => self.warnings.push(problem),

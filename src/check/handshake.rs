@@ -345,7 +345,7 @@ impl Handshake {
                     tenths(after)
                 ),
                 "send hello first and do slow setup after ready; run a program built ahead of time (go build, tsc, cargo build) instead of compiling on every start with go run or npx tsx",
-            ));
+            ).about_timing());
         }
     }
 
@@ -432,7 +432,7 @@ impl Handshake {
                 tenths(self.wait.last.saturating_sub(self.wait.hello))
             ),
             "send the register_* frames and ready right after hello, without pausing; do slow setup after ready",
-        ));
+        ).about_timing());
     }
 
     fn no_ready(&mut self, timeout: Duration) {
@@ -597,7 +597,7 @@ impl Handshake {
                 tenths(self.wait.last.saturating_sub(self.wait.hello))
             ),
             "register every tool right after hello, then send ready; do slow setup after ready or when the tool is first called",
-        ));
+        ).about_timing());
     }
 
     /// Records the subscriptions; which of them the host honours depends on its version,
@@ -614,7 +614,7 @@ impl Handshake {
                     tenths(self.wait.last.saturating_sub(self.wait.hello))
                 ),
                 "send subscribe right after hello, before any slow setup, then ready",
-            ));
+            ).about_timing());
         }
         self.events.extend(subscribe.events);
         self.intercept.extend(subscribe.intercept);

@@ -47,6 +47,10 @@ pub(crate) struct Problem {
     pub level: Level,
     pub message: String,
     pub fix: Option<String>,
+    /// A finding about timing (a hello after a second, a registration or `ready` after zot
+    /// stopped waiting), which the machine's load can cause as well as the extension.
+    #[serde(skip)]
+    pub timed: bool,
 }
 
 impl Problem {
@@ -55,6 +59,16 @@ impl Problem {
             level: Level::Error,
             message: message.into(),
             fix: Some(fix.into()).filter(|f: &String| !f.is_empty()),
+            timed: false,
+        }
+    }
+
+    /// This finding, marked as one about timing (see [`Problem::timed`]).
+    #[must_use]
+    pub(crate) fn about_timing(self) -> Problem {
+        Problem {
+            timed: true,
+            ..self
         }
     }
 

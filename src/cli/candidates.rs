@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap_complete::engine::ValueCompleter;
 use clap_complete::{ArgValueCompleter, CompletionCandidate, PathCompleter};
@@ -14,6 +15,7 @@ use clap_complete::{ArgValueCompleter, CompletionCandidate, PathCompleter};
 use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::{self, Installed};
 use crate::output::{first_hidden, printable};
+use crate::store::record::{Kind, Record};
 
 /// `--project`/`--global` as typed on the line being completed, so names come from that scope.
 static SCOPE_HINT: OnceLock<Option<Scope>> = OnceLock::new();
@@ -21,6 +23,25 @@ static SCOPE_HINT: OnceLock<Option<Scope>> = OnceLock::new();
 /// Remembers the scope typed on the line being completed (once per completion request).
 pub fn set_scope_hint(scope: Option<Scope>) {
     let _ = SCOPE_HINT.set(scope);
+}
+
+/// Whether `--ref` is typed on the line being completed: `update` then re-pins, so pinned
+/// extensions can be updated too.
+static REF_HINT: OnceLock<bool> = OnceLock::new();
+
+/// Remembers whether `--ref` is typed on the line being completed (once per request).
+pub fn set_ref_hint(typed: bool) {
+    let _ = REF_HINT.set(typed);
+}
+
+/// Set once a name argument's completer was asked for a word not starting with `-`: the
+/// word under the cursor is then a name, so flags are left out even when no name fits (bash would insert their common
+/// `--`).
+static NAME_ASKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a name argument's completer was asked during this completion request.
+pub fn name_was_asked() -> bool {
+    NAME_ASKED.load(Ordering::Relaxed)
 }
 
 /// Which installed extensions a name argument offers.
@@ -39,12 +60,19 @@ pub enum Offer {
     Enabled,
     /// Extensions whose manifest says `"enabled": false` (what `enable` can act on).
     Disabled,
+    /// Extensions `update` can act on: installed from a folder or a git repository (an
+    /// install record says so; not linked, not made by `new`), and not pinned to a tag or
+    /// commit unless `--ref` is typed.
+    Updatable,
 }
 
 /// The completer for an extension-name argument; attach it in `cli.rs` with
 /// `#[arg(add = names(Offer::Installed))]`.
 pub fn names(offer: Offer) -> ArgValueCompleter {
     ArgValueCompleter::new(move |current: &OsStr| {
+        if !current.to_string_lossy().starts_with('-') {
+            NAME_ASKED.store(true, Ordering::Relaxed);
+        }
         let mut candidates = installed(offer, current);
         if offer == Offer::InstalledOrFolder && looks_like_folder(current) {
             candidates.extend(folders(current));
@@ -133,7 +161,7 @@ pub fn offered(layout: &Layout, offer: Offer, scope: Option<Scope>, prefix: &str
         .filter(|e| !e.shadowed)
         .chain(hidden)
         .filter(|e| seen.insert(e.name()))
-        .filter(|e| e.name().starts_with(prefix) && wanted(offer, e))
+        .filter(|e| e.name().starts_with(prefix) && wanted(layout, offer, e))
         .map(|e| Offered {
             name: e.name().to_owned(),
             help: match &e.manifest {
@@ -158,14 +186,31 @@ pub fn offered(layout: &Layout, offer: Offer, scope: Option<Scope>, prefix: &str
     out
 }
 
-/// Whether `offer` selects this copy: any copy for the installed offers, else by `enabled`
-/// (a broken copy can be neither enabled nor disabled).
-fn wanted(offer: Offer, e: &Installed) -> bool {
+/// Whether `offer` selects this copy: any copy for the installed offers, by its install
+/// record for [`Offer::Updatable`], else by `enabled` (a broken copy can be neither enabled
+/// nor disabled).
+fn wanted(layout: &Layout, offer: Offer, e: &Installed) -> bool {
     match (&e.manifest, offer) {
         (_, Offer::Installed | Offer::InstalledOrFolder | Offer::InstalledOrLogged) => true,
+        (_, Offer::Updatable) => updatable(layout, e),
         (Ok(m), Offer::Enabled) => m.enabled,
         (Ok(m), Offer::Disabled) => !m.enabled,
         (Err(_), _) => false,
+    }
+}
+
+/// Whether `update` can fetch a new version of `e` (see [`Offer::Updatable`]).
+fn updatable(layout: &Layout, e: &Installed) -> bool {
+    if e.link_target.is_some() {
+        return false;
+    }
+    let Some(record) = Record::load(layout.scope(e.scope), &e.dir_name) else {
+        return false;
+    };
+    match record.kind {
+        Kind::Path => true,
+        Kind::Git => !record.pinned() || REF_HINT.get().copied().unwrap_or(false),
+        Kind::Link | Kind::New => false,
     }
 }
 

@@ -46,6 +46,7 @@ pub fn complete_if_requested() {
     std::panic::set_hook(Box::new(|_| {}));
     let alias = typed_as_alias(&args[dashes + 1..]);
     super::candidates::set_scope_hint(scope_hint(&args[dashes + 1..]));
+    super::candidates::set_ref_hint(ref_hint(&args[dashes + 1..]));
     let current_dir = std::env::current_dir().ok();
     let adapters = [
         ValuesFirst(&Bash),
@@ -119,7 +120,10 @@ impl EnvCompleter for ValuesFirst<'_> {
         let answer = String::from_utf8_lossy(&answer);
         let items: Vec<&str> = answer.split(separator).collect();
         let is_flag = |item: &&str| item.starts_with('-');
-        let has_values = items.iter().any(|i| !i.is_empty() && !is_flag(i));
+        // Flags wait for a `-` where a name goes, even when no name fits (bash would
+        // otherwise insert their common `--`).
+        let has_values = items.iter().any(|i| !i.is_empty() && !is_flag(i))
+            || super::candidates::name_was_asked();
         // Folders go to bash as they are: the script has bash quote them (see BASH_FOLDERS).
         let escape = bash && !(bash_has_compopt() && items.iter().any(|i| i.contains('/')));
         let kept: Vec<String> = items
@@ -259,6 +263,14 @@ fn scope_hint(words: &[OsString]) -> Option<Scope> {
         }
     }
     scope
+}
+
+/// Whether `--ref` is among the typed words (not counting the word under the cursor).
+fn ref_hint(words: &[OsString]) -> bool {
+    words[..words.len().saturating_sub(1)]
+        .iter()
+        .filter_map(|w| w.to_str())
+        .any(|w| w == "--ref" || w.starts_with("--ref="))
 }
 
 /// The script that hooks `zot` (and `zot-ext`) into `shell`'s completion; it calls

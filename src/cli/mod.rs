@@ -347,15 +347,77 @@ pub enum Command {
     /// enabled ones, and remove and logs every installed one, from both scopes. The script
     /// runs COMPLETE=<shell> zot for candidates, so zot must be on PATH. It is the same as
     /// the file for SHELL in the source's completions/ folder; load it from the shell's
-    /// startup file; for bash, add source <(zot completions bash) to ~/.bashrc.
+    /// startup file; for bash, add source <(zot completions bash) to ~/.bashrc. Without
+    /// SHELL, the shell the SHELL environment variable names.
     Completions(CompletionsArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
-    /// The shell to print the completion script for
-    #[arg(value_enum, value_name = "SHELL")]
-    pub shell: Shell,
+    /// The shell to print the completion script for [default: the one $SHELL names]
+    #[arg(value_name = "SHELL", value_parser = ShellName)]
+    pub shell: Option<Shell>,
+}
+
+/// A shell zot completes for, by name: an unknown one (`tcsh`) is refused with the list of
+/// those there are, not a look-alike.
+#[derive(Debug, Clone, Copy)]
+pub struct ShellName;
+
+impl ShellName {
+    /// The shell `name` names (a path such as `$SHELL`'s `/usr/bin/zsh` too).
+    pub fn parse(name: &str) -> Option<Shell> {
+        let stem = std::path::Path::new(name).file_stem()?.to_str()?;
+        Shell::value_variants()
+            .iter()
+            .copied()
+            .find(|s| s.to_possible_value().is_some_and(|v| v.matches(stem, true)))
+    }
+
+    /// The shells' names, for messages: `bash, elvish, fish, powershell or zsh`.
+    pub fn names() -> String {
+        let names: Vec<String> = Shell::value_variants()
+            .iter()
+            .filter_map(|s| s.to_possible_value().map(|v| v.get_name().to_owned()))
+            .collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+}
+
+impl clap::builder::TypedValueParser for ShellName {
+    type Value = Shell;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Shell, clap::Error> {
+        let text = value.to_string_lossy();
+        ShellName::parse(&text).ok_or_else(|| {
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!(
+                    "{} is not a shell zot completes for; use {}\n",
+                    crate::output::printable(&text),
+                    ShellName::names()
+                ),
+            )
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            Shell::value_variants()
+                .iter()
+                .filter_map(ValueEnum::to_possible_value),
+        ))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -747,7 +809,7 @@ pub struct CarryFlags {
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// Extensions to update (by name)
-    #[arg(value_name = "NAME", add = names(Offer::Installed))]
+    #[arg(value_name = "NAME", add = names(Offer::Updatable))]
     pub names: Vec<String>,
 
     /// Update every installed extension

@@ -864,7 +864,7 @@ pub const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
         &[(
             "2",
             "The shell is not one of bash, elvish, fish, powershell and zsh (also for \
-             COMPLETE=<shell> zot).",
+             COMPLETE=<shell> zot), or none is given and $SHELL names none of them.",
         )],
     ),
 ];

@@ -45,6 +45,20 @@ impl Run for AddArgs {
                 crate::output::redact::redact(&self.source)
             )));
         }
+        // In a subfolder of a project, the project is the one above (as npm and cargo
+        // find their root), not a second one started here.
+        if !self.global
+            && let Some(above) = project::project_above(&ctx.layout)
+        {
+            ctx.out.note(&project::working_above("adding to", &above));
+            return self.add(&ctx.in_project(&above));
+        }
+        self.add(ctx)
+    }
+}
+
+impl AddArgs {
+    fn add(&self, ctx: &Context) -> Result<()> {
         let scope = if self.global {
             Scope::Global
         } else {
@@ -54,16 +68,6 @@ impl Run for AddArgs {
         // Read first: a broken project file stops the run before anything is installed.
         let existing = ProjectFile::load(&at.project_file())?;
         let first = existing.is_none();
-        if first
-            && scope == Scope::Project
-            && let Some(above) = project::project_above(&ctx.layout)
-        {
-            ctx.out.warn(&format!(
-                "starting a second project in {}, inside another; {}",
-                at.root.display(),
-                project::run_from_above(&at.root, &above)
-            ));
-        }
         let mut file = existing.unwrap_or_default();
         let mut locked = Lock::load(&at.lock_file())?.unwrap_or_default();
         let (source, subdir) = self.source_and_subdir()?;
@@ -227,8 +231,9 @@ impl AddArgs {
     }
 
     /// The source as the project file keeps it: without a `#path` fragment (that is
-    /// `subdir`); a relative local path as given when the file is the project's (whose
-    /// root is the working folder), made absolute for the global file.
+    /// `subdir`); a relative local path as given when the file is the project's and its
+    /// root is the working folder, made relative to the root when it is a folder above,
+    /// and made absolute for the global file.
     fn recorded_source(&self, at: &Where, source: &Source) -> String {
         let without_fragment = match source {
             Source::Git(url) if url.subdir.is_some() => url.url.clone(),
@@ -238,14 +243,19 @@ impl AddArgs {
         };
         let local = matches!(source, Source::Path(_))
             || matches!(source, Source::Git(url) if url.local && !url.url.to_ascii_lowercase().starts_with("file://"));
-        if at.scope == Scope::Global
-            && local
-            && std::path::Path::new(&without_fragment).is_relative()
-            && let Ok(absolute) = std::path::absolute(&without_fragment)
-        {
-            return absolute.display().to_string();
+        if !local || !std::path::Path::new(&without_fragment).is_relative() {
+            return without_fragment;
         }
-        without_fragment
+        let Ok(absolute) = std::path::absolute(&without_fragment) else {
+            return without_fragment;
+        };
+        match at.scope {
+            Scope::Global => absolute.display().to_string(),
+            Scope::Project if std::env::current_dir().is_ok_and(|cwd| cwd == at.root) => {
+                without_fragment
+            }
+            Scope::Project => project::relative_to(&at.root, &absolute),
+        }
     }
 }
 

@@ -23,6 +23,7 @@ use crate::check::handshake::HostInfo;
 use crate::cli::DoctorArgs;
 use crate::host::{self, Leftover};
 use crate::output::{BAD, DIM, GOOD, Output, WARN, clean};
+use crate::project;
 use crate::protocol::zot::Discovery;
 use live::{Board, Event};
 
@@ -36,6 +37,8 @@ struct Summary {
     warnings: usize,
     #[serde(rename = "with_errors")]
     errors: usize,
+    /// Extensions checked a second time alone (see [`check_all`]).
+    checked_again_alone: usize,
 }
 
 /// `zot ext doctor --json` output.
@@ -52,7 +55,10 @@ impl Run for DoctorArgs {
         // extension's.
         let judged = self.judged_by();
         let targets = self.targets(ctx, judged.host.discovery)?;
-        if targets.is_empty() {
+        let subfolder = project::subfolder_note(&ctx.layout, self.scope.scope());
+        if let Some(note) = &subfolder {
+            ctx.out.note(note);
+        } else if targets.is_empty() {
             ctx.out
                 .note("no extensions installed; create one with `zot ext new <name>`");
         }
@@ -147,6 +153,11 @@ fn jobs_for_open_files(limit: u64) -> usize {
 /// last one is done (so every timeout runs from an actual start); `show` gets the reports in
 /// the order of `targets`, each as soon as it and all before it are done, and they are
 /// returned in that order. Meanwhile a terminal stderr shows what is running.
+///
+/// A check that ran beside others and found something about timing (a hello after a
+/// second, a late registration) is then run again alone, one at a time, and that check's
+/// report counts, with a note of what the first said: how many extensions start at once,
+/// and the machine's load, must not change a verdict.
 fn check_all(
     targets: &[Target],
     options: &Options,
@@ -154,14 +165,32 @@ fn check_all(
     out: &Output,
     show: impl FnMut(&mut Report),
 ) -> Vec<Report> {
-    let next = AtomicUsize::new(0);
     let mut board = Board::new(targets, out, show);
+    let all: Vec<usize> = (0..targets.len()).collect();
+    check_some(&mut board, &all, targets, options, jobs);
+    let held = board.held();
+    check_some(&mut board, &held, targets, options, 1);
+    board.finish()
+}
+
+/// Checks the targets at `indices` with `jobs` workers, telling `board` as they go.
+fn check_some<F: FnMut(&mut Report)>(
+    board: &mut Board<'_, F>,
+    indices: &[usize],
+    targets: &[Target],
+    options: &Options,
+    jobs: usize,
+) {
+    if indices.is_empty() {
+        return;
+    }
+    let next = AtomicUsize::new(0);
     thread::scope(|scope| {
         let (tell, events) = mpsc::channel();
-        for _ in 0..jobs.clamp(1, targets.len().max(1)) {
+        for _ in 0..jobs.clamp(1, indices.len()) {
             let tell = tell.clone();
             let next = &next;
-            scope.spawn(move || work(next, targets, options, &tell));
+            scope.spawn(move || work(next, indices, targets, options, &tell));
         }
         drop(tell);
         loop {
@@ -173,18 +202,25 @@ fn check_all(
             board.draw();
         }
     });
-    board.finish()
 }
 
-/// One worker: checks the next unclaimed target until none is left.
-fn work(next: &AtomicUsize, targets: &[Target], options: &Options, tell: &Sender<Event>) {
+/// One worker: checks the next unclaimed target of `indices` until none is left.
+fn work(
+    next: &AtomicUsize,
+    indices: &[usize],
+    targets: &[Target],
+    options: &Options,
+    tell: &Sender<Event>,
+) {
     loop {
-        let index = next.fetch_add(1, Ordering::SeqCst);
-        let Some(target) = targets.get(index) else {
+        let Some(&index) = indices.get(next.fetch_add(1, Ordering::SeqCst)) else {
             return;
         };
         let _ = tell.send(Event::Started(index));
-        let _ = tell.send(Event::Done(index, Box::new(doctor::check(target, options))));
+        let _ = tell.send(Event::Done(
+            index,
+            Box::new(doctor::check(&targets[index], options)),
+        ));
     }
 }
 
@@ -221,6 +257,7 @@ fn summarize(reports: &[Report]) -> Summary {
         ok: count(Status::Ok),
         warnings: count(Status::Warning),
         errors: count(Status::Error),
+        checked_again_alone: reports.iter().filter(|r| r.rechecked_alone).count(),
     }
 }
 
@@ -295,8 +332,15 @@ fn render_late(r: &Report, before: usize, out: &Output) -> String {
 
 fn print_summary(out: &Output, summary: &Summary, judged: &JudgedBy) -> io::Result<()> {
     if !out.quiet && summary.checked > 0 {
+        let again = match summary.checked_again_alone {
+            0 => String::new(),
+            n => format!(
+                "; {n} checked again alone, as {} slow beside the others",
+                if n == 1 { "it was" } else { "they were" }
+            ),
+        };
         out.print(&format!(
-            "\n{} checked: {} ok, {} with warnings, {} with errors\n{}\n",
+            "\n{} checked: {} ok, {} with warnings, {} with errors{again}\n{}\n",
             plural(summary.checked, "extension"),
             summary.ok,
             summary.warnings,
@@ -449,6 +493,7 @@ mod tests {
             warnings: vec![Problem::warning("did not send ready", "send ready")],
             notes: Vec::new(),
             stderr: None,
+            rechecked_alone: false,
             not_loaded_because: String::new(),
         }
     }
@@ -504,6 +549,7 @@ mod tests {
             ok: 1,
             warnings: 1,
             errors: 0,
+            checked_again_alone: 0,
         };
         assert!(verdict(&s, false, FixesAt::Above).is_ok());
         assert!(verdict(&s, true, FixesAt::Above).is_err());

@@ -121,6 +121,15 @@ impl Run for InfoArgs {
                 }
             })
             .collect();
+        if let Some(above) =
+            super::named::project_copy_above(ctx, &self.name, self.scope.scope(), found[0])
+        {
+            ctx.out.note(&format!(
+                "note: this is the global copy; the project in {} (above this folder) has its own {}, which zot loads when started there",
+                crate::output::printable(&above.display().to_string()),
+                self.name
+            ));
+        }
         if ctx.out.json {
             return Ok(ctx.out.json(&Info {
                 name: &self.name,

@@ -11,7 +11,7 @@ use crate::catalog::{self, Installed};
 use crate::cli::ListArgs;
 use crate::output::table::{self, Column, Cut, Layout, Row, Table};
 use crate::output::{BAD, Cell, DIM, GOOD, WARN};
-use crate::project::{self, Where};
+use crate::project;
 use crate::store::Store;
 
 /// One row of `zot ext list --json`.
@@ -104,14 +104,8 @@ impl Run for ListArgs {
                 looked.join(" and ")
             ));
         }
-        let root = Where::of(&ctx.layout, Scope::Project).root;
-        if self.scope.scope() != Some(Scope::Global)
-            && let Some(above) = project::project_above(&ctx.layout)
-        {
-            ctx.out.note(&format!(
-                "note: no project here; {}",
-                project::run_from_above(&root, &above)
-            ));
+        if let Some(note) = project::subfolder_note(&ctx.layout, self.scope.scope()) {
+            ctx.out.note(&note);
         }
         Ok(())
     }

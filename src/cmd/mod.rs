@@ -31,6 +31,16 @@ pub struct Context {
     pub out: Output,
 }
 
+impl Context {
+    /// This context for the project whose root is `root`, above the working folder.
+    fn in_project(&self, root: &std::path::Path) -> Context {
+        Context {
+            layout: self.layout.with_project_root(root),
+            out: self.out.clone(),
+        }
+    }
+}
+
 /// A runnable subcommand.
 pub trait Run {
     fn run(&self, ctx: &Context) -> Result<()>;

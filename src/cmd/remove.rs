@@ -173,7 +173,7 @@ impl Run for RemoveArgs {
         let names = self.unique_names();
         // One name: its lookup error is the run's error, did-you-mean and all.
         if let [name] = names.as_slice() {
-            let target = catalog::find(&ctx.layout, name, self.scope.scope())?;
+            let target = super::named::find_to_change(ctx, name, self.scope.scope(), "remove")?;
             let plan = Planned::of(ctx, target, self.keep_data);
             let at_terminal = self.confirm_all(ctx, std::slice::from_ref(&plan))?;
             let removed = self.remove_one(ctx, &plan, at_terminal)?;
@@ -186,7 +186,7 @@ impl Run for RemoveArgs {
         let mut failed = Vec::new();
         let mut planned = Vec::new();
         for name in &names {
-            match catalog::find(&ctx.layout, name, self.scope.scope()) {
+            match super::named::find_to_change(ctx, name, self.scope.scope(), "remove") {
                 Ok(target) => planned.push(Planned::of(ctx, target, self.keep_data)),
                 Err(e) => failed.push(Failure::of(name, &e)),
             }

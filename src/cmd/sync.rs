@@ -128,6 +128,19 @@ struct Document<'a> {
 
 impl Run for SyncArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
+        // In a subfolder of a project, the project file is the one above.
+        if !self.global
+            && let Some(above) = project::project_above(&ctx.layout)
+        {
+            ctx.out.note(&project::working_above("syncing", &above));
+            return self.sync(&ctx.in_project(&above));
+        }
+        self.sync(ctx)
+    }
+}
+
+impl SyncArgs {
+    fn sync(&self, ctx: &Context) -> Result<()> {
         let scope = if self.global {
             Scope::Global
         } else {
@@ -136,15 +149,6 @@ impl Run for SyncArgs {
         let at = Where::of(&ctx.layout, scope);
         let dirs = ctx.layout.scope(scope);
         let Some(file) = ProjectFile::load(&at.project_file())? else {
-            if scope == Scope::Project
-                && let Some(above) = project::project_above(&ctx.layout)
-            {
-                bail!(
-                    "there is no project file {} here; {}",
-                    at.project_file().display(),
-                    project::run_from_above(&at.root, &above)
-                );
-            }
             bail!(
                 "there is no project file {}; create it with zot ext add <source>",
                 at.project_file().display()
@@ -181,9 +185,7 @@ impl Run for SyncArgs {
         }
         self.finish(ctx, &at, &reports)
     }
-}
 
-impl SyncArgs {
     /// What to do with each extension, worked out without the network.
     fn plan(
         &self,

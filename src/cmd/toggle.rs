@@ -51,7 +51,8 @@ struct Toggled<'a> {
 
 impl Run for Toggle<'_> {
     fn run(&self, ctx: &Context) -> Result<()> {
-        let target = catalog::find(&ctx.layout, self.name, self.scope.scope())?;
+        let verb = if self.enable { "enable" } else { "disable" };
+        let target = super::named::find_to_change(ctx, self.name, self.scope.scope(), verb)?;
         if let Some(note) = target.twin_note() {
             ctx.out.note(&note);
         }

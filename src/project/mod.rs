@@ -106,6 +106,39 @@ pub(crate) fn project_above(layout: &Layout) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Whether the project at `above` has an extension of one of `names`: its project file
+/// lists it or its extensions folder has a folder of that name (an unreadable project file
+/// lists nothing).
+pub(crate) fn has_any(above: &Path, names: &[&str]) -> bool {
+    let zot = above.join(".zot");
+    let listed = ProjectFile::load(&zot.join(FILE))
+        .ok()
+        .flatten()
+        .is_some_and(|file| names.iter().any(|n| file.extensions.contains_key(*n)));
+    listed
+        || names.iter().any(|n| {
+            !n.is_empty()
+                && !matches!(*n, "." | "..")
+                && !n.contains(['/', '\\', '\0'])
+                && std::fs::symlink_metadata(zot.join("extensions").join(n)).is_ok()
+        })
+}
+
+/// For a command that shows what zot started here loads (`list`, `doctor`), run in a
+/// subfolder of a project: the note that this folder is no project and where the project
+/// is (nothing for the global scope alone, or in a project's own root).
+pub(crate) fn subfolder_note(layout: &Layout, scope: Option<Scope>) -> Option<String> {
+    if scope == Some(Scope::Global) {
+        return None;
+    }
+    let above = project_above(layout)?;
+    let root = Where::of(layout, Scope::Project).root;
+    Some(format!(
+        "note: no project here; {}",
+        run_from_above(&root, &above)
+    ))
+}
+
 /// For a command run in a subfolder of the project at `above`: the project file there, as
 /// a path from `root`, and the folder to run from.
 pub(crate) fn run_from_above(root: &Path, above: &Path) -> String {
@@ -118,6 +151,48 @@ pub(crate) fn run_from_above(root: &Path, above: &Path) -> String {
         above.display(),
         crate::output::sh_quote(&above.display().to_string())
     )
+}
+
+/// The note of a command that works on the project at `above` from a subfolder of it:
+/// `verb` says what it does there ("adding to").
+pub(crate) fn working_above(verb: &str, above: &Path) -> String {
+    format!(
+        "note: {verb} the project in {} (.zot/{FILE} there), since this folder is inside it; zot loads its extensions when started in that folder",
+        crate::output::printable(&above.display().to_string())
+    )
+}
+
+/// `path` (absolute) as the project file keeps a source under or beside the project root
+/// `root` (absolute): relative to it, `./` or `../` first, with `.` and `..` resolved as
+/// written (the way the shell typed them).
+pub(crate) fn relative_to(root: &Path, path: &Path) -> String {
+    let (root, path) = (lexical(root), lexical(path));
+    let common = root.iter().zip(&path).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return path.iter().collect::<PathBuf>().display().to_string();
+    }
+    let mut out = PathBuf::from(if common == root.len() { "." } else { "" });
+    for _ in common..root.len() {
+        out.push("..");
+    }
+    out.extend(&path[common..]);
+    out.display().to_string()
+}
+
+/// The components of `path` with `.` dropped and `name/..` taken away as written.
+fn lexical(path: &Path) -> Vec<std::path::Component<'_>> {
+    use std::path::Component;
+    let mut parts: Vec<Component<'_>> = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(parts.last(), Some(Component::Normal(_))) => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    parts
 }
 
 impl Where {
@@ -639,6 +714,18 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, [".extensions.json.dir", FILE]);
+    }
+
+    #[test]
+    fn a_source_from_a_subfolder_is_kept_relative_to_the_root() {
+        let root = Path::new("/p");
+        assert_eq!(
+            relative_to(root, Path::new("/p/tools/../tools/x")),
+            "./tools/x"
+        );
+        assert_eq!(relative_to(root, Path::new("/p/sub/./x")), "./sub/x");
+        assert_eq!(relative_to(root, Path::new("/q/x")), "../q/x");
+        assert_eq!(relative_to(root, Path::new("/p")), ".");
     }
 
     #[test]

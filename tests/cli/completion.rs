@@ -333,3 +333,69 @@ fn remove_offers_further_names_after_the_first() {
         ["shared"]
     );
 }
+
+/// Where a name goes and none fits, nothing is offered: bash would insert the flags'
+/// common `--`. Flags still come once a `-` is typed.
+#[test]
+fn a_name_with_nothing_to_offer_offers_no_flags() {
+    let env = Env::new();
+    env.installed("alpha", false);
+    assert_eq!(values(&env, &["ext", "enable", ""]), Vec::<String>::new());
+    let flags = values(&env, &["ext", "enable", "--"]);
+    assert!(flags.iter().any(|f| f == "--global"), "{flags:?}");
+    assert_eq!(values(&env, &["ext", "disable", ""]), ["alpha"]);
+}
+
+/// `update` offers what it can update: installed from a folder or a git repository, not
+/// linked, not copied in by hand, and pinned ones only once `--ref` is on the line.
+#[test]
+fn update_offers_only_what_it_can_update() {
+    let env = world();
+    let pinned = crate::support::git_servers::Repo::with_files(
+        &env.work.join("repos"),
+        "pinned",
+        &[("extension.json", &manifest("pinned")), ("run.sh", "")],
+    );
+    pinned.tag("v1");
+    let url = format!("file://{}", pinned.bare.display());
+    env.zot(["ext", "install", "-g", &url, "--ref", "v1"]).ok();
+    let working = env.source("working-copy", "linked");
+    env.zot(["ext", "link", working.to_str().unwrap()]).ok();
+    assert_eq!(
+        values(&env, &["ext", "update", ""]),
+        ["alpha", "beta", "delta", "gamma", "shared"]
+    );
+    assert_eq!(
+        values(&env, &["ext", "update", "--ref", "v2", ""]),
+        ["alpha", "beta", "delta", "gamma", "pinned", "shared"]
+    );
+    // Every installed name stays offered where any can be acted on.
+    assert!(values(&env, &["ext", "remove", ""]).contains(&"linked".to_owned()));
+}
+
+/// `zot completions` alone prints the script of the shell `$SHELL` names; a shell zot does
+/// not complete for is refused with the list of those it does, not a look-alike.
+#[test]
+fn completions_takes_the_shell_from_shell_and_lists_the_shells() {
+    let env = Env::new();
+    let named = env.zot(["completions", "zsh"]).ok().stdout;
+    let from_env = env
+        .zot(["completions"])
+        .env("SHELL", "/usr/bin/zsh")
+        .ok()
+        .stdout;
+    assert_eq!(named, from_env);
+    let tcsh = env.zot(["completions", "tcsh"]).fails(2);
+    assert_eq!(
+        tcsh.stderr,
+        "error: tcsh is not a shell zot completes for; use bash, elvish, fish, powershell or zsh\n"
+    );
+    env.zot(["completions"])
+        .env("SHELL", "/bin/tcsh")
+        .fails(2)
+        .stderr_has("$SHELL is /bin/tcsh, which zot does not complete for; name one of bash, elvish, fish, powershell or zsh");
+    env.zot(["completions"])
+        .env_remove("SHELL")
+        .fails(2)
+        .stderr_has("$SHELL is not set");
+}

@@ -212,3 +212,89 @@ fn ctrl_c_during_doctor_erases_its_live_line() {
         "the live line is left on screen: {seen:?}"
     );
 }
+
+/// Spins the CPU while it lives (a busy shell loop), so checks compete for the cores.
+struct CpuHog(Vec<std::process::Child>);
+
+impl CpuHog {
+    fn start(processes: usize) -> CpuHog {
+        CpuHog(
+            (0..processes)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for CpuHog {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A timing verdict does not depend on how many extensions were checked at once or on the
+/// machine's load: sixteen extensions that each spend 0.15 s of CPU before hello, checked
+/// together beside a CPU hog, say hello well after a second; each is then checked again
+/// alone and judged by that. Three runs give the same verdicts, and the output says so.
+#[test]
+fn timing_verdicts_do_not_depend_on_checks_at_once_or_load() {
+    let env = Env::new();
+    let root = env.global_root();
+    for n in 0..16 {
+        let name = format!("busy{n:02}");
+        let dir = root.join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("extension.json"),
+            format!("{{\"name\": \"{name}\", \"version\": \"1.0.0\", \"exec\": \"python3\", \"args\": [\"busy.py\"]}}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("busy.py"),
+            format!(
+                "import sys, time\n\
+                 start = time.process_time()\n\
+                 while time.process_time() - start < 0.15:\n    pass\n\
+                 print('{{\"type\":\"hello\",\"name\":\"{name}\",\"version\":\"1.0.0\"}}', flush=True)\n\
+                 sys.stdin.readline()\n\
+                 print('{{\"type\":\"ready\"}}', flush=True)\n\
+                 for line in sys.stdin:\n\
+                 \x20   if '\"shutdown\"' in line:\n\
+                 \x20       print('{{\"type\":\"shutdown_ack\"}}', flush=True)\n\
+                 \x20       break\n"
+            ),
+        )
+        .unwrap();
+    }
+    let _hog = CpuHog::start(2);
+    let mut verdicts = Vec::new();
+    for _ in 0..2 {
+        let done = env.zot(["ext", "doctor", "--json"]).ok();
+        let doc: Value = serde_json::from_str(&done.stdout).unwrap();
+        let summary = &doc["summary"];
+        assert_eq!(summary["ok"], 16, "{summary}\n{}", done.stdout);
+        let statuses: Vec<String> = doc["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| format!("{} {}", e["name"], e["status"]))
+            .collect();
+        verdicts.push(statuses);
+    }
+    assert_eq!(verdicts[0], verdicts[1]);
+    // The third run, as text, says which were checked again alone, and why.
+    let text = env.zot(["ext", "doctor"]).ok();
+    text.stdout_has("16 extensions checked: 16 ok, 0 with warnings, 0 with errors");
+    if text.stdout.contains("checked again alone") {
+        text.stdout_has("note: checked again alone: beside ");
+        text.stdout_has("checked again alone, as ");
+    }
+}

@@ -1008,15 +1008,18 @@ fn the_state_folder_ignores_itself_and_add_names_the_files_to_commit() {
     );
 }
 
-/// From a subfolder of a project, commands name the project file above and the folder to
-/// run from (zot loads project extensions from the current folder only), instead of
-/// offering to create a second project.
+/// From a subfolder of a project, `list` and `doctor -p` name the project file above and
+/// the folder to run from (zot loads project extensions from the current folder only),
+/// while `add` and `sync` work on the project above (as npm and cargo find their root)
+/// instead of starting a second one.
 #[test]
 fn a_subfolder_of_a_project_names_the_project_file_above() {
     let env = Env::new();
-    let tools = env.project.join("tools/hello");
-    fs::create_dir_all(&tools).unwrap();
-    fs::write(tools.join("extension.json"), manifest("hello")).unwrap();
+    for name in ["hello", "other"] {
+        let tools = env.project.join("tools").join(name);
+        fs::create_dir_all(&tools).unwrap();
+        fs::write(tools.join("extension.json"), manifest(name)).unwrap();
+    }
     zot(&env, &["ext", "add", "./tools/hello"]).success();
     let sub = env.project.join("tools");
     let expected = format!(
@@ -1024,24 +1027,80 @@ fn a_subfolder_of_a_project_names_the_project_file_above() {
         env.project.display(),
         env.project.display()
     );
-    let sync = env.zot(["ext", "sync"]).current_dir(&sub).fails(1);
-    sync.stderr_has(&format!(
-        "there is no project file {} here; {expected}",
-        sub.join(".zot/extensions.json").display()
-    ));
     env.zot(["ext", "list"])
         .current_dir(&sub)
         .ok()
         .stderr_has(&format!("note: no project here; {expected}"));
+    env.zot(["ext", "doctor", "-p"])
+        .current_dir(&sub)
+        .ok()
+        .stderr_has(&format!("note: no project here; {expected}"))
+        .stderr_lacks("no extensions installed");
+    let added = env.zot(["ext", "add", "other"]).current_dir(&sub).ok();
+    added.stderr_has(&format!(
+        "note: adding to the project in {} (.zot/extensions.json there)",
+        env.project.display()
+    ));
+    assert!(!sub.join(".zot").exists(), "no second project is started");
+    let file = fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap();
+    assert!(file.contains(r#""source": "./tools/other""#), "{file}");
+    assert!(env.project_root().join("other/extension.json").is_file());
     let deeper = sub.join("hello");
     env.zot(["ext", "sync"])
         .current_dir(&deeper)
-        .fails(1)
-        .stderr_has("the project file is ../../.zot/extensions.json");
+        .ok()
+        .stderr_has("note: syncing the project in");
     // In the project itself, nothing is said.
     env.zot(["ext", "list"])
         .ok()
         .stderr_lacks("no project here");
+}
+
+/// From a subfolder, a name the project above has is not quietly taken for the global
+/// copy by a command that changes it: `--global` says that copy is meant.
+#[test]
+fn a_subfolder_needs_global_to_change_a_global_copy_the_project_has_too() {
+    let env = Env::new();
+    let tools = env.project.join("tools/hello");
+    fs::create_dir_all(&tools).unwrap();
+    fs::write(tools.join("extension.json"), manifest("hello")).unwrap();
+    zot(&env, &["ext", "add", "./tools/hello"]).success();
+    zot(&env, &["ext", "install", "-g", "./tools/hello"]).success();
+    let sub = env.project.join("tools");
+    let global = env.home.join("extensions/hello");
+    for args in [
+        &["ext", "disable", "hello"][..],
+        &["ext", "remove", "-y", "hello"],
+        &["ext", "update", "hello"],
+        &["ext", "prepare", "hello"],
+    ] {
+        let verb = args[1];
+        env.zot(args)
+            .current_dir(&sub)
+            .fails(2)
+            .stderr_has(&format!(
+                "hello here is the global copy, but the project in {} has its own hello",
+                env.project.display()
+            ))
+            .stderr_has(&format!("pass --global to {verb} the global copy"));
+    }
+    assert!(global.join("extension.json").is_file());
+    env.zot(["ext", "info", "hello"])
+        .current_dir(&sub)
+        .ok()
+        .stderr_has("note: this is the global copy; the project in");
+    env.zot(["ext", "disable", "-p", "hello"])
+        .current_dir(&sub)
+        .fails(1)
+        .stderr_has("hello is not in this folder's project scope; the project file is ../.zot/extensions.json");
+    env.zot(["ext", "disable", "--global", "hello"])
+        .current_dir(&sub)
+        .ok()
+        .stdout_has("disabled hello (global)");
+    // A name the project does not have is the global copy's, as before.
+    env.zot(["ext", "enable", "hello", "--global"])
+        .current_dir(&sub)
+        .ok();
 }
 
 /// A `.zot/.gitignore` the user wrote is theirs: `add` leaves it as it was.

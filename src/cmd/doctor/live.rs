@@ -2,12 +2,15 @@
 //! it and every report before it are done (so a name two extensions register is judged
 //! against the ones loaded before it, and the order never depends on timing), and on a
 //! terminal stderr one live line says what is still running (spinner, names, elapsed time),
-//! redrawn in place and cleared at the end, or when Ctrl-C ends zot.
+//! redrawn in place and cleared at the end, or when Ctrl-C ends zot. A report with a
+//! finding about timing from a check that ran beside others is held back to be checked
+//! again alone ([`Board::held`]); the check alone gives the verdict.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use crate::catalog::target::Target;
+use crate::check::Problem;
 use crate::check::doctor::Report;
 use crate::output::{Output, clean};
 
@@ -28,6 +31,11 @@ pub(super) struct Board<'a, F: FnMut(&mut Report)> {
     out: &'a Output,
     show: F,
     running: Vec<(usize, Instant)>,
+    /// For each check started, the most other checks that ran while it did.
+    beside: HashMap<usize, usize>,
+    /// Reports with a finding about timing from a check beside others (how many, at most),
+    /// to check again alone.
+    held: BTreeMap<usize, (Report, usize)>,
     waiting: BTreeMap<usize, Report>,
     shown: Vec<Report>,
     frame: usize,
@@ -43,6 +51,8 @@ impl<'a, F: FnMut(&mut Report)> Board<'a, F> {
             out,
             show,
             running: Vec::new(),
+            beside: HashMap::new(),
+            held: BTreeMap::new(),
             waiting: BTreeMap::new(),
             shown: Vec::new(),
             frame: 0,
@@ -57,13 +67,64 @@ impl<'a, F: FnMut(&mut Report)> Board<'a, F> {
 
     pub(super) fn record(&mut self, event: Event) {
         match event {
-            Event::Started(index) => self.running.push((index, Instant::now())),
+            Event::Started(index) => self.started(index),
             Event::Done(index, report) => {
                 self.running.retain(|(i, _)| *i != index);
-                self.waiting.insert(index, *report);
+                let report = self.judged(index, *report);
+                let others = self.beside.get(&index).copied().unwrap_or_default();
+                if report.judged_on_timing() && others > 0 {
+                    self.held.insert(index, (report, others));
+                    return;
+                }
+                self.waiting.insert(index, report);
                 self.show_ready();
             }
         }
+    }
+
+    /// Counts the checks running beside the one starting, and it beside each of them.
+    fn started(&mut self, index: usize) {
+        let others = self.running.len();
+        for (i, _) in &self.running {
+            let count = self.beside.entry(*i).or_default();
+            *count = (*count).max(others);
+        }
+        self.beside.insert(index, others);
+        self.running.push((index, Instant::now()));
+    }
+
+    /// The report of a check; for a check again alone, with a note of what the first said.
+    fn judged(&mut self, index: usize, mut report: Report) -> Report {
+        let Some((first, others)) = self.held.remove(&index) else {
+            return report;
+        };
+        let said = first
+            .errors
+            .iter()
+            .chain(&first.warnings)
+            .find(|p| p.timed)
+            // The finding, without the reason it matters (after the `;`).
+            .map_or_else(String::new, |p| {
+                p.message.split(';').next().unwrap_or_default().to_owned()
+            });
+        report.add(Problem::note(
+            format!(
+                "checked again alone: beside {} it {said}",
+                if others == 1 {
+                    "1 other check".to_owned()
+                } else {
+                    format!("{others} other checks")
+                }
+            ),
+            "",
+        ));
+        report.rechecked_alone = true;
+        report
+    }
+
+    /// The targets whose reports are held to be checked again alone, in load order.
+    pub(super) fn held(&self) -> Vec<usize> {
+        self.held.keys().copied().collect()
     }
 
     /// Hands on every report whose predecessors have all been handed on.

@@ -393,6 +393,11 @@ impl Run {
         self
     }
 
+    pub(crate) fn env_remove(mut self, key: &str) -> Run {
+        self.cmd.env_remove(key);
+        self
+    }
+
     pub(crate) fn current_dir(mut self, dir: &Path) -> Run {
         self.cmd.current_dir(dir);
         self
