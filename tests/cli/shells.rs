@@ -165,6 +165,19 @@ fn bash_completes_enabled_extensions_for_disable() {
     assert_eq!(lines, ["alpha gamma", "alpha gamma"], "bash:\n{out}");
 }
 
+/// With nothing disabled, `enable <TAB>` offers nothing: bash inserts no `--`.
+#[test]
+fn bash_offers_nothing_where_no_name_fits() {
+    if !have("bash", true) {
+        return;
+    }
+    let world = world();
+    world.env.zot(["ext", "enable", "beta"]).ok();
+    let out = world.bash("complete_line zot ext enable ''\ncomplete_line zot ext enable --g\n");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines, ["", "--global"], "bash:\n{out}");
+}
+
 #[test]
 fn bash_inserts_a_name_with_a_space_as_one_word() {
     if !have("bash", true) {
