@@ -272,14 +272,13 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
 
 /// Kills the process and its group, and reaps it.
 fn kill_group(child: &mut Child) {
+    // The group is the child's own (process_group(0)), and the child is not reaped yet, so
+    // its id still names that group.
     #[cfg(unix)]
-    if let Ok(group) = i32::try_from(child.id()) {
-        // SAFETY: killpg only sends a signal; the group is the child's own (process_group(0)),
-        // and the child is not reaped yet, so its id still names that group.
-        unsafe {
-            libc::killpg(group, libc::SIGKILL);
-        }
-    }
+    let _ = rustix::process::kill_process_group(
+        rustix::process::Pid::from_child(child),
+        rustix::process::Signal::KILL,
+    );
     let _ = child.kill();
     let _ = child.wait();
 }

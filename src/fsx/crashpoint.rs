@@ -2,10 +2,9 @@
 //! so crash safety is proven at the exact instants that matter, not only at random ones.
 //!
 //! When the variable names the point being passed, the process sends itself SIGKILL: no
-//! destructor, no flush, no cleanup runs, exactly as with `kill -9` from outside. Unset (the
-//! normal case) a point costs one cached environment look-up.
-
-use std::sync::OnceLock;
+//! destructor, no flush, no cleanup runs, exactly as with `kill -9` from outside. Unset, a
+//! point costs one cached environment look-up. Only test builds have the points (the cargo
+//! feature `crash-points`, which the test suite turns on); elsewhere [`hit`] is empty.
 
 /// Every named point, in the order an operation passes them. The torture suite iterates
 /// this list, so a point added to the code must be added here.
@@ -36,10 +35,19 @@ pub(crate) const POINTS: &[&str] = &[
 ];
 
 /// The environment variable that names the point to die at.
-pub(crate) const VAR: &str = "ZOT_EXT_CRASH_AT";
+#[cfg(feature = "crash-points")]
+const VAR: &str = "ZOT_EXT_CRASH_AT";
+
+/// Without the `crash-points` feature: nothing.
+#[cfg(not(feature = "crash-points"))]
+pub(crate) fn hit(point: &str) {
+    debug_assert!(POINTS.contains(&point), "unknown crash point {point}");
+}
 
 /// Kills the process with SIGKILL when `ZOT_EXT_CRASH_AT` names `point`.
+#[cfg(feature = "crash-points")]
 pub(crate) fn hit(point: &str) {
+    use std::sync::OnceLock;
     static ARMED: OnceLock<Option<String>> = OnceLock::new();
     debug_assert!(POINTS.contains(&point), "unknown crash point {point}");
     let armed = ARMED.get_or_init(|| std::env::var(VAR).ok().filter(|v| !v.is_empty()));
@@ -48,6 +56,7 @@ pub(crate) fn hit(point: &str) {
     }
 }
 
+#[cfg(feature = "crash-points")]
 fn kill_self() {
     let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     // SIGKILL cannot be caught; should delivery be delayed, never run on past the point.

@@ -19,22 +19,17 @@ use std::process::Command;
 /// that starts one here does.
 pub(crate) fn die_with_parent(command: &mut Command) {
     #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt as _;
-        let parent = this_process();
-        // SAFETY: the closure only calls async-signal-safe functions and allocates nothing.
-        unsafe {
-            command.pre_exec(move || ask_for_kill(parent));
-        }
-    }
+    before_exec(command, None);
     #[cfg(not(target_os = "linux"))]
     let _ = command;
 }
 
-/// [`die_with_parent`] for an extension: `command` (already given its folder, stdio and
-/// process group) runs `program` with `args` and zot's environment through `execve`, so a
-/// file the kernel cannot run fails to start, as it does in zot. Fails only for an argument
-/// holding a NUL byte.
+/// [`die_with_parent`] for an extension: `command` (already given its folder, stdio,
+/// process group and any variables set or removed with `env`/`env_remove`) runs `program`
+/// with `args` and zot's environment as changed on `command`, through `execve`, so a file
+/// the kernel cannot run fails to start, as it does in zot. Call it last, after every
+/// change to the environment (`env_clear` is not honoured: nothing here clears it). Fails
+/// only for an argument holding a NUL byte.
 pub(crate) fn exec_dying_with_parent(
     command: &mut Command,
     program: &Path,
@@ -42,23 +37,33 @@ pub(crate) fn exec_dying_with_parent(
 ) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        use std::os::unix::process::CommandExt as _;
-        let exec = linux::Exec::new(program, args)?;
-        let parent = this_process();
-        // SAFETY: the closure only calls async-signal-safe functions (the prctl and getppid
-        // system calls, execve) and allocates nothing: `exec` holds every string and pointer array
-        // execve reads, made before the fork.
-        unsafe {
-            command.pre_exec(move || {
-                ask_for_kill(parent)?;
-                exec.run();
-                Err(io::Error::last_os_error())
-            });
-        }
+        let exec = linux::Exec::new(program, args, command)?;
+        before_exec(command, Some(exec));
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (command, program, args);
     Ok(())
+}
+
+/// Between fork and exec: the parent-death signal, then `exec` when given (else the
+/// standard library's own exec follows).
+#[cfg(target_os = "linux")]
+fn before_exec(command: &mut Command, exec: Option<linux::Exec>) {
+    use std::os::unix::process::CommandExt as _;
+    let parent = this_process();
+    // SAFETY: the closure only calls async-signal-safe functions (the prctl and getppid
+    // system calls, execve) and allocates nothing: `exec` holds every string and pointer
+    // array execve reads, made before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            ask_for_kill(parent)?;
+            if let Some(exec) = &exec {
+                exec.run();
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -77,7 +82,7 @@ fn ask_for_kill(parent: Option<rustix::process::Pid>) -> io::Result<()> {
     set_parent_process_death_signal(Some(Signal::KILL))?;
     let now = getppid();
     if now.is_some() && now != parent {
-        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        return Err(io::Error::from(rustix::io::Errno::SRCH));
     }
     Ok(())
 }
@@ -114,15 +119,26 @@ mod linux {
 
     impl Exec {
         /// `program` with `args` (the program itself as `argv[0]`, as the standard library
-        /// gives it) and this process's environment.
-        pub(super) fn new(program: &Path, args: &[String]) -> io::Result<Exec> {
+        /// gives it) and this process's environment with `command`'s changes to it.
+        pub(super) fn new(
+            program: &Path,
+            args: &[String],
+            command: &std::process::Command,
+        ) -> io::Result<Exec> {
             let program = c_string(program.as_os_str().as_bytes())?;
             let mut argv_strings = vec![program.clone()];
             for word in args {
                 argv_strings.push(c_string(word.as_bytes())?);
             }
+            let mut environment: std::collections::BTreeMap<_, _> = std::env::vars_os().collect();
+            for (key, value) in command.get_envs() {
+                match value {
+                    Some(value) => environment.insert(key.to_owned(), value.to_owned()),
+                    None => environment.remove(key),
+                };
+            }
             let mut env_strings = Vec::new();
-            for (key, value) in std::env::vars_os() {
+            for (key, value) in environment {
                 let pair = [key.as_bytes(), b"=", value.as_bytes()].concat();
                 // A variable that cannot be passed on (NUL) is left out.
                 if let Ok(pair) = c_string(&pair) {
@@ -189,6 +205,25 @@ mod tests {
         let out = command.output().unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         assert_eq!(text, format!("{}|a b c|path", program.display()));
+    }
+
+    /// Variables set and removed on the command reach the program (the launch is not
+    /// rebuilt from zot's environment alone).
+    #[test]
+    fn the_commands_own_variables_reach_the_program() {
+        let program = Path::new("/bin/sh");
+        let mut command = Command::new(program);
+        command
+            .stdout(Stdio::piped())
+            .env("ZOT_EXT_LAUNCH_PROBE", "seen")
+            .env_remove("HOME");
+        let args = [
+            "-c".to_owned(),
+            "echo \"$ZOT_EXT_LAUNCH_PROBE ${HOME-unset}\"".to_owned(),
+        ];
+        exec_dying_with_parent(&mut command, program, &args).unwrap();
+        let out = command.output().unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), "seen unset\n");
     }
 
     /// execvp would run a script without `#!` with /bin/sh; zot's execve refuses it.

@@ -357,14 +357,10 @@ fn run_helper(helper: &str, asked: &Asked, timeout: Duration) -> Result<Answered
     }
 }
 
+/// Kills the helper's process group (its own: `process_group(0)`; not reaped yet, so its id
+/// still names that group).
 fn kill_group(child: &std::process::Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: kill takes plain integers; the group is the helper's own (process_group(0))
-        // and the helper has not been waited for, so its id is not reused.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
+    crate::host::Group::of(child).kill();
 }
 
 #[cfg(test)]
