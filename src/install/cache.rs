@@ -16,12 +16,7 @@
 //! there when that repository does not have it), then that URL is added. An entry without
 //! the file (made before sources were kept) answers for none until a fetch adds one.
 //!
-//! **Shared files.** An entry made of a checkout whose list is known ([`Cache::link`]) holds
-//! hard links to the checked-out files, which become the installed ones: a file edited in
-//! place through the installed extension changes the entry too, which then fails its hash
-//! and is a miss (nothing is ever linked out of the cache, see [`super::cache_links`]).
-//!
-//! **Atomic.** An entry is built in `cache/.put-<unique>/` (copied or linked there) and
+//! **Atomic.** An entry is built in `cache/.put-<unique>/` (copied there) and
 //! renamed into place, the
 //! tree first and its record last; a run killed in between leaves a tree without a record, which
 //! is a miss and is replaced by the next put. The cache folder is state: it is opened
@@ -32,30 +27,23 @@
 //! tree without its record, an empty record, a tree missing files or holding unwritten
 //! ones) fails the hash of [`Cache::get`], so it is a miss, deleted and fetched again. An
 //! install never depends on the cache: the installed tree is flushed by the store before it
-//! is placed, whichever of its files the cache shares.
-//!
-//! **Linked.** [`Cache::link`] first links one file of the checkout into the cache (the
-//! cache is then on the tree's file system and takes links; else the entry is copied at
-//! once), then the rest ([`Linking`]), reaching the checkout through a handle on its top
-//! folder, never its path again; a link that fails part way leaves a copy instead.
+//! is placed.
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fs;
-use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
-use rustix::fs::{AtFlags, CWD, FileType, Mode};
+use rustix::fs::FileType;
 
 use crate::catalog::paths::{Layout, ScopeDirs};
-use crate::fsx::{DIR_FLAGS, Folder, unique_name};
-use crate::install::cache_links::link_tree;
+use crate::fsx::{Folder, unique_name};
 use crate::source::copy_tree;
 use crate::store::create_dir;
-use crate::store::filelist::{EntryKind, FileList};
+use crate::store::filelist::FileList;
 use crate::store::state::{lenient, open_state, state_error};
 
 /// The cache folder's name inside the global state folder.
@@ -148,71 +136,6 @@ impl Cache {
         copy_entry(&folder, commit, source, tree).map(Some)
     }
 
-    /// [`Cache::put`] of a checked-out tree given its list (what [`FileList::scan`] of it
-    /// says): the entry's files are hard links to `tree`'s when the cache is on its file
-    /// system and links are allowed there (see [`link_tree`]), else copies.
-    pub(crate) fn link(
-        &self,
-        commit: &str,
-        source: &str,
-        tree: &Path,
-        list: &FileList,
-    ) -> Result<()> {
-        let Some(linking) = self.start_link(commit, source, tree, list)? else {
-            return Ok(());
-        };
-        // A half-linked tree is deleted with its temporary folder; the tree is still here to
-        // be copied.
-        match linking.finish() {
-            Ok(()) => Ok(()),
-            Err(_) => self.put(commit, source, tree).map(|_| ()),
-        }
-    }
-
-    /// Begins [`Cache::link`] of `tree`: when no complete entry is there, and a first file
-    /// of `tree` could be linked into the cache, the rest of the work, which
-    /// [`Linking::finish`] does (`tree` may be renamed meanwhile); `None` when the entry was
-    /// there, or was copied at once because links cannot be made.
-    fn start_link<'a>(
-        &self,
-        commit: &str,
-        source: &'a str,
-        tree: &Path,
-        list: &'a FileList,
-    ) -> Result<Option<Linking<'a>>> {
-        let Some(folder) = self.missing(commit, source)? else {
-            return Ok(None);
-        };
-        let temp = unique_name(".put-");
-        let started = folder
-            .create_dir(&temp)
-            .and_then(|_| {
-                rustix::fs::openat(CWD, tree, DIR_FLAGS, Mode::empty()).map_err(Into::into)
-            })
-            .and_then(|top| links_made(&top, &folder, &temp, list).map(|made| made.then_some(top)));
-        match started {
-            Ok(Some(top)) => Ok(Some(Linking {
-                folder,
-                temp,
-                commit: commit.to_string(),
-                source,
-                top,
-                list,
-            })),
-            Ok(None) => {
-                let _ = folder.remove(&temp);
-                copy_entry(&folder, commit, source, tree)?;
-                Ok(None)
-            }
-            Err(e) => {
-                let _ = folder.remove(&temp);
-                Err(anyhow::Error::from(e)).with_context(|| {
-                    format!("cannot cache {commit} in {}", folder.path().display())
-                })
-            }
-        }
-    }
-
     /// The cache folder when it has no complete entry for `commit` (made when missing); a
     /// complete one gets `source`, which has just fetched that commit, among its sources.
     fn missing(&self, commit: &str, source: &str) -> Result<Option<Folder>> {
@@ -267,41 +190,6 @@ impl Cache {
     }
 }
 
-/// The rest of [`Cache::link`], begun by [`Cache::start_link`]: the entry linked in a
-/// temporary folder of the cache, then renamed into place.
-struct Linking<'a> {
-    folder: Folder,
-    /// The temporary folder's name in `folder`.
-    temp: String,
-    commit: String,
-    /// Where the commit was fetched from.
-    source: &'a str,
-    /// The checked-out tree's top folder.
-    top: OwnedFd,
-    list: &'a FileList,
-}
-
-impl Linking<'_> {
-    /// Links the entry and puts it in place; an error leaves no trace in the cache.
-    fn finish(self) -> Result<()> {
-        let Linking {
-            folder,
-            temp,
-            commit,
-            source,
-            top,
-            list,
-        } = self;
-        let linked = folder.path().join(&temp).join("linked");
-        let result = link_tree(top.as_fd(), &linked, list)
-            .map_err(anyhow::Error::from)
-            .and_then(|()| place_entry(&folder, &temp, "linked", &commit, list))
-            .and_then(|()| add_source(&folder, &commit, source).map_err(Into::into));
-        let _ = folder.remove(&temp);
-        result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
-    }
-}
-
 /// Puts a copy of `tree`, listed on the way, in `folder` (the cache folder) as `commit`'s
 /// entry; the list.
 fn copy_entry(folder: &Folder, commit: &str, source: &str, tree: &Path) -> Result<FileList> {
@@ -315,34 +203,6 @@ fn copy_entry(folder: &Folder, commit: &str, source: &str, tree: &Path) -> Resul
     });
     let _ = folder.remove(&temp);
     result.with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))
-}
-
-/// Whether a hard link from `tree` (its top folder) into `temp` in `folder` can be made,
-/// tried with a file at the top of the tree (the link is deleted again). A tree without one
-/// is taken to allow it when it is on the cache's file system.
-fn links_made(
-    tree: &OwnedFd,
-    folder: &Folder,
-    temp: &str,
-    list: &FileList,
-) -> std::io::Result<bool> {
-    let top_file = list
-        .entries()
-        .iter()
-        .find(|e| e.kind == EntryKind::File && !e.path.contains(&b'/'));
-    let Some(file) = top_file else {
-        let device = |fd: std::os::fd::BorrowedFd| rustix::fs::fstat(fd).map(|s| s.st_dev);
-        return Ok(device(tree.as_fd())? == device(folder.as_fd())?);
-    };
-    let probe = format!("{temp}/probe");
-    let name = std::ffi::OsStr::from_bytes(&file.path);
-    match rustix::fs::linkat(tree, name, folder, probe.as_str(), AtFlags::empty()) {
-        Ok(()) => {
-            rustix::fs::unlinkat(folder, probe.as_str(), AtFlags::empty())?;
-            Ok(true)
-        }
-        Err(_) => Ok(false),
-    }
 }
 
 /// Puts the tree `made` of the temporary folder `temp` in place as `commit`'s entry, with
@@ -504,7 +364,6 @@ impl Freed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::filelist::Entry;
     use std::os::unix::fs::PermissionsExt;
 
     fn layout(home: &Path) -> Layout {
@@ -555,140 +414,6 @@ mod tests {
         let (got, list) = served(&cache, tmp.path()).unwrap();
         assert_eq!(list, FileList::scan(&got).unwrap());
         assert_eq!(list.tree_hash(), FileList::scan(&src).unwrap().tree_hash());
-    }
-
-    #[test]
-    fn a_linked_entry_shares_the_tree_files_and_is_served_as_copies() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src = tree(tmp.path());
-        let list = FileList::scan(&src).unwrap();
-        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.link(COMMIT, SOURCE, &src, &list).unwrap();
-        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
-        let file = Path::new("sub/run.sh");
-        assert_eq!(inode(&src.join(file)), inode(&entry(&cache).join(file)));
-        let (got, got_list) = served(&cache, tmp.path()).unwrap();
-        assert_eq!(got_list, list);
-        assert_eq!(FileList::scan(&got).unwrap(), list);
-        assert_ne!(
-            inode(&got.join(file)),
-            inode(&src.join(file)),
-            "served as a copy"
-        );
-        fs::write(got.join(file), "changed").unwrap();
-        assert!(
-            served(&cache, tmp.path()).is_some(),
-            "the entry is untouched"
-        );
-    }
-
-    #[test]
-    fn a_linked_entry_whose_file_is_edited_in_place_is_a_miss() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src = tree(tmp.path());
-        let list = FileList::scan(&src).unwrap();
-        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.link(COMMIT, SOURCE, &src, &list).unwrap();
-        let mut file = fs::File::options()
-            .write(true)
-            .truncate(true)
-            .open(src.join("extension.json"))
-            .unwrap();
-        std::io::Write::write_all(&mut file, b"{\"x\":1}").unwrap();
-        assert!(served(&cache, tmp.path()).is_none());
-        assert!(!entry(&cache).exists(), "the entry is deleted");
-    }
-
-    #[test]
-    fn a_tree_that_cannot_be_linked_is_copied() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src = tree(tmp.path());
-        let list = FileList::scan(&src).unwrap();
-        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        // A list that names a file the tree does not have: linking fails part way.
-        cache
-            .link(COMMIT, SOURCE, &src, &listing_a_missing_file(&list))
-            .unwrap();
-        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
-        let file = Path::new("sub/run.sh");
-        assert_ne!(inode(&src.join(file)), inode(&entry(&cache).join(file)));
-        let (_, served) = served(&cache, tmp.path()).unwrap();
-        assert_eq!(served, list, "the copy's own list is recorded");
-        let names = fs::read_dir(cache.path()).unwrap().count();
-        assert_eq!(
-            names, 3,
-            "no temporary folder is left (the tree, its record and sources)"
-        );
-    }
-
-    /// [`tree`]'s list with a file it does not have, deep inside.
-    fn listing_a_missing_file(list: &FileList) -> FileList {
-        let mut entries = list.entries().to_vec();
-        entries.push(Entry {
-            path: b"sub/zz-missing".to_vec(),
-            kind: EntryKind::File,
-            mode: 0o644,
-            size: 0,
-            sha256: Some(String::new()),
-            target: None,
-        });
-        FileList::from_entries(entries)
-    }
-
-    #[test]
-    fn a_link_finished_after_its_tree_moved_is_served() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src = tree(tmp.path());
-        let list = FileList::scan(&src).unwrap();
-        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        let linking = cache
-            .start_link(COMMIT, SOURCE, &src, &list)
-            .unwrap()
-            .unwrap();
-        fs::rename(&src, tmp.path().join("moved")).unwrap();
-        linking.finish().unwrap();
-        let (_, served) = served(&cache, tmp.path()).unwrap();
-        assert_eq!(served, list);
-        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
-        let file = Path::new("sub/run.sh");
-        let moved = tmp.path().join("moved").join(file);
-        assert_eq!(inode(&moved), inode(&entry(&cache).join(file)));
-    }
-
-    #[test]
-    fn a_link_that_fails_part_way_leaves_nothing_in_the_cache() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src = tree(tmp.path());
-        let list = listing_a_missing_file(&FileList::scan(&src).unwrap());
-        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        let linking = cache
-            .start_link(COMMIT, SOURCE, &src, &list)
-            .unwrap()
-            .unwrap();
-        let error = linking.finish().unwrap_err();
-        assert!(format!("{error:#}").contains(COMMIT), "{error:#}");
-        assert_eq!(fs::read_dir(cache.path()).unwrap().count(), 0);
-        assert!(served(&cache, tmp.path()).is_none());
-    }
-
-    #[test]
-    fn a_tree_on_another_file_system_is_copied_at_once() {
-        let shm = tempfile::tempdir_in("/dev/shm").unwrap();
-        let tmp = tempfile::tempdir().unwrap();
-        let src = tree(shm.path());
-        let list = FileList::scan(&src).unwrap();
-        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        assert!(
-            cache
-                .start_link(COMMIT, SOURCE, &src, &list)
-                .unwrap()
-                .is_none()
-        );
-        let inode = |p: &Path| fs::symlink_metadata(p).unwrap().ino();
-        let file = Path::new("sub/run.sh");
-        assert_ne!(inode(&src.join(file)), inode(&entry(&cache).join(file)));
-        let (_, served) = served(&cache, tmp.path()).unwrap();
-        assert_eq!(served, list);
     }
 
     #[test]
@@ -803,31 +528,6 @@ mod tests {
         assert_eq!(stats.entries, 1);
         assert_eq!(stats.bytes, 2 + 10 + 72 + 65);
         assert_eq!(fs::read_dir(cache.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn clean_counts_no_bytes_of_files_shared_with_the_tree() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src = tree(tmp.path());
-        let list = FileList::scan(&src).unwrap();
-        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
-        cache.link(COMMIT, SOURCE, &src, &list).unwrap();
-        let stats = cache.clean().unwrap();
-        assert_eq!(stats.entries, 1);
-        assert_eq!(
-            stats.bytes,
-            72 + 65,
-            "only the record and sources were the cache's own"
-        );
-        fs::remove_dir_all(&src).unwrap();
-        let src = tree(tmp.path());
-        cache.link(COMMIT, SOURCE, &src, &list).unwrap();
-        fs::remove_dir_all(&src).unwrap();
-        assert_eq!(
-            cache.clean().unwrap().bytes,
-            2 + 10 + 72 + 65,
-            "the last links"
-        );
     }
 
     #[test]

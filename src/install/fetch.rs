@@ -3,7 +3,6 @@
 //! manifest, and describe the result as an install record.
 
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -20,7 +19,7 @@ use crate::source::copy_tree;
 use crate::source::git::Checkout;
 use crate::source::helper;
 use crate::source::{GitUrl, Source};
-use crate::store::filelist::{Entry, FileList};
+use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record, RefKind};
 use crate::store::{Staging, Store};
 
@@ -176,7 +175,7 @@ fn clone_into(
         None => staging.tree(),
     };
     let cached = from_cache(staging, request.cache, url, git_ref, &checkout_dir)?;
-    let (mut checkout, listed) = match cached {
+    let (checkout, listed) = match cached {
         Some((checkout, files)) => (checkout, Some(files)),
         None => fetch_and_cache(staging, url, request, subdir, &checkout_dir, out)?,
     };
@@ -189,19 +188,10 @@ fn clone_into(
         None => String::new(),
     };
     let prefix = format!("{label}: {inside}");
-    let (outside_links, files) = match checkout.written.take() {
-        Some(written) => {
-            let files = within(written, subdir);
-            let outside_links = copy::audit_links(&staging.tree(), &files.links(), &prefix)?;
-            (outside_links, Some(files))
-        }
-        // Copied out of the cache or into it (an exact copy, listed on the way): without a
-        // subfolder, that list is the staged tree's.
-        None => (
-            copy::audit(&staging.tree(), &prefix)?,
-            listed.filter(|_| subdir.is_none()),
-        ),
-    };
+    // Copied out of the cache or into it (an exact copy, listed on the way): without a
+    // subfolder, that list is the staged tree's.
+    let outside_links = copy::audit(&staging.tree(), &prefix)?;
+    let files = listed.filter(|_| subdir.is_none());
     let manifest = validate(
         staging,
         Path::new(&format!("{label}: {inside}{}", manifest::FILE)),
@@ -225,32 +215,6 @@ fn clone_into(
         outside_links,
         files,
     })
-}
-
-/// The list of what a checkout wrote, of the folder `subdir` of it when given (paths made
-/// relative to that folder).
-fn within(files: FileList, subdir: Option<&Path>) -> FileList {
-    let Some(sub) = subdir else {
-        return files;
-    };
-    // Its parts as the tree names them: `a//b` and `a/./b` are the folder `a/b`.
-    let mut prefix = Vec::new();
-    for part in sub.components() {
-        prefix.extend_from_slice(part.as_os_str().as_bytes());
-        prefix.push(b'/');
-    }
-    let inside = files
-        .entries()
-        .iter()
-        .filter_map(|entry| {
-            let path = entry.path.strip_prefix(prefix.as_slice())?;
-            Some(Entry {
-                path: path.to_vec(),
-                ..entry.clone()
-            })
-        })
-        .collect();
-    FileList::from_entries(inside)
 }
 
 /// The checkout of a pinned full commit id from the cache, copied to `dir` (through a
@@ -282,14 +246,12 @@ fn from_cache(
         commit,
         ref_kind: RefKind::Commit,
         branch: None,
-        written: None,
     };
     Ok(Some((checkout, files)))
 }
 
 /// Fetches with git into `dir`, then puts the checkout in the cache when its manifest reads:
-/// the checkout's file list when the cache copied it (the list of its exact copy; `None`
-/// when the checkout listed itself and was linked into the cache). A checkout
+/// the checkout's file list when the cache copied it (the list of its exact copy). A checkout
 /// limited to a subfolder whose repository has submodules is not the whole tree and is not
 /// cached; a cache that cannot take it is only a note.
 fn fetch_and_cache(
@@ -320,16 +282,13 @@ fn fetch_and_cache(
     };
     let mut listed = None;
     if let (Some(cache), true, true) = (request.cache, whole, installs) {
-        // A checkout that listed itself is linked into the cache (its files shared), else
-        // copied, listed on the way. Linked now, before the install's own flush (links made
-        // during that flush would make it wait for them), while the checkout's files are
-        // already on their way to the disk.
+        // Copied into the cache, listed on the way, while the checkout's files are already
+        // on their way to the disk.
         let source = url.cache_key();
-        let cached = while_flushing(dir, || match &checkout.written {
-            Some(written) => cache.link(&checkout.commit, &source, dir, written),
-            None => cache
+        let cached = while_flushing(dir, || {
+            cache
                 .put(&checkout.commit, &source, dir)
-                .map(|files| listed = files),
+                .map(|files| listed = files)
         });
         if let Err(e) = cached {
             out.note(&format!("note: {e:#}; the next install fetches it again"));

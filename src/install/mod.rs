@@ -10,7 +10,6 @@
 
 pub(crate) mod again;
 pub(crate) mod cache;
-mod cache_links;
 pub(crate) mod fetch;
 
 use std::path::{Path, PathBuf};

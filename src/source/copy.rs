@@ -422,20 +422,6 @@ pub(crate) fn audit_source(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> 
     audit_walk(root, prefix, Walk::Source)
 }
 
-/// [`audit`] of a tree whose links are all known (`links`: each link's path in the tree and
-/// its target), as the step that wrote the tree listed them: it wrote no special file, so
-/// only the links are looked at, without walking the tree. The same links, errors and order.
-pub(crate) fn audit_links(
-    root: &Path,
-    links: &[(PathBuf, PathBuf)],
-    prefix: &str,
-) -> Result<Vec<LooseLink>> {
-    let mut links = links.to_vec();
-    // The audit's walk order: depth first, names sorted.
-    links.sort();
-    links_of_copy(root, &links, None).map_err(|e| shown_after(root, prefix, &e))
-}
-
 fn audit_walk(root: &Path, prefix: &str, what: Walk) -> Result<Vec<LooseLink>> {
     audit_tree(root, what).map_err(|e| shown_after(root, prefix, &e))
 }

@@ -332,20 +332,6 @@ impl FileList {
         &self.entries
     }
 
-    /// Every link: its path in the tree and its target, in the list's order.
-    pub(crate) fn links(&self) -> Vec<(PathBuf, PathBuf)> {
-        self.entries
-            .iter()
-            .filter_map(|e| {
-                let target = e.target.as_deref()?;
-                Some((
-                    PathBuf::from(OsStr::from_bytes(&e.path)),
-                    PathBuf::from(OsStr::from_bytes(target)),
-                ))
-            })
-            .collect()
-    }
-
     /// The entry at `path`, if listed.
     pub fn get(&self, path: &[u8]) -> Option<&Entry> {
         self.entries

@@ -519,11 +519,11 @@ fn unsafe_uses(code: &str) -> usize {
         .count()
 }
 
-/// Outside tests, `src/` holds at most 9 `unsafe` uses, and each file has a `SAFETY:`
+/// Outside tests, `src/` holds at most 8 `unsafe` uses, and each file has a `SAFETY:`
 /// comment for each of its own: plain Rust first, `unsafe` only for a gain a user can feel.
 #[test]
 fn unsafe_outside_tests_stays_within_its_budget_each_with_a_safety_comment() {
-    const BUDGET: usize = 9;
+    const BUDGET: usize = 8;
     let mut files = Vec::new();
     rust_files(&src(), &mut files);
     let mut total = 0;

@@ -4,7 +4,6 @@
 //! the transport allows it, credentials from the ssh agent, key files and git's credential
 //! helpers — is [`transport`]'s, shared with the submodules.
 
-mod checkout;
 mod credential;
 pub(crate) mod meter;
 pub(crate) mod progress;
@@ -16,9 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow, bail};
 
 use crate::source::{GitUrl, controls};
-use crate::store::filelist::FileList;
 use crate::store::record::RefKind;
-use checkout::Written;
 use progress::{Progress, Step};
 use transport::set_globals as start_libgit2;
 use transport::{
@@ -35,9 +32,6 @@ pub(crate) struct Checkout {
     pub ref_kind: RefKind,
     /// The branch checked out, when the ref named one (or was the default branch).
     pub branch: Option<String>,
-    /// The tree's file list (its links with their targets), when the checkout listed it on
-    /// the way (it wrote the tree itself and there are no submodules).
-    pub written: Option<FileList>,
 }
 
 /// What a ref points at on the remote now, found without fetching.
@@ -125,53 +119,34 @@ pub(crate) fn fetch(
     );
     submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
     progress(Step::Checkout);
-    let written = write_tree(&repo, &commit, tree, &label)?;
-    // A tree written here says whether it has gitlinks; libgit2's checkout does not.
-    if written.as_ref().is_none_or(|w| w.gitlinks) {
-        submodules::fetch_all(
-            &mut submodules::Run {
-                scratch: git_dir.join("modules"),
-                label,
-                manifest: only,
-                fetched: 0,
-                progress,
-            },
-            &submodules::Superproject {
-                repo: &repo,
-                commit: &commit,
-                url,
-                dir: tree,
-                path: PathBuf::new(),
-                only: only.map(Path::to_path_buf),
-                level: 0,
-            },
-        )?;
+    {
+        // Nothing is received meanwhile: the time does not count against the low-speed limit.
+        let _paused = meter::pause();
+        check_out(&repo, &commit, tree)?;
     }
+    submodules::fetch_all(
+        &mut submodules::Run {
+            scratch: git_dir.join("modules"),
+            label,
+            manifest: only,
+            fetched: 0,
+            progress,
+        },
+        &submodules::Superproject {
+            repo: &repo,
+            commit: &commit,
+            url,
+            dir: tree,
+            path: PathBuf::new(),
+            only: only.map(Path::to_path_buf),
+            level: 0,
+        },
+    )?;
     Ok(Checkout {
         commit: commit.id().to_string(),
         ref_kind: want.kind(),
         branch: want.branch(),
-        written: written.filter(|w| !w.gitlinks).map(|w| w.files),
     })
-}
-
-/// Writes `commit`'s tree into `dir` (created if missing): from the object database,
-/// listing it on the way, when git would not change any
-/// content; else with libgit2's checkout (`None`).
-fn write_tree(
-    repo: &git2::Repository,
-    commit: &git2::Commit,
-    dir: &Path,
-    label: &str,
-) -> Result<Option<Written>> {
-    std::fs::create_dir_all(dir)?;
-    // Nothing is received meanwhile: the time does not count against the low-speed limit.
-    let _paused = meter::pause();
-    let written = checkout::write_tree(repo, &commit.tree()?, dir, label)?;
-    if written.is_none() {
-        check_out(repo, commit, dir)?;
-    }
-    Ok(written)
 }
 
 /// Finds what `git_ref` (the default branch when `None`) points at on the remote, without

@@ -75,12 +75,21 @@ pub(super) fn scratch_repository(dir: &Path) -> Result<Repository, git2::Error> 
 pub(super) fn check_out(repo: &Repository, commit: &git2::Commit, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     repo.set_workdir(dir, false)?;
-    repo.index()?.read_tree(&commit.tree()?)?;
-    repo.checkout_tree(
-        commit.as_object(),
-        Some(CheckoutBuilder::new().force().update_index(false)),
-    )?;
-    Ok(())
+    let checked_out = repo.index().and_then(|mut index| {
+        index.read_tree(&commit.tree()?)?;
+        repo.checkout_tree(
+            commit.as_object(),
+            Some(CheckoutBuilder::new().force().update_index(false)),
+        )
+    });
+    // A name libgit2 refuses (`.git` in any case and its NTFS and HFS+ aliases, `..`) is
+    // an index or checkout error, before anything of the tree is written.
+    checked_out.map_err(|e| match e.class() {
+        git2::ErrorClass::Index | git2::ErrorClass::Checkout => {
+            anyhow::anyhow!("the tree is not safe to check out: {}", e.message())
+        }
+        _ => e.into(),
+    })
 }
 
 /// The refs a remote advertises.

@@ -23,8 +23,6 @@ use crate::output::{Output, printable};
 use crate::source::git::progress::{Step, Transfer};
 use crate::source::git::{Checkout, Probe};
 use crate::source::{GitUrl, controls};
-use crate::store::filelist::FileList;
-use crate::store::state::MAX_FILE_LIST;
 
 /// Clones `url` at `git_ref` (the default branch when `None`) into `tree`, with `git_dir`
 /// as the scratch object store, limited to the folder `only` of the repository when given:
@@ -60,16 +58,13 @@ pub(crate) fn fetch(
                 commit,
                 ref_kind,
                 branch,
-                file_list,
             } => {
                 line.finish();
-                let written = file_list.map(|len| helper.file_list(len)).transpose()?;
                 helper.finish()?;
                 return Ok(Checkout {
                     commit,
                     ref_kind,
                     branch,
-                    written,
                 });
             }
             other => return Err(helper.unexpected(&other)),
@@ -102,11 +97,9 @@ struct Helper {
     watch: Watch,
 }
 
-/// What the reader thread passes on: a line, the file list's bytes after an answer that
-/// counts them, or the end of the helper's stdout.
+/// What the reader thread passes on: a line, or the end of the helper's stdout.
 enum FromHelper {
     Line(Vec<u8>),
-    Bytes(Vec<u8>),
     /// The helper's stdout ended (or failed) before a whole line; `Some` for a line too long.
     End(Option<u64>),
 }
@@ -164,12 +157,6 @@ impl Helper {
         loop {
             let line = match self.lines.recv_timeout(self.watch.silence_allowed()) {
                 Ok(FromHelper::Line(line)) => line,
-                Ok(FromHelper::Bytes(_)) => {
-                    bail!(
-                        "the git helper {} sent bytes zot did not ask for; is it from another version of zot-ext?",
-                        self.shown()
-                    )
-                }
                 Ok(FromHelper::End(Some(_))) => {
                     // Not waited for: it may be blocked writing the rest. Dropped, it is killed.
                     bail!(
@@ -224,23 +211,6 @@ impl Helper {
         }
     }
 
-    /// The bytes of a file list that follow an answer (read by the reader thread, which
-    /// checked their length).
-    fn file_list(&mut self, len: usize) -> Result<FileList> {
-        if len as u64 > MAX_FILE_LIST {
-            bail!(
-                "the git helper {} sent a file list of {len} bytes, over the {MAX_FILE_LIST}-byte limit",
-                self.shown()
-            );
-        }
-        let bytes = match self.lines.recv() {
-            Ok(FromHelper::Bytes(bytes)) if bytes.len() == len => bytes,
-            _ => return Err(self.stopped()),
-        };
-        FileList::from_bytes(&bytes)
-            .with_context(|| format!("the file list from the git helper {}", self.shown()))
-    }
-
     /// Waits for the helper, which has answered, to exit.
     fn finish(&mut self) -> Result<()> {
         let status = self.child.wait()?;
@@ -279,8 +249,7 @@ impl Helper {
     }
 }
 
-/// The reader thread: passes each line of the helper's stdout on, and the file list's
-/// bytes after an answer that counts them (within [`MAX_FILE_LIST`]).
+/// The reader thread: passes each line of the helper's stdout on.
 fn read_lines(mut out: BufReader<ChildStdout>, tx: &Sender<FromHelper>) {
     loop {
         let mut line = Vec::new();
@@ -290,23 +259,7 @@ fn read_lines(mut out: BufReader<ChildStdout>, tx: &Sender<FromHelper>) {
             let _ = tx.send(FromHelper::End(too_long));
             return;
         }
-        let counted = match serde_json::from_slice(&line) {
-            Ok(Message::Fetched {
-                file_list: Some(len),
-                ..
-            }) => Some(len),
-            _ => None,
-        };
         if tx.send(FromHelper::Line(line)).is_err() {
-            return;
-        }
-        if let Some(len) = counted.filter(|len| *len as u64 <= MAX_FILE_LIST) {
-            let mut bytes = vec![0; len];
-            let read = match out.read_exact(&mut bytes) {
-                Ok(()) => FromHelper::Bytes(bytes),
-                Err(_) => FromHelper::End(None),
-            };
-            let _ = tx.send(read);
             return;
         }
     }
@@ -385,7 +338,6 @@ mod tests {
             commit: String::new(),
             ref_kind: crate::store::record::RefKind::Branch,
             branch: None,
-            file_list: None,
         };
         let probed = Message::Probed(Probe {
             commit: None,

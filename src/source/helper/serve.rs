@@ -53,17 +53,14 @@ pub fn main() -> ExitCode {
         (Some(PROBE), [scratch]) => {
             start_heartbeat();
             let probed = git::probe(&request.url, request.git_ref.as_deref(), Path::new(scratch));
-            Ok((probed.map_or_else(|e| failure(&e), Message::Probed), None))
+            Ok(probed.map_or_else(|e| failure(&e), Message::Probed))
         }
         _ => return not_by_hand(),
     };
-    let answered = answer.and_then(|(message, file_list)| {
+    let answered = answer.and_then(|message| {
         let mut out = std::io::stdout().lock();
         ANSWERED.store(true, Ordering::SeqCst);
         send(&mut out, &message)?;
-        if let Some(file_list) = file_list {
-            out.write_all(&file_list)?;
-        }
         out.flush()
     });
     match answered {
@@ -122,13 +119,13 @@ fn not_by_hand() -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Runs the fetch, passing progress on; the answer and the file list that follows it.
+/// Runs the fetch, passing progress on; the answer.
 fn fetch(
     request: &Request,
     git_dir: &Path,
     tree: &Path,
     only: Option<&Path>,
-) -> std::io::Result<(Message, Option<Vec<u8>>)> {
+) -> std::io::Result<Message> {
     let mut passing = Passing::new(request.progress);
     let fetched = check_repository(&request.url).and_then(|()| {
         git::fetch(
@@ -143,18 +140,14 @@ fn fetch(
     if let Some(e) = passing.failed_writing {
         return Err(e);
     }
-    let checkout = match fetched {
-        Ok(checkout) => checkout,
-        Err(e) => return Ok((failure(&e), None)),
-    };
-    let file_list = checkout.written.map(|files| files.to_bytes());
-    let answer = Message::Fetched {
-        commit: checkout.commit,
-        ref_kind: checkout.ref_kind,
-        branch: checkout.branch,
-        file_list: file_list.as_ref().map(Vec::len),
-    };
-    Ok((answer, file_list))
+    Ok(match fetched {
+        Ok(checkout) => Message::Fetched {
+            commit: checkout.commit,
+            ref_kind: checkout.ref_kind,
+            branch: checkout.branch,
+        },
+        Err(e) => failure(&e),
+    })
 }
 
 /// Passes a fetch's steps on to zot: at most every [`PROGRESS_EVERY`], but always the first

@@ -54,9 +54,6 @@ pub(super) enum Message {
         commit: String,
         ref_kind: RefKind,
         branch: Option<String>,
-        /// The length of the file list that follows this line, when the checkout listed
-        /// its tree on the way.
-        file_list: Option<usize>,
     },
     Probed(Probe),
     /// Sent by the helper's own thread at least once a second until the answer: the bytes
