@@ -11,7 +11,6 @@ pub mod complete;
 #[cfg(test)]
 mod flag_mentions;
 mod hints;
-pub mod lazy;
 pub mod pages;
 
 use std::ffi::OsString;
@@ -25,7 +24,6 @@ use clap_complete::Shell;
 use crate::catalog::paths::Scope;
 use crate::output::{ColorChoice, Output};
 use candidates::{Offer, names};
-use lazy::Lazy;
 
 /// The command line as the binary parses it: [`Cli`]'s definitions with each subcommand's
 /// examples ([`pages::help_examples`]) at the end of its help. The man pages are rendered
@@ -51,15 +49,14 @@ fn decorated(examples: Examples) -> clap::Command {
 
 /// Parses `args` (the program name first) like [`command`]: only help prints the examples,
 /// and formatting them all costs more than the rest of a parse, so they are built only when
-/// the first parse asks for help; that first parse also builds the arguments of only the
-/// subcommands `args` names ([`lazy`]). A usage error gets a tip that works where clap's own
-/// has none ([`hints`]).
+/// the first parse asks for help. A usage error gets a tip that works where clap's own has
+/// none ([`hints`]).
 pub fn try_parse_from(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
     let args: Vec<OsString> = args.into_iter().collect();
     if let Some(answer) = version_alone(&args) {
         return Err(answer);
     }
-    let lean = lazy::only_named(&args, || decorated(Examples::Left));
+    let lean = decorated(Examples::Left);
     match parse_with(lean, &args) {
         Err(e) if shows_help(&e) => parse_with(command(), &args),
         parsed => parsed,
@@ -95,18 +92,9 @@ fn version_alone(args: &[OsString]) -> Option<clap::Error> {
 }
 
 fn parse_with(mut cmd: clap::Command, args: &[OsString]) -> Result<Cli, clap::Error> {
-    let parsed = cmd
-        .try_get_matches_from_mut(args.to_vec())
+    cmd.try_get_matches_from_mut(args.to_vec())
         .map_err(|e| hints::improve(e, args, &cmd))
-        .and_then(|matches| {
-            let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd));
-            std::mem::forget(matches);
-            cli
-        });
-    // Neither the tree nor the matches are freed: the process ends soon after, and freeing
-    // the tree (every command, argument and help text) costs about as much as building it.
-    std::mem::forget(cmd);
-    parsed
+        .and_then(|matches| Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd)))
 }
 
 /// The name `--version` prints before the version: `zot-ext`, so it is not mistaken for the
@@ -441,7 +429,7 @@ pub enum ExtCommand {
     /// with …; --wide shows them whole) and the reason is on a line under its row; piped,
     /// every cell is whole and the reason is the description.
     #[command(visible_alias = "ls")]
-    List(Lazy<ListArgs>),
+    List(ListArgs),
     /// Copy a directory or clone a git repository into the extensions folder
     ///
     /// A local folder is copied, keeping file modes, times and symbolic links; a git URL is
@@ -449,7 +437,7 @@ pub enum ExtCommand {
     /// validated before anything becomes visible, and the extension is placed atomically in
     /// $ZOT_HOME/extensions/<name>/ (./.zot/extensions/<name>/ with --project), named after
     /// the manifest's name. Any failure leaves the installed extensions as they were.
-    Install(Lazy<InstallArgs>),
+    Install(InstallArgs),
     /// Delete installed extensions
     ///
     /// Asks for confirmation at a terminal (one question naming them all); without one it
@@ -467,20 +455,20 @@ pub enum ExtCommand {
     /// entry) and the output says so; --keep-in-file keeps it, so zot ext sync installs it
     /// again.
     #[command(visible_alias = "rm")]
-    Remove(Lazy<RemoveArgs>),
+    Remove(RemoveArgs),
     /// Re-enable a disabled extension
     ///
     /// Sets "enabled": true in the extension's manifest atomically, changing nothing else in
     /// the file (key order, unknown fields and indentation are kept). Enabling an enabled
     /// extension says so and exits 0. Restart zot for the change to take effect.
-    Enable(Lazy<EnableArgs>),
+    Enable(EnableArgs),
     /// Disable an extension without removing it
     ///
     /// Sets "enabled": false in the extension's manifest atomically, changing nothing else in
     /// the file (key order, unknown fields and indentation are kept). zot skips a disabled
     /// extension; zot ext enable turns it back on. Restart zot for the change to take
     /// effect.
-    Disable(Lazy<DisableArgs>),
+    Disable(DisableArgs),
     /// Print or follow an extension's log (its stderr)
     ///
     /// Prints $ZOT_HOME/logs/ext-<name>.log, where zot appends the extension's stderr; any
@@ -490,7 +478,7 @@ pub enum ExtCommand {
     /// printing new lines, following the file through truncation, rotation and a file that
     /// does not exist yet, until interrupted. The log must be a regular file: a named pipe,
     /// socket or device in its place is an error in every form, -f included.
-    Logs(Lazy<LogsArgs>),
+    Logs(LogsArgs),
     /// Check extensions by starting them and speaking their protocol
     ///
     /// Checks each named extension (every installed one when none is named; a name with a
@@ -500,7 +488,7 @@ pub enum ExtCommand {
     /// which commands and tools are taken by zot itself or by an extension loaded earlier.
     /// Extensions are checked in parallel; no process is left running. Exits 1 if any
     /// extension has an error (or, with --strict, a warning).
-    Doctor(Lazy<DoctorArgs>),
+    Doctor(DoctorArgs),
     /// Run an extension's slash command or tool without the agent
     ///
     /// Starts the extension as zot does, sends command_invoked for /<command> with the rest
@@ -508,7 +496,7 @@ pub enum ExtCommand {
     /// arguments), prints the command_response or tool_result and any notify frames, then
     /// shuts the extension down. Exits 1 if the extension fails, times out, or answers with
     /// an error.
-    Call(Lazy<CallArgs>),
+    Call(CallArgs),
     /// Create a new extension from a template
     ///
     /// Writes a small extension (extension.json, the program and a README) that registers
@@ -519,7 +507,7 @@ pub enum ExtCommand {
     /// given with --dir, written atomically; an existing extension is never overwritten. An
     /// installed one gets an install record of kind "new" (with the template and language),
     /// which info shows and update knows has no source to fetch from.
-    New(Lazy<NewArgs>),
+    New(NewArgs),
     /// Update extensions from where they were installed from
     ///
     /// A git install fetches its branch (the default branch unless installed with --ref
@@ -532,20 +520,20 @@ pub enum ExtCommand {
     /// "re-pinned" when only the ref changed) and the installed folder is left as it is;
     /// otherwise it is swapped in atomically: any failure leaves the old version in place and
     /// working, its reason goes to stderr (also with --quiet), and the exit status is 1.
-    Update(Lazy<UpdateArgs>),
+    Update(UpdateArgs),
     /// Register a working copy as an extension, by symbolic link
     ///
     /// Creates $ZOT_HOME/extensions/<name>/ (./.zot/extensions/<name>/ with --project) as a
     /// symbolic link to the folder, named after its manifest, so zot runs the working copy as
     /// it is. list shows it as linked, update skips it, and remove deletes only the link.
-    Link(Lazy<LinkArgs>),
+    Link(LinkArgs),
     /// Show where an extension came from and which copy wins
     ///
     /// Prints every installed copy of the name, the winning one first: scope, folder,
     /// manifest fields, the program exec resolves to (relative to the folder, or found on
     /// PATH), the source, kind, ref (pinned or tracking), commit and install time from the
     /// install record, and the log file with its size.
-    Info(Lazy<InfoArgs>),
+    Info(InfoArgs),
     /// Install an extension and record it in the project file
     ///
     /// Installs the source exactly as install does (into ./.zot/extensions/, or
@@ -555,7 +543,7 @@ pub enum ExtCommand {
     /// extensions.lock. With --disabled the extension is installed disabled and recorded
     /// with "enabled": false. Commit both files: zot ext sync installs the same set
     /// elsewhere.
-    Add(Lazy<AddArgs>),
+    Add(AddArgs),
     /// Make the installed extensions match the project file
     ///
     /// Reads ./.zot/extensions.json ($ZOT_HOME/extensions.json with --global) and its lock,
@@ -570,7 +558,7 @@ pub enum ExtCommand {
     /// commits are fetched, and every fetched tree must hash to the lock, all checked before
     /// anything is placed; any disagreement changes nothing and exits 1. --dry-run prints
     /// the plan and changes nothing.
-    Sync(Lazy<SyncArgs>),
+    Sync(SyncArgs),
     /// Check installed extensions against their file lists and the lock file
     ///
     /// For each named extension (every installed one when none is named), compares the files
@@ -583,7 +571,7 @@ pub enum ExtCommand {
     /// not in the lock is noted. An extension without a file list (copied in by hand, linked,
     /// or installed by an older zot ext) cannot be verified and is said so. Links are never
     /// followed and special files never opened. Exits 1 on any mismatch.
-    Verify(Lazy<VerifyArgs>),
+    Verify(VerifyArgs),
     /// Manage the fetch cache of git commits
     ///
     /// Git installs keep each commit they fetch in $ZOT_HOME/.ext-store/cache/, so installing
@@ -591,7 +579,7 @@ pub enum ExtCommand {
     /// needs no network. An entry is used only when its files still hash to the tree hash
     /// recorded with it. cache clean deletes every entry.
     #[command(arg_required_else_help = true)]
-    Cache(Lazy<CacheArgs>),
+    Cache(CacheArgs),
     /// Run an installed extension's build or dependency install again
     ///
     /// For each named extension (every installed one with --all), runs again what install
@@ -602,7 +590,7 @@ pub enum ExtCommand {
     /// over. A failure leaves the installed copy as it was. A linked working copy is never
     /// prepared (the command to run in it is printed instead); an extension with nothing to
     /// prepare is said so and left alone.
-    Prepare(Lazy<PrepareArgs>),
+    Prepare(PrepareArgs),
 }
 
 #[derive(Debug, Args)]

@@ -185,3 +185,79 @@ fn a_rejected_helper_password_is_never_shown() {
         .stdout_lacks("wr0ng-s3cret");
     assert_eq!(authorizations(&http), [basic("bob", "wr0ng-s3cret")]);
 }
+
+/// After the attempt, the helpers hear how it went, as from git: `store` when the server
+/// took their answer, `erase` when it refused it (so `store` and `cache` keep or forget it).
+#[test]
+fn helpers_hear_whether_their_answer_was_taken() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    extension_repo(&env, &root, "private");
+    let http = HttpGit::with_auth(&root, "bob", "right-pw");
+    let bin = env.work.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let log = env.work.join("actions.log");
+    let password = env.work.join("password");
+    write_executable(
+        &bin.join("git-credential-answer"),
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\necho \"$1\" >> '{}'\n[ \"$1\" = get ] && printf 'username=bob\\npassword=%s\\n' \"$(cat '{}')\"\nexit 0\n",
+            log.display(),
+            password.display()
+        ),
+    );
+    fs::write(
+        env.user_home.join(".gitconfig"),
+        "[credential]\n\thelper = answer\n",
+    )
+    .unwrap();
+    let path = env.path_with(&bin);
+    let url = format!("http://localhost:{}/private.git", http.port());
+
+    fs::write(&password, "wrong-pw").unwrap();
+    bounded(env.zot(["ext", "install", &url]).env("PATH", &path), &[]).failure(1);
+    let actions = fs::read_to_string(&log).unwrap();
+    assert!(
+        actions.contains("get\n") && actions.contains("erase\n"),
+        "{actions}"
+    );
+    assert!(!actions.contains("store"), "{actions}");
+
+    fs::remove_file(&log).unwrap();
+    fs::write(&password, "right-pw").unwrap();
+    bounded(env.zot(["ext", "install", &url]).env("PATH", &path), &[]).success();
+    let actions = fs::read_to_string(&log).unwrap();
+    assert!(
+        actions.contains("get\n") && actions.contains("store\n"),
+        "{actions}"
+    );
+    assert!(!actions.contains("erase"), "{actions}");
+}
+
+/// A repository the command is started in cannot name a credential helper: its
+/// `.git/config` (a clone's, anyone's) is never read for credentials, only the user's.
+#[test]
+fn the_repository_zot_runs_in_names_no_helper() {
+    let env = Env::new();
+    let (_tmp, root) = served();
+    extension_repo(&env, &root, "private");
+    let http = HttpGit::with_auth(&root, "bob", "right-pw");
+    let marker = env.work.join("ran");
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&env.project)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    fs::write(
+        env.project.join(".git/config"),
+        format!(
+            "[credential]\n\thelper = \"!f() {{ touch '{}'; }}; f\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let url = format!("http://localhost:{}/private.git", http.port());
+    bounded(env.zot(["ext", "install", &url]), &[]).failure(1);
+    assert!(!marker.exists(), "the repository's helper ran");
+}

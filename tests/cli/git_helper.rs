@@ -74,11 +74,11 @@ fn a_helper_that_answers_nonsense_or_stops_early_is_an_error_not_a_hang() {
             "cat >/dev/null; echo '{\"failed\":{\"message\":\"no such ref\",\"usage\":true}}'",
             "error: no such ref",
         ),
-        // Progress of a kind zot does not know (a newer helper) is passed over; the answer
-        // after it is read.
+        // A message of a kind zot does not know: the two binaries ship together, so it is
+        // an error, not passed over.
         (
-            "cat >/dev/null; echo '{\"step\":{\"writing\":3}}'; echo '{\"phase\":1}'; echo '{\"failed\":{\"message\":\"no such ref\",\"usage\":true}}'",
-            "error: no such ref",
+            "cat >/dev/null; echo '{\"phase\":1}'; echo '{\"failed\":{\"message\":\"no such ref\",\"usage\":true}}'",
+            "said something zot does not understand",
         ),
     ] {
         write_executable(&helper, &format!("#!/bin/sh\n{script}\n"));

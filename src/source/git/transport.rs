@@ -255,6 +255,34 @@ pub(super) struct Auth {
     host_key: RefCell<Option<String>>,
     /// What the credential helpers answered, per URL.
     answers: RefCell<Vec<(String, Option<credential::Answer>)>>,
+    /// The URLs whose helper answer the server refused (libgit2 asked again on the
+    /// connection it was offered on).
+    refused: RefCell<Vec<String>>,
+}
+
+impl Drop for Auth {
+    /// Tells the credential helpers which of their answers the server took and which it
+    /// refused, as git does after a request (`git credential approve`/`reject`).
+    fn drop(&mut self) {
+        let refused = self.refused.borrow();
+        for (url, answer) in self.answers.borrow().iter() {
+            if let Some(answer) = answer {
+                let taken = !refused.contains(url);
+                credential::settle(url, answer, taken, helper_timeout());
+            }
+        }
+    }
+}
+
+/// How long git's credential helpers may take to answer: the low-speed time.
+fn helper_timeout() -> std::time::Duration {
+    let low = meter::LowSpeed::configured();
+    let seconds = if low.seconds == 0 {
+        meter::LowSpeed::DEFAULT.seconds
+    } else {
+        low.seconds
+    };
+    std::time::Duration::from_secs(seconds)
 }
 
 impl Auth {
@@ -337,14 +365,18 @@ impl Auth {
                 }
             }
         }
-        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) && !self.attempted(helpers_label())
-        {
-            match self.helpers_answer(url, from_url) {
-                Ok(Some(answer)) => {
-                    return Cred::userpass_plaintext(&answer.username, &answer.password);
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+            if !self.attempted(helpers_label()) {
+                match self.helpers_answer(url, from_url) {
+                    Ok(Some(answer)) => {
+                        return Cred::userpass_plaintext(&answer.username, &answer.password);
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(git2::Error::from_str(&format!("{e:#}"))),
                 }
-                Ok(None) => {}
-                Err(e) => return Err(git2::Error::from_str(&format!("{e:#}"))),
+            } else if self.answered(url) {
+                // Asked again on the connection the helpers' answer was offered on.
+                self.refused.borrow_mut().push(url.to_string());
             }
         }
         if allowed.contains(CredentialType::DEFAULT) && !self.attempted("default credentials") {
@@ -368,17 +400,19 @@ impl Auth {
             return Ok(answer.clone());
         }
         let _paused = meter::pause();
-        let low = meter::LowSpeed::configured();
-        let seconds = if low.seconds == 0 {
-            meter::LowSpeed::DEFAULT.seconds
-        } else {
-            low.seconds
-        };
-        let answer = credential::fill(url, user, std::time::Duration::from_secs(seconds))?;
+        let answer = credential::fill(url, user, helper_timeout())?;
         self.answers
             .borrow_mut()
             .push((url.to_string(), answer.clone()));
         Ok(answer)
+    }
+
+    /// Whether the helpers answered for `url`.
+    fn answered(&self, url: &str) -> bool {
+        self.answers
+            .borrow()
+            .iter()
+            .any(|(u, answer)| u == url && answer.is_some())
     }
 }
 

@@ -15,12 +15,11 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use super::progress::ProgressLine;
 use super::watch::Watch;
 use super::wire::HELPER;
-use super::wire::{DECISIVE, FETCH, MAX_LINE, Message, PROBE, PROGRESS_STEPS, Request};
+use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::error::usage;
 use crate::host::die_with_parent;
 use crate::output::redact::redact;
 use crate::output::{Output, printable};
-use crate::source::git::progress::{Step, Transfer};
 use crate::source::git::{Checkout, Probe};
 use crate::source::{GitUrl, controls};
 
@@ -44,16 +43,6 @@ pub(crate) fn fetch(
         let message = helper.next(&mut |now| line.tick(now))?;
         match message {
             Message::Step(step) => line.step(step, Instant::now()),
-            // From a helper older than the request's `progress`.
-            Message::Progress(objects, total, bytes) => line.step(
-                Step::Receiving(Transfer {
-                    objects,
-                    total,
-                    bytes: bytes as u64,
-                    ..Transfer::default()
-                }),
-                Instant::now(),
-            ),
             Message::Fetched {
                 commit,
                 ref_kind,
@@ -126,7 +115,6 @@ impl Helper {
         let request = Request {
             url: url.clone(),
             git_ref: git_ref.map(str::to_string),
-            progress: PROGRESS_STEPS,
         };
         let stdin = child.stdin.take().expect("stdin is piped");
         let out = BufReader::new(child.stdout.take().expect("stdout is piped"));
@@ -149,9 +137,8 @@ impl Helper {
         printable(&self.path.display().to_string())
     }
 
-    /// The next message of the helper, heartbeats taken in by the watchdog and messages of
-    /// a kind zot does not know passed over ([`newer_kind`]); `tick` is called with the time
-    /// as each message comes. An error it reports is returned as the error; a helper too
+    /// The next message of the helper, heartbeats taken in by the watchdog; `tick` is called
+    /// with the time as each message comes. An error it reports is returned as the error; a helper too
     /// slow or silent is killed.
     fn next(&mut self, tick: &mut dyn FnMut(Instant)) -> Result<Message> {
         loop {
@@ -179,7 +166,6 @@ impl Helper {
             tick(Instant::now());
             let message: Message = match serde_json::from_slice(&line) {
                 Ok(message) => message,
-                Err(_) if newer_kind(&line) => continue,
                 Err(e) => {
                     return Err(anyhow!(e).context(format!(
                         "the git helper {} said something zot does not understand; is it from another version of zot-ext?",
@@ -274,19 +260,6 @@ impl Drop for Helper {
     }
 }
 
-/// Whether `line` is a message zot may pass over: progress, or a kind zot does not know
-/// (from a newer helper). Answers and heartbeats it cannot read are errors.
-fn newer_kind(line: &[u8]) -> bool {
-    let Ok(serde_json::Value::Object(message)) = serde_json::from_slice(line) else {
-        return false;
-    };
-    let mut kinds = message.keys();
-    match (kinds.next(), kinds.next()) {
-        (Some(kind), None) => !DECISIVE.contains(&kind.as_str()),
-        _ => false,
-    }
-}
-
 /// `zot-ext-git` beside the running binary (links to it resolved, so a `zot` on `PATH`
 /// that links to an install finds that install's helper).
 fn helper_path() -> Result<PathBuf> {
@@ -295,58 +268,4 @@ fn helper_path() -> Result<PathBuf> {
     // link (`~/.local/bin/zot-ext`). A binary replaced while it runs cannot be resolved.
     let me = std::fs::canonicalize(&me).unwrap_or(me);
     Ok(me.with_file_name(HELPER))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_progress_and_unknown_kinds_are_passed_over() {
-        for line in [
-            r#"{"step":{"writing":{"files":3}}}"#,
-            r#"{"phase":"counting"}"#,
-            r#"{"progress":"soon"}"#,
-        ] {
-            assert!(newer_kind(line.as_bytes()), "{line}");
-        }
-        for line in [
-            "not json",
-            "[1,2,3]",
-            r#"{"fetched":{"commit":5}}"#,
-            r#"{"heartbeat":{}}"#,
-            r#"{"failed":1,"step":2}"#,
-        ] {
-            assert!(!newer_kind(line.as_bytes()), "{line}");
-        }
-    }
-
-    /// Every answer and the heartbeat are read, never passed over.
-    #[test]
-    fn the_decisive_kinds_are_the_answers_and_the_heartbeat() {
-        let heartbeat = Message::Heartbeat {
-            received: 0,
-            metered: true,
-            low_speed: crate::source::git::meter::LowSpeed::DEFAULT,
-            fetching: None,
-        };
-        let failed = Message::Failed {
-            message: String::new(),
-            usage: false,
-        };
-        let fetched = Message::Fetched {
-            commit: String::new(),
-            ref_kind: crate::store::record::RefKind::Branch,
-            branch: None,
-        };
-        let probed = Message::Probed(Probe {
-            commit: None,
-            ref_kind: crate::store::record::RefKind::Tag,
-            branch: None,
-        });
-        for message in [heartbeat, failed, fetched, probed] {
-            let line = serde_json::to_vec(&message).unwrap();
-            assert!(!newer_kind(&line), "{message:?}");
-        }
-    }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, PROBE, PROGRESS_STEPS, Request};
+use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
 use crate::source::GitUrl;
 use crate::source::git;
 use crate::source::git::meter::{self, LowSpeed};
@@ -126,7 +126,7 @@ fn fetch(
     tree: &Path,
     only: Option<&Path>,
 ) -> std::io::Result<Message> {
-    let mut passing = Passing::new(request.progress);
+    let mut passing = Passing::new();
     let fetched = check_repository(&request.url).and_then(|()| {
         git::fetch(
             &request.url,
@@ -151,17 +151,15 @@ fn fetch(
 }
 
 /// Passes a fetch's steps on to zot: at most every [`PROGRESS_EVERY`], but always the first
-/// of a new kind of step and the end of a transfer, in the form the request asked for.
+/// of a new kind of step and the end of a transfer.
 struct Passing {
-    steps: bool,
     last: Option<(Instant, std::mem::Discriminant<Step>)>,
     failed_writing: Option<std::io::Error>,
 }
 
 impl Passing {
-    fn new(progress: u32) -> Passing {
+    fn new() -> Passing {
         Passing {
-            steps: progress >= PROGRESS_STEPS,
             last: None,
             failed_writing: None,
         }
@@ -178,13 +176,8 @@ impl Passing {
         if !due && !ends {
             return None;
         }
-        let message = match step {
-            step if self.steps => Message::Step(step),
-            Step::Receiving(t) => Message::Progress(t.objects, t.total, t.bytes as usize),
-            Step::Remote(_) | Step::Checkout => return None,
-        };
         self.last = Some((now, kind));
-        Some(message)
+        Some(Message::Step(step))
     }
 
     fn pass(&mut self, step: Step, now: Instant) {
@@ -244,11 +237,10 @@ mod tests {
         })
     }
 
-    /// What is sent of `steps` (milliseconds from the start, step) for a request's
-    /// `progress`, as JSON.
-    fn sent(progress: u32, steps: Vec<(u64, Step)>) -> Vec<String> {
+    /// What is sent of `steps` (milliseconds from the start, step), as JSON.
+    fn sent(steps: Vec<(u64, Step)>) -> Vec<String> {
         let start = Instant::now();
-        let mut passing = Passing::new(progress);
+        let mut passing = Passing::new();
         steps
             .into_iter()
             .filter_map(|(ms, step)| passing.message(step, start + Duration::from_millis(ms)))
@@ -270,33 +262,13 @@ mod tests {
             (45, Step::Checkout),
         ];
         assert_eq!(
-            sent(PROGRESS_STEPS, steps),
+            sent(steps),
             [
                 r#"{"step":{"remote":"Counting objects:  50% (1/2)"}}"#,
                 r#"{"step":{"receiving":{"objects":1,"total":3,"bytes":10,"deltas":0,"total_deltas":0}}}"#,
                 r#"{"step":{"receiving":{"objects":3,"total":3,"bytes":10,"deltas":0,"total_deltas":0}}}"#,
                 r#"{"step":"checkout"}"#,
             ]
-        );
-    }
-
-    /// A zot from before steps (its request has no `progress`) gets the triple it reads.
-    #[test]
-    fn an_older_zot_gets_objects_total_and_bytes_only() {
-        let request: Request = serde_json::from_str(
-            r#"{"url":{"url":"https://h/r.git","display":"https://h/r.git","local":false},"git_ref":null}"#,
-        )
-        .unwrap();
-        assert_eq!(request.progress, 0);
-        let steps = vec![
-            (0, Step::Remote("Counting objects".into())),
-            (10, receiving(1, 3)),
-            (100, receiving(3, 3)),
-            (110, Step::Checkout),
-        ];
-        assert_eq!(
-            sent(request.progress, steps),
-            [r#"{"progress":[1,3,10]}"#, r#"{"progress":[3,3,10]}"#]
         );
     }
 }
