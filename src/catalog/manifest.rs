@@ -85,6 +85,11 @@ impl fmt::Display for ManifestError {
 impl std::error::Error for ManifestError {}
 
 impl ManifestError {
+    /// Whether the folder has no manifest at all (as opposed to one that cannot be used).
+    pub(crate) fn is_missing(&self) -> bool {
+        self.message == unreadable(&ReadError::Missing)
+    }
+
     /// What to change, at the position the error carries: `<path>:4:12: "exec" must be a
     /// string`, `add "name" (a non-empty string) to the top-level object of <path>`.
     pub(crate) fn fix(&self) -> String {
@@ -100,7 +105,7 @@ impl ManifestError {
                 crate::output::sh_quote(&name)
             );
         }
-        if message.starts_with("not found;") {
+        if self.is_missing() {
             return format!(
                 "create {file}: a JSON object with at least \"name\" and \"exec\" (zot ext new writes one)"
             );

@@ -419,7 +419,7 @@ fn validate(staging: &Staging, shown: &Path) -> Result<Manifest> {
 /// The error of reading the manifest of `tree`, naming `shown` instead, with a hint at
 /// manifests in subfolders when there is none.
 fn manifest_error(e: ManifestError, tree: &Path, shown: &Path) -> anyhow::Error {
-    let hint = if e.message.starts_with("not found") {
+    let hint = if e.is_missing() {
         nested_manifest_hint(tree)
     } else {
         String::new()

@@ -111,7 +111,10 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
     })?;
     // Every fetch error names the (redacted) URL.
     let failed = |e: anyhow::Error| {
-        let hint = if e.to_string().contains("has no commit") {
+        let hint = if e
+            .downcast_ref::<super::transport::MissingCommit>()
+            .is_some()
+        {
             "; the superproject records a commit its submodule repository does not have (was it pushed?)"
         } else {
             ""

@@ -199,12 +199,32 @@ pub(super) fn fetch_commit(
         .and_then(|o| o.peel_to_commit())
         .map(|c| c.id())
         .map_err(|_| {
-            anyhow!(
-                "{} has no commit \"{id}\" reachable from its branches or tags",
-                url.display
-            )
+            MissingCommit {
+                repository: url.display.clone(),
+                id: id.to_string(),
+            }
+            .into()
         })
 }
+
+/// A commit id a repository does not have (among what its branches and tags reach).
+#[derive(Debug)]
+pub(super) struct MissingCommit {
+    repository: String,
+    id: String,
+}
+
+impl std::fmt::Display for MissingCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} has no commit \"{}\" reachable from its branches or tags",
+            self.repository, self.id
+        )
+    }
+}
+
+impl std::error::Error for MissingCommit {}
 
 /// Fetches `refspecs` from `url` on a new connection.
 pub(super) fn download(
@@ -255,6 +275,9 @@ pub(super) struct Auth {
     host_key: RefCell<Option<String>>,
     /// What the credential helpers answered, per URL.
     answers: RefCell<Vec<(String, Option<credential::Answer>)>>,
+    /// Set when the credentials callback had nothing left to offer: the failure that
+    /// follows is an authentication failure whatever libgit2 calls it.
+    exhausted: std::cell::Cell<bool>,
     /// The URLs whose helper answer the server refused (libgit2 asked again on the
     /// connection it was offered on).
     refused: RefCell<Vec<String>>,
@@ -382,6 +405,7 @@ impl Auth {
         if allowed.contains(CredentialType::DEFAULT) && !self.attempted("default credentials") {
             return Cred::default();
         }
+        self.exhausted.set(true);
         Err(git2::Error::from_str("no more credentials to try"))
     }
 }
@@ -446,7 +470,7 @@ pub(super) fn fetch_error(e: &git2::Error, url: &GitUrl, auth: &Auth) -> anyhow:
     let tried = auth.tried.borrow();
     if e.class() == git2::ErrorClass::Ssh
         || e.code() == git2::ErrorCode::Auth
-        || !tried.is_empty() && message.contains("credentials")
+        || auth.exhausted.get()
     {
         let mut tried = tried.clone();
         if url.url != url.display {
