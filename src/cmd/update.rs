@@ -412,27 +412,26 @@ impl UpdateArgs {
                 install_command(record)
             );
         }
-        let mut installed = Record {
-            git_ref: self.recorded_ref(record),
-            ..staged.record
-        };
+        let mut staged = staged;
+        staged.record.git_ref = self.recorded_ref(record);
         let dirs = ctx.layout.scope(job.target.scope);
         let folder = job.target.folder_name().to_string_lossy();
         let tree = staged.staging.tree();
         // The plan first, changing nothing: the kept `enabled` is part of the new version
         // as it would be placed, so it takes part in the comparison.
         let plan = carry::plan_for(dirs, &staged.staging, &folder, self.carry_options(), &[])?;
-        let mut files = staged.files;
         if carry::write_enabled(&plan, &tree)? {
-            files.relist(&tree, crate::catalog::manifest::FILE.as_bytes())?;
+            staged
+                .files
+                .relist(&tree, crate::catalog::manifest::FILE.as_bytes())?;
         }
         let placed = FileList::load(dirs, &job.target.dir_name);
-        outcome.set_trees(placed.as_ref(), &files);
+        outcome.set_trees(placed.as_ref(), &staged.files);
         let same = match &placed {
             // What the install placed: the extension's own data does not count.
             // Nor does `enabled`, as long as the installed copy already has the one wanted.
             Some(placed) => {
-                carry::same_as_placed(placed, &files, &tree)
+                carry::same_as_placed(placed, &staged.files, &tree)
                     && self.enabled_as_wanted(&job.target.dir)
             }
             // An older install without a list: the whole folder.
@@ -441,28 +440,19 @@ impl UpdateArgs {
         if same {
             if placed.is_none() && !self.dry_run {
                 // The folder is exactly the new tree: from now on it has a list.
-                store.save_files(&job.target.dir_name, Some(&files))?;
+                store.save_files(&job.target.dir_name, Some(&staged.files))?;
             }
-            return self.same_content(store, job, installed, outcome);
+            return self.same_content(store, job, staged.record, outcome);
         }
         if self.dry_run {
             outcome.carry_over = Some(plan);
             return Ok(Status::WouldUpdate);
         }
         let prepare = self.prepare.options(&ctx.layout.global);
-        let scratch = staged.staging.scratch("prepare");
-        let interrupted = staged.staging.removed_on_signal()?;
-        let (manifest, origin) = (&staged.manifest, staged.origin.as_ref());
-        let done = crate::prepare::prepare(&tree, &scratch, manifest, &prepare, origin, &ctx.out)?;
-        drop(interrupted);
-        if let Some(done) = &done {
-            crate::install::list_prepared(&mut files, &tree, &done.outputs)?;
-        }
-        let prepared = done.is_some();
-        installed.prepared = done.map(crate::install::prepared_record);
         // What the step made is in the new tree now: the plan is worked out again around it.
-        let plan = if prepared {
-            let outputs = installed.prepared.as_ref().map(|p| p.outputs.as_slice());
+        let plan = if crate::install::prepare(&mut staged, &prepare, &ctx.out)? {
+            let prepared = staged.record.prepared.as_ref();
+            let outputs = prepared.map(|p| p.outputs.as_slice());
             carry::plan_for(
                 dirs,
                 &staged.staging,
@@ -474,13 +464,14 @@ impl UpdateArgs {
             plan
         };
         // The plan and the list worked out above, carried out: nothing is hashed twice.
+        let files = std::mem::take(&mut staged.files);
         let carried = carry::carry_out(store, dirs, &staged.staging, &folder, plan, files)?;
         outcome.carry_over = Some(carried.plan);
         let published = store.publish_listed(
             &staged.staging,
             &folder,
             true,
-            &installed,
+            &staged.record,
             Some(&carried.files),
         )?;
         let _ = store.rotate_backups(&folder);
