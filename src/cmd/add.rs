@@ -242,7 +242,7 @@ impl AddArgs {
             Source::Git(_) => self.source.clone(),
         };
         let local = matches!(source, Source::Path(_))
-            || matches!(source, Source::Git(url) if url.local && !url.url.to_ascii_lowercase().starts_with("file://"));
+            || matches!(source, Source::Git(url) if url.is_local_path());
         if !local || !std::path::Path::new(&without_fragment).is_relative() {
             return without_fragment;
         }

@@ -318,7 +318,7 @@ const GIT_SCRATCH: &str = "git";
 /// A local repository path must exist; libgit2 would only say "unsupported URL protocol"
 /// or "could not find repository". (That it is a repository is the git helper's check.)
 fn check_local_repository(url: &GitUrl) -> Result<()> {
-    if !url.local || url.url.to_ascii_lowercase().starts_with("file://") {
+    if !url.is_local_path() {
         return Ok(());
     }
     let path = Path::new(&url.url);
@@ -346,7 +346,7 @@ fn check_scp_password(url: &GitUrl) -> Result<()> {
 /// The URL to record: local repository paths are made absolute, so `update` finds them
 /// from any directory.
 fn recorded_url(url: &GitUrl) -> String {
-    let is_path = url.local && !url.url.to_ascii_lowercase().starts_with("file://");
+    let is_path = url.is_local_path();
     match is_path
         .then(|| fs::canonicalize(&url.url))
         .and_then(Result::ok)

@@ -223,9 +223,7 @@ impl Where {
 fn looks_like_local_path(source: &str) -> bool {
     match crate::source::Source::parse(source) {
         crate::source::Source::Path(_) => true,
-        crate::source::Source::Git(url) => {
-            url.local && !url.url.to_ascii_lowercase().starts_with("file://")
-        }
+        crate::source::Source::Git(url) => url.is_local_path(),
     }
 }
 

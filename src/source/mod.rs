@@ -63,9 +63,8 @@ impl Source {
     pub(crate) fn parse_on_disk(arg: &str) -> OnDisk {
         match Source::parse(arg) {
             Source::Git(url)
-                if url.local
+                if url.is_local_path()
                     && url.subdir.is_none()
-                    && !url.url.to_ascii_lowercase().starts_with("file://")
                     && Path::new(&url.url).join("extension.json").is_file() =>
             {
                 OnDisk::plain(Source::Path(PathBuf::from(arg)))
@@ -161,6 +160,12 @@ impl Source {
 }
 
 impl GitUrl {
+    /// A repository named by a local path (`../repo.git`, `/srv/r.git`), not a URL: it is
+    /// relative to a folder, and may be an extension folder to copy instead.
+    pub(crate) fn is_local_path(&self) -> bool {
+        self.local && !self.url.to_ascii_lowercase().starts_with("file://")
+    }
+
     /// The repository this URL names, as the fetch cache tells sources apart: without user
     /// name and password, scheme and host in lowercase, the path without a trailing `/` or
     /// `.git`; a local path made absolute (relative ones name different repositories from

@@ -478,7 +478,7 @@ fn file_protocol_allowed() -> bool {
 
 /// What relative submodule URLs resolve against: the URL as given, local paths made absolute.
 fn base_url(sup: &GitUrl) -> String {
-    let is_path = sup.local && !sup.url.to_ascii_lowercase().starts_with("file://");
+    let is_path = sup.is_local_path();
     match is_path.then(|| std::fs::canonicalize(&sup.url)) {
         Some(Ok(path)) => path.display().to_string(),
         _ => sup.url.clone(),

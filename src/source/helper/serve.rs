@@ -210,7 +210,7 @@ fn send(out: &mut impl Write, message: &Message) -> std::io::Result<()> {
 /// protocol" or "could not find repository". (That it exists is checked before zot starts
 /// the helper.)
 fn check_repository(url: &GitUrl) -> Result<()> {
-    if !url.local || url.url.to_ascii_lowercase().starts_with("file://") {
+    if !url.is_local_path() {
         return Ok(());
     }
     let path = Path::new(&url.url);
