@@ -12,6 +12,7 @@ use crate::catalog::paths::{Scope, ScopeDirs};
 use crate::cli::UpdateArgs;
 use crate::error::usage;
 use crate::install::fetch::{self, Request, short};
+use crate::install::replace::{self, Replaced};
 use crate::output::printable;
 use crate::output::redact::redact;
 use crate::output::sh_quote;
@@ -20,7 +21,6 @@ use crate::source::copy::{self, LooseLink};
 use crate::source::helper;
 use crate::store::Store;
 use crate::store::carry;
-use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record};
 
 /// What happened to one extension.
@@ -296,7 +296,8 @@ impl UpdateArgs {
         }
         // A dry run stages into a scratch store, so the real one is never touched.
         let (store, _scratch) = if self.dry_run {
-            scratch_store(dirs.scope).map_err(failed)?
+            let (store, base) = crate::install::trial_store(dirs.scope).map_err(failed)?;
+            (store, Some(base))
         } else {
             (locked(dirs, target, record).map_err(failed)?, None)
         };
@@ -414,72 +415,43 @@ impl UpdateArgs {
         }
         let mut staged = staged;
         staged.record.git_ref = self.recorded_ref(record);
-        let dirs = ctx.layout.scope(job.target.scope);
         let folder = job.target.folder_name().to_string_lossy();
-        let tree = staged.staging.tree();
-        // The plan first, changing nothing: the kept `enabled` is part of the new version
-        // as it would be placed, so it takes part in the comparison.
-        let plan = carry::plan_for(dirs, &staged.staging, &folder, self.carry_options(), &[])?;
-        if carry::write_enabled(&plan, &tree)? {
-            staged
-                .files
-                .relist(&tree, crate::catalog::manifest::FILE.as_bytes())?;
-        }
-        let placed = FileList::load(dirs, &job.target.dir_name);
-        outcome.set_trees(placed.as_ref(), &staged.files);
-        let same = match &placed {
-            // What the install placed: the extension's own data does not count.
-            // Nor does `enabled`, as long as the installed copy already has the one wanted.
-            Some(placed) => {
-                carry::same_as_placed(placed, &staged.files, &tree)
-                    && self.enabled_as_wanted(&job.target.dir)
-            }
-            // An older install without a list: the whole folder.
-            None => same_tree(&tree, &job.target.dir),
+        let current = replace::Current {
+            dirs: ctx.layout.scope(job.target.scope),
+            folder: &folder,
+            dir_name: &job.target.dir_name,
+            dir: &job.target.dir,
         };
-        if same {
-            if placed.is_none() && !self.dry_run {
-                // The folder is exactly the new tree: from now on it has a list.
-                store.save_files(&job.target.dir_name, Some(&staged.files))?;
-            }
-            return self.same_content(store, job, staged.record, outcome);
-        }
-        if self.dry_run {
-            outcome.carry_over = Some(plan);
-            return Ok(Status::WouldUpdate);
-        }
-        let prepare = self.prepare.options(&ctx.layout.global);
-        // What the step made is in the new tree now: the plan is worked out again around it.
-        let plan = if crate::install::prepare(&mut staged, &prepare, &ctx.out)? {
-            let prepared = staged.record.prepared.as_ref();
-            let outputs = prepared.map(|p| p.outputs.as_slice());
-            carry::plan_for(
-                dirs,
-                &staged.staging,
-                &folder,
-                self.carry_options(),
-                outputs.unwrap_or_default(),
-            )?
-        } else {
-            plan
+        let how = replace::Replacement {
+            carry: self.carry_options(),
+            prepare: &self.prepare.options(&ctx.layout.global),
+            dry_run: self.dry_run,
+            enabled_as_wanted: self.enabled_as_wanted(&job.target.dir),
         };
-        // The plan and the list worked out above, carried out: nothing is hashed twice.
-        let files = std::mem::take(&mut staged.files);
-        let carried = carry::carry_out(store, dirs, &staged.staging, &folder, plan, files)?;
-        outcome.carry_over = Some(carried.plan);
-        let published = store.publish_listed(
-            &staged.staging,
-            &folder,
-            true,
-            &staged.record,
-            Some(&carried.files),
-        )?;
-        let _ = store.rotate_backups(&folder);
-        outcome.warnings = crate::install::exec_warnings(&published.dest, &staged.manifest);
-        if let Some(e) = published.record_error {
-            return Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it"));
+        let (replaced, trees) = replace::replace(store, &current, staged, &how, &ctx.out)?;
+        outcome.current.tree = trees.placed;
+        if let Some(available) = &mut outcome.available {
+            available.tree = Some(trees.staged);
         }
-        Ok(Status::Updated)
+        match replaced {
+            Replaced::Same(record) => self.same_content(store, job, *record, outcome),
+            Replaced::Would(plan) => {
+                outcome.carry_over = Some(plan);
+                Ok(Status::WouldUpdate)
+            }
+            Replaced::Placed {
+                carried,
+                warnings,
+                record_error,
+            } => {
+                outcome.carry_over = Some(carried);
+                outcome.warnings = warnings;
+                match record_error {
+                    Some(e) => Err(e.context("the new version is in place, but its install record was not saved; the next zot ext command saves it")),
+                    None => Ok(Status::Updated),
+                }
+            }
+        }
     }
 }
 
@@ -544,106 +516,6 @@ fn locked(dirs: &ScopeDirs, target: &Installed, record: &Record) -> Result<Store
     Ok(store)
 }
 
-/// Whether two trees hold the same entries (for an installed copy without a file list):
-/// names, kinds, permissions, file contents and link targets. Links are never followed, only regular files are opened (without blocking);
-/// anything unreadable, special or past [`COMPARE_LIMIT`] entries counts as a difference.
-fn same_tree(a: &Path, b: &Path) -> bool {
-    let walk = |root: &Path| {
-        walkdir::WalkDir::new(root)
-            .min_depth(1)
-            .follow_links(false)
-            .sort_by_file_name()
-            .into_iter()
-    };
-    let mut left = walk(a);
-    let mut right = walk(b);
-    for _ in 0..COMPARE_LIMIT {
-        match (left.next(), right.next()) {
-            (None, None) => return true,
-            (Some(Ok(x)), Some(Ok(y))) => {
-                let same = x.depth() == y.depth()
-                    && x.file_name() == y.file_name()
-                    && same_entry(x.path(), y.path());
-                if !same {
-                    return false;
-                }
-            }
-            _ => return false,
-        }
-    }
-    false
-}
-
-/// The most entries [`same_tree`] compares before calling two trees different.
-const COMPARE_LIMIT: usize = 100_000;
-
-fn same_entry(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let (Ok(meta_a), Ok(meta_b)) = (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b))
-    else {
-        return false;
-    };
-    if meta_a.file_type() != meta_b.file_type()
-        || meta_a.permissions().mode() != meta_b.permissions().mode()
-    {
-        return false;
-    }
-    let kind = meta_a.file_type();
-    if kind.is_dir() {
-        true
-    } else if kind.is_symlink() {
-        matches!(
-            (std::fs::read_link(a), std::fs::read_link(b)),
-            (Ok(to_a), Ok(to_b)) if to_a == to_b
-        )
-    } else if kind.is_file() {
-        meta_a.len() == meta_b.len() && same_bytes(a, b).unwrap_or(false)
-    } else {
-        false
-    }
-}
-
-/// Whether two regular files hold the same bytes (opened without following a link or
-/// waiting on a special file put there meanwhile).
-fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
-    use std::io::Read;
-    fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut filled = 0;
-        while filled < buf.len() {
-            match file.read(&mut buf[filled..])? {
-                0 => break,
-                n => filled += n,
-            }
-        }
-        Ok(filled)
-    }
-    let open = |path: &Path| -> std::io::Result<std::fs::File> {
-        use rustix::fs::OFlags;
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(flags.bits().cast_signed())
-            .open(path)?;
-        if !file.metadata()?.is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        Ok(file)
-    };
-    let (mut file_a, mut file_b) = (open(a)?, open(b)?);
-    let (mut buf_a, mut buf_b) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
-    loop {
-        let len_a = read_full(&mut file_a, &mut buf_a)?;
-        let len_b = read_full(&mut file_b, &mut buf_b)?;
-        if len_a != len_b || buf_a[..len_a] != buf_b[..len_b] {
-            return Ok(false);
-        }
-        if len_a == 0 {
-            return Ok(true);
-        }
-    }
-}
-
 /// After the lock is taken: the extension must still be the one the record described
 /// when this run looked, or another command changed it while this one waited.
 fn recheck(store: &Store, target: &Installed, record: &Record) -> Result<()> {
@@ -669,16 +541,6 @@ struct Job<'a> {
     target: &'a Installed,
     record: &'a Record,
     git_ref: Option<&'a str>,
-}
-
-/// A store in a temporary folder, for dry runs; it lives as long as the returned guard.
-fn scratch_store(scope: Scope) -> Result<(Store, Option<tempfile::TempDir>)> {
-    let base = tempfile::tempdir()?;
-    let store = Store::open(&ScopeDirs {
-        scope,
-        base: base.path().to_path_buf(),
-    })?;
-    Ok((store, Some(base)))
 }
 
 /// A folder install's source must still be where the record says: without it there is
@@ -734,16 +596,7 @@ fn refuse(message: String) -> Skip {
     }
 }
 
-impl Outcome {
-    /// The tree hashes of what the install placed (`placed`, when listed) and of the new
-    /// version (`files`).
-    fn set_trees(&mut self, placed: Option<&FileList>, files: &FileList) {
-        self.current.tree = placed.map(FileList::tree_hash);
-        if let Some(available) = &mut self.available {
-            available.tree = Some(files.tree_hash());
-        }
-    }
-}
+impl Outcome {}
 
 // By value: it is the function given to `map_err`.
 #[allow(clippy::needless_pass_by_value)]

@@ -11,6 +11,7 @@
 pub(crate) mod again;
 pub(crate) mod cache;
 pub(crate) mod fetch;
+pub(crate) mod replace;
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,21 @@ pub(crate) struct Outcome {
     /// What is wrong with the placed copy but did not stop the install: its `exec` not
     /// there ([`exec_warnings`]).
     pub warnings: Vec<Problem>,
+}
+
+/// A store of `scope` in a temporary folder, for dry runs (`install --dry-run`, `update
+/// --dry-run`): staged there, nothing reaches the real one. It lives as long as the
+/// returned folder.
+pub(crate) fn trial_store(
+    scope: crate::catalog::paths::Scope,
+) -> Result<(Store, tempfile::TempDir)> {
+    let base = tempfile::tempdir()
+        .map_err(|e| anyhow::anyhow!("cannot create a temporary folder for the dry run: {e}"))?;
+    let store = Store::open(&crate::catalog::paths::ScopeDirs {
+        scope,
+        base: base.path().to_path_buf(),
+    })?;
+    Ok((store, base))
 }
 
 /// Stages `request` and places it: [`stage`] then [`Ready::place`].

@@ -16,7 +16,6 @@ use crate::install::fetch::{self, Request, short};
 use crate::output::Output;
 use crate::source::Source;
 use crate::source::copy::LooseLink;
-use crate::store::Store;
 use crate::store::carry::{self, Options, Plan};
 use crate::store::record::{Kind, Record};
 
@@ -111,12 +110,7 @@ pub(crate) fn run(trial: &Trial, out: &Output) -> Result<()> {
         // Refused as the install refuses it (a folder inside the extensions root, say).
         fetch::check_local_source(path, trial.dirs)?;
     }
-    let scratch = tempfile::tempdir()
-        .map_err(|e| anyhow!("cannot create a temporary folder for the dry run: {e}"))?;
-    let store = Store::open(&ScopeDirs {
-        scope: trial.dirs.scope,
-        base: scratch.path().to_path_buf(),
-    })?;
+    let (store, _scratch) = crate::install::trial_store(trial.dirs.scope)?;
     let staged = fetch::stage(&store, &trial.fetch, out)?;
     let name = staged.manifest.name.as_str();
     let replaces = Installed::of(trial.dirs, name);
