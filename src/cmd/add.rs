@@ -45,15 +45,12 @@ impl Run for AddArgs {
                 crate::output::redact::redact(&self.source)
             )));
         }
-        // In a subfolder of a project, the project is the one above (as npm and cargo
-        // find their root), not a second one started here.
-        if !self.global
-            && let Some(above) = project::project_above(&ctx.layout)
-        {
-            ctx.out.note(&project::working_above("adding to", &above));
-            return self.add(&ctx.in_project(&above));
+        // In a subfolder of a project, the project is the one above, not a second one
+        // started here.
+        match ctx.in_project_above(self.global, "adding to") {
+            Some(above) => self.add(&above),
+            None => self.add(ctx),
         }
-        self.add(ctx)
     }
 }
 

@@ -32,12 +32,18 @@ pub struct Context {
 }
 
 impl Context {
-    /// This context for the project whose root is `root`, above the working folder.
-    fn in_project(&self, root: &std::path::Path) -> Context {
-        Context {
-            layout: self.layout.with_project_root(root),
+    /// For a command that works on a project file (`add`, `sync`), run in a subfolder of a
+    /// project and not for the global scope: the context of the project above (as npm and
+    /// cargo find their root), said in a note that names what `verb` does there.
+    fn in_project_above(&self, global: bool, verb: &str) -> Option<Context> {
+        let above = (!global)
+            .then(|| crate::project::project_above(&self.layout))
+            .flatten()?;
+        self.out.note(&crate::project::working_above(verb, &above));
+        Some(Context {
+            layout: self.layout.with_project_root(&above),
             out: self.out.clone(),
-        }
+        })
     }
 }
 

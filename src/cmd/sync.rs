@@ -129,13 +129,10 @@ struct Document<'a> {
 impl Run for SyncArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
         // In a subfolder of a project, the project file is the one above.
-        if !self.global
-            && let Some(above) = project::project_above(&ctx.layout)
-        {
-            ctx.out.note(&project::working_above("syncing", &above));
-            return self.sync(&ctx.in_project(&above));
+        match ctx.in_project_above(self.global, "syncing") {
+            Some(above) => self.sync(&above),
+            None => self.sync(ctx),
         }
-        self.sync(ctx)
     }
 }
 
