@@ -15,7 +15,7 @@ use clap_complete::{ArgValueCompleter, CompletionCandidate, PathCompleter};
 use crate::catalog::paths::{Layout, Scope};
 use crate::catalog::{self, Installed};
 use crate::output::{first_hidden, printable};
-use crate::store::record::{Kind, Record};
+use crate::store::record::Record;
 
 /// `--project`/`--global` as typed on the line being completed, so names come from that scope.
 static SCOPE_HINT: OnceLock<Option<Scope>> = OnceLock::new();
@@ -207,11 +207,7 @@ fn updatable(layout: &Layout, e: &Installed) -> bool {
     let Some(record) = Record::load(layout.scope(e.scope), &e.dir_name) else {
         return false;
     };
-    match record.kind {
-        Kind::Path => true,
-        Kind::Git => !record.pinned() || REF_HINT.get().copied().unwrap_or(false),
-        Kind::Link | Kind::New => false,
-    }
+    record.updatable(REF_HINT.get().copied().unwrap_or(false))
 }
 
 /// At most this many entries of the logs folder are looked at on a TAB.

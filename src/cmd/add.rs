@@ -209,7 +209,7 @@ impl AddArgs {
         let on_disk = Source::parse_on_disk(&self.source);
         let (source, fragment) = (on_disk.source, on_disk.subdir);
         source.check_controls().map_err(usage)?;
-        if self.git_ref.is_some() && matches!(source, Source::Path(_)) {
+        if self.git_ref.is_some() && !source.takes_ref() {
             return Err(usage(format!(
                 "--ref applies to git sources only; {} is a local folder",
                 self.source
@@ -235,12 +235,9 @@ impl AddArgs {
         let without_fragment = match source {
             Source::Git(url) if url.subdir.is_some() => url.url.clone(),
             // `folder#path`: the folder; the path is `subdir`.
-            Source::Path(path) => path.display().to_string(),
-            Source::Git(_) => self.source.clone(),
+            _ => source.shown(&self.source),
         };
-        let local = matches!(source, Source::Path(_))
-            || matches!(source, Source::Git(url) if url.is_local_path());
-        if !local || !std::path::Path::new(&without_fragment).is_relative() {
+        if !source.is_local_path() || !std::path::Path::new(&without_fragment).is_relative() {
             return without_fragment;
         }
         let Ok(absolute) = std::path::absolute(&without_fragment) else {

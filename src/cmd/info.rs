@@ -156,11 +156,7 @@ fn describe<'a>(layout: &Layout, e: &'a Installed) -> Copy<'a> {
         source: redact(&r.source),
         ..r
     });
-    let updates = source.as_ref().and_then(|r| match (r.kind, r.ref_kind) {
-        (Kind::Git, Some(RefKind::Branch)) => Some("tracking"),
-        (Kind::Git, Some(_)) => Some("pinned"),
-        _ => None,
-    });
+    let updates = source.as_ref().and_then(Record::follows);
     let log_path = layout.log_file(e.name());
     let links = e
         .link_target
@@ -377,21 +373,16 @@ fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {
         field("source:", why);
         return;
     };
-    let kind = match r.kind {
-        Kind::Path => "folder",
-        Kind::Git => "git",
-        Kind::Link => "link",
-        Kind::New => {
-            let template = r.template.as_deref().unwrap_or("unknown");
-            field(
-                "source:",
-                format!("made by zot ext new from the {template} template (new)"),
-            );
-            field("installed:", r.installed_at.clone());
-            return;
-        }
-    };
-    field("source:", format!("{} ({kind})", r.source));
+    if r.kind == Kind::New {
+        let template = r.template.as_deref().unwrap_or("unknown");
+        field(
+            "source:",
+            format!("made by zot ext new from the {template} template (new)"),
+        );
+        field("installed:", r.installed_at.clone());
+        return;
+    }
+    field("source:", format!("{} ({})", r.source, r.kind.label()));
     if let Some(sub) = &r.subdir {
         field("subfolder:", sub.clone());
     }

@@ -55,7 +55,7 @@ impl Run for InstallArgs {
         let source = on_disk.source;
         source.check_controls().map_err(usage)?;
         let subdir = self.subdir(on_disk.subdir)?;
-        if self.git_ref.is_some() && matches!(source, Source::Path(_)) {
+        if self.git_ref.is_some() && !source.takes_ref() {
             return Err(usage(format!(
                 "--ref applies to git sources only; {} is a local folder",
                 self.source
@@ -65,10 +65,7 @@ impl Run for InstallArgs {
         if let Some(note) = &on_disk.note {
             ctx.out.note(note);
         }
-        let shown = match &source {
-            Source::Path(path) => path.display().to_string(),
-            Source::Git(_) => self.source.clone(),
-        };
+        let shown = source.shown(&self.source);
         if self.dry_run {
             let trial = dry_run::Trial {
                 fetch: Request {
@@ -293,8 +290,8 @@ fn shadow_note(ctx: &Context, layout: &Layout, name: &str, scope: Scope) {
 
 /// The fetch cache, for a git source (a folder is copied as it is now).
 pub(super) fn fetch_cache(ctx: &Context, source: &Source) -> Result<Option<Cache>> {
-    match source {
-        Source::Git(_) => Ok(Some(Cache::open(&ctx.layout)?)),
-        Source::Path(_) => Ok(None),
-    }
+    source
+        .cached()
+        .then(|| Cache::open(&ctx.layout))
+        .transpose()
 }

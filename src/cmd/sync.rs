@@ -453,10 +453,9 @@ fn check_frozen(at: &Where, file: &ProjectFile, lock: &Lock) -> Result<()> {
                 if let Some(why) = disagreement(locked, entry) {
                     problems.push(format!("{name}: {why}"));
                 } else if locked.commit.is_none()
-                    && matches!(
-                        Source::parse_on_disk(&at.resolve(&entry.source)).source,
-                        Source::Git(_)
-                    )
+                    && Source::parse_on_disk(&at.resolve(&entry.source))
+                        .source
+                        .takes_ref()
                 {
                     problems.push(format!("{name}: the lock has no commit for a git source"));
                 }
@@ -638,14 +637,11 @@ fn stage_one(
     let resolved = at.resolve(&entry.source);
     let source = Source::parse_on_disk(&resolved).source;
     let pinned = item.locked.as_ref().and_then(|l| l.commit.clone());
-    let git_ref = match source {
-        Source::Git(_) => pinned.or_else(|| entry.git_ref.clone()),
-        Source::Path(_) => None,
-    };
-    let cache = match source {
-        Source::Git(_) => Some(opened(cache, global)?),
-        Source::Path(_) => None,
-    };
+    let git_ref = source
+        .takes_ref()
+        .then(|| pinned.or_else(|| entry.git_ref.clone()))
+        .flatten();
+    let cache = source.cached().then(|| opened(cache, global)).transpose()?;
     let mut prepare = how.prepare.clone();
     prepare.enabled &= entry.prepare;
     let request = install::Request {

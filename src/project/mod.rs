@@ -221,10 +221,7 @@ impl Where {
 
 /// A local repository path (`../repo.git`), as opposed to a URL or `user@host:path`.
 fn looks_like_local_path(source: &str) -> bool {
-    match crate::source::Source::parse(source) {
-        crate::source::Source::Path(_) => true,
-        crate::source::Source::Git(url) => url.is_local_path(),
-    }
+    crate::source::Source::parse(source).is_local_path()
 }
 
 /// Why a project or lock file was rejected: `<path>:<line>:<column>: <message>`.

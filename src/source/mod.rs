@@ -35,7 +35,37 @@ pub(crate) struct GitUrl {
 
 const REMOTE_SCHEMES: [&str; 4] = ["https://", "http://", "ssh://", "git://"];
 
+/// What commands ask of a source instead of matching its kind.
 impl Source {
+    /// Whether it is fetched at a ref (`--ref`, a project entry's `ref`, a locked commit):
+    /// a repository; a folder is copied as it is now.
+    pub(crate) fn takes_ref(&self) -> bool {
+        matches!(self, Source::Git(_))
+    }
+
+    /// Whether the fetch cache serves it (what it keys is a commit of a repository).
+    pub(crate) fn cached(&self) -> bool {
+        matches!(self, Source::Git(_))
+    }
+
+    /// Whether it names something on this machine by a path (a folder, or a repository by
+    /// its path): relative to a folder, so a project file keeps it relative to its root.
+    pub(crate) fn is_local_path(&self) -> bool {
+        match self {
+            Source::Path(_) => true,
+            Source::Git(url) => url.is_local_path(),
+        }
+    }
+
+    /// How it is named in messages, `typed` as the user gave it: a folder by its path
+    /// (without a `#path` fragment, which is the subfolder), a repository as typed.
+    pub(crate) fn shown(&self, typed: &str) -> String {
+        match self {
+            Source::Path(path) => path.display().to_string(),
+            Source::Git(_) => typed.to_string(),
+        }
+    }
+
     pub(crate) fn parse(arg: &str) -> Source {
         let lower = arg.to_ascii_lowercase();
         if REMOTE_SCHEMES.iter().any(|s| lower.starts_with(s)) {

@@ -24,6 +24,24 @@ pub(crate) enum Kind {
     New,
 }
 
+/// What commands ask of a kind instead of matching it.
+impl Kind {
+    /// How `info` names it.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Kind::Path => "folder",
+            Kind::Git => "git",
+            Kind::Link => "link",
+            Kind::New => "new",
+        }
+    }
+
+    /// Whether there is a source to fetch a new version from.
+    pub(crate) fn has_source(self) -> bool {
+        matches!(self, Kind::Path | Kind::Git)
+    }
+}
+
 /// What a git ref named when it was installed, which decides what `update` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -124,6 +142,22 @@ impl Record {
     /// Whether `update` leaves this install alone unless given a new `--ref`.
     pub(crate) fn pinned(&self) -> bool {
         matches!(self.ref_kind, Some(RefKind::Tag | RefKind::Commit))
+    }
+
+    /// What `update` does with it when a ref decides: `tracking` a branch, `pinned` to a tag
+    /// or commit; `None` where no ref does (a folder, a link, `new`).
+    pub(crate) fn follows(&self) -> Option<&'static str> {
+        match (self.kind, self.ref_kind) {
+            (Kind::Git, Some(RefKind::Branch)) => Some("tracking"),
+            (Kind::Git, Some(_)) => Some("pinned"),
+            _ => None,
+        }
+    }
+
+    /// Whether `update` can fetch a new version of it: it has a source, and is not pinned
+    /// unless a new `--ref` is given (`with_ref`).
+    pub(crate) fn updatable(&self, with_ref: bool) -> bool {
+        self.kind.has_source() && (!self.pinned() || with_ref)
     }
 
     /// The record's file name in `.ext-store/sources`.
