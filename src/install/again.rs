@@ -104,18 +104,12 @@ pub(crate) fn place(store: &Store, staged: Staged, old: &Record) -> Result<Place
             .collect(),
     );
     let plan = carry::plan(&installed, Some(&source_only), &tree, options, &outputs)?;
-    let carried = carry::carry_out(store, dirs, &staged.staging, &name, plan, staged.files)?;
-    let published = store.publish_listed(
-        &staged.staging,
-        &name,
-        true,
-        &staged.record,
-        Some(&carried.files),
-    )?;
-    let _ = store.rotate_backups(&name);
+    let mut staged = staged;
+    let files = std::mem::take(&mut staged.files);
+    let (carried, published) = super::swap::swap_in(store, &staged, &name, plan, files)?;
     Ok(Placed {
         record: staged.record,
-        carried: carried.plan,
+        carried,
         record_error: published.record_error,
     })
 }

@@ -12,6 +12,7 @@ pub(crate) mod again;
 pub(crate) mod cache;
 pub(crate) mod fetch;
 pub(crate) mod replace;
+mod swap;
 
 use std::path::{Path, PathBuf};
 

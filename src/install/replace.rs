@@ -121,17 +121,9 @@ pub(crate) fn replace(
     };
     // The plan and the list worked out above, carried out: nothing is hashed twice.
     let files = std::mem::take(&mut staged.files);
-    let carried = carry::carry_out(store, dirs, &staged.staging, folder, plan, files)?;
-    let published = store.publish_listed(
-        &staged.staging,
-        folder,
-        true,
-        &staged.record,
-        Some(&carried.files),
-    )?;
-    let _ = store.rotate_backups(folder);
+    let (carried, published) = super::swap::swap_in(store, &staged, folder, plan, files)?;
     let replaced = Replaced::Placed {
-        carried: carried.plan,
+        carried,
         warnings: super::exec_warnings(&published.dest, &staged.manifest),
         record_error: published.record_error,
     };
