@@ -8,7 +8,6 @@ use std::io::Write;
 use std::path::Path;
 
 use clap::CommandFactory;
-use clap::ValueEnum;
 use clap_complete::env::{Bash, Elvish, EnvCompleter, Fish, Powershell, Shells, Zsh};
 use clap_complete::{CompleteEnv, Shell};
 
@@ -185,18 +184,12 @@ fn bash_unquote(word: &str) -> String {
 /// `COMPLETE=<shell> zot`: the registration script, or a usage error for an unknown shell.
 fn print_registration(shell: &OsStr) -> i32 {
     // Like clap_complete, accept a path such as `$SHELL` (`/usr/bin/zsh`).
-    let name = Path::new(shell)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let known = Shells::builtins()
-        .completer(&name)
-        .and_then(|c| Shell::from_str(c.name(), true).ok());
     let out = Output::plain();
-    let Some(shell) = known else {
+    let Some(shell) = super::ShellName::parse(&shell.to_string_lossy()) else {
         out.fail(&format!(
-            "{VAR}={} names no shell zot can complete for; use bash, elvish, fish, powershell or zsh",
-            shell.to_string_lossy()
+            "{VAR}={} names no shell zot can complete for; use {}",
+            shell.to_string_lossy(),
+            super::ShellName::names()
         ));
         return 2;
     };
@@ -372,6 +365,7 @@ fi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
 
     fn os(words: &[&str]) -> Vec<OsString> {
         words.iter().map(OsString::from).collect()

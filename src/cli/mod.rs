@@ -353,13 +353,12 @@ pub struct CompletionsArgs {
 pub struct ShellName;
 
 impl ShellName {
-    /// The shell `name` names (a path such as `$SHELL`'s `/usr/bin/zsh` too).
+    /// The shell `name` names, as clap_complete knows shells (`pwsh` is PowerShell); a
+    /// path such as `$SHELL`'s `/usr/bin/zsh` too.
     pub fn parse(name: &str) -> Option<Shell> {
         let stem = std::path::Path::new(name).file_stem()?.to_str()?;
-        Shell::value_variants()
-            .iter()
-            .copied()
-            .find(|s| s.to_possible_value().is_some_and(|v| v.matches(stem, true)))
+        let shells = clap_complete::env::Shells::builtins();
+        Shell::from_str(shells.completer(stem)?.name(), true).ok()
     }
 
     /// The shells' names, for messages: `bash, elvish, fish, powershell or zsh`.

@@ -385,6 +385,14 @@ fn completions_takes_the_shell_from_shell_and_lists_the_shells() {
         .ok()
         .stdout;
     assert_eq!(named, from_env);
+    // pwsh, PowerShell's executable on Linux and macOS, is PowerShell.
+    assert_eq!(
+        env.zot(["completions"])
+            .env("SHELL", "/usr/bin/pwsh")
+            .ok()
+            .stdout,
+        env.zot(["completions", "powershell"]).ok().stdout
+    );
     let tcsh = env.zot(["completions", "tcsh"]).fails(2);
     assert_eq!(
         tcsh.stderr,
