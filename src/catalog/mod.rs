@@ -457,7 +457,7 @@ pub(crate) fn named_folder(
 }
 
 /// Whether `name` can only be one entry of a root, never a path leaving it.
-fn is_folder_name(name: &str) -> bool {
+pub(crate) fn is_folder_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 

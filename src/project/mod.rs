@@ -117,9 +117,7 @@ pub(crate) fn has_any(above: &Path, names: &[&str]) -> bool {
         .is_some_and(|file| names.iter().any(|n| file.extensions.contains_key(*n)));
     listed
         || names.iter().any(|n| {
-            !n.is_empty()
-                && !matches!(*n, "." | "..")
-                && !n.contains(['/', '\\', '\0'])
+            crate::catalog::is_folder_name(n)
                 && std::fs::symlink_metadata(zot.join("extensions").join(n)).is_ok()
         })
 }
@@ -212,16 +210,12 @@ impl Where {
     /// The source as `install` should get it: a relative folder or repository path made
     /// absolute from [`Where::root`]; URLs as they are.
     pub(crate) fn resolve(&self, source: &str) -> String {
-        if looks_like_local_path(source) && Path::new(source).is_relative() {
+        // A local repository path (`../repo.git`), as opposed to a URL or `user@host:path`.
+        if crate::source::Source::parse(source).is_local_path() && Path::new(source).is_relative() {
             return self.root.join(source).display().to_string();
         }
         source.to_string()
     }
-}
-
-/// A local repository path (`../repo.git`), as opposed to a URL or `user@host:path`.
-fn looks_like_local_path(source: &str) -> bool {
-    crate::source::Source::parse(source).is_local_path()
 }
 
 /// Why a project or lock file was rejected: `<path>:<line>:<column>: <message>`.

@@ -38,10 +38,11 @@ fn fast_and_slow(env: &Env) {
     sh_extension(&root, "b-slow", "b-slow", &slow);
 }
 
-/// The chunks a terminal received from `zot args`: (seconds since start, text).
-fn on_terminal(env: &Env, args: &[&str]) -> Vec<(f64, String)> {
-    let out = Command::new("python3")
-        .args(["-c", PTY_RECORDER, env!("CARGO_BIN_EXE_zot")])
+/// Runs the python3 `script` (one of the pty drivers here) with `zot args`, in a clean
+/// environment with an xterm terminal; what it printed.
+fn on_pty(env: &Env, script: &str, args: &[&str]) -> std::process::Output {
+    Command::new("python3")
+        .args(["-c", script, env!("CARGO_BIN_EXE_zot")])
         .args(args)
         .current_dir(&env.project)
         .env_clear()
@@ -50,7 +51,12 @@ fn on_terminal(env: &Env, args: &[&str]) -> Vec<(f64, String)> {
         .env("ZOT_HOME", &env.home)
         .env("TERM", "xterm")
         .output()
-        .expect("python3 runs");
+        .expect("python3 runs")
+}
+
+/// The chunks a terminal received from `zot args`: (seconds since start, text).
+fn on_terminal(env: &Env, args: &[&str]) -> Vec<(f64, String)> {
+    let out = on_pty(env, PTY_RECORDER, args);
     let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "no recording ({e}): {}",
@@ -189,22 +195,7 @@ fn ctrl_c_during_doctor_erases_its_live_line() {
     let root = env.global_root();
     let hang = format!("sleep 30\n{}", good_script("hang", &[]));
     sh_extension(&root, "hang", "hang", &hang);
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            PTY_INTERRUPTER,
-            env!("CARGO_BIN_EXE_zot"),
-            "ext",
-            "doctor",
-        ])
-        .current_dir(&env.project)
-        .env_clear()
-        .env("PATH", crate::support::path_without_agent())
-        .env("HOME", &env.user_home)
-        .env("ZOT_HOME", &env.home)
-        .env("TERM", "xterm")
-        .output()
-        .expect("python3 runs");
+    let out = on_pty(&env, PTY_INTERRUPTER, &["ext", "doctor"]);
     let seen: String = serde_json::from_slice(&out.stdout).unwrap();
     let after = seen.rsplit("running:").next().unwrap_or("");
     assert!(
