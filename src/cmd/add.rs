@@ -9,12 +9,12 @@ use crate::catalog::manifest;
 use crate::catalog::paths::Scope;
 use crate::cli::AddArgs;
 use crate::error::usage;
-use crate::install::fetch::{self, short};
 use crate::install::{self, Outcome};
 use crate::output::printable;
 use crate::project::lock::{self, Lock};
 use crate::project::{self, ProjectFile, Where};
 use crate::source::Source;
+use crate::source::staged::short;
 use crate::store::Store;
 
 /// `zot ext add --json` output.
@@ -75,7 +75,7 @@ impl AddArgs {
         let cache = super::install::fetch_cache(ctx, &source)?;
         let prepare = self.prepare.options(&ctx.layout.global);
         let request = install::Request {
-            fetch: fetch::Request {
+            fetch: crate::source::Fetch {
                 source: &source,
                 shown: &self.source,
                 git_ref: self.git_ref.as_deref(),
@@ -185,7 +185,7 @@ impl AddArgs {
     ) -> Result<()> {
         let project_file = at.project_file();
         let trial = super::install::dry_run::Trial {
-            fetch: fetch::Request {
+            fetch: crate::source::Fetch {
                 source,
                 shown: &self.source,
                 git_ref: self.git_ref.as_deref(),
@@ -232,11 +232,7 @@ impl AddArgs {
     /// root is the working folder, made relative to the root when it is a folder above,
     /// and made absolute for the global file.
     fn recorded_source(&self, at: &Where, source: &Source) -> String {
-        let without_fragment = match source {
-            Source::Git(url) if url.subdir.is_some() => url.url.clone(),
-            // `folder#path`: the folder; the path is `subdir`.
-            _ => source.shown(&self.source),
-        };
+        let without_fragment = source.without_fragment(&self.source);
         if !source.is_local_path() || !std::path::Path::new(&without_fragment).is_relative() {
             return without_fragment;
         }

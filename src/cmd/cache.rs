@@ -1,4 +1,4 @@
-//! `zot ext cache clean`: empty the fetch cache ([`crate::install::cache`]).
+//! `zot ext cache clean`: empty the fetch cache ([`crate::source::git::cache`]).
 
 use anyhow::Result;
 use serde::Serialize;
@@ -6,8 +6,8 @@ use serde::Serialize;
 use super::{Context, Run};
 use crate::cli::{CacheArgs, CacheCommand};
 use crate::fsx::bounded::human_size;
-use crate::install::cache::Cache;
 use crate::output::printable;
+use crate::source::git::cache::Cache;
 
 /// `zot ext cache clean --json` output.
 #[derive(Debug, Serialize)]

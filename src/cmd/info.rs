@@ -18,6 +18,7 @@ use crate::cli::InfoArgs;
 use crate::output::printable;
 use crate::output::redact::redact;
 use crate::output::sh_quote;
+use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
 use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record, RefKind};
@@ -386,7 +387,7 @@ fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {
     if let Some(sub) = &r.subdir {
         field("subfolder:", sub.clone());
     }
-    if r.kind == Kind::Git {
+    if Source::recorded(r).is_some_and(|s| s.takes_ref()) {
         let what = match (&r.git_ref, r.ref_kind, c.updates) {
             (None, _, _) => format!(
                 "default branch{} (tracking)",

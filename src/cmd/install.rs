@@ -14,10 +14,10 @@ use crate::catalog::paths::{Layout, Scope};
 use crate::cli::InstallArgs;
 use crate::error::usage;
 use crate::install;
-use crate::install::cache::Cache;
-use crate::install::fetch::{self, Request};
+use crate::source::Fetch as Request;
 use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
+use crate::source::git::cache::Cache;
 use crate::store::Store;
 use crate::store::carry::Plan;
 use crate::store::record::Record;
@@ -133,14 +133,11 @@ impl Run for InstallArgs {
 /// refused at once rather than after copying a large tree. (The staged copy's manifest is
 /// checked again: it is the one that counts.)
 fn local_name(store: &Store, source: &Source, subdir: Option<&str>) -> Option<(String, String)> {
-    let Source::Path(path) = source else {
-        return None;
-    };
     if subdir.is_some() {
         return None; // the subfolder is checked link by link while staging
     }
     // A source the staging step would refuse anyway gets that step's message.
-    let path = fetch::check_local_source(path, &store.dirs).ok()?;
+    let path = source.check_local(&store.dirs).ok()??;
     manifest::read(&path)
         .ok()
         .map(|m| (m.name, path.display().to_string()))
@@ -183,7 +180,7 @@ impl InstallArgs {
             (Some(flag), None) => Ok(Some(flag.clone())),
             (None, Some(fragment)) => {
                 let form = format!("the subfolder \"{fragment}\" after # in {}", self.source);
-                fetch::check_subdir_as(&fragment, &form)?;
+                crate::source::staged::check_subdir_as(&fragment, &form)?;
                 Ok(Some(fragment))
             }
             (None, None) => Ok(None),

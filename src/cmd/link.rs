@@ -14,10 +14,9 @@ use crate::catalog::paths::Scope;
 use crate::catalog::paths::ScopeDirs;
 use crate::check::prepare_hint;
 use crate::cli::LinkArgs;
-use crate::install::fetch::canonical_or_absolute;
 use crate::output::sh_quote;
 use crate::protocol::zot;
-use crate::source::split_at_folder;
+use crate::source::folder::{canonical_or_absolute, split_at_folder};
 use crate::store::Store;
 use crate::store::record::{Kind, Record};
 

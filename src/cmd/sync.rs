@@ -30,14 +30,13 @@ use crate::catalog;
 use crate::catalog::manifest;
 use crate::catalog::paths::{Scope, ScopeDirs};
 use crate::cli::SyncArgs;
-use crate::install::cache::Cache;
-use crate::install::fetch;
 use crate::install::{self, Outcome, Ready};
 use crate::output::redact::redact;
 use crate::output::{ColorChoice, Output, printable};
 use crate::project::lock::{self, Lock};
 use crate::project::{self, ProjectFile, Where};
 use crate::source::Source;
+use crate::source::git::cache::Cache;
 use crate::store::Store;
 use crate::store::carry::manifest_toggled_only;
 use crate::store::filelist::{FileList, Standing};
@@ -645,7 +644,7 @@ fn stage_one(
     let mut prepare = how.prepare.clone();
     prepare.enabled &= entry.prepare;
     let request = install::Request {
-        fetch: fetch::Request {
+        fetch: crate::source::Fetch {
             source: &source,
             shown: &entry.source,
             git_ref: git_ref.as_deref(),

@@ -11,14 +11,16 @@ use crate::catalog::Installed;
 use crate::catalog::paths::{Scope, ScopeDirs};
 use crate::cli::UpdateArgs;
 use crate::error::usage;
-use crate::install::fetch::{self, Request, short};
+use crate::install::fetch;
 use crate::install::replace::{self, Replaced};
 use crate::output::printable;
 use crate::output::redact::redact;
 use crate::output::sh_quote;
+use crate::source::Fetch as Request;
 use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
-use crate::source::helper;
+use crate::source::git::Probe;
+use crate::source::staged::short;
 use crate::store::Store;
 use crate::store::carry;
 use crate::store::record::{Kind, Record};
@@ -173,25 +175,15 @@ impl UpdateArgs {
             return Ok(());
         };
         let record = Record::load(ctx.layout.scope(target.scope), &target.dir_name);
-        match record.map(|r| (r.kind, r.source)) {
-            Some((Kind::Git, _)) => Ok(()),
-            Some((Kind::Path, source)) => Err(usage(format!(
-                "--ref applies to git installs; {} was installed from the folder {}",
-                target.name(),
-                redact(&source)
-            ))),
-            Some((Kind::Link, source)) => Err(usage(format!(
-                "--ref applies to git installs; {} is a link to the working copy {}",
-                target.name(),
-                redact(&source)
-            ))),
-            Some((Kind::New, _)) => Err(usage(format!(
-                "--ref applies to git installs; {} was made by zot ext new",
-                target.name()
+        let name = target.name();
+        match record {
+            Some(r) if Source::recorded(&r).is_some_and(|s| s.takes_ref()) => Ok(()),
+            Some(r) => Err(usage(format!(
+                "--ref applies to git installs; {name} {}",
+                r.kind.how_installed(&redact(&r.source))
             ))),
             None => Err(usage(format!(
-                "--ref applies to git installs; {} has no install record",
-                target.name()
+                "--ref applies to git installs; {name} has no install record"
             ))),
         }
     }
@@ -270,29 +262,24 @@ impl UpdateArgs {
         // (not whatever the remote's default branch has become since).
         let git_ref = self.recorded_ref(record).or_else(|| record.branch.clone());
         let git_ref = git_ref.as_deref();
-        match record.kind {
-            Kind::Link => return Err(refuse("linked: the working copy is used as it is".into())),
-            Kind::New => {
-                return Err(refuse(
-                    "made by zot ext new: there is no source to fetch a new version from; edit it in place".into(),
-                ));
+        let Some(source) = Source::recorded(record) else {
+            let why = record.kind.without_source().unwrap_or("there is no source");
+            return Err(refuse(why.into()));
+        };
+        if record.pinned() && self.git_ref.is_none() {
+            let pin = record.git_ref.as_deref().unwrap_or("a commit");
+            return Err(skip(format!(
+                "pinned to {pin}; re-pin with: zot ext update {} --ref <branch|tag|commit>",
+                sh_quote(&outcome.name)
+            )));
+        }
+        let probe = source.probe(git_ref, &outcome.name).map_err(failed)?;
+        // --enable/--disable change the manifest: the new version is staged to compare.
+        if let (Some(probe), None) = (probe, self.carry_options().enabled) {
+            let known = self.unchanged(dirs, target, record, probe, outcome);
+            if let Some(status) = known.map_err(failed)? {
+                return Ok(status);
             }
-            Kind::Git if record.pinned() && self.git_ref.is_none() => {
-                let pin = record.git_ref.as_deref().unwrap_or("a commit");
-                return Err(skip(format!(
-                    "pinned to {pin}; re-pin with: zot ext update {} --ref <branch|tag|commit>",
-                    sh_quote(&outcome.name)
-                )));
-            }
-            // --enable/--disable change the manifest: the new version is staged to compare.
-            Kind::Git if self.carry_options().enabled.is_some() => {}
-            Kind::Git => {
-                let known = self.unchanged(dirs, target, record, git_ref, outcome);
-                if let Some(status) = known.map_err(failed)? {
-                    return Ok(status);
-                }
-            }
-            Kind::Path => source_folder_exists(record, &outcome.name).map_err(failed)?,
         }
         // A dry run stages into a scratch store, so the real one is never touched.
         let (store, _scratch) = if self.dry_run {
@@ -304,6 +291,7 @@ impl UpdateArgs {
         let job = Job {
             target,
             record,
+            source: &source,
             git_ref,
         };
         self.stage_and_swap(ctx, &store, &job, outcome)
@@ -322,17 +310,9 @@ impl UpdateArgs {
         dirs: &ScopeDirs,
         target: &Installed,
         record: &Record,
-        git_ref: Option<&str>,
+        probe: Probe,
         outcome: &mut Outcome,
     ) -> Result<Option<Status>> {
-        let Source::Git(url) = Source::parse(&record.source) else {
-            bail!(
-                "the install record's source {} is not a git URL",
-                redact(&record.source)
-            );
-        };
-        let scratch = tempfile::tempdir()?;
-        let probe = helper::probe(&url, git_ref, scratch.path())?;
         if probe.commit.is_none() || probe.commit != record.commit {
             return Ok(None);
         }
@@ -384,15 +364,15 @@ impl UpdateArgs {
         outcome: &mut Outcome,
     ) -> Result<Status> {
         let record = job.record;
-        let source = Source::parse(&record.source);
+        let source = job.source;
         // A dry run changes nothing, the cache included.
         let cache = if self.dry_run {
             None
         } else {
-            super::install::fetch_cache(ctx, &source)?
+            super::install::fetch_cache(ctx, source)?
         };
         let request = Request {
-            source: &source,
+            source,
             shown: &record.source,
             git_ref: job.git_ref,
             subdir: record.subdir.as_deref(),
@@ -482,9 +462,10 @@ impl UpdateArgs {
             ..staged
         };
         // Only the fields that name where it came from; a folder install's record stays.
-        let new = match old.kind {
-            Kind::Git => new,
-            _ => old.clone(),
+        let new = if job.source.takes_ref() {
+            new
+        } else {
+            old.clone()
         };
         let moved = new.commit != old.commit;
         let status = if self.dry_run {
@@ -540,21 +521,8 @@ fn recheck(store: &Store, target: &Installed, record: &Record) -> Result<()> {
 struct Job<'a> {
     target: &'a Installed,
     record: &'a Record,
+    source: &'a Source,
     git_ref: Option<&'a str>,
-}
-
-/// A folder install's source must still be where the record says: without it there is
-/// nothing to update from (install-time advice about what to give does not help here).
-fn source_folder_exists(record: &Record, name: &str) -> Result<()> {
-    let source = Path::new(&record.source);
-    match std::fs::symlink_metadata(source) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-            "the source folder {} recorded at install is gone; if it moved, install it from there with zot ext install --force <new place>, else remove it with zot ext remove {}",
-            source.display(),
-            sh_quote(name)
-        ),
-        _ => Ok(()),
-    }
 }
 
 /// `zot ext install <source> [--subdir <path>]` for the recorded source (credentials left

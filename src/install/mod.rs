@@ -9,7 +9,6 @@
 //! when it holds the commit) into the store's staging folder, and the pipeline places it.
 
 pub(crate) mod again;
-pub(crate) mod cache;
 pub(crate) mod fetch;
 pub(crate) mod replace;
 mod swap;
@@ -30,7 +29,7 @@ use fetch::Staged;
 
 /// What to install, and how.
 pub(crate) struct Request<'a> {
-    pub fetch: fetch::Request<'a>,
+    pub fetch: crate::source::Fetch<'a>,
     /// Replace an installed copy of the same name (carrying its files over); without it, an
     /// installed copy is an error.
     pub replace: bool,

@@ -17,9 +17,10 @@ use anyhow::Result;
 
 use super::config::SetAside;
 use super::files::is_file;
-use super::options::{Options, Origin};
+use super::options::Options;
 use super::step::Plan;
 use crate::catalog::manifest::Manifest;
+use crate::source::staged::Origin;
 
 /// The steps `tree` needs, or `None`; `origin` is where it came from (a Go module may be
 /// above it there).

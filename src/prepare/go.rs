@@ -17,12 +17,12 @@ use anyhow::{Result, bail};
 
 use super::files::{is_file, missing_exec};
 use super::options::Options;
-use super::options::Origin;
 use super::step::{Dir, Plan, Step, Workspace};
 use super::toolchain::{self, find};
 use crate::catalog::manifest::Manifest;
 use crate::fsx::bounded;
 use crate::output::printable;
+use crate::source::staged::Origin;
 
 /// The plan for a Go extension at `tree`, or `None` when its `exec` needs no build. The
 /// module is the folder's own `go.mod`, else the first one above it in its `origin` (up to

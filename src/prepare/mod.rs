@@ -28,7 +28,7 @@ mod workspace;
 
 pub(crate) use go::main_package;
 pub(crate) use node::{node_command, node_dependencies, vendored};
-pub(crate) use options::{BUILD_CACHE, Options, Origin, Watcher};
+pub(crate) use options::{BUILD_CACHE, Options, Watcher};
 
 use std::path::Path;
 
@@ -36,6 +36,7 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::catalog::manifest::Manifest;
 use crate::output::Output;
+use crate::source::staged::Origin;
 use sealing::Seal;
 use step::Plan;
 

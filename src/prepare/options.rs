@@ -43,36 +43,6 @@ pub(crate) struct Options {
     pub offers_no_prepare: bool,
 }
 
-/// Where a staged extension folder came from, for a build that needs more than the folder:
-/// a Go extension that belongs to a module above it (zot's own examples are packages of
-/// the repository's root module).
-#[derive(Debug, Clone)]
-pub(crate) struct Origin {
-    /// The folder the extension was staged from.
-    pub folder: PathBuf,
-    /// The highest folder a module is looked for in: the root of the git checkout, or the
-    /// top of the repository a local folder is in (the folder itself outside one).
-    pub top: PathBuf,
-    /// Whether `top` is the user's own folder, so what a build needs of it is copied into
-    /// staging first; a checkout is zot's own, in staging already.
-    pub users: bool,
-}
-
-impl Origin {
-    /// A local folder: up to the top of the repository it is in, if any.
-    pub(crate) fn local(folder: &std::path::Path) -> Origin {
-        let top = folder
-            .ancestors()
-            .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
-            .unwrap_or(folder);
-        Origin {
-            folder: folder.to_path_buf(),
-            top: top.to_path_buf(),
-            users: true,
-        }
-    }
-}
-
 /// Follows the steps of one or more extensions being prepared at once.
 pub(crate) trait Watcher: Debug + Send + Sync {
     /// `name`'s step `step` (`go build`, `npm ci`) started.

@@ -1,42 +1,126 @@
-//! What an install argument names (a local directory or a git repository, and the
-//! subfolder after `#`). Credentials in it are hidden by [`crate::output::redact`] wherever
-//! it is shown.
+//! What an install argument names, and the one interface commands ask about it: a source
+//! is one of the kinds, each a module of its own ([`folder`], [`git`]) that parses its
+//! arguments, stages a fetch into the store's staging folder, says what the record pins and
+//! whether the fetch cache serves it. Commands call the methods here instead of matching
+//! kinds. Credentials in a source are hidden by [`crate::output::redact`] wherever it is
+//! shown.
 
 pub(crate) mod controls;
 pub(crate) mod copy;
 pub(crate) mod copy_tree;
+pub(crate) mod folder;
 pub(crate) mod git;
 pub(crate) mod helper;
+pub(crate) mod staged;
 
 use std::path::{Path, PathBuf};
 
-use crate::output::redact::{self, is_scp_like, redact, scp_at, userinfo_at};
-use crate::output::sh_quote;
+use anyhow::Result;
 
-/// A parsed install source.
+use crate::catalog::paths::ScopeDirs;
+use crate::output::Output;
+use crate::store::Staging;
+use crate::store::record::{Kind, Record};
+use git::Probe;
+use git::cache::Cache;
+use git::url::GitUrl;
+use staged::{Built, check_subdir};
+
+/// A parsed install source: one of the kinds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Source {
-    /// A directory on this machine, copied recursively.
+    /// A directory on this machine, copied recursively ([`folder`]).
     Path(PathBuf),
-    /// A git repository, cloned.
+    /// A git repository, cloned ([`git`]).
     Git(GitUrl),
 }
 
-/// A git URL as typed (used to fetch) and its credential-free form (shown and stored).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct GitUrl {
-    pub url: String,
-    pub display: String,
-    /// `file://` URLs and local paths: libgit2 cannot fetch these shallowly.
-    pub local: bool,
-    /// The folder named after `#` in `URL#path`: install only that part of the repository.
-    pub subdir: Option<String>,
+/// What to fetch into staging, and how.
+pub(crate) struct Fetch<'a> {
+    pub source: &'a Source,
+    /// The source as the user gave it, for messages about local folders.
+    pub shown: &'a str,
+    pub git_ref: Option<&'a str>,
+    /// A folder inside the source that holds the extension.
+    pub subdir: Option<&'a str>,
+    /// The fetch cache: a source pinned to what the cache keys (a full commit id) is taken
+    /// from it when there, and every fetched tree is put in it.
+    pub cache: Option<&'a Cache>,
 }
 
-const REMOTE_SCHEMES: [&str; 4] = ["https://", "http://", "ssh://", "git://"];
+impl Fetch<'_> {
+    /// Fetches the source into `staging` (its subfolder when one is asked for) and reads the
+    /// manifest there; a local source is checked against the store of `dirs` first.
+    pub(crate) fn stage(&self, staging: &Staging, dirs: &ScopeDirs, out: &Output) -> Result<Built> {
+        let subdir = self.subdir.map(check_subdir).transpose()?;
+        let subdir = subdir.as_deref();
+        match self.source {
+            Source::Path(path) => folder::stage(staging, path, dirs, subdir, self.shown, out),
+            Source::Git(url) => {
+                git::stage::stage(staging, url, self.git_ref, self.cache, subdir, out)
+            }
+        }
+    }
+}
 
 /// What commands ask of a source instead of matching its kind.
 impl Source {
+    /// `arg` read without the disk: a repository in any of git's URL forms, else a folder.
+    pub(crate) fn parse(arg: &str) -> Source {
+        GitUrl::parse(arg).map_or_else(|| Source::Path(PathBuf::from(arg)), Source::Git)
+    }
+
+    /// Like [`Source::parse`], but looking at the disk: a local path ending in `.git` that is
+    /// an extension folder (it has `extension.json` at the top) is copied as a folder rather
+    /// than cloned, and `folder#path` names the subfolder `path` of a local folder, as
+    /// `URL#path` does for a repository (see [`folder::named`]).
+    pub(crate) fn parse_on_disk(arg: &str) -> OnDisk {
+        match Source::parse(arg) {
+            Source::Git(url)
+                if url.is_local_path()
+                    && url.subdir.is_none()
+                    && Path::new(&url.url).join("extension.json").is_file() =>
+            {
+                OnDisk::plain(Source::Path(PathBuf::from(arg)))
+            }
+            Source::Git(url) => OnDisk {
+                subdir: url.subdir.clone(),
+                ..OnDisk::plain(Source::Git(url))
+            },
+            Source::Path(path) => {
+                let named = folder::named(arg, path);
+                OnDisk {
+                    source: Source::Path(named.folder),
+                    subdir: named.subdir,
+                    note: named.note,
+                }
+            }
+        }
+    }
+
+    /// The source an install record names, read as the kind the record says (a folder whose
+    /// name ends in `.git` stays a folder); `None` for a link or `new`, which have none.
+    pub(crate) fn recorded(record: &Record) -> Option<Source> {
+        match record.kind {
+            Kind::Path => Some(Source::Path(PathBuf::from(&record.source))),
+            Kind::Git => Some(Source::Git(GitUrl::recorded(&record.source))),
+            Kind::Link | Kind::New => None,
+        }
+    }
+
+    /// What the source holds now, asked without fetching it (`update`'s first look): what
+    /// `git_ref` points at on a repository's remote; a folder tells nothing short of copying
+    /// it (`None`), once it is checked to be still there (`name`: the extension, for the fix).
+    pub(crate) fn probe(&self, git_ref: Option<&str>, name: &str) -> Result<Option<Probe>> {
+        match self {
+            Source::Path(path) => folder::still_there(path, name).map(|()| None),
+            Source::Git(url) => {
+                let scratch = tempfile::tempdir()?;
+                helper::probe(url, git_ref, scratch.path()).map(Some)
+            }
+        }
+    }
+
     /// Whether it is fetched at a ref (`--ref`, a project entry's `ref`, a locked commit):
     /// a repository; a folder is copied as it is now.
     pub(crate) fn takes_ref(&self) -> bool {
@@ -66,55 +150,30 @@ impl Source {
         }
     }
 
-    pub(crate) fn parse(arg: &str) -> Source {
-        let lower = arg.to_ascii_lowercase();
-        if REMOTE_SCHEMES.iter().any(|s| lower.starts_with(s)) {
-            return Source::git(arg, false);
-        }
-        if lower.starts_with("file://") {
-            return Source::git(arg, true);
-        }
-        if is_scp_like(arg) {
-            return Source::git(arg, false);
-        }
-        let (without_fragment, _) = split_fragment(arg);
-        // Case-sensitive, as zot's own `zot ext install` matches `.git` (extcmd.go).
-        #[allow(clippy::case_sensitive_file_extension_comparisons)]
-        if without_fragment.trim_end_matches('/').ends_with(".git") {
-            return Source::git(arg, true);
-        }
-        Source::Path(PathBuf::from(arg))
-    }
-
-    /// Like [`Source::parse`], but looking at the disk: a local path ending in `.git` that is
-    /// an extension folder (it has `extension.json` at the top) is copied as a folder rather
-    /// than cloned, and `folder#path` names the subfolder `path` of a local folder, as
-    /// `URL#path` does for a repository (see [`folder_fragment`]).
-    pub(crate) fn parse_on_disk(arg: &str) -> OnDisk {
-        match Source::parse(arg) {
-            Source::Git(url)
-                if url.is_local_path()
-                    && url.subdir.is_none()
-                    && Path::new(&url.url).join("extension.json").is_file() =>
-            {
-                OnDisk::plain(Source::Path(PathBuf::from(arg)))
-            }
-            Source::Git(url) => OnDisk {
-                subdir: url.subdir.clone(),
-                ..OnDisk::plain(Source::Git(url))
-            },
-            Source::Path(path) => folder_fragment(arg, path),
+    /// The source as a project file keeps it: without the `#path` fragment a URL names its
+    /// subfolder with (the entry's `subdir` holds it); a folder as [`Source::shown`].
+    pub(crate) fn without_fragment(&self, typed: &str) -> String {
+        match self {
+            Source::Git(url) if url.subdir.is_some() => url.url.clone(),
+            _ => self.shown(typed),
         }
     }
 
-    fn git(arg: &str, local: bool) -> Source {
-        let (url, fragment) = split_fragment(arg);
-        Source::Git(GitUrl {
-            url: url.to_string(),
-            display: redact(url),
-            local,
-            subdir: fragment.filter(|f| !f.is_empty()).map(str::to_string),
-        })
+    /// `Err` saying why a git URL with a control character is refused ([`controls`]).
+    pub(crate) fn check_controls(&self) -> Result<(), String> {
+        match self {
+            Source::Git(url) => controls::check(&url.url),
+            Source::Path(_) => Ok(()),
+        }
+    }
+
+    /// A folder checked as staging checks it (it exists, it is outside the store of `dirs`),
+    /// before anything is fetched: its canonical path; `None` for other kinds.
+    pub(crate) fn check_local(&self, dirs: &ScopeDirs) -> Result<Option<PathBuf>> {
+        match self {
+            Source::Path(path) => folder::check_local_source(path, dirs).map(Some),
+            Source::Git(_) => Ok(None),
+        }
     }
 }
 
@@ -140,138 +199,11 @@ impl OnDisk {
     }
 }
 
-/// A local argument with `#` in it: when nothing exists under the literal name and the part
-/// before a `#` is a folder, the part after it is a subfolder (as with `--subdir`); the first
-/// `#` whose left part is a folder counts. A literal path that exists always wins.
-fn folder_fragment(arg: &str, literal: PathBuf) -> OnDisk {
-    let Some((folder, fragment)) = split_at_folder(arg) else {
-        return OnDisk::plain(Source::Path(literal));
-    };
-    let subdir = Some(fragment.to_string()).filter(|f| !f.is_empty());
-    if std::fs::symlink_metadata(&literal).is_err() {
-        return OnDisk {
-            subdir,
-            ..OnDisk::plain(Source::Path(PathBuf::from(folder)))
-        };
-    }
-    let both = subdir
-        .as_ref()
-        .is_some_and(|sub| Path::new(folder).join(sub).exists());
-    OnDisk {
-        note: both.then(|| {
-            format!(
-                "note: {arg} exists under that name and is used as it is; for the folder {fragment} inside {folder}, give: zot ext install {} --subdir {}",
-                sh_quote(folder),
-                sh_quote(fragment)
-            )
-        }),
-        ..OnDisk::plain(Source::Path(literal))
-    }
-}
-
-/// `folder#path` split at the first `#` whose left part is an existing folder.
-pub(crate) fn split_at_folder(arg: &str) -> Option<(&str, &str)> {
-    arg.match_indices('#')
-        .filter_map(|(i, _)| {
-            let (folder, rest) = arg.split_at_checked(i)?;
-            Some((folder, rest.strip_prefix('#')?))
-        })
-        .find(|(folder, _)| !folder.is_empty() && Path::new(folder).is_dir())
-}
-
-impl Source {
-    /// `Err` saying why a git URL with a control character is refused ([`controls`]).
-    pub(crate) fn check_controls(&self) -> Result<(), String> {
-        match self {
-            Source::Git(url) => controls::check(&url.url),
-            Source::Path(_) => Ok(()),
-        }
-    }
-}
-
-impl GitUrl {
-    /// A repository named by a local path (`../repo.git`, `/srv/r.git`), not a URL: it is
-    /// relative to a folder, and may be an extension folder to copy instead.
-    pub(crate) fn is_local_path(&self) -> bool {
-        self.local && !self.url.to_ascii_lowercase().starts_with("file://")
-    }
-
-    /// The repository this URL names, as the fetch cache tells sources apart: without user
-    /// name and password, scheme and host in lowercase, the path without a trailing `/` or
-    /// `.git`; a local path made absolute (relative ones name different repositories from
-    /// different folders).
-    pub(crate) fn cache_key(&self) -> String {
-        let url = self.url.as_str();
-        if redact::scheme_end(url).is_some()
-            && let Some((scheme, rest)) = url.split_once("://")
-        {
-            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-            let host = authority
-                .rsplit_once('@')
-                .map_or(authority, |(_, host)| host);
-            return format!(
-                "{}://{}/{}",
-                scheme.to_ascii_lowercase(),
-                host.to_ascii_lowercase(),
-                repository_path(path)
-            );
-        }
-        if let Some(at) = redact::scp_at(url) {
-            let (_, address) = url.split_at(at + 1);
-            let (host, path) = address.split_once(':').unwrap_or((address, ""));
-            return format!("{}:{}", host.to_ascii_lowercase(), repository_path(path));
-        }
-        let absolute = std::fs::canonicalize(url)
-            .or_else(|_| std::path::absolute(url))
-            .map_or_else(|_| url.to_string(), |p| p.display().to_string());
-        repository_path(&absolute).to_string()
-    }
-
-    /// An scp-like address with a password (`user:password@host:path`): libgit2 reads
-    /// `user` as the host of such an address, so it can never be fetched.
-    pub(crate) fn scp_password(&self) -> bool {
-        scp_at(&self.url)
-            .and_then(|at| self.url.get(..at))
-            .is_some_and(|user| user.contains(':'))
-    }
-}
-
-/// A repository's path without a trailing `/` or `.git` (`r`, `r/`, `r.git` and `r.git/`
-/// are one repository to git).
-fn repository_path(path: &str) -> &str {
-    let path = path.trim_end_matches('/');
-    path.strip_suffix(".git")
-        .unwrap_or(path)
-        .trim_end_matches('/')
-}
-
-/// `URL#path` split at the `#` that starts the fragment: the first one after the user-info
-/// part, so a password holding `#` stays in the URL.
-fn split_fragment(arg: &str) -> (&str, Option<&str>) {
-    let from = userinfo_at(arg).map_or(0, |at| at + 1);
-    let Some((head, tail)) = arg.split_at_checked(from) else {
-        return (arg, None);
-    };
-    match tail.split_once('#') {
-        Some((before, after)) => (
-            arg.get(..head.len() + before.len()).unwrap_or(arg),
-            Some(after),
-        ),
-        None => (arg, None),
-    }
-}
-
-/// Replaces every occurrence of the raw URL and its secrets in `message` (also their
-/// percent-decoded forms, as libgit2 shows them) with the redacted URL or `***`, then
-/// redacts whatever else looks like a URL.
-pub(crate) fn scrub(message: &str, url: &GitUrl) -> String {
-    redact::scrub(message, &url.url, &url.display)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::output::redact::{redact, redact_text};
+    use crate::source::git::url::scrub;
 
     #[test]
     fn cache_keys_leave_out_credentials_case_and_git_suffix() {
@@ -565,6 +497,7 @@ mod tests {
     mod props {
         use super::super::*;
         use crate::output::redact::{HIDDEN, redact, redact_text};
+        use crate::source::git::url::scrub;
         use proptest::prelude::*;
 
         /// Printable characters, also `#?@:` and spaces, but no `/` (a user-info part ends at

@@ -5,7 +5,7 @@
 //! [`record`], [`filelist`]), which never use it.
 //!
 //! The state folder `<base>/.ext-store` (`lock`, `staging`, `trash`, `sources`, `files`,
-//! `pending`, `backup`, and in `$ZOT_HOME` the fetch cache `cache`, see [`crate::install::cache`])
+//! `pending`, `backup`, and in `$ZOT_HOME` the fetch cache `cache`, see [`crate::source::git::cache`])
 //! is untrusted: it is opened without following symbolic links (see [`fsx`] and
 //! [`state`]), and anything there that is not what it must be is an error that names it.
 

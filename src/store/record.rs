@@ -38,7 +38,29 @@ impl Kind {
 
     /// Whether there is a source to fetch a new version from.
     pub(crate) fn has_source(self) -> bool {
-        matches!(self, Kind::Path | Kind::Git)
+        self.without_source().is_none()
+    }
+
+    /// Why `update` has nothing to fetch for it (a link, `new`); `None` when it has a source.
+    pub(crate) fn without_source(self) -> Option<&'static str> {
+        match self {
+            Kind::Link => Some("linked: the working copy is used as it is"),
+            Kind::New => Some(
+                "made by zot ext new: there is no source to fetch a new version from; edit it in place",
+            ),
+            Kind::Path | Kind::Git => None,
+        }
+    }
+
+    /// How an extension of this kind came to be installed from `source`, after its name
+    /// (`… was installed from the folder /src/x`).
+    pub(crate) fn how_installed(self, source: &str) -> String {
+        match self {
+            Kind::Path => format!("was installed from the folder {source}"),
+            Kind::Git => format!("was cloned from {source}"),
+            Kind::Link => format!("is a link to the working copy {source}"),
+            Kind::New => "was made by zot ext new".to_string(),
+        }
     }
 }
 

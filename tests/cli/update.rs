@@ -314,6 +314,26 @@ fn folder_installs_are_copied_again() {
         .stderr_has("--ref applies to git installs");
 }
 
+/// A folder whose name ends in `.git` (`hello.git/` with `extension.json` in it) installs as
+/// a folder, and its updates copy that folder again rather than cloning it as a repository.
+#[test]
+fn a_folder_named_like_a_repository_updates_as_a_folder() {
+    let env = Env::new();
+    let src = env.source("hello.git", "hello");
+    fs::write(src.join("rev.txt"), "one\n").unwrap();
+    env.install(&src);
+    fs::write(src.join("rev.txt"), "two\n").unwrap();
+    let out = env
+        .zot(["ext", "update", "hello", "--json"])
+        .ok()
+        .extensions();
+    assert_eq!(out[0]["status"], "updated");
+    assert_eq!(rev(&env, "hello"), "two\n");
+    env.zot(["ext", "update", "hello", "--ref", "v1"])
+        .fails(2)
+        .stderr_has("hello was installed from the folder");
+}
+
 #[test]
 fn hand_copied_extensions_are_an_unknown_source() {
     let env = Env::new();

@@ -12,10 +12,11 @@ use serde::Serialize;
 
 use crate::catalog::manifest;
 use crate::catalog::paths::{Scope, ScopeDirs};
-use crate::install::fetch::{self, Request, short};
+use crate::install::fetch;
 use crate::output::Output;
-use crate::source::Source;
+use crate::source::Fetch as Request;
 use crate::source::copy::LooseLink;
+use crate::source::staged::short;
 use crate::store::carry::{self, Options, Plan};
 use crate::store::record::{Kind, Record};
 
@@ -106,10 +107,8 @@ impl Installed {
 /// Fetches `trial`'s source into a temporary store and reports what installing it would
 /// do; changes nothing. Fails, after the report, where the install would refuse.
 pub(crate) fn run(trial: &Trial, out: &Output) -> Result<()> {
-    if let Source::Path(path) = trial.fetch.source {
-        // Refused as the install refuses it (a folder inside the extensions root, say).
-        fetch::check_local_source(path, trial.dirs)?;
-    }
+    // Refused as the install refuses it (a folder inside the extensions root, say).
+    trial.fetch.source.check_local(trial.dirs)?;
     let (store, _scratch) = crate::install::trial_store(trial.dirs.scope)?;
     let staged = fetch::stage(&store, &trial.fetch, out)?;
     let name = staged.manifest.name.as_str();

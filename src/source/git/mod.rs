@@ -4,17 +4,20 @@
 //! the transport allows it, credentials from the ssh agent, key files and git's credential
 //! helpers — is [`transport`]'s, shared with the submodules.
 
+pub(crate) mod cache;
 mod credential;
 pub(crate) mod meter;
 pub(crate) mod progress;
+pub(crate) mod stage;
 mod submodules;
 mod transport;
+pub(crate) mod url;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::source::{GitUrl, controls};
+use crate::source::controls;
 use crate::store::record::RefKind;
 use progress::{Progress, Step};
 use transport::set_globals as start_libgit2;
@@ -22,6 +25,7 @@ use transport::{
     Auth, RemoteRefs, advertised, check_out, connect, depth_for, download_on, fetch_commit,
     fetch_error, list_remote, scratch_repository,
 };
+use url::GitUrl;
 
 /// What was checked out.
 #[derive(Debug, Clone)]

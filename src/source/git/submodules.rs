@@ -18,7 +18,8 @@ use super::transport::{
 use crate::catalog::manifest;
 use crate::output::printable;
 use crate::output::redact::{is_scp_like, redact};
-use crate::source::{GitUrl, controls};
+use crate::source::controls;
+use crate::source::git::url::GitUrl;
 
 /// Submodules nested deeper than this are refused (a chain that long is a mistake or a trap).
 const MAX_LEVEL: usize = 8;

@@ -21,7 +21,7 @@ use git2::{
 use super::progress::{Progress, RemoteText, Step, Transfer};
 use super::{credential, meter};
 use crate::output::redact::{is_scp_like, redact};
-use crate::source::{GitUrl, scrub};
+use crate::source::git::url::{GitUrl, scrub};
 
 /// How long connecting to a server may take.
 const CONNECT_TIMEOUT_MS: i32 = 30_000;

@@ -20,8 +20,9 @@ use crate::error::usage;
 use crate::host::die_with_parent;
 use crate::output::redact::redact;
 use crate::output::{Output, printable};
+use crate::source::controls;
+use crate::source::git::url::GitUrl;
 use crate::source::git::{Checkout, Probe};
-use crate::source::{GitUrl, controls};
 
 /// Clones `url` at `git_ref` (the default branch when `None`) into `tree`, with `git_dir`
 /// as the scratch object store, limited to the folder `only` of the repository when given:

@@ -14,10 +14,10 @@ use anyhow::{Result, bail};
 
 use super::wire::HELPER;
 use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
-use crate::source::GitUrl;
 use crate::source::git;
 use crate::source::git::meter::{self, LowSpeed};
 use crate::source::git::progress::Step;
+use crate::source::git::url::GitUrl;
 
 /// Progress is passed on at most this often (libgit2 reports every object), and always
 /// when a new kind of step begins or the last object is in and its deltas resolved.

@@ -7,10 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::GitUrl;
 use crate::source::git::Probe;
 use crate::source::git::meter::LowSpeed;
 use crate::source::git::progress::Step;
+use crate::source::git::url::GitUrl;
 use crate::store::record::RefKind;
 
 /// The helper's file name; it is looked up beside the running `zot`.

@@ -11,7 +11,7 @@
 //!
 //! **Sources.** An entry answers only for a repository that served that commit:
 //! `<commit>.sources` holds one line per source that fetched it (the SHA-256 of the source's
-//! key, [`crate::source::GitUrl::cache_key`]: the URL without credentials, so no secret is
+//! key, [`crate::source::git::url::GitUrl::cache_key`]: the URL without credentials, so no secret is
 //! written here). A commit asked for under another URL is fetched from that URL (and fails
 //! there when that repository does not have it), then that URL is added. An entry without
 //! the file (made before sources were kept) answers for none until a fetch adds one.
@@ -98,7 +98,7 @@ impl Cache {
 
     /// Copies the cached tree of `commit` into `into` (a new folder), listing the copy on the
     /// way: its file list when its tree hash is the recorded one. `None` when there is no
-    /// entry, when `source` (a [`crate::source::GitUrl::cache_key`]) did not fetch it, or when the copy is not the recorded tree (the entry was edited, holds a
+    /// entry, when `source` (a [`crate::source::git::url::GitUrl::cache_key`]) did not fetch it, or when the copy is not the recorded tree (the entry was edited, holds a
     /// special file, or was deleted meanwhile): the entry is then deleted, and what was
     /// copied stays in `into` for the caller to drop.
     pub(crate) fn get(&self, commit: &str, source: &str, into: &Path) -> Result<Option<FileList>> {
