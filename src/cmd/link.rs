@@ -14,10 +14,12 @@ use crate::catalog::paths::Scope;
 use crate::catalog::paths::ScopeDirs;
 use crate::check::prepare_hint;
 use crate::cli::LinkArgs;
+use crate::install::Ready;
 use crate::output::sh_quote;
 use crate::protocol::zot;
 use crate::source::folder::{canonical_or_absolute, split_at_folder};
 use crate::store::Store;
+use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record};
 
 #[derive(Debug, Serialize)]
@@ -51,9 +53,16 @@ impl Run for LinkArgs {
         symlink_dir(&target, &staging.tree())
             .with_context(|| format!("cannot create a link to {}", target.display()))?;
         let record = Record::new(name, target.display().to_string(), Kind::Link);
-        let published = store.publish(&staging, name, self.force, &record)?;
-        let dest = published.dest;
-        if let Some(e) = published.record_error {
+        let ready = Ready::written(
+            staging,
+            manifest.clone(),
+            record,
+            FileList::default(),
+            self.force,
+        );
+        let placed = ready.place(&store)?;
+        let dest = placed.dest;
+        if let Some(e) = placed.record_error {
             ctx.out.warn(&format!(
                 "linked, but the install record was not saved: {e:#}; the next zot ext command saves it"
             ));

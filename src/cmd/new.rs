@@ -16,6 +16,7 @@ use crate::catalog::paths::Scope;
 use crate::check::build_hint::build_hint;
 use crate::cli::{Lang, NewArgs};
 use crate::error::usage;
+use crate::install;
 use crate::output::sh_quote;
 use crate::protocol::zot;
 use crate::store::filelist::FileList;
@@ -359,13 +360,14 @@ fn write_installed(
     if build {
         record.prepared = build_in_staging(ctx, &staging, name);
     }
-    let published = store.publish_listed(&staging, name, false, &record, Some(&listed))?;
-    if let Some(e) = published.record_error {
+    let manifest = manifest::read(&tree)?;
+    let placed = install::Ready::written(staging, manifest, record, listed, false).place(&store)?;
+    if let Some(e) = placed.record_error {
         return Err(e.context(
             "the extension was written, but its install record was not saved; the next zot ext command saves it",
         ));
     }
-    Ok(published.dest)
+    Ok(placed.dest)
 }
 
 /// Runs the install's step (the Go build) in the staged tree; a missing or too old

@@ -181,7 +181,7 @@ impl PrepareArgs {
             return Ok(Status::NothingToPrepare);
         };
         outcome.prepared.clone_from(&done.record.prepared);
-        outcome.carry_over = Some(done.carried);
+        outcome.carry_over = done.carried;
         if let Some(e) = done.record_error {
             return Err(Refusal::Failed(e.context(
                 "the prepared copy is in place, but its install record was not saved; the next zot ext command saves it",

@@ -2,7 +2,8 @@
 //! (its file list, less what an earlier step made) are copied from the installed copy into
 //! a fresh staging folder of the store, as they are now (edits included), so the step runs
 //! on a copy and the installed one is only read. The extension's runtime files are not
-//! copied here: [`place`] carries them over, as `update` does, and swaps the tree in.
+//! copied here: [`carry_plan`] says how they are carried over, as `update` does, and the
+//! tree is placed as every install is.
 //!
 //! Links are never followed: an entry is copied only when its folder in the installed copy
 //! was a real folder copied before it, files are opened without following a link or
@@ -60,21 +61,11 @@ pub(crate) fn stage(
     })
 }
 
-/// What [`place`] did.
-pub(crate) struct Placed {
-    pub record: Record,
-    /// What was carried over from the installed copy, or saved.
-    pub carried: Plan,
-    /// The tree is in place but its record was not saved (the journal saves it next run).
-    pub record_error: Option<anyhow::Error>,
-}
-
-/// Swaps the prepared `staged` tree in over the installed copy (recorded by `old`): its
+/// How the prepared `staged` tree takes over the installed copy (recorded by `old`): its
 /// runtime files are carried over and its edits kept ([`carry`]), except what either step
 /// made (the earlier one's outputs, or a `node_modules/` made by hand where this step made
-/// one), which goes with the old copy; then the tree, record and file list (what the
-/// install placed, unchanged) are published through the journal.
-pub(crate) fn place(store: &Store, staged: Staged, old: &Record) -> Result<Placed> {
+/// one), which goes with the old copy.
+pub(crate) fn carry_plan(store: &Store, staged: &Staged, old: &Record) -> Result<Plan> {
     let name = staged.manifest.name.clone();
     let mut outputs: Vec<String> = old
         .prepared
@@ -103,15 +94,7 @@ pub(crate) fn place(store: &Store, staged: Staged, old: &Record) -> Result<Place
             .cloned()
             .collect(),
     );
-    let plan = carry::plan(&installed, Some(&source_only), &tree, options, &outputs)?;
-    let mut staged = staged;
-    let files = std::mem::take(&mut staged.files);
-    let (carried, published) = super::swap::swap_in(store, &staged, &name, plan, files)?;
-    Ok(Placed {
-        record: staged.record,
-        carried,
-        record_error: published.record_error,
-    })
+    carry::plan(&installed, Some(&source_only), &tree, options, &outputs)
 }
 
 /// Whether `path` is one of `outputs` or inside one.

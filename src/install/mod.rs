@@ -1,17 +1,15 @@
-//! One extension installed from a source, the pipeline `install`, `add` and `sync` share:
-//! stage (copy or clone, validate), then place (carry the replaced copy's files over,
-//! publish tree, record and file list through the journal). Staging changes nothing in the
-//! extensions root, so a caller may stage several extensions, check them all, and place
-//! them only then.
-//!
-//! This layer sits above both `store/` and `source/`: [`fetch`] stages a source (a local
-//! copy, or a clone through the git helper, served from the [`cache`] of fetched commits
-//! when it holds the commit) into the store's staging folder, and the pipeline places it.
+//! The one pipeline every tree takes into the store: stage (the source's kind fetches it,
+//! [`fetch`]; the tree is validated and prepared), then place (carry the replaced copy's
+//! files over, publish tree, record and file list through the journal, rotate the backups).
+//! `install`, `add` and `sync` run all of it; `update` compares first ([`replace`]),
+//! `prepare` stages the installed files again ([`again`]), a dry run stages into
+//! [`trial_store`], and `new` and `link` place what they wrote ([`Ready::written`]). Staging
+//! changes nothing in the extensions root, so a caller may stage several extensions, check
+//! them all, and place them only then.
 
 pub(crate) mod again;
 pub(crate) mod fetch;
 pub(crate) mod replace;
-mod swap;
 
 use std::path::{Path, PathBuf};
 
@@ -47,8 +45,23 @@ pub(crate) struct Request<'a> {
 /// A validated tree in staging, not placed yet.
 pub(crate) struct Ready {
     pub staged: Staged,
-    carry: Options,
+    /// Its folder in the extensions root: the manifest's name, or the installed copy's
+    /// folder a new version of it replaces.
+    folder: String,
+    carry: Carry,
     replace: bool,
+}
+
+/// How the files of the copy a tree replaces come into it.
+enum Carry {
+    /// Worked out while placing, with these options (`install`, `add`, `sync`).
+    Options(Options),
+    /// Worked out already: `update` compared the new version first, `prepare` judged the
+    /// installed copy against its source files only.
+    Planned(Plan),
+    /// Nothing is carried: a link to a working copy replaces the copy (`link --force`), or
+    /// nothing is installed (`new`).
+    Nothing,
 }
 
 /// What [`Ready::place`] did.
@@ -113,13 +126,51 @@ pub(crate) fn stage(store: &Store, request: &Request, out: &Output) -> Result<Re
         carry.enabled = Some(staged.manifest.enabled);
     }
     Ok(Ready {
+        folder: staged.manifest.name.clone(),
         staged,
-        carry,
+        carry: Carry::Options(carry),
         replace: request.replace,
     })
 }
 
 impl Ready {
+    /// A new version of the installed copy in `folder`, its files carried over as `plan`
+    /// says (`update`, `prepare`).
+    pub(crate) fn over(staged: Staged, folder: &str, plan: Plan) -> Ready {
+        Ready {
+            staged,
+            folder: folder.to_string(),
+            carry: Carry::Planned(plan),
+            replace: true,
+        }
+    }
+
+    /// A tree zot wrote itself (`new`), or a link to a working copy (`link`), placed
+    /// under `record`'s name with nothing carried into it; an installed copy is replaced
+    /// only when `replace`.
+    pub(crate) fn written(
+        staging: crate::store::Staging,
+        manifest: Manifest,
+        record: Record,
+        files: FileList,
+        replace: bool,
+    ) -> Ready {
+        Ready {
+            folder: record.name.clone(),
+            staged: Staged {
+                staging,
+                manifest,
+                record,
+                outside_links: Vec::new(),
+                left_out_project_state: false,
+                files,
+                origin: None,
+            },
+            carry: Carry::Nothing,
+            replace,
+        }
+    }
+
     /// Carries the replaced copy's files into the staged tree and publishes it atomically.
     pub(crate) fn place(self, store: &Store) -> Result<Outcome> {
         let mut placed = place_all(store, vec![self]);
@@ -130,14 +181,17 @@ impl Ready {
 /// A staged tree whose replaced copy's files are carried over, ready to publish.
 struct Carried {
     staged: Staged,
-    prepared: Prepared,
+    folder: String,
+    plan: Plan,
+    /// What the tree places (before anything was carried into it); `None` for a link.
+    files: Option<FileList>,
     replaced: bool,
 }
 
 /// [`Ready::place`] for many trees at once (`sync`): each is carried over, then all are
 /// published together ([`Store::publish_all`]: four flushes to disk for the whole batch,
 /// each extension still old or new whatever instant the run is killed at). Outcomes in the
-/// order given; one that fails leaves the others going.
+/// order given; one that fails leaves the others going. The one way a tree enters the store.
 pub(crate) fn place_all(store: &Store, ready: Vec<Ready>) -> Vec<Result<Outcome>> {
     let carried: Vec<Result<Carried>> = ready.into_iter().map(|r| r.carry(store)).collect();
     let placements: Vec<Placement> = carried
@@ -145,10 +199,10 @@ pub(crate) fn place_all(store: &Store, ready: Vec<Ready>) -> Vec<Result<Outcome>
         .flatten()
         .map(|c| Placement {
             staging: &c.staged.staging,
-            name: &c.staged.manifest.name,
+            name: &c.folder,
             replace: c.replaced,
             record: &c.staged.record,
-            files: Some(&c.prepared.files),
+            files: c.files.as_ref(),
         })
         .collect();
     let mut published = store.publish_all(&placements).into_iter();
@@ -168,27 +222,35 @@ impl Ready {
     fn carry(self, store: &Store) -> Result<Carried> {
         let Ready {
             mut staged,
-            carry: options,
+            folder,
+            carry,
             replace,
         } = self;
-        let name = staged.manifest.name.clone();
-        let replaced = refuse_existing(store, &name, replace)?;
-        let dirs = store.dirs.clone();
+        let replaced = refuse_existing(store, &folder, replace)?;
+        let dirs = &store.dirs;
         // Handed on, not copied: carry-over returns the list of what is placed.
         let files = std::mem::take(&mut staged.files);
-        let outputs = staged.record.prepared.as_ref().map(|p| p.outputs.clone());
-        let prepared = carry::prepare(
-            store,
-            &dirs,
-            &staged.staging,
-            &name,
-            options,
-            files,
-            &outputs.unwrap_or_default(),
-        )?;
+        let staging = &staged.staging;
+        let Prepared { plan, files } = match carry {
+            Carry::Options(options) => {
+                let prepared = staged.record.prepared.as_ref();
+                let outputs = prepared.map(|p| p.outputs.as_slice());
+                let outputs = outputs.unwrap_or_default();
+                carry::prepare(store, dirs, staging, &folder, options, files, outputs)?
+            }
+            Carry::Planned(plan) => carry::carry_out(store, dirs, staging, &folder, plan, files)?,
+            Carry::Nothing => Prepared {
+                plan: Plan::default(),
+                files,
+            },
+        };
+        // A link is not a tree: it has no file list.
+        let is_tree = std::fs::symlink_metadata(staging.tree()).is_ok_and(|m| m.is_dir());
         Ok(Carried {
             staged,
-            prepared,
+            folder,
+            plan,
+            files: is_tree.then_some(files),
             replaced,
         })
     }
@@ -199,12 +261,16 @@ impl Carried {
     fn outcome(self, store: &Store, published: Published) -> Outcome {
         let Carried {
             staged,
-            prepared,
+            folder,
+            plan,
+            files,
             replaced,
         } = self;
-        let _ = store.rotate_backups(&staged.manifest.name);
-        let tree = prepared.files.tree_hash();
-        prepared.files.drop_aside();
+        let _ = store.rotate_backups(&folder);
+        let tree = files.as_ref().map(FileList::tree_hash).unwrap_or_default();
+        if let Some(files) = files {
+            files.drop_aside();
+        }
         let warnings = exec_warnings(&published.dest, &staged.manifest);
         Outcome {
             warnings,
@@ -213,7 +279,7 @@ impl Carried {
             outside_links: staged.outside_links,
             left_out_project_state: staged.left_out_project_state,
             dest: published.dest,
-            carried: replaced.then_some(prepared.plan),
+            carried: replaced.then_some(plan),
             tree,
             record_error: published.record_error,
         }
@@ -230,7 +296,7 @@ pub(crate) fn prepare_again(
     installed: Installed<'_>,
     options: &crate::prepare::Options,
     out: &Output,
-) -> Result<Option<again::Placed>> {
+) -> Result<Option<Outcome>> {
     let mut staged = again::stage(
         store,
         installed.dir,
@@ -241,7 +307,9 @@ pub(crate) fn prepare_again(
     if !prepare(&mut staged, options, out)? {
         return Ok(None);
     }
-    again::place(store, staged, installed.record).map(Some)
+    let plan = again::carry_plan(store, &staged, installed.record)?;
+    let folder = staged.manifest.name.clone();
+    Ready::over(staged, &folder, plan).place(store).map(Some)
 }
 
 /// An installed extension, as [`prepare_again`] reads it.

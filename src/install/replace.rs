@@ -120,12 +120,11 @@ pub(crate) fn replace(
         plan
     };
     // The plan and the list worked out above, carried out: nothing is hashed twice.
-    let files = std::mem::take(&mut staged.files);
-    let (carried, published) = super::swap::swap_in(store, &staged, folder, plan, files)?;
+    let placed = super::Ready::over(staged, folder, plan).place(store)?;
     let replaced = Replaced::Placed {
-        carried,
-        warnings: super::exec_warnings(&published.dest, &staged.manifest),
-        record_error: published.record_error,
+        carried: placed.carried.unwrap_or_default(),
+        warnings: placed.warnings,
+        record_error: placed.record_error,
     };
     Ok((replaced, trees))
 }

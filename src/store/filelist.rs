@@ -1,6 +1,6 @@
 //! Per-install file lists: what an install or update placed in an extension folder, kept
 //! next to its install record (`<base>/.ext-store/files/<name>.json`) and written with it
-//! through the store's journal ([`crate::store::Store::publish`]), so that a list always
+//! through the store's journal ([`crate::store::Store::publish_all`]), so that a list always
 //! describes the tree in place. Also the tree hash, and the classification of an installed
 //! copy's files against its list (what the install placed, what the user edited, what the
 //! extension or the user created).

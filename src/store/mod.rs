@@ -72,7 +72,7 @@ pub(crate) struct Placement<'a> {
     pub files: Option<&'a FileList>,
 }
 
-/// What [`Store::publish`] did: where the tree is, and whether its record could not be
+/// What [`Store::publish_all`] did: where the tree is, and whether its record could not be
 /// saved (the journal saves it on the next run).
 pub(crate) struct Published {
     pub dest: PathBuf,
@@ -170,47 +170,6 @@ impl Store {
     pub(crate) fn existing(&self, name: impl AsRef<OsStr>) -> Option<PathBuf> {
         let path = self.dirs.extensions().join(name.as_ref());
         fs::symlink_metadata(&path).ok().map(|_| path)
-    }
-
-    /// Places the staged tree as `extensions/<name>` (see [`Store::publish_all`]) together with
-    /// its install record and file list (the staged tree's, listed here), through the
-    /// journal: whatever instant the run is killed at, the next run finds the record and
-    /// the file list matching the tree that is in place.
-    pub(crate) fn publish(
-        &self,
-        staging: &Staging,
-        name: &str,
-        replace: bool,
-        record: &Record,
-    ) -> Result<Published> {
-        // A linked extension (`zot ext link`) is a link, not a tree: it has no file list.
-        let tree = staging.tree();
-        let files = match fs::symlink_metadata(&tree) {
-            Ok(meta) if meta.is_dir() => Some(FileList::scan(&tree)?),
-            _ => None,
-        };
-        self.publish_listed(staging, name, replace, record, files.as_ref())
-    }
-
-    /// [`Store::publish`] with the file list given: `update` lists the new version before
-    /// it carries the old copy's data into the staged tree, since that data was not placed.
-    pub(crate) fn publish_listed(
-        &self,
-        staging: &Staging,
-        name: &str,
-        replace: bool,
-        record: &Record,
-        files: Option<&FileList>,
-    ) -> Result<Published> {
-        let placement = Placement {
-            staging,
-            name,
-            replace,
-            record,
-            files,
-        };
-        let mut published = self.publish_all(&[placement]);
-        published.pop().expect("one result for one placement")
     }
 
     /// Places every staged tree of `batch` (see [`Store::move_into_place`]) with its record and file
@@ -872,6 +831,32 @@ fn exchange(from: &Path, to: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Store {
+        /// One tree published alone, listed as it is (a link: no list).
+        fn publish(
+            &self,
+            staging: &Staging,
+            name: &str,
+            replace: bool,
+            record: &Record,
+        ) -> Result<Published> {
+            let tree = staging.tree();
+            let files = match fs::symlink_metadata(&tree) {
+                Ok(meta) if meta.is_dir() => Some(FileList::scan(&tree)?),
+                _ => None,
+            };
+            let placement = Placement {
+                staging,
+                name,
+                replace,
+                record,
+                files: files.as_ref(),
+            };
+            let mut published = self.publish_all(&[placement]);
+            published.pop().expect("one result for one placement")
+        }
+    }
     use crate::catalog::paths::Scope;
 
     fn store(dir: &Path) -> Store {
