@@ -98,6 +98,41 @@ pub(crate) fn trial_store(
     Ok((store, base))
 }
 
+/// What installing would do, found in a store in a temporary folder ([`trial`]).
+pub(crate) struct Tried {
+    pub staged: Staged,
+    /// What replacing the installed copy of the name would carry over, save or overwrite;
+    /// `None` when none is installed.
+    pub carry_over: Option<Plan>,
+    /// The temporary store's folder, deleted with this.
+    _base: tempfile::TempDir,
+}
+
+/// A dry run (`install --dry-run`, `add --dry-run`): the source checked as an install into
+/// `dirs` checks it, staged into [`trial_store`], and the carry-over an install with
+/// `carry` would do worked out; `dirs`'s store, its lock and the fetch cache are untouched.
+pub(crate) fn trial(
+    dirs: &crate::catalog::paths::ScopeDirs,
+    fetch: &crate::source::Fetch,
+    carry: Options,
+    out: &Output,
+) -> Result<Tried> {
+    // Refused as the install refuses it (a folder inside the extensions root, say).
+    fetch.source.check_local(dirs)?;
+    let (store, base) = trial_store(dirs.scope)?;
+    let staged = fetch::stage(&store, fetch, out)?;
+    let name = &staged.manifest.name;
+    let installed = std::fs::symlink_metadata(dirs.extension(name)).is_ok();
+    let carry_over = installed
+        .then(|| carry::plan_for(dirs, &staged.staging, name, carry, &[]))
+        .transpose()?;
+    Ok(Tried {
+        staged,
+        carry_over,
+        _base: base,
+    })
+}
+
 /// Stages `request` and places it: [`stage`] then [`Ready::place`].
 pub(crate) fn install_one(store: &Store, request: &Request, out: &Output) -> Result<Outcome> {
     stage(store, request, out)?.place(store)

@@ -1,5 +1,6 @@
 //! `zot ext install --dry-run` and `zot ext add --dry-run`: the source is fetched into a
-//! store in a temporary folder (the only way to know its manifest), then the command says
+//! store in a temporary folder (the only way to know its manifest: [`crate::install::trial`]),
+//! then the command says
 //! what installing it would place where, which installed copy it would replace (its
 //! version and source) and what `--force` would carry over from it (the user's files). The
 //! temporary store is deleted on the way out; the scope's store, its lock and the fetch
@@ -12,12 +13,11 @@ use serde::Serialize;
 
 use crate::catalog::manifest;
 use crate::catalog::paths::{Scope, ScopeDirs};
-use crate::install::fetch;
 use crate::output::Output;
 use crate::source::Fetch as Request;
 use crate::source::copy::LooseLink;
 use crate::source::staged::short;
-use crate::store::carry::{self, Options, Plan};
+use crate::store::carry::{Options, Plan};
 use crate::store::record::{Kind, Record};
 
 /// What to try: the source, the scope it would go to and the flags that change the plan.
@@ -107,22 +107,10 @@ impl Installed {
 /// Fetches `trial`'s source into a temporary store and reports what installing it would
 /// do; changes nothing. Fails, after the report, where the install would refuse.
 pub(crate) fn run(trial: &Trial, out: &Output) -> Result<()> {
-    // Refused as the install refuses it (a folder inside the extensions root, say).
-    trial.fetch.source.check_local(trial.dirs)?;
-    let (store, _scratch) = crate::install::trial_store(trial.dirs.scope)?;
-    let staged = fetch::stage(&store, &trial.fetch, out)?;
+    let tried = crate::install::trial(trial.dirs, &trial.fetch, trial.carry, out)?;
+    let staged = &tried.staged;
     let name = staged.manifest.name.as_str();
     let replaces = Installed::of(trial.dirs, name);
-    let carry_over = match &replaces {
-        Some(_) => Some(carry::plan_for(
-            trial.dirs,
-            &staged.staging,
-            name,
-            trial.carry,
-            &[],
-        )?),
-        None => None,
-    };
     let dest = trial.dirs.extension(name);
     let would = Would {
         dry_run: true,
@@ -135,7 +123,7 @@ pub(crate) fn run(trial: &Trial, out: &Output) -> Result<()> {
         commit: staged.record.commit.as_deref(),
         subdir: staged.record.subdir.as_deref(),
         replaces,
-        carry_over: carry_over.as_ref(),
+        carry_over: tried.carry_over.as_ref(),
         outside_links: &staged.outside_links,
         project_file: trial.project_file.map(|p| p.display().to_string()),
     };
