@@ -27,17 +27,16 @@
 //! Errors keep the order the separate audit gave them: a problem the audit reports
 //! (anywhere in the tree) wins over a failure to copy, which wins over the check of the copy.
 
-use std::collections::VecDeque;
 use std::ffi::{CStr, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, anyhow};
+use rayon::prelude::*;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat, Timespec, Timestamps};
 use sha2::{Digest, Sha256};
 
@@ -56,25 +55,15 @@ use crate::store::filelist::{Entry, EntryKind, FileList, hex};
 const HELD_LEVELS: usize = 64;
 
 /// Files are handed to the workers in batches of the files of one folder, up to this many: one
-/// wake-up per batch, not per file, and two workers seldom create files in the same folder at
-/// once (a creation locks its folder)...
+/// task per batch, not per file, and two workers seldom create files in the same folder at
+/// once (a creation locks its folder). Within a batch, idle workers take a share (rayon's
+/// work stealing), so a folder of large files is copied by all of them...
 const BATCH: usize = 256;
 
 /// ... and this many batches wait at most: few enough to bound the folder handles queued
-/// files keep open (a batch holds two)...
+/// files keep open (a batch holds two). With that many waiting, the walk copies the next
+/// batch itself.
 const QUEUE: usize = 32;
-
-/// ... and a walk that waits for room is woken once this few are left: reading a folder is
-/// quicker than copying its files, so the walk is mostly ahead and waiting; woken for every
-/// batch taken, it would sleep and wake once per folder (two system calls and two switches
-/// of thread), woken at half it does so once per this many folders, and the workers still
-/// have that many batches to take meanwhile.
-const ROOM: usize = QUEUE / 2;
-
-/// A file this large makes its batch one that idle workers help with before the walk ends:
-/// copying and hashing it takes far longer than creating it, so workers in the same folder
-/// hardly wait on its lock.
-const LARGE: u64 = 512 * 1024;
 
 /// The buffer of reads and writes: a large file is copied in few system calls, and each
 /// piece is hashed while it is still in the processor's cache.
@@ -125,39 +114,46 @@ pub(super) fn run(
     progress: &mut dyn FnMut(&CopyStats),
 ) -> Result<Copied> {
     let tree = Root::new(src).map_err(|e| checked(check, src, e))?;
-    let shared = Arc::new(Shared::new(dst, src));
-    let mut walker = Walker {
-        tree,
-        src,
-        check,
-        shared: Arc::clone(&shared),
-        pool: Pool::new(workers),
-        stats: CopyStats::default(),
-        entries: 0,
-        dirs: Vec::new(),
-        links: Vec::new(),
-        listed: Vec::new(),
-        progress,
-    };
-    let outcome = walker.walk_root(dst);
-    let Walker {
-        pool,
-        mut stats,
-        dirs,
-        links,
-        mut listed,
-        ..
-    } = walker;
-    if outcome.is_err() {
-        shared.cancel.store(true, Ordering::Relaxed);
-    }
-    let hashed = pool.finish(&shared);
+    let shared = Shared::new(dst, src);
+    // Without a thread to copy on, the walk copies every file itself.
+    let threads = rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .thread_name(|_| "copy".into())
+        .build()
+        .ok();
+    let walked = in_scope(threads.as_ref(), |scope| {
+        let mut walker = Walker {
+            tree,
+            src,
+            check,
+            shared: &shared,
+            pool: Pool {
+                batch: Vec::new(),
+                scope,
+            },
+            stats: CopyStats::default(),
+            entries: 0,
+            dirs: Vec::new(),
+            links: Vec::new(),
+            listed: Vec::new(),
+            progress,
+        };
+        let outcome = walker.walk();
+        (
+            outcome,
+            walker.stats,
+            walker.dirs,
+            walker.links,
+            walker.listed,
+        )
+    });
+    let (outcome, mut stats, dirs, links, mut listed) = walked;
     outcome?;
     if let Some((_, error)) = shared.error.lock().expect("no worker panics").take() {
         return Err(error);
     }
     finish_dirs(dst, &dirs, &mut listed, shared.umask)?;
-    for facts in hashed {
+    for facts in shared.facts.into_inner().expect("no worker panics") {
         let slot = facts.slot;
         facts.fill(&mut listed[slot]);
     }
@@ -167,6 +163,18 @@ pub(super) fn run(
         links,
         files: FileList::from_entries(listed),
     })
+}
+
+/// Runs `run` with a scope of `threads` to hand batches to (returning once all are copied),
+/// or with none.
+fn in_scope<'s, R>(
+    threads: Option<&rayon::ThreadPool>,
+    run: impl FnOnce(Option<&rayon::Scope<'s>>) -> R,
+) -> R {
+    match threads {
+        Some(threads) => threads.in_place_scope(|scope| run(Some(scope))),
+        None => run(None),
+    }
 }
 
 /// An open folder, or one below it reached by a relative path (past [`HELD_LEVELS`]).
@@ -221,12 +229,12 @@ struct DirTimes {
 }
 
 /// The walking thread's state.
-struct Walker<'p> {
+struct Walker<'p, 's> {
     tree: Root,
     src: &'p Path,
     check: Check<'p>,
-    shared: Arc<Shared>,
-    pool: Pool,
+    shared: &'s Shared,
+    pool: Pool<'p, 's>,
     stats: CopyStats,
     /// Entries seen so far: the index of the next one, to order failures as the walk met them.
     entries: u64,
@@ -237,7 +245,19 @@ struct Walker<'p> {
     progress: &'p mut dyn FnMut(&CopyStats),
 }
 
-impl Walker<'_> {
+impl Walker<'_, '_> {
+    /// Walks the tree, handing its files to the pool; when the walk stops on an error, the
+    /// files still queued are dropped.
+    fn walk(&mut self) -> Result<()> {
+        let dst = self.shared.dst.clone();
+        let outcome = self.walk_root(&dst);
+        self.pool.flush(self.shared);
+        if outcome.is_err() {
+            self.shared.cancel.store(true, Ordering::Relaxed);
+        }
+        outcome
+    }
+
     fn walk_root(&mut self, dst: &Path) -> Result<()> {
         // The top folder is opened as named (a link to it is how the user named it).
         let top = DIR_FLAGS.difference(OFlags::NOFOLLOW);
@@ -400,7 +420,7 @@ impl Walker<'_> {
         let Some(dst) = dst else { return };
         let slot = self.list(relative, EntryKind::File, 0, None);
         self.pool.send(
-            &self.shared,
+            self.shared,
             Job {
                 index,
                 slot,
@@ -676,7 +696,10 @@ struct Shared {
     /// [`plain_umask`]): a file whose mode it leaves whole is created with that mode, and
     /// needs no `fchmod`.
     umask: Option<u32>,
-    queue: Queue,
+    /// Batches handed to the threads and not copied yet.
+    queued: AtomicUsize,
+    /// What the threads learnt of the files they copied.
+    facts: Mutex<Vec<Facts>>,
 }
 
 impl Shared {
@@ -690,7 +713,8 @@ impl Shared {
             cancel: AtomicBool::new(false),
             reflink: AtomicBool::new(true),
             umask: plain_umask(dst),
-            queue: Queue::default(),
+            queued: AtomicUsize::new(0),
+            facts: Mutex::new(Vec::new()),
         }
     }
 
@@ -709,133 +733,14 @@ impl Shared {
         self.failed_at.fetch_min(index, Ordering::Relaxed);
     }
 
+    /// Keeps what was learnt of copied files for their entries in the file list.
+    fn done(&self, facts: Vec<Facts>) {
+        self.facts.lock().expect("no worker panics").extend(facts);
+    }
+
     /// Whether job `index` is still to be done (nothing before it in the walk failed).
     fn wanted(&self, index: u64) -> bool {
         !self.cancel.load(Ordering::Relaxed) && index < self.failed_at.load(Ordering::Relaxed)
-    }
-}
-
-/// The files of one folder (or part of one), taken one at a time: by the worker that took
-/// the batch, and by idle workers once the walk is over or the batch turned out to hold large
-/// files.
-struct Batch {
-    jobs: Vec<Job>,
-    next: AtomicUsize,
-    large: AtomicBool,
-}
-
-impl Batch {
-    fn new(jobs: Vec<Job>) -> Batch {
-        Batch {
-            jobs,
-            next: AtomicUsize::new(0),
-            large: AtomicBool::new(false),
-        }
-    }
-
-    /// The next job nobody took yet.
-    fn claim(&self) -> Option<&Job> {
-        self.jobs.get(self.next.fetch_add(1, Ordering::Relaxed))
-    }
-
-    fn left(&self) -> bool {
-        self.next.load(Ordering::Relaxed) < self.jobs.len()
-    }
-}
-
-/// The batches between the walk and the workers.
-#[derive(Default)]
-struct Queue {
-    state: Mutex<Waiting>,
-    /// A batch was queued or turned out large, or the walk ended.
-    changed: Condvar,
-    /// A queued batch was taken: the walk may queue another.
-    room: Condvar,
-}
-
-#[derive(Default)]
-struct Waiting {
-    queued: VecDeque<Arc<Batch>>,
-    /// Batches taken by a worker, which others may help with.
-    taken: Vec<Arc<Batch>>,
-    /// The walk is over: no more batches come.
-    closed: bool,
-    /// Workers waiting for a batch that no signal was sent to yet, and whether the walk
-    /// waits for room: a signal is sent only when someone waits for it (each is a system
-    /// call).
-    idle: usize,
-    full: bool,
-}
-
-impl Queue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
-        self.state.lock().expect("no worker panics")
-    }
-
-    /// Queues `batch`, waiting while [`QUEUE`] batches wait already.
-    fn push(&self, batch: Batch) {
-        let mut state = self.lock();
-        while state.queued.len() >= QUEUE {
-            state.full = true;
-            state = self.room.wait(state).expect("no worker panics");
-        }
-        state.full = false;
-        state.queued.push_back(Arc::new(batch));
-        if state.idle > 0 {
-            // That worker is woken: the next batch wakes another (one left waiting counts
-            // itself again).
-            state.idle -= 1;
-            self.changed.notify_one();
-        }
-    }
-
-    /// The batch a worker copies next: the first queued one, else one to help with; `None`
-    /// when the walk is over and every file is taken.
-    fn next(&self) -> Option<Arc<Batch>> {
-        let mut state = self.lock();
-        loop {
-            state.taken.retain(|batch| batch.left());
-            if let Some(batch) = state.queued.pop_front() {
-                state.taken.push(Arc::clone(&batch));
-                if state.full && state.queued.len() <= ROOM {
-                    state.full = false;
-                    self.room.notify_one();
-                }
-                return Some(batch);
-            }
-            let closed = state.closed;
-            let helped = state
-                .taken
-                .iter()
-                .find(|batch| closed || batch.large.load(Ordering::Relaxed));
-            if let Some(batch) = helped {
-                return Some(Arc::clone(batch));
-            }
-            if closed {
-                return None;
-            }
-            state.idle += 1;
-            state = self.changed.wait(state).expect("no worker panics");
-        }
-    }
-
-    /// Lets idle workers help with `batch`, which holds a large file.
-    fn mark_large(&self, batch: &Batch) {
-        if batch.large.swap(true, Ordering::Relaxed) {
-            return;
-        }
-        let mut state = self.lock();
-        if state.idle > 0 {
-            state.idle = 0;
-            self.changed.notify_all();
-        }
-    }
-
-    fn close(&self) {
-        let mut state = self.lock();
-        state.closed = true;
-        state.idle = 0;
-        self.changed.notify_all();
     }
 }
 
@@ -855,29 +760,15 @@ impl Facts {
     }
 }
 
-/// The worker threads, started as batches turn up (a tree of one file starts one).
-struct Pool {
+/// The files gathered for the copy threads, handed over a folder at a time.
+struct Pool<'p, 's> {
     batch: Vec<Job>,
-    workers: Vec<JoinHandle<Vec<Facts>>>,
-    max: usize,
-    /// Files handed out so far.
-    sent: usize,
-    /// Files copied by the walking thread itself (when no worker could be started).
-    copied_here: Vec<Facts>,
+    /// Where batches go: `None` without threads (the walk copies them itself).
+    scope: Option<&'p rayon::Scope<'s>>,
 }
 
-impl Pool {
-    fn new(workers: usize) -> Pool {
-        Pool {
-            batch: Vec::new(),
-            workers: Vec::new(),
-            max: workers.max(1),
-            sent: 0,
-            copied_here: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, shared: &Arc<Shared>, job: Job) {
+impl<'s> Pool<'_, 's> {
+    fn send(&mut self, shared: &'s Shared, job: Job) {
         if self.batch.last().is_some_and(|last| !last.to.same(&job.to)) {
             self.flush(shared);
         }
@@ -887,75 +778,52 @@ impl Pool {
         }
     }
 
-    /// Hands the files gathered so far to a worker, starting one if fewer run than allowed.
-    fn flush(&mut self, shared: &Arc<Shared>) {
+    /// Hands the files gathered so far to the threads, or copies them here when there are
+    /// none or [`QUEUE`] batches wait already.
+    fn flush(&mut self, shared: &'s Shared) {
         if self.batch.is_empty() {
             return;
         }
-        self.sent += self.batch.len();
-        if self.workers.len() < self.max {
-            self.spawn(shared);
-        }
-        let batch = Batch::new(std::mem::take(&mut self.batch));
-        if self.workers.is_empty() {
-            // No worker could be started: copy them here.
-            copy_batch(shared, &batch, &mut Vec::new(), &mut self.copied_here);
-        } else {
-            shared.queue.push(batch);
-        }
-    }
-
-    fn spawn(&mut self, shared: &Arc<Shared>) {
-        let shared = Arc::clone(shared);
-        let started = std::thread::Builder::new()
-            .name("copy".into())
-            .spawn(move || work(&shared));
-        match started {
-            Ok(handle) => self.workers.push(handle),
-            // Cannot start a thread: make do with those there are (or none, see `flush`).
-            Err(_) => self.max = self.workers.len(),
-        }
-    }
-
-    /// Waits for the queued files to be copied (starting the workers a single large batch
-    /// left unstarted, so they help with it); what the workers learnt of them.
-    fn finish(mut self, shared: &Arc<Shared>) -> Vec<Facts> {
-        self.flush(shared);
-        while self.workers.len() < self.max.min(self.sent) {
-            self.spawn(shared);
-        }
-        shared.queue.close();
-        let mut facts = std::mem::take(&mut self.copied_here);
-        for worker in self.workers.drain(..) {
-            facts.extend(worker.join().expect("a copy worker panicked"));
-        }
-        facts
-    }
-}
-
-fn work(shared: &Shared) -> Vec<Facts> {
-    let mut buffer = Vec::new();
-    let mut facts = Vec::new();
-    while let Some(batch) = shared.queue.next() {
-        copy_batch(shared, &batch, &mut buffer, &mut facts);
-    }
-    facts
-}
-
-fn copy_batch(shared: &Shared, batch: &Batch, buffer: &mut Vec<u8>, facts: &mut Vec<Facts>) {
-    while let Some(job) = batch.claim() {
-        if !shared.wanted(job.index) {
-            return;
-        }
-        match copy_file(shared, job, buffer) {
-            Ok(done) => {
-                shared.bytes.fetch_add(done.size, Ordering::Relaxed);
-                if done.size >= LARGE {
-                    shared.queue.mark_large(batch);
-                }
-                facts.push(done);
+        let jobs = std::mem::take(&mut self.batch);
+        match self.scope {
+            Some(scope) if shared.queued.load(Ordering::Relaxed) < QUEUE => {
+                shared.queued.fetch_add(1, Ordering::Relaxed);
+                scope.spawn(move |_| {
+                    let facts = jobs
+                        .par_iter()
+                        .map_init(Vec::new, |buffer, job| copy_job(shared, job, buffer))
+                        .flatten()
+                        .collect();
+                    shared.done(facts);
+                    shared.queued.fetch_sub(1, Ordering::Relaxed);
+                });
             }
-            Err(e) => shared.failed(job.index, e),
+            _ => {
+                let mut buffer = Vec::new();
+                let facts = jobs
+                    .iter()
+                    .filter_map(|job| copy_job(shared, job, &mut buffer))
+                    .collect();
+                shared.done(facts);
+            }
+        }
+    }
+}
+
+/// Copies the file of `job` unless something before it in the walk failed; what was
+/// learnt of it, or `None` (its failure noted in `shared`).
+fn copy_job(shared: &Shared, job: &Job, buffer: &mut Vec<u8>) -> Option<Facts> {
+    if !shared.wanted(job.index) {
+        return None;
+    }
+    match copy_file(shared, job, buffer) {
+        Ok(done) => {
+            shared.bytes.fetch_add(done.size, Ordering::Relaxed);
+            Some(done)
+        }
+        Err(e) => {
+            shared.failed(job.index, e);
+            None
         }
     }
 }
@@ -1458,7 +1326,7 @@ mod tests {
         fs::set_permissions(root.join("shared"), fs::Permissions::from_mode(0o2775)).unwrap();
         fs::create_dir(root.join("heavy")).unwrap();
         for i in 0..6u8 {
-            let body: Vec<u8> = (0..(LARGE as usize + 4096 * usize::from(i)))
+            let body: Vec<u8> = (0..(512 * 1024 + 4096 * usize::from(i)))
                 .map(|n| (n % 253) as u8 ^ i)
                 .collect();
             fs::write(root.join(format!("heavy/{i}")), body).unwrap();
