@@ -27,6 +27,7 @@ mod protocol;
 mod seal;
 mod source;
 mod store;
+mod threads;
 
 /// The two stages of a sealed prepare step, which are this binary started under other names
 /// (src/seal/): run one when `argv[0]` names it.

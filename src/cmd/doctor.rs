@@ -7,9 +7,7 @@ mod live;
 
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::thread;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -184,13 +182,28 @@ fn check_some<F: FnMut(&mut Report)>(
     if indices.is_empty() {
         return;
     }
-    let next = AtomicUsize::new(0);
-    thread::scope(|scope| {
-        let (tell, events) = mpsc::channel();
-        for _ in 0..jobs.clamp(1, indices.len()) {
+    let (tell, events) = mpsc::channel();
+    let check = |index: usize, tell: Sender<Event>| {
+        let _ = tell.send(Event::Started(index));
+        let report = doctor::check(&targets[index], options);
+        let _ = tell.send(Event::Done(index, Box::new(report)));
+    };
+    let threads = crate::threads::pool(jobs.clamp(1, indices.len()), "doctor");
+    let Some(threads) = threads else {
+        // No thread to check on: one at a time, here.
+        for &index in indices {
+            check(index, tell.clone());
+            while let Ok(event) = events.try_recv() {
+                board.record(event);
+            }
+            board.draw();
+        }
+        return;
+    };
+    threads.in_place_scope_fifo(|scope| {
+        for &index in indices {
             let tell = tell.clone();
-            let next = &next;
-            scope.spawn(move || work(next, indices, targets, options, &tell));
+            scope.spawn_fifo(move |_| check(index, tell));
         }
         drop(tell);
         loop {
@@ -202,26 +215,6 @@ fn check_some<F: FnMut(&mut Report)>(
             board.draw();
         }
     });
-}
-
-/// One worker: checks the next unclaimed target of `indices` until none is left.
-fn work(
-    next: &AtomicUsize,
-    indices: &[usize],
-    targets: &[Target],
-    options: &Options,
-    tell: &Sender<Event>,
-) {
-    loop {
-        let Some(&index) = indices.get(next.fetch_add(1, Ordering::SeqCst)) else {
-            return;
-        };
-        let _ = tell.send(Event::Started(index));
-        let _ = tell.send(Event::Done(
-            index,
-            Box::new(doctor::check(&targets[index], options)),
-        ));
-    }
 }
 
 /// Processes zot adopted whose extension is unknown (their parent exited before they were

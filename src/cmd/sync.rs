@@ -19,7 +19,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Result, anyhow, bail};
@@ -595,29 +594,13 @@ fn stage_all(
     how: &How,
     global: &ScopeDirs,
 ) -> Vec<Result<Ready>> {
-    let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Result<Ready>>>> =
-        items.iter().map(|_| Mutex::new(None)).collect();
     // Progress lines of parallel fetches would overwrite each other.
     let silent = Output::new(ColorChoice::Never, true, true);
-    std::thread::scope(|s| {
-        for _ in 0..jobs.min(items.len()) {
-            s.spawn(|| {
-                // The fetch cache, opened once per thread when a git source first needs it.
-                let mut cache = None;
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(index) else { break };
-                    let staged = stage_one(at, store, item, how, global, &mut cache, &silent);
-                    *results[index].lock().expect("not poisoned") = Some(staged);
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|r| r.into_inner().expect("not poisoned").expect("staged"))
-        .collect()
+    // The fetch cache, opened once per thread when a git source first needs it.
+    let no_cache = || None;
+    crate::threads::map_each(items, jobs, "stage", no_cache, |cache, item| {
+        stage_one(at, store, item, how, global, cache, &silent)
+    })
 }
 
 /// Fetches one extension: the locked commit when the lock agrees with the file (the ref

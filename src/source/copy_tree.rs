@@ -116,11 +116,7 @@ pub(super) fn run(
     let tree = Root::new(src).map_err(|e| checked(check, src, e))?;
     let shared = Shared::new(dst, src);
     // Without a thread to copy on, the walk copies every file itself.
-    let threads = rayon::ThreadPoolBuilder::new()
-        .num_threads(workers)
-        .thread_name(|_| "copy".into())
-        .build()
-        .ok();
+    let threads = crate::threads::pool(workers, "copy");
     let walked = in_scope(threads.as_ref(), |scope| {
         let mut walker = Walker {
             tree,

@@ -45,7 +45,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -810,8 +809,6 @@ fn hash_files(root: &Path, entries: &mut [Entry]) -> Result<()> {
         .iter()
         .map(|&i| join(root, &entries[i].path))
         .collect();
-    let results: Vec<OnceLock<Result<(String, u64)>>> =
-        paths.iter().map(|_| OnceLock::new()).collect();
     let bytes: u64 = files.iter().map(|&i| entries[i].size).sum();
     let worth = usize::try_from(bytes / BYTES_PER_HASHER).unwrap_or(usize::MAX);
     let workers = thread::available_parallelism()
@@ -819,38 +816,13 @@ fn hash_files(root: &Path, entries: &mut [Entry]) -> Result<()> {
         .clamp(1, HASHERS)
         .min(paths.len())
         .min(worth.saturating_add(1));
-    if workers <= 1 {
-        return hash_in_order(&paths, &files, entries);
-    }
-    let next = AtomicUsize::new(0);
-    thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = paths.get(k) else { break };
-                    let _ = results[k].set(hash_file(path));
-                }
-            });
-        }
-    });
-    for (k, result) in results.into_iter().enumerate() {
-        let (digest, size) = result
-            .into_inner()
-            .unwrap_or_else(|| hash_file(&paths[k]))?;
+    let hashed =
+        crate::threads::map_each(&paths, workers, "hash", || (), |(), path| hash_file(path));
+    for (k, result) in hashed.into_iter().enumerate() {
+        let (digest, size) = result?;
         let entry = &mut entries[files[k]];
         entry.sha256 = Some(digest);
         entry.size = size;
-    }
-    Ok(())
-}
-
-/// [`hash_files`] on the calling thread: `paths[k]` is the file of `entries[files[k]]`.
-fn hash_in_order(paths: &[PathBuf], files: &[usize], entries: &mut [Entry]) -> Result<()> {
-    for (path, &i) in paths.iter().zip(files) {
-        let (digest, size) = hash_file(path)?;
-        entries[i].sha256 = Some(digest);
-        entries[i].size = size;
     }
     Ok(())
 }
