@@ -92,8 +92,9 @@ pub(crate) fn replace(
         Some(placed) => {
             carry::same_as_placed(placed, &staged.files, &tree) && how.enabled_as_wanted
         }
-        // An older install without a list: the whole folder.
-        None => same_tree(&tree, dir),
+        // An older install without a list: the whole folder, listed now (anything it cannot
+        // list, a special file say, makes it differ).
+        None => FileList::scan(dir).is_ok_and(|installed| installed.tree_hash() == trees.staged),
     };
     if same {
         if placed.is_none() && !how.dry_run {
@@ -127,104 +128,4 @@ pub(crate) fn replace(
         record_error: placed.record_error,
     };
     Ok((replaced, trees))
-}
-
-/// Whether two trees hold the same entries (for an installed copy without a file list):
-/// names, kinds, permissions, file contents and link targets. Links are never followed, only regular files are opened (without blocking);
-/// anything unreadable, special or past [`COMPARE_LIMIT`] entries counts as a difference.
-fn same_tree(a: &Path, b: &Path) -> bool {
-    let walk = |root: &Path| {
-        walkdir::WalkDir::new(root)
-            .min_depth(1)
-            .follow_links(false)
-            .sort_by_file_name()
-            .into_iter()
-    };
-    let mut left = walk(a);
-    let mut right = walk(b);
-    for _ in 0..COMPARE_LIMIT {
-        match (left.next(), right.next()) {
-            (None, None) => return true,
-            (Some(Ok(x)), Some(Ok(y))) => {
-                let same = x.depth() == y.depth()
-                    && x.file_name() == y.file_name()
-                    && same_entry(x.path(), y.path());
-                if !same {
-                    return false;
-                }
-            }
-            _ => return false,
-        }
-    }
-    false
-}
-
-/// The most entries [`same_tree`] compares before calling two trees different.
-const COMPARE_LIMIT: usize = 100_000;
-
-fn same_entry(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let (Ok(meta_a), Ok(meta_b)) = (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b))
-    else {
-        return false;
-    };
-    if meta_a.file_type() != meta_b.file_type()
-        || meta_a.permissions().mode() != meta_b.permissions().mode()
-    {
-        return false;
-    }
-    let kind = meta_a.file_type();
-    if kind.is_dir() {
-        true
-    } else if kind.is_symlink() {
-        matches!(
-            (std::fs::read_link(a), std::fs::read_link(b)),
-            (Ok(to_a), Ok(to_b)) if to_a == to_b
-        )
-    } else if kind.is_file() {
-        meta_a.len() == meta_b.len() && same_bytes(a, b).unwrap_or(false)
-    } else {
-        false
-    }
-}
-
-/// Whether two regular files hold the same bytes (opened without following a link or
-/// waiting on a special file put there meanwhile).
-fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
-    use std::io::Read;
-    fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut filled = 0;
-        while filled < buf.len() {
-            match file.read(&mut buf[filled..])? {
-                0 => break,
-                n => filled += n,
-            }
-        }
-        Ok(filled)
-    }
-    let open = |path: &Path| -> std::io::Result<std::fs::File> {
-        use rustix::fs::OFlags;
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(flags.bits().cast_signed())
-            .open(path)?;
-        if !file.metadata()?.is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        Ok(file)
-    };
-    let (mut file_a, mut file_b) = (open(a)?, open(b)?);
-    let (mut buf_a, mut buf_b) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
-    loop {
-        let len_a = read_full(&mut file_a, &mut buf_a)?;
-        let len_b = read_full(&mut file_b, &mut buf_b)?;
-        if len_a != len_b || buf_a[..len_a] != buf_b[..len_b] {
-            return Ok(false);
-        }
-        if len_a == 0 {
-            return Ok(true);
-        }
-    }
 }
