@@ -326,33 +326,30 @@ impl UpdateArgs {
             branch: probe.branch,
             ..record.clone()
         };
-        let status = self.save_record_only(dirs, target, record, &repinned)?;
+        let save = |new: &Record| locked(dirs, target, record)?.save_record(new);
+        let status = self.save_record_only(record, &repinned, save)?;
         if matches!(status, Some(Status::RePinned | Status::WouldRePin)) {
             outcome.message.clone_from(&self.git_ref);
         }
         Ok(Some(status.unwrap_or(Status::UpToDate)))
     }
 
-    /// Saves `new` as the record of an extension whose tree stays as it is. Returns
-    /// `RePinned` (or `WouldRePin`) when the ref changed, `None` when only the commit did,
-    /// and `UpToDate` when nothing did.
+    /// Saves `new` as the record of an extension whose tree stays as it is (through `save`;
+    /// nothing in a dry run). `RePinned` (or `WouldRePin`) when the ref changed, else `None`.
     fn save_record_only(
         &self,
-        dirs: &ScopeDirs,
-        target: &Installed,
         old: &Record,
         new: &Record,
+        save: impl FnOnce(&Record) -> Result<()>,
     ) -> Result<Option<Status>> {
-        if new == old {
-            return Ok(Some(Status::UpToDate));
-        }
         let repinned =
             (&new.git_ref, new.ref_kind, &new.branch) != (&old.git_ref, old.ref_kind, &old.branch);
         if self.dry_run {
             return Ok(repinned.then_some(Status::WouldRePin));
         }
-        let store = locked(dirs, target, old)?;
-        store.save_record(new)?;
+        if new != old {
+            save(new)?;
+        }
         Ok(repinned.then_some(Status::RePinned))
     }
 
@@ -468,19 +465,8 @@ impl UpdateArgs {
             old.clone()
         };
         let moved = new.commit != old.commit;
-        let status = if self.dry_run {
-            let repinned = (&new.git_ref, new.ref_kind, &new.branch)
-                != (&old.git_ref, old.ref_kind, &old.branch);
-            repinned.then_some(Status::WouldRePin)
-        } else if new == *old {
-            None
-        } else {
-            // The store is locked and rechecked (see `update_from`).
-            store.save_record(&new)?;
-            let repinned = (&new.git_ref, new.ref_kind, &new.branch)
-                != (&old.git_ref, old.ref_kind, &old.branch);
-            repinned.then_some(Status::RePinned)
-        };
+        // The store is locked and rechecked (see `update_from`).
+        let status = self.save_record_only(old, &new, |new| store.save_record(new))?;
         if status.is_some() {
             outcome.message.clone_from(&new.git_ref);
         } else if moved && let Some(commit) = &new.commit {
