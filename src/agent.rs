@@ -33,11 +33,12 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::host::Group;
 use crate::output::{Output, printable};
 
 /// Environment variable naming the agent's executable.
@@ -238,9 +239,12 @@ fn ask_version(agent: &Path, wait: Duration) -> Result<String, String> {
         let _ = stdout.take(VERSION_OUTPUT_CAP).read_to_end(&mut bytes);
         let _ = sender.send(bytes);
     });
-    let status = wait_until(&mut child, deadline);
+    let group = Group::of(&child);
+    let status = group.wait_exit(deadline);
+    // Whatever it left behind in its group goes with it.
+    group.kill();
+    let _ = child.wait();
     let Some(status) = status else {
-        kill_group(&mut child);
         return Err(format!(
             "did not answer --version within {}s",
             wait.as_secs_f64()
@@ -257,30 +261,6 @@ fn ask_version(agent: &Path, wait: Duration) -> Result<String, String> {
         let shown: String = first.chars().take(60).collect();
         format!("printed no version on --version ({:?})", printable(&shown))
     })
-}
-
-/// The exit status, once the process ends before `deadline`.
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
-            _ => return None,
-        }
-    }
-}
-
-/// Kills the process and its group, and reaps it.
-fn kill_group(child: &mut Child) {
-    // The group is the child's own (process_group(0)), and the child is not reaped yet, so
-    // its id still names that group.
-    #[cfg(unix)]
-    let _ = rustix::process::kill_process_group(
-        rustix::process::Pid::from_child(child),
-        rustix::process::Signal::KILL,
-    );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Why no agent can be run.

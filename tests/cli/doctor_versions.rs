@@ -355,7 +355,7 @@ fn an_agent_calling_zot_back_is_asked_once() {
         json["zot"]["why"]
             .as_str()
             .unwrap()
-            .ends_with("exited with exit status: 2 on --version; --zot-version sets it)"),
+            .ends_with("exited with exit status 2 on --version; --zot-version sets it)"),
         "{json:#}"
     );
 }
