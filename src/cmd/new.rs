@@ -17,11 +17,12 @@ use crate::check::build_hint::build_hint;
 use crate::cli::{Lang, NewArgs};
 use crate::error::usage;
 use crate::install;
+use crate::install::fetch::Staged;
 use crate::output::sh_quote;
 use crate::protocol::zot;
+use crate::store::Store;
 use crate::store::filelist::FileList;
-use crate::store::record::{Kind, Prepared, Record};
-use crate::store::{Staging, Store};
+use crate::store::record::{Kind, Record};
 
 /// One file of a scaffold: path inside the extension, contents, whether it is executable.
 struct File {
@@ -356,12 +357,12 @@ fn write_installed(
     write_tree(&tree, files)?;
     // What `new` wrote is listed; what the build makes is the step's output, as for install.
     let listed = FileList::scan(&tree)?;
-    let mut record = record.clone();
-    if build {
-        record.prepared = build_in_staging(ctx, &staging, name);
-    }
     let manifest = manifest::read(&tree)?;
-    let placed = install::Ready::written(staging, manifest, record, listed, false).place(&store)?;
+    let mut ready = install::Ready::written(staging, manifest, record.clone(), listed, false);
+    if build {
+        build_in_staging(ctx, &mut ready.staged);
+    }
+    let placed = ready.place(&store)?;
     if let Some(e) = placed.record_error {
         return Err(e.context(
             "the extension was written, but its install record was not saved; the next zot ext command saves it",
@@ -370,33 +371,20 @@ fn write_installed(
     Ok(placed.dest)
 }
 
-/// Runs the install's step (the Go build) in the staged tree; a missing or too old
-/// toolchain, or a failed build, is a note with the fix, and the extension is written
-/// unbuilt.
-fn build_in_staging(ctx: &Context, staging: &Staging, name: &str) -> Option<Prepared> {
-    let tree = staging.tree();
-    let manifest = manifest::read(&tree).ok()?;
+/// Runs the install's step (the Go build) in the staged tree, as an install does; a missing
+/// or too old toolchain, or a failed build, is a note with the fix, and the extension is
+/// written unbuilt.
+fn build_in_staging(ctx: &Context, staged: &mut Staged) {
     let options = crate::prepare::Options {
         offers_no_prepare: false,
         ..crate::prepare::Options::new(&ctx.layout.global)
     };
-    let _interrupted = staging.removed_on_signal().ok()?;
-    match crate::prepare::prepare(
-        &tree,
-        &staging.scratch("prepare"),
-        &manifest,
-        &options,
-        None,
-        &ctx.out,
-    ) {
-        Ok(done) => done.map(crate::install::prepared_record),
-        Err(e) => {
-            ctx.out.note(&format!(
-                "note: {name} was not built: {e:#}; once that is fixed: zot ext prepare {}",
-                sh_quote(name)
-            ));
-            None
-        }
+    if let Err(e) = install::prepare(staged, &options, &ctx.out) {
+        let name = &staged.manifest.name;
+        ctx.out.note(&format!(
+            "note: {name} was not built: {e:#}; once that is fixed: zot ext prepare {}",
+            sh_quote(name)
+        ));
     }
 }
 

@@ -137,6 +137,20 @@ fn go_template() {
     assert!(dir.join("go-demo").is_file());
     passes_doctor_and_call(&env, "go-demo", "go-demo");
     env.zot(["ext", "verify", "go-demo"]).ok();
+    // The built program is listed as the step's output, as an install lists it: a change to
+    // it is one verify reports.
+    let program = dir.join("go-demo");
+    let mut bytes = std::fs::read(&program).unwrap();
+    bytes.push(0);
+    std::fs::write(&program, bytes).unwrap();
+    let verified = env
+        .zot(["ext", "verify", "go-demo", "--json"])
+        .fails(1)
+        .extensions();
+    assert_eq!(
+        verified[0]["prepared_changed"][0], "go-demo",
+        "{verified:?}"
+    );
     env.zot(["ext", "prepare", "go-bare"]).ok();
     passes_doctor_and_call(&env, "go-bare", "go-bare");
 }
