@@ -47,7 +47,7 @@ struct Module {
 pub(crate) fn resolve(dir: &Path, manifest: &Manifest, place: Place) -> Result<PathBuf, ExecError> {
     let path_var = std::env::var_os("PATH");
     host::resolve(dir, &manifest.exec, path_var.as_deref()).map_err(|e| {
-        if let (Place::Installed { name, .. }, true) = (place, e.message.contains("is not executable")) {
+        if let (Place::Installed { name, .. }, true) = (place, e.not_executable) {
             // The bit comes from the source: a chmod in the store is undone by the next
             // update or --force.
             let path = dir.join(&manifest.exec);

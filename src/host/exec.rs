@@ -14,6 +14,8 @@ pub(crate) struct ExecError {
     pub fix: String,
     /// Nothing is at the path: for a compiled extension, not built yet.
     pub missing: bool,
+    /// A file is there without its executable bit.
+    pub not_executable: bool,
 }
 
 fn fail(message: String, fix: impl Into<String>) -> ExecError {
@@ -21,6 +23,7 @@ fn fail(message: String, fix: impl Into<String>) -> ExecError {
         message,
         fix: fix.into(),
         missing: false,
+        not_executable: false,
     }
 }
 
@@ -77,10 +80,13 @@ fn check_runnable(path: &Path, exec: &str) -> Result<(), ExecError> {
         ));
     }
     if !is_executable(path) {
-        return Err(fail(
-            format!("\"exec\" {exec} is not executable ({})", path.display()),
-            format!("run: chmod +x {}", path.display()),
-        ));
+        return Err(ExecError {
+            not_executable: true,
+            ..fail(
+                format!("\"exec\" {exec} is not executable ({})", path.display()),
+                format!("run: chmod +x {}", path.display()),
+            )
+        });
     }
     check_shebang(path)
 }
