@@ -5,22 +5,19 @@
 //! copied here: [`carry_plan`] says how they are carried over, as `update` does, and the
 //! tree is placed as every install is.
 //!
-//! Links are never followed: an entry is copied only when its folder in the installed copy
-//! was a real folder copied before it, files are opened without following a link or
-//! blocking, and an entry that is no longer of its listed kind is left out (carry-over
-//! then keeps or saves it).
+//! The copy is the one copier's ([`crate::source::copy_tree::copy_listed`]): nothing is
+//! followed, and an entry no longer of its listed kind (or a special file) is left out
+//! (carry-over then keeps or saves it).
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use super::fetch::Staged;
 use crate::catalog::manifest::Manifest;
 use crate::store::Store;
 use crate::store::carry::{self, Plan};
-use crate::store::filelist::{Entry, EntryKind, FileList};
+use crate::store::filelist::FileList;
 use crate::store::record::Record;
 
 /// Stages a copy of the installed `manifest.name` (at `dir`, listed by `files`, recorded
@@ -38,15 +35,16 @@ pub(crate) fn stage(
         .map(|p| p.outputs.clone())
         .unwrap_or_default();
     let staging = store.stage()?;
-    let tree = staging.tree();
-    fs::create_dir(&tree).with_context(|| format!("cannot create {}", tree.display()))?;
-    let kept: Vec<Entry> = files
-        .entries()
-        .iter()
-        .filter(|e| !made_by_step(&e.path, &outputs))
-        .cloned()
-        .collect();
-    copy_listed(dir, &tree, &kept)?;
+    let kept = FileList::from_entries(
+        files
+            .entries()
+            .iter()
+            .filter(|e| !made_by_step(&e.path, &outputs))
+            .cloned()
+            .collect(),
+    );
+    // The list stays the install's: an edit made since is one carry-over keeps.
+    crate::source::copy_tree::copy_listed(dir, &staging.tree(), &kept)?;
     Ok(Staged {
         staging,
         manifest: manifest.clone(),
@@ -56,7 +54,7 @@ pub(crate) fn stage(
         },
         outside_links: Vec::new(),
         left_out_project_state: false,
-        files: FileList::from_entries(kept),
+        files: kept,
         origin: None,
     })
 }
@@ -103,46 +101,6 @@ fn made_by_step(path: &[u8], outputs: &[String]) -> bool {
         path.strip_prefix(o.as_bytes())
             .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
     })
-}
-
-/// Copies the `entries` (parents before children) from `from` into `to`; folders get their
-/// modes once everything in them is copied.
-fn copy_listed(from: &Path, to: &Path, entries: &[Entry]) -> Result<()> {
-    let mut folders: Vec<(PathBuf, u32)> = Vec::new();
-    for entry in entries {
-        let rel = entry.rel();
-        let (src, dest) = (from.join(rel), to.join(rel));
-        // Its folder was copied as a real folder: nothing above it in the installed copy
-        // has become a link since.
-        let parent_copied = dest
-            .parent()
-            .is_some_and(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));
-        if !parent_copied {
-            continue;
-        }
-        let Ok(meta) = fs::symlink_metadata(&src) else {
-            continue; // deleted since install: left out, as it is from the installed copy
-        };
-        let kind = meta.file_type();
-        match entry.kind {
-            EntryKind::Dir if kind.is_dir() => {
-                fs::create_dir(&dest)
-                    .with_context(|| format!("cannot create {}", dest.display()))?;
-                fs::set_permissions(&dest, fs::Permissions::from_mode(0o700))?;
-                folders.push((dest, meta.permissions().mode() & 0o7777));
-            }
-            EntryKind::Link if kind.is_symlink() => {
-                std::os::unix::fs::symlink(fs::read_link(&src)?, &dest)
-                    .with_context(|| format!("cannot create the link {}", dest.display()))?;
-            }
-            EntryKind::File if kind.is_file() => carry::copy_file(&src, &dest)?,
-            _ => {}
-        }
-    }
-    for (dir, mode) in folders.into_iter().rev() {
-        fs::set_permissions(&dir, fs::Permissions::from_mode(mode))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -85,6 +85,9 @@ pub(super) enum Check<'a> {
     /// The tree exactly as it is (nothing left out, link targets as stored); special files
     /// refused with a plain message.
     Exact,
+    /// Only what this list holds and is still of its listed kind (an installed copy staged
+    /// again); anything else, a special file too, is left out; link targets as stored.
+    Listed(&'a FileList),
 }
 
 /// What a copy leaves behind for the check of the copy: its links, in walk order, and its
@@ -315,6 +318,11 @@ impl Walker<'_, '_> {
         if matches!(self.check, Check::Audit(_)) && left_out(name, kind, depth) {
             return Ok(());
         }
+        if let Check::Listed(list) = self.check
+            && !still_listed(list, relative, kind)
+        {
+            return Ok(());
+        }
         let index = self.entries;
         self.entries += 1;
         let dst = dst.filter(|_| self.copying());
@@ -383,7 +391,7 @@ impl Walker<'_, '_> {
         }
         let target = match self.check {
             Check::Audit(_) => self.tree.relocate(&target, relative),
-            Check::Exact => target,
+            Check::Exact | Check::Listed(_) => target,
         };
         if let Some(dst) = dst {
             self.made(index, || {
@@ -481,7 +489,7 @@ impl Walker<'_, '_> {
                 path.display(),
                 special_kind_of(kind)
             )),
-            Check::Exact => anyhow!(
+            Check::Exact | Check::Listed(_) => anyhow!(
                 "{} is a special file; refusing to copy it",
                 printable(&path.display().to_string())
             ),
@@ -498,8 +506,19 @@ impl Walker<'_, '_> {
 fn checked(check: Check<'_>, src: &Path, e: anyhow::Error) -> anyhow::Error {
     match check {
         Check::Audit(prefix) => shown_after(src, prefix, &e),
-        Check::Exact => e,
+        Check::Exact | Check::Listed(_) => e,
     }
+}
+
+/// Whether `list` holds `relative` as an entry of `kind`.
+fn still_listed(list: &FileList, relative: &Path, kind: FileType) -> bool {
+    let listed = list.get(relative.as_os_str().as_bytes()).map(|e| e.kind);
+    matches!(
+        (listed, kind),
+        (Some(EntryKind::Dir), FileType::Directory)
+            | (Some(EntryKind::File), FileType::RegularFile)
+            | (Some(EntryKind::Link), FileType::Symlink)
+    )
 }
 
 /// Makes the folder `name` in `dst`: its handle (open when `held`).
@@ -1046,6 +1065,12 @@ pub(crate) fn copy(
     Ok((copied.stats, copied.files))
 }
 
+/// Copies the tree `src` to `dst` (which must not exist) only what `list` holds and is
+/// still of its listed kind ([`Check::Listed`]), nothing followed.
+pub(crate) fn copy_listed(src: &Path, dst: &Path, list: &FileList) -> Result<()> {
+    run(src, dst, Check::Listed(list), workers(), &mut |_| {}).map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1251,6 +1276,35 @@ mod tests {
                 s.display()
             )
         );
+    }
+
+    /// A copy of what a list holds: an entry of another kind now (a folder now a link, a
+    /// file now a pipe) and anything unlisted are left out, nothing followed, no error.
+    #[test]
+    fn the_listed_copy_takes_only_what_is_still_as_listed() {
+        let (_src, s) = canonical_tempdir();
+        for dir in ["a", "b", "elsewhere"] {
+            fs::create_dir(s.join(dir)).unwrap();
+        }
+        fs::write(s.join("a/f"), "f").unwrap();
+        fs::write(s.join("b/g"), "g").unwrap();
+        fs::write(s.join("pipe"), "was a file").unwrap();
+        fs::write(s.join("elsewhere/secret"), "s").unwrap();
+        let list = FileList::scan(&s).unwrap();
+        fs::write(s.join("unlisted"), "u").unwrap();
+        fs::remove_file(s.join("pipe")).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(s.join("pipe"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        fs::remove_dir_all(s.join("b")).unwrap();
+        symlink("elsewhere", s.join("b")).unwrap();
+        let (_dst, d) = canonical_tempdir();
+        copy_listed(&s, &d.join("t"), &list).unwrap();
+        let copied = FileList::scan(&d.join("t")).unwrap();
+        let paths: Vec<String> = copied.entries().iter().map(Entry::shown).collect();
+        assert_eq!(paths, ["a", "a/f", "elsewhere", "elsewhere/secret"]);
     }
 
     #[test]
