@@ -172,6 +172,7 @@ pub(crate) fn has_project_state(root: &Path) -> bool {
     fs::symlink_metadata(root.join(PROJECT_STATE)).is_ok_and(|m| m.is_dir())
 }
 
+#[cfg(test)]
 fn walk_error(e: walkdir::Error) -> anyhow::Error {
     if e.loop_ancestor().is_some() {
         return anyhow::anyhow!("{}", printable(&e.to_string()));
@@ -405,11 +406,13 @@ fn loose(tree: &Root, root: &Path, path: &Path) -> Result<Option<LooseLink>> {
     Ok(LooseLink::of(link, &target, reach(tree, link, &target)))
 }
 
-/// Checks every entry of `root`: only regular files, directories and symbolic links are
-/// allowed, and `extension.json` at the top, if a link, must lead to a file inside the tree.
+/// Checks every entry of `root` in a walk of its own (the reference the copy's tests compare
+/// with; installs judge their trees on the way: the copy, or a checkout's list): only regular
+/// files, directories and symbolic links are allowed, and `extension.json` at the top, if a link, must lead to a file inside the tree.
 /// Returns the links that point outside the tree or nowhere (they are kept, and listed).
 /// Messages show paths inside the tree after `prefix` instead of under `root` (a staging
 /// folder means nothing to the user; the source does): `"src/"` or `"<url> (<commit>): "`.
+#[cfg(test)]
 pub(crate) fn audit(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> {
     audit_walk(root, prefix, Walk::Tree)
 }
@@ -422,6 +425,7 @@ pub(crate) fn audit_source(root: &Path, prefix: &str) -> Result<Vec<LooseLink>> 
     audit_walk(root, prefix, Walk::Source)
 }
 
+#[cfg(test)]
 fn audit_walk(root: &Path, prefix: &str, what: Walk) -> Result<Vec<LooseLink>> {
     audit_tree(root, what).map_err(|e| shown_after(root, prefix, &e))
 }
@@ -434,6 +438,7 @@ pub(super) fn shown_after(root: &Path, prefix: &str, e: &anyhow::Error) -> anyho
     anyhow::anyhow!("{}", printable(&message.replace(&root, prefix)))
 }
 
+#[cfg(test)]
 fn audit_tree(root: &Path, what: Walk) -> Result<Vec<LooseLink>> {
     let tree = Root::new(root)?;
     let mut found = Vec::new();
@@ -512,6 +517,7 @@ pub(crate) fn loose_links(root: &Path, max_entries: usize) -> LinkScan {
     scan
 }
 
+#[cfg(test)]
 fn special_kind(kind: fs::FileType) -> &'static str {
     use rustix::fs::FileType;
     use std::os::unix::fs::FileTypeExt;
@@ -535,6 +541,21 @@ pub(super) fn special_kind_of(kind: rustix::fs::FileType) -> &'static str {
         FileType::BlockDevice | FileType::CharacterDevice => "a device",
         _ => "not a regular file",
     }
+}
+
+/// [`links_of_copy`] of the tree at `root` that `files` lists: its links are the list's.
+pub(super) fn links_listed(root: &Path, files: &FileList) -> Result<Vec<LooseLink>> {
+    use std::os::unix::ffi::OsStrExt;
+    let links: Vec<(PathBuf, PathBuf)> = files
+        .entries()
+        .iter()
+        .filter(|e| e.kind == EntryKind::Link)
+        .map(|e| {
+            let target = std::ffi::OsStr::from_bytes(e.target.as_deref().unwrap_or_default());
+            (e.rel().to_path_buf(), PathBuf::from(target))
+        })
+        .collect();
+    links_of_copy(root, &links, Some(files))
 }
 
 /// The links of the copy at `root` (`links`: relative path and target) that point outside it

@@ -1,7 +1,8 @@
-//! The copy of a tree in one walk ([`copy`] and [`copy_source`]): folders are read and recreated in walk order on the
-//! walking thread, each entry checked as it is met (the audit of
-//! [`super::copy::audit_source`]: special files refused, the manifest link checked), links
-//! recreated as links, and regular files handed to a few worker threads.
+//! The copy of a tree in one walk ([`copy`], [`copy_source`], [`copy_listed`]): folders are
+//! read and recreated in walk order on the walking thread, each entry checked as it is met
+//! (what `copy::audit_source`, the tests' reference, checks: special files refused, the
+//! manifest link checked), links recreated as links, and regular files handed to a few
+//! worker threads.
 //!
 //! Every name is looked up relative to an open handle on its folder (`openat` and friends,
 //! `O_NOFOLLOW`), never through a long path: the walk holds the handles of the folders it is
@@ -501,8 +502,7 @@ impl Walker<'_, '_> {
     }
 }
 
-/// An error of the check of `src`, its paths shown after the prefix (see
-/// [`super::copy::audit`]).
+/// An error of the check of `src`, its paths shown after the prefix.
 fn checked(check: Check<'_>, src: &Path, e: anyhow::Error) -> anyhow::Error {
     match check {
         Check::Audit(prefix) => shown_after(src, prefix, &e),
@@ -1036,8 +1036,8 @@ fn read_write(
 
 /// Copies the local source `src` to `dst` (which must not exist), checking it on the way as
 /// `audit_source` (in copy.rs) does (the same errors, paths shown after `prefix`), in one
-/// walk ([`run`]). Calls `progress` after each entry. Returns what [`super::copy::audit`] of the
-/// copy would: the copy's links that point outside it or nowhere (looked at one by one in
+/// walk ([`run`]). Calls `progress` after each entry. Returns what an audit of the copy
+/// would: the copy's links that point outside it or nowhere (looked at one by one in
 /// the copy, not by walking it again); and the copy's file list, made on the way.
 pub(crate) fn copy_source(
     src: &Path,

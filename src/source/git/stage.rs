@@ -54,9 +54,15 @@ pub(crate) fn stage(
     };
     let prefix = format!("{label}: {inside}");
     // Copied out of the cache or into it (an exact copy, listed on the way): without a
-    // subfolder, that list is the staged tree's.
-    let outside_links = copy::audit(&staging.tree(), &prefix)?;
-    let files = listed.filter(|_| subdir.is_none());
+    // subfolder, that list is the staged tree's; otherwise the tree is listed now. Its links
+    // are judged from the list (a checkout holds no special file: git has none).
+    let tree = staging.tree();
+    let files = match listed.filter(|_| subdir.is_none()) {
+        Some(files) => files,
+        None => FileList::scan(&tree)?,
+    };
+    let outside_links =
+        copy::links_listed(&tree, &files).map_err(|e| copy::shown_after(&tree, &prefix, &e))?;
     let manifest = validate(
         staging,
         Path::new(&format!("{label}: {inside}{}", manifest::FILE)),
@@ -79,7 +85,7 @@ pub(crate) fn stage(
         origin,
         outside_links,
         left_out_project_state: false,
-        files,
+        files: Some(files),
     })
 }
 
