@@ -34,10 +34,7 @@ pub(crate) struct Staged {
 pub(crate) fn stage(store: &Store, fetch: &Fetch, out: &Output) -> Result<Staged> {
     let staging = store.stage()?;
     let built = fetch.stage(&staging, &store.dirs, out)?;
-    let mut files = match built.files {
-        Some(files) => files,
-        None => FileList::scan(&staging.tree())?,
-    };
+    let mut files = built.files;
     // Whoever owned the source, the copy is the user's: no set-user-ID, set-group-ID or
     // sticky bit, nothing writable by the group or others.
     files.drop_unsafe_modes(&staging.tree())?;

@@ -23,9 +23,9 @@ pub(crate) struct Built {
     pub outside_links: Vec<LooseLink>,
     /// Whether the local source's own `.zot/` folder was left out of the copy.
     pub left_out_project_state: bool,
-    /// The staged tree's list when the step that built the tree listed it on the way;
-    /// `None`: the caller lists the tree.
-    pub files: Option<FileList>,
+    /// The staged tree's list: made on the way by the step that built the tree where it
+    /// could, else by listing it afterwards.
+    pub files: FileList,
 }
 
 /// Where a staged extension folder came from, for a build that needs more than the folder:

@@ -136,7 +136,7 @@ fn copy_into(
         origin: Some(Origin::local(&from)),
         outside_links,
         left_out_project_state: left_out,
-        files: Some(files),
+        files,
     })
 }
 

@@ -85,7 +85,7 @@ pub(crate) fn stage(
         origin,
         outside_links,
         left_out_project_state: false,
-        files: Some(files),
+        files,
     })
 }
 
