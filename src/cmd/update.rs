@@ -273,12 +273,16 @@ impl UpdateArgs {
                 sh_quote(&outcome.name)
             )));
         }
-        let probe = source.probe(git_ref, &outcome.name).map_err(failed)?;
-        // --enable/--disable change the manifest: the new version is staged to compare.
-        if let (Some(probe), None) = (probe, self.carry_options().enabled) {
-            let known = self.unchanged(dirs, target, record, probe, outcome);
-            if let Some(status) = known.map_err(failed)? {
-                return Ok(status);
+        // --enable/--disable change the manifest: the new version is staged to compare, so a
+        // repository is not asked where its ref points (a folder is still checked to be there).
+        let enabling = self.carry_options().enabled.is_some();
+        if !(enabling && source.takes_ref()) {
+            let probe = source.probe(git_ref, &outcome.name).map_err(failed)?;
+            if let (Some(probe), false) = (probe, enabling) {
+                let known = self.unchanged(dirs, target, record, probe, outcome);
+                if let Some(status) = known.map_err(failed)? {
+                    return Ok(status);
+                }
             }
         }
         // A dry run stages into a scratch store, so the real one is never touched.
