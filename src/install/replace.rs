@@ -93,8 +93,9 @@ pub(crate) fn replace(
             carry::same_as_placed(placed, &staged.files, &tree) && how.enabled_as_wanted
         }
         // An older install without a list: the whole folder, listed now (anything it cannot
-        // list, a special file say, makes it differ).
-        None => FileList::scan(dir).is_ok_and(|installed| installed.tree_hash() == trees.staged),
+        // list, a special file or more than COMPARE_LIMIT entries, makes it differ).
+        None => FileList::scan_at_most(dir, COMPARE_LIMIT)
+            .is_ok_and(|installed| installed.tree_hash() == trees.staged),
     };
     if same {
         if placed.is_none() && !how.dry_run {
@@ -129,3 +130,7 @@ pub(crate) fn replace(
     };
     Ok((replaced, trees))
 }
+
+/// The most entries an installed copy without a file list is listed with before it is
+/// taken to differ from the new version.
+const COMPARE_LIMIT: usize = 100_000;

@@ -228,11 +228,20 @@ impl FileList {
 
     /// Lists the tree at `root` (a folder, not a link), hashing every file.
     pub fn scan(root: &Path) -> Result<FileList> {
+        FileList::scan_at_most(root, usize::MAX)
+    }
+
+    /// [`FileList::scan`] of a tree that is an error past `most` entries (before any file is
+    /// hashed).
+    pub(crate) fn scan_at_most(root: &Path, most: usize) -> Result<FileList> {
         check_root(root)?;
         let mut entries = Vec::new();
         let mut todo = vec![Vec::new()];
         while let Some(dir) = todo.pop() {
             for (path, meta) in read_dir(root, &dir)? {
+                if entries.len() == most {
+                    bail!("{} holds more than {most} entries", root.display());
+                }
                 let entry = describe(root, path, &meta, false)?;
                 if entry.kind == EntryKind::Dir {
                     todo.push(entry.path.clone());
@@ -997,6 +1006,17 @@ mod tests {
         list.relist(t.path(), b"a/b/f").unwrap();
         list.relist(t.path(), b"a/new").unwrap();
         assert_eq!(list, FileList::scan(t.path()).unwrap());
+    }
+
+    #[test]
+    fn a_scan_at_most_n_entries_refuses_a_larger_tree() {
+        let t = tree();
+        assert_eq!(
+            FileList::scan_at_most(t.path(), 5).unwrap(),
+            FileList::scan(t.path()).unwrap()
+        );
+        let err = FileList::scan_at_most(t.path(), 4).unwrap_err().to_string();
+        assert!(err.ends_with("holds more than 4 entries"), "{err}");
     }
 
     #[test]
