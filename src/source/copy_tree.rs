@@ -251,9 +251,10 @@ impl Walker<'_, '_> {
     fn walk(&mut self) -> Result<()> {
         let dst = self.shared.dst.clone();
         let outcome = self.walk_root(&dst);
-        self.pool.flush(self.shared);
-        if outcome.is_err() {
-            self.shared.cancel.store(true, Ordering::Relaxed);
+        match outcome {
+            Ok(()) => self.pool.flush(self.shared),
+            // The batch gathered last is dropped with the walker.
+            Err(_) => self.shared.cancel.store(true, Ordering::Relaxed),
         }
         outcome
     }
