@@ -180,20 +180,6 @@ fn write_tail_of_last_block<W: Write>(
     }
 }
 
-/// Copies `file` from `offset` to its current end into `out`, flushing before and after;
-/// returns the number of bytes copied.
-pub(crate) fn copy_from<R: Read + Seek, W: Write>(
-    file: &mut R,
-    offset: u64,
-    out: &mut W,
-) -> io::Result<u64> {
-    file.seek(SeekFrom::Start(offset))?;
-    out.flush()?;
-    let copied = io::copy(file, out)?;
-    out.flush()?;
-    Ok(copied)
-}
-
 /// Copies `file` from `offset` up to `end` (its length when last seen) into `out` and
 /// flushes it, reading at the offset (no seek); returns the number of bytes copied, fewer
 /// if the file shrank meanwhile.
@@ -216,21 +202,26 @@ fn copy_range<W: Write>(file: &File, offset: u64, end: u64, out: &mut W) -> io::
     Ok(at - offset)
 }
 
-/// Prints a log to `out`: all of it, or only its last `lines` lines.
-pub(crate) fn print<W: Write>(file: &mut File, lines: Option<u64>, out: &mut W) -> io::Result<()> {
-    let start = print_start(file, lines)?;
-    copy_from(file, start, out).map(drop)
+/// Prints a log to `out`: all of it, or only its last `lines` lines (see [`print_tail`]).
+pub(crate) fn print<W: Write>(file: &File, lines: Option<u64>, out: &mut W) -> io::Result<()> {
+    let (offset, buf) = print_tail(file, lines, out)?;
+    copy_through_buffer(file, offset, out, buf)
 }
 
-/// Where printing starts: the beginning, or where the last `lines` lines start.
-fn print_start(file: &mut File, lines: Option<u64>) -> io::Result<u64> {
-    match lines {
-        Some(n) => {
-            let len = file.metadata()?.len();
-            tail_start(file, len, n)
-        }
-        None => Ok(0),
-    }
+/// With `lines`, reads the final block once ([`write_tail_of_last_block`]) and writes the
+/// lines found in it; returns the offset to copy on from (what the file gained since, or
+/// all of it without `lines`) and the block, to copy through.
+fn print_tail<W: Write>(
+    file: &File,
+    lines: Option<u64>,
+    out: &mut W,
+) -> io::Result<(u64, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let offset = match lines {
+        Some(n) => write_tail_of_last_block(file, file.metadata()?.len(), n, &mut buf, out)?,
+        None => 0,
+    };
+    Ok((offset, buf))
 }
 
 /// How much one `sendfile` call is asked to move (the kernel moves at most about 2 GiB).
@@ -243,22 +234,12 @@ const COPY_BUFFER: usize = 256 * 1024;
 /// the bytes (`sendfile` on Linux, no copy through this process), else (a terminal, or
 /// another system) they go through one large buffer. Reads to the file's end as it is when
 /// reached.
-///
-/// With `lines`, the final block is read once ([`write_tail_of_last_block`]) and the lines
-/// found in it are written from there; what the file gained since is copied after them.
 pub(crate) fn print_to_stdout(
-    file: &mut File,
+    file: &File,
     lines: Option<u64>,
     out: &mut io::StdoutLock<'_>,
 ) -> io::Result<()> {
-    let mut buf = Vec::new();
-    let offset = match lines {
-        Some(n) => {
-            let len = file.metadata()?.len();
-            write_tail_of_last_block(file, len, n, &mut buf, out)?
-        }
-        None => 0,
-    };
+    let (offset, buf) = print_tail(file, lines, out)?;
     out.flush()?;
     #[cfg(target_os = "linux")]
     let Some(offset) = send_file(file, offset, out)? else {
@@ -862,11 +843,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
         fs::write(&path, content).unwrap();
-        let mut file = File::open(&path).unwrap();
+        let file = File::open(&path).unwrap();
         let (mut out, mut block) = (Vec::new(), Vec::new());
         let len = content.len() as u64;
         let offset = write_tail_of_last_block(&file, len, lines, &mut block, &mut out).unwrap();
-        copy_from(&mut file, offset, &mut out).unwrap();
+        copy_through_buffer(&file, offset, &mut out, Vec::new()).unwrap();
         out
     }
 
@@ -931,10 +912,10 @@ mod tests {
         let path = dir.path().join("log");
         fs::write(&path, "one\ntwo\nthree").unwrap();
         let mut out = Vec::new();
-        print(&mut File::open(&path).unwrap(), None, &mut out).unwrap();
+        print(&File::open(&path).unwrap(), None, &mut out).unwrap();
         assert_eq!(out, b"one\ntwo\nthree");
         let mut out = Vec::new();
-        print(&mut File::open(&path).unwrap(), Some(2), &mut out).unwrap();
+        print(&File::open(&path).unwrap(), Some(2), &mut out).unwrap();
         assert_eq!(out, b"two\nthree");
     }
 

@@ -85,6 +85,15 @@ impl fmt::Display for ManifestError {
 impl std::error::Error for ManifestError {}
 
 impl ManifestError {
+    /// An error about the whole file, at no position.
+    pub(crate) fn new(path: impl Into<PathBuf>, message: impl Into<String>) -> ManifestError {
+        ManifestError {
+            path: path.into(),
+            position: None,
+            message: message.into(),
+        }
+    }
+
     /// Whether the folder has no manifest at all (as opposed to one that cannot be used).
     pub(crate) fn is_missing(&self) -> bool {
         self.message == unreadable(&ReadError::Missing)
@@ -176,33 +185,22 @@ pub(crate) fn read(dir: &Path) -> Result<Manifest, ManifestError> {
 /// followed, but a named pipe, socket or device is refused without waiting on it, a file
 /// over [`MAX_SIZE`] is refused without reading it, and the text must be UTF-8 without BOM.
 pub(crate) fn load(path: &Path) -> Result<String, ManifestError> {
-    let fail = |message: String| ManifestError {
-        path: path.to_path_buf(),
-        position: None,
-        message,
-    };
+    let fail = |message: String| ManifestError::new(path, message);
     let bytes = bounded::read(path, MAX_SIZE).map_err(|e| fail(unreadable(&e)))?;
     decode(&bytes, path)?;
     String::from_utf8(bytes).map_err(|_| fail("is not valid UTF-8; save it as UTF-8 JSON".into()))
 }
 
 /// [`read`] of the extension folder `dir_name` of the root open as `root` (`dir` is its
-/// path, for messages), read through `buf`: one manifest at a time for a whole root. A
-/// manifest with nothing to note is read without building its path.
+/// path, for messages), read through `buf`: one manifest at a time for a whole root.
 pub(crate) fn read_in(
     root: BorrowedFd<'_>,
     dir_name: &OsStr,
     dir: &Path,
     buf: &mut Vec<u8>,
 ) -> Result<Manifest, ManifestError> {
-    in_folder(dir_name, |relative| {
-        bounded::read_in(root, relative, MAX_SIZE, buf)
-    })
-    .map_err(|e| ManifestError {
-        path: dir.join(FILE),
-        position: None,
-        message: unreadable(&e),
-    })?;
+    bounded::read_in(root, &Path::new(dir_name).join(FILE), MAX_SIZE, buf)
+        .map_err(|e| ManifestError::new(dir.join(FILE), unreadable(&e)))?;
     let quick = std::str::from_utf8(buf)
         .ok()
         .filter(|text| !text.starts_with('\u{feff}'))
@@ -214,28 +212,9 @@ pub(crate) fn read_in(
     parse(decode(buf, &path)?, &path)
 }
 
-/// Calls `f` with `<dir_name>/extension.json`, put together on the stack when it is short.
-fn in_folder<T>(dir_name: &OsStr, f: impl FnOnce(&Path) -> T) -> T {
-    use std::os::unix::ffi::OsStrExt;
-    let name = dir_name.as_bytes();
-    let mut joined = [0u8; 512];
-    let len = name.len() + 1 + FILE.len();
-    if len > joined.len() {
-        return f(&Path::new(dir_name).join(FILE));
-    }
-    joined[..name.len()].copy_from_slice(name);
-    joined[name.len()] = b'/';
-    joined[name.len() + 1..len].copy_from_slice(FILE.as_bytes());
-    f(Path::new(OsStr::from_bytes(&joined[..len])))
-}
-
 /// Manifest bytes as text: UTF-8 without BOM.
 fn decode<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a str, ManifestError> {
-    let fail = |message: &str| ManifestError {
-        path: path.to_path_buf(),
-        position: None,
-        message: message.to_owned(),
-    };
+    let fail = |message: &str| ManifestError::new(path, message);
     if bytes.starts_with(b"\xef\xbb\xbf") {
         return Err(fail(
             "starts with a byte order mark (BOM), which zot cannot read; save it as UTF-8 without BOM",
@@ -446,11 +425,7 @@ impl Fields<'_> {
     fn error(&self, field: &str, message: String) -> ManifestError {
         match self.values(field).last() {
             Some((i, _)) => self.error_at(i, message),
-            None => ManifestError {
-                path: self.path.to_path_buf(),
-                position: None,
-                message,
-            },
+            None => ManifestError::new(self.path, message),
         }
     }
 
@@ -470,11 +445,10 @@ impl Fields<'_> {
 
     fn required_string(&self, field: &str) -> Result<String, ManifestError> {
         match self.string(field)? {
-            None => Err(ManifestError {
-                path: self.path.to_path_buf(),
-                position: None,
-                message: format!("missing required field \"{field}\" (a non-empty string)"),
-            }),
+            None => Err(ManifestError::new(
+                self.path,
+                format!("missing required field \"{field}\" (a non-empty string)"),
+            )),
             Some(s) if s.trim().is_empty() => {
                 Err(self.error(field, format!("\"{field}\" must not be empty")))
             }
@@ -586,7 +560,7 @@ pub(crate) fn set_enabled(dir: &Path, enabled: bool, scratch: &Folder) -> anyhow
     let folder = Folder::open_path(&dir).map_err(|e| {
         anyhow::anyhow!("cannot open {}: {e}", printable(&dir.display().to_string()))
     })?;
-    clear_leftovers(&folder);
+    folder.clear_leftovers(TEMP_PREFIX);
     let path = dir.join(FILE);
     let (text, mode) = read_for_rewrite(&folder, &path)?;
     let manifest = parse(&text, &path)?;
@@ -628,22 +602,6 @@ fn read_for_rewrite(folder: &Folder, path: &Path) -> anyhow::Result<(String, u32
     #[allow(clippy::unnecessary_cast)]
     let mode = stat.st_mode as u32 & 0o7777;
     Ok((text, mode))
-}
-
-/// Deletes temporary manifests that a killed rewrite left beside a manifest (only regular
-/// files with the rewrite's own prefix).
-fn clear_leftovers(folder: &Folder) {
-    for name in folder.names().unwrap_or_default() {
-        let ours = name.to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX));
-        let regular = folder
-            .stat(&name)
-            .ok()
-            .flatten()
-            .is_some_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile);
-        if ours && regular {
-            let _ = folder.remove(&name);
-        }
-    }
 }
 
 /// `text` with every top-level `enabled` set to `enabled` (appended when there is none),

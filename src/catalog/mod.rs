@@ -14,7 +14,7 @@ mod manifest_properties;
 pub(crate) mod paths;
 pub(crate) mod target;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -140,28 +140,15 @@ pub(crate) fn scan_as(
     scopes: &[Scope],
     rules: Discovery,
 ) -> Result<Vec<Installed>> {
-    let mut found: Vec<Installed> = Vec::new();
-    for scope in Scope::ALL {
-        found.extend(scan_root(layout, scope)?);
-    }
-    if !rules.follows_linked_folders {
-        for e in &mut found {
-            e.skipped = e.link_target.is_some();
-        }
-    }
-    mark_shadowed(&mut found);
+    let mut found = Vec::new();
+    each_as(layout, &Scope::ALL, rules, |e| {
+        found.push(e);
+        Ok(())
+    })?;
     find_twins(&mut found);
     found.retain(|e| scopes.contains(&e.scope));
     found.sort_by_key(|e| scopes.iter().position(|s| *s == e.scope));
     Ok(found)
-}
-
-/// A folder name seen earlier in load order hides every later folder of that name.
-fn mark_shadowed(found: &mut [Installed]) {
-    let mut seen = HashSet::new();
-    for e in found.iter_mut().filter(|e| !e.skipped) {
-        e.shadowed = !seen.insert(e.folder_name().to_os_string());
-    }
 }
 
 /// Folders the host loads whose readable manifests share a name are each other's twins.
@@ -186,21 +173,6 @@ fn find_twins(found: &mut [Installed]) {
             found[i].twins = twins;
         }
     }
-}
-
-fn scan_root(layout: &Layout, scope: Scope) -> Result<Vec<Installed>> {
-    let root = layout.scope(scope).extensions();
-    let entries = match fs::read_dir(&root) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => bail!("cannot read {}: {e}", root.display()),
-    };
-    let mut here: Vec<Installed> = entries
-        .flatten()
-        .filter_map(|entry| inspect(scope, entry.path()))
-        .collect();
-    here.sort_by(|a, b| a.dir.file_name().cmp(&b.dir.file_name()));
-    Ok(here)
 }
 
 fn inspect(scope: Scope, dir: PathBuf) -> Option<Installed> {
@@ -228,14 +200,13 @@ fn found(
     read: impl FnOnce(&Path) -> Result<Manifest, ManifestError>,
 ) -> Installed {
     let manifest = match &link_target {
-        Some(target) if !dir.exists() => Err(ManifestError {
-            path: dir.clone(),
-            position: None,
-            message: format!(
+        Some(target) if !dir.exists() => Err(ManifestError::new(
+            dir.clone(),
+            format!(
                 "broken link: its target {} does not exist",
                 target.display()
             ),
-        }),
+        )),
         _ => read(&dir),
     };
     Installed {
@@ -258,9 +229,18 @@ fn found(
 pub(crate) fn scan_each(
     layout: &Layout,
     scopes: &[Scope],
+    each: impl FnMut(Installed) -> Result<()>,
+) -> Result<usize> {
+    each_as(layout, scopes, zot::newest().discovery, each)
+}
+
+/// [`scan_each`] as a host with these discovery rules sees it (see [`scan_as`]).
+fn each_as(
+    layout: &Layout,
+    scopes: &[Scope],
+    rules: Discovery,
     mut each: impl FnMut(Installed) -> Result<()>,
 ) -> Result<usize> {
-    let rules = zot::newest().discovery;
     let project = list_root(layout, Scope::Project, rules)?;
     let global = if scopes.contains(&Scope::Global) {
         list_root(layout, Scope::Global, rules)?
@@ -400,16 +380,7 @@ fn copy_elsewhere(layout: &Layout, name: &str, scope: Scope, rules: Discovery) -
 /// [`find`]'s scan. It does not look for twins (`twins` stays empty): with two folders of
 /// one manifest name it takes the one named like the extension, not the first in load order.
 pub(crate) fn lookup(layout: &Layout, name: &str, scope: Option<Scope>) -> Result<Installed> {
-    lookup_as(layout, name, scope, zot::newest().discovery)
-}
-
-/// [`lookup`] as a host with these discovery rules sees it (see [`scan_as`]).
-pub(crate) fn lookup_as(
-    layout: &Layout,
-    name: &str,
-    scope: Option<Scope>,
-    rules: Discovery,
-) -> Result<Installed> {
+    let rules = zot::newest().discovery;
     match named_folder(layout, name, scope, rules) {
         Named::Found(found) => Ok(*found),
         Named::Absent | Named::Unsure => find_as(layout, name, scope, rules),

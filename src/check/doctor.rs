@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::handshake::{self, Handshake, HostInfo};
+use super::handshake::{self, Handshake};
 use super::prepare_hint;
 use super::{Level, Problem};
 use crate::agent::{self, AgentVersion, NoAgent};
@@ -111,30 +111,20 @@ impl JudgedBy {
 /// Lines of stderr shown for a failing extension.
 const STDERR_LINES: usize = 20;
 
-/// What the live check tells the extension, how long it waits, and which zot it judges by.
+/// The working folder the live check tells the extension, how long it waits, and which zot
+/// it judges by.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
     pub timeout: Duration,
-    pub host: HostInfo,
+    pub cwd: PathBuf,
     pub facts: &'static HostFacts,
 }
 
-impl HostInfo {
-    /// The `hello_ack` values `zot ext` sends: its own version, no provider or model.
-    pub(crate) fn for_cli(cwd: PathBuf) -> HostInfo {
-        HostInfo {
-            zot_version: env!("CARGO_PKG_VERSION").to_string(),
-            provider: "zot-ext".into(),
-            model: "none".into(),
-            cwd,
-        }
-    }
-}
-
 /// Overall verdict for one extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Status {
+    #[default]
     Ok,
     Warning,
     Error,
@@ -165,7 +155,7 @@ pub(crate) struct Subscriptions {
 }
 
 /// Everything doctor found about one extension (`zot ext doctor --json` prints a list).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Report {
     pub name: String,
     #[serde(serialize_with = "target::serialize_place")]
@@ -210,37 +200,10 @@ impl Report {
                 "shadowed: zot skips it for the project folder of the same folder name".into()
             },
             version: manifest.and_then(|m| m.version.clone()),
-            ..Report::blank(
-                target.name().to_string(),
-                target.scope,
-                target.dir.display().to_string(),
-            )
-        }
-    }
-
-    /// A report with nothing found yet.
-    fn blank(name: String, scope: Option<Scope>, dir: String) -> Report {
-        Report {
-            name,
-            scope,
-            dir,
-            status: Status::Ok,
-            enabled: None,
-            loaded: false,
-            version: None,
-            pid: None,
-            commands: Vec::new(),
-            tools: Vec::new(),
-            subscriptions: Subscriptions::default(),
-            hello_ms: None,
-            ready_ms: None,
-            shutdown_ms: None,
-            errors: Vec::new(),
-            warnings: Vec::new(),
-            notes: Vec::new(),
-            stderr: None,
-            rechecked_alone: false,
-            not_loaded_because: String::new(),
+            name: target.name().to_string(),
+            scope: target.scope,
+            dir: target.dir.display().to_string(),
+            ..Report::default()
         }
     }
 
@@ -271,7 +234,7 @@ impl Report {
 pub(crate) fn check(target: &Target, options: &Options) -> Report {
     let mut report = Report::new(target);
     if target.shadowed && !target.skipped {
-        let project = Layout::new(PathBuf::new(), &options.host.cwd);
+        let project = Layout::new(PathBuf::new(), &options.cwd);
         report.not_loaded_because = format!(
             "shadowed by {}: zot skips it for the project folder of the same folder name",
             project.project.extension(&target.dir_name).display()
@@ -285,7 +248,7 @@ pub(crate) fn check(target: &Target, options: &Options) -> Report {
         }
     };
     check_folder_name(&mut report, target, manifest);
-    check_hidden(&mut report, target, manifest, &options.host.cwd);
+    check_hidden(&mut report, target, manifest, &options.cwd);
     check_twins(&mut report, target, manifest);
     check_linked(&mut report, target, options.facts);
     for note in &manifest.notes {
@@ -467,8 +430,13 @@ fn live(report: &mut Report, launch: &host::Launch, manifest: &Manifest, options
         }
     };
     report.pid = Some(session.pid());
-    let handshake =
-        handshake::handshake(&mut session, &manifest.name, &options.host, options.timeout);
+    let handshake = handshake::handshake(
+        &mut session,
+        &manifest.name,
+        &options.cwd,
+        options.timeout,
+        &|_| false,
+    );
     absorb(report, &handshake);
     judge_by_host(report, options.facts);
     if !handshake.broken {
@@ -737,32 +705,33 @@ impl TakenNames {
         if !report.loaded {
             return;
         }
-        let mut found = Vec::new();
         let me = (report.name.clone(), report.scope);
-        for command in &report.commands {
-            // zot's command index is keyed by the exact name (`commandIndex`, manager.go).
-            let key = command.name.clone();
-            match self.commands.get(&key) {
-                Some(owner) if owner.0 != me.0 => {
-                    found.push(clash("command /", &command.name, owner));
-                }
-                Some(_) => {}
-                None => {
-                    self.commands.insert(key, me.clone());
-                }
-            }
-        }
-        for tool in &report.tools {
-            match self.tools.get(&tool.name) {
-                Some(owner) if owner.0 != me.0 => found.push(clash("tool ", &tool.name, owner)),
-                Some(_) => {}
-                None => {
-                    self.tools.insert(tool.name.clone(), me.clone());
-                }
-            }
-        }
+        // zot's command index is keyed by the exact name (`commandIndex`, manager.go).
+        let commands = report.commands.iter();
+        let tools = report.tools.iter();
+        let found: Vec<Problem> = commands
+            .filter_map(|c| take(&mut self.commands, "command /", &c.name, &me))
+            .chain(tools.filter_map(|t| take(&mut self.tools, "tool ", &t.name, &me)))
+            .collect();
         for problem in found {
             report.add(problem);
+        }
+    }
+}
+
+/// Takes `name` for `me` when it is free; a warning when another extension took it first.
+fn take(
+    taken: &mut HashMap<String, (String, Option<Scope>)>,
+    what: &str,
+    name: &str,
+    me: &(String, Option<Scope>),
+) -> Option<Problem> {
+    match taken.get(name) {
+        Some(owner) if owner.0 != me.0 => Some(clash(what, name, owner)),
+        Some(_) => None,
+        None => {
+            taken.insert(name.to_owned(), me.clone());
+            None
         }
     }
 }
@@ -800,7 +769,9 @@ mod tests {
             loaded: true,
             commands: commands.iter().map(named).collect(),
             tools: tools.iter().map(tool).collect(),
-            ..Report::blank(name.into(), scope, String::new())
+            name: name.into(),
+            scope,
+            ..Report::default()
         }
     }
 

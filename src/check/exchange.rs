@@ -5,7 +5,7 @@
 //! out), then shut the extension down.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Level;
-use super::handshake::{self, Handshake, HostInfo};
+use super::handshake::{self, Handshake};
 use crate::host::{self, Incoming, Launch, Session};
 use crate::output::Output;
 use crate::output::sh_quote;
@@ -68,18 +68,17 @@ pub(crate) fn call(
     out: &Output,
     who: Callee,
     launch: &Launch,
-    cwd: PathBuf,
+    cwd: &Path,
     request: &Request,
     timeout: Duration,
     on_frame: impl FnMut(&FromExt) -> Result<()>,
 ) -> Result<(Reply, Transcript)> {
     let name = who.name;
-    let host = HostInfo::for_cli(cwd);
     host::become_subreaper();
     let mut session = Session::start(launch)
         .with_context(|| format!("cannot start {}", launch.command_line()))?;
     let registered = |hs: &Handshake| request.registered(hs).is_some();
-    let hs = handshake::handshake_until(&mut session, name, &host, timeout, &registered);
+    let hs = handshake::handshake(&mut session, name, cwd, timeout, &registered);
     if hs.broken {
         return Err(start_failure(out, who, &hs, &session));
     }

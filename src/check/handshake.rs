@@ -4,7 +4,7 @@
 //! [`Problem`] saying how to fix it.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -57,28 +57,19 @@ const NEWER_FRAMES: &[&str] = &[
 
 const NOTIFY_LEVELS: &[&str] = &["info", "success", "warn", "error"];
 
-/// What `hello_ack` tells the extension about the host.
-#[derive(Debug, Clone)]
-pub(crate) struct HostInfo {
-    pub zot_version: String,
-    pub provider: String,
-    pub model: String,
-    pub cwd: PathBuf,
-}
-
-impl HostInfo {
-    fn ack(&self, dir: &Path) -> FromHost {
-        let dir = dir.display().to_string();
-        FromHost::HelloAck(HelloAck {
-            protocol_version: protocol::PROTOCOL_VERSION,
-            zot_version: self.zot_version.clone(),
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            cwd: self.cwd.display().to_string(),
-            extension_dir: Some(dir.clone()),
-            data_dir: Some(dir),
-        })
-    }
+/// The `hello_ack` `zot ext` sends: its own version, no provider or model, the working
+/// folder `cwd`, and the extension's folder `dir` as both its folder and its data folder.
+fn ack(cwd: &Path, dir: &Path) -> FromHost {
+    let dir = dir.display().to_string();
+    FromHost::HelloAck(HelloAck {
+        protocol_version: protocol::PROTOCOL_VERSION,
+        zot_version: env!("CARGO_PKG_VERSION").to_string(),
+        provider: "zot-ext".into(),
+        model: "none".into(),
+        cwd: cwd.display().to_string(),
+        extension_dir: Some(dir.clone()),
+        data_dir: Some(dir),
+    })
 }
 
 /// What the extension said and did up to `ready`.
@@ -184,21 +175,12 @@ impl HostWait {
 /// Runs the handshake on a freshly started session: `hello` within `timeout` of the start,
 /// `hello_ack` back, then registrations until `ready`; without it, until [`LATE_QUIET`] passes
 /// without a line once zot would have stopped waiting. Never beyond `timeout` from the start.
+/// Once `enough` holds and zot would have stopped waiting (see [`HOST_READY_IDLE`]),
+/// registration ends there, quietly.
 pub(crate) fn handshake(
     session: &mut Session,
     name: &str,
-    host: &HostInfo,
-    timeout: Duration,
-) -> Handshake {
-    handshake_until(session, name, host, timeout, &|_| false)
-}
-
-/// [`handshake`], but once `enough` holds and zot would have stopped waiting (see
-/// [`HOST_READY_IDLE`]), registration ends there, quietly.
-pub(crate) fn handshake_until(
-    session: &mut Session,
-    name: &str,
-    host: &HostInfo,
+    cwd: &Path,
     timeout: Duration,
     enough: &dyn Fn(&Handshake) -> bool,
 ) -> Handshake {
@@ -208,7 +190,7 @@ pub(crate) fn handshake_until(
         h.fatal(problem);
         return h;
     }
-    let _ = session.send(&host.ack(&session.launch.dir));
+    let _ = session.send(&ack(cwd, &session.launch.dir));
     h.collect(session, deadline, timeout, enough);
     h.count_malformed();
     h
@@ -298,7 +280,7 @@ impl Handshake {
                 self.hello = Some(hello);
                 return Ok(());
             }
-            Incoming::Frame { frame, .. } => frame.kind().to_string(),
+            Incoming::Frame { raw, .. } => raw["type"].as_str().unwrap_or_default().to_string(),
             Incoming::Unknown { kind, .. } => kind,
             Incoming::Malformed { line, error } => {
                 return Err(first_line_problem(&line, &error, name));
@@ -477,10 +459,10 @@ impl Handshake {
             )),
             // Panels may be opened, drawn and closed at any time.
             FromExt::OpenPanel(_) | FromExt::PanelRender(_) | FromExt::PanelClose(_) => {}
-            other => self.problems.push(Problem::warning(
+            _ => self.problems.push(Problem::warning(
                 format!(
                     "sent {} before ready, when nothing had been asked",
-                    other.kind()
+                    raw["type"].as_str().unwrap_or_default()
                 ),
                 "only answer command_invoked, tool_call, event_intercept and shutdown frames",
             )),

@@ -13,8 +13,8 @@ use crate::install::{self, Outcome};
 use crate::output::printable;
 use crate::project::lock::{self, Lock};
 use crate::project::{self, ProjectFile, Where};
-use crate::source::Source;
 use crate::source::staged::short;
+use crate::source::{OnDisk, Source};
 use crate::store::Store;
 
 /// `zot ext add --json` output.
@@ -67,7 +67,12 @@ impl AddArgs {
         let first = existing.is_none();
         let mut file = existing.unwrap_or_default();
         let mut locked = Lock::load(&at.lock_file())?.unwrap_or_default();
-        let (source, subdir) = self.source_and_subdir()?;
+        let OnDisk { source, subdir, .. } = super::install::asked(
+            &self.source,
+            self.git_ref.as_deref(),
+            self.subdir.as_deref(),
+            false,
+        )?;
         if self.dry_run {
             return self.dry_run(ctx, &at, &source, subdir.as_deref());
         }
@@ -83,12 +88,7 @@ impl AddArgs {
                 cache: cache.as_ref(),
             },
             replace: self.force,
-            // The project file records the state asked for, so the new copy takes it too.
-            carry: crate::store::carry::Options {
-                keep_local: false,
-                enabled: Some(!self.disabled),
-                keep_unchanged_edits: false,
-            },
+            carry: self.carry(),
             as_fetched: true,
             expect_tree: None,
             prepare: &prepare,
@@ -108,11 +108,7 @@ impl AddArgs {
             }
             done => done?,
         };
-        if let Some(e) = &done.record_error {
-            ctx.out.warn(&format!(
-                "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
-            ));
-        }
+        super::install::warn_unsaved(&ctx.out, &done);
         if self.disabled {
             manifest::set_enabled(&done.dest, false, store.scratch_folder())?;
         }
@@ -194,37 +190,19 @@ impl AddArgs {
             },
             dirs: ctx.layout.scope(at.scope),
             force: self.force,
-            carry: crate::store::carry::Options {
-                keep_local: false,
-                enabled: Some(!self.disabled),
-                keep_unchanged_edits: false,
-            },
+            carry: self.carry(),
             project_file: Some(&project_file),
         };
         super::install::dry_run::run(&trial, &ctx.out)
     }
 
-    /// The source to install and the subfolder from `--subdir` or `URL#path` (not both).
-    fn source_and_subdir(&self) -> Result<(Source, Option<String>)> {
-        let on_disk = Source::parse_on_disk(&self.source);
-        let (source, fragment) = (on_disk.source, on_disk.subdir);
-        source.check_controls().map_err(usage)?;
-        if self.git_ref.is_some() && !source.takes_ref() {
-            return Err(usage(format!(
-                "--ref applies to git sources only; {} is a local folder",
-                self.source
-            )));
+    /// What is carried over: the project file records the state asked for, so the new copy
+    /// takes it too.
+    fn carry(&self) -> crate::store::carry::Options {
+        crate::store::carry::Options {
+            enabled: Some(!self.disabled),
+            ..Default::default()
         }
-        let subdir = match (&self.subdir, fragment) {
-            (Some(_), Some(_)) => {
-                return Err(usage(
-                    "give the subfolder once: either --subdir or SOURCE#path, not both",
-                ));
-            }
-            (Some(flag), None) => Some(flag.clone()),
-            (None, fragment) => fragment,
-        };
-        Ok((source, subdir))
     }
 
     /// The source as the project file keeps it: without a `#path` fragment (that is

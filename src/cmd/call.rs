@@ -59,7 +59,7 @@ impl Run for CallArgs {
                 prepare_fix: &prepare_fix,
             },
             &launch,
-            cwd,
+            &cwd,
             &request,
             timeout,
             on_frame,

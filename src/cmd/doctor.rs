@@ -17,7 +17,6 @@ use crate::agent;
 use crate::catalog::target::Target;
 use crate::check::Problem;
 use crate::check::doctor::{self, JudgedBy, Options, Report, Status, TakenNames};
-use crate::check::handshake::HostInfo;
 use crate::cli::DoctorArgs;
 use crate::host::{self, Leftover};
 use crate::output::{BAD, DIM, GOOD, Output, WARN, clean};
@@ -63,7 +62,7 @@ impl Run for DoctorArgs {
         let cwd = std::env::current_dir()?;
         let options = Options {
             timeout: self.timeout,
-            host: HostInfo::for_cli(cwd),
+            cwd,
             facts: judged.host,
         };
         host::become_subreaper();

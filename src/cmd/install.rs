@@ -14,10 +14,11 @@ use crate::catalog::paths::{Layout, Scope};
 use crate::cli::InstallArgs;
 use crate::error::usage;
 use crate::install;
+use crate::output::Output;
 use crate::source::Fetch as Request;
-use crate::source::Source;
 use crate::source::copy::{self, LooseLink};
 use crate::source::git::cache::Cache;
+use crate::source::{OnDisk, Source};
 use crate::store::Store;
 use crate::store::carry::Plan;
 use crate::store::record::Record;
@@ -46,23 +47,18 @@ struct Document<'a> {
 
 impl Run for InstallArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
-        if self.source.trim().is_empty() {
-            return Err(usage(
-                "the source is empty; give a folder that holds extension.json or a git URL",
-            ));
-        }
-        let on_disk = Source::parse_on_disk(&self.source);
-        let source = on_disk.source;
-        source.check_controls().map_err(usage)?;
-        let subdir = self.subdir(on_disk.subdir)?;
-        if self.git_ref.is_some() && !source.takes_ref() {
-            return Err(usage(format!(
-                "--ref applies to git sources only; {} is a local folder",
-                self.source
-            )));
-        }
+        let OnDisk {
+            source,
+            subdir,
+            note,
+        } = asked(
+            &self.source,
+            self.git_ref.as_deref(),
+            self.subdir.as_deref(),
+            true,
+        )?;
         let scope = self.scope.scope().unwrap_or(Scope::Global);
-        if let Some(note) = &on_disk.note {
+        if let Some(note) = &note {
             ctx.out.note(note);
         }
         let shown = source.shown(&self.source);
@@ -113,11 +109,7 @@ impl Run for InstallArgs {
             }
             done => done?,
         };
-        if let Some(e) = &done.record_error {
-            ctx.out.warn(&format!(
-                "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
-            ));
-        }
+        warn_unsaved(&ctx.out, &done);
         report(ctx, &done, scope)?;
         if self.carry.keep_local && done.carried.is_none() {
             ctx.out.note(&format!(
@@ -170,21 +162,51 @@ fn report_already(ctx: &Context, same: &install::AlreadyInstalled, scope: Scope)
     ))?)
 }
 
-impl InstallArgs {
-    /// The subfolder from `--subdir` or a `URL#path` (or `folder#path`) fragment (not both).
-    fn subdir(&self, fragment: Option<String>) -> Result<Option<String>> {
-        match (&self.subdir, fragment) {
-            (Some(_), Some(_)) => Err(usage(
+/// What the source argument `arg` of `install` and `add` asks for, checked (not empty, no
+/// control characters, the subfolder from `--subdir` or `SOURCE#path` given once, `--ref`
+/// for a git source only). With `check_fragment`, a `#path` fragment is checked here and
+/// named as written; else the staging step checks it.
+pub(super) fn asked(
+    arg: &str,
+    git_ref: Option<&str>,
+    subdir: Option<&str>,
+    check_fragment: bool,
+) -> Result<OnDisk> {
+    if arg.trim().is_empty() {
+        return Err(usage(
+            "the source is empty; give a folder that holds extension.json or a git URL",
+        ));
+    }
+    let on_disk = Source::parse_on_disk(arg);
+    on_disk.source.check_controls().map_err(usage)?;
+    let subdir = match (subdir, on_disk.subdir) {
+        (Some(_), Some(_)) => {
+            return Err(usage(
                 "give the subfolder once: either --subdir or SOURCE#path, not both",
-            )),
-            (Some(flag), None) => Ok(Some(flag.clone())),
-            (None, Some(fragment)) => {
-                let form = format!("the subfolder \"{fragment}\" after # in {}", self.source);
-                crate::source::staged::check_subdir_as(&fragment, &form)?;
-                Ok(Some(fragment))
-            }
-            (None, None) => Ok(None),
+            ));
         }
+        (Some(flag), None) => Some(flag.to_string()),
+        (None, Some(fragment)) if check_fragment => {
+            let form = format!("the subfolder \"{fragment}\" after # in {arg}");
+            crate::source::staged::check_subdir_as(&fragment, &form)?;
+            Some(fragment)
+        }
+        (None, fragment) => fragment,
+    };
+    if git_ref.is_some() && !on_disk.source.takes_ref() {
+        return Err(usage(format!(
+            "--ref applies to git sources only; {arg} is a local folder"
+        )));
+    }
+    Ok(OnDisk { subdir, ..on_disk })
+}
+
+/// The warning for an install placed without its record saved.
+pub(super) fn warn_unsaved(out: &Output, done: &install::Outcome) {
+    if let Some(e) = &done.record_error {
+        out.warn(&format!(
+            "installed, but the install record was not saved: {e:#}; the next zot ext command saves it"
+        ));
     }
 }
 

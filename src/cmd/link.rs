@@ -2,7 +2,7 @@
 //! working copy is never built or given its dependencies here: when its files call for a
 //! step that has not run, the command to run there is printed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
@@ -50,7 +50,7 @@ impl Run for LinkArgs {
             );
         }
         let staging = store.stage()?;
-        symlink_dir(&target, &staging.tree())
+        std::os::unix::fs::symlink(&target, staging.tree())
             .with_context(|| format!("cannot create a link to {}", target.display()))?;
         let record = Record::new(name, target.display().to_string(), Kind::Link);
         let ready = Ready::written(
@@ -102,29 +102,28 @@ impl Run for LinkArgs {
 /// Whether the zot agent here loads linked folders: no for zot 0.1.62 and earlier; yes for
 /// a newer one, and without one (there is no zot to judge for).
 pub(crate) fn agent_loads_links() -> bool {
-    let AgentVersion::Reported { version, .. } = agent::agent_version() else {
-        return true;
+    old_agent().is_none()
+}
+
+/// The zot agent here and its version, when it is a zot that skips linked folders.
+fn old_agent() -> Option<(PathBuf, String)> {
+    let AgentVersion::Reported { agent, version } = agent::agent_version() else {
+        return None;
     };
-    zot::facts_for(&version)
+    let follows = zot::facts_for(&version)
         .facts
         .discovery
-        .follows_linked_folders
+        .follows_linked_folders;
+    (!follows).then_some((agent, version))
 }
 
 /// zot 0.1.62 and earlier skip linked folders: a warning when the agent here is such a zot,
 /// and nothing otherwise (a newer agent follows the link; without one there is no zot to
 /// judge for, and `doctor --zot-version` tells).
 fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
-    let AgentVersion::Reported { agent, version } = agent::agent_version() else {
+    let Some((agent, version)) = old_agent() else {
         return;
     };
-    if zot::facts_for(&version)
-        .facts
-        .discovery
-        .follows_linked_folders
-    {
-        return;
-    }
     let project = if scope == Scope::Project {
         " --project"
     } else {
@@ -141,7 +140,7 @@ fn warn_old_hosts(ctx: &Context, name: &str, scope: Scope, target: &Path) {
 /// (it would link to itself), and so is one that holds the root (`zot ext link . --project`
 /// in the working copy): the link would lead back into the folder that holds it, a loop for
 /// anything that walks the tree. A project may still link an extension kept in a subfolder.
-fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<std::path::PathBuf> {
+fn link_target(path: &Path, dirs: &ScopeDirs) -> Result<PathBuf> {
     let target = std::fs::canonicalize(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => match path.to_str().and_then(split_at_folder) {
             Some((folder, sub)) => anyhow::anyhow!(
@@ -193,8 +192,4 @@ fn holds_the_root(path: &Path, target: &Path, root: &Path, scope: Scope) -> Stri
         path.display(),
         root.display()
     )
-}
-
-fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
-    std::os::unix::fs::symlink(target, link)
 }

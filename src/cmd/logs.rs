@@ -54,12 +54,12 @@ impl Run for LogsArgs {
             }
             follow(ctx, &path, self.lines.unwrap_or(FOLLOW_LINES))
         } else {
-            let mut file = log.map_err(|e| refusal(name, &path, e))?;
+            let file = log.map_err(|e| refusal(name, &path, e))?;
             let mut out = Lines::new(&ctx.out);
             let printed = if let Lines::Raw(stdout) = &mut out {
-                logs::print_to_stdout(&mut file, self.lines, stdout)
+                logs::print_to_stdout(&file, self.lines, stdout)
             } else {
-                logs::print(&mut file, self.lines, &mut out).and_then(|()| out.finish())
+                logs::print(&file, self.lines, &mut out).and_then(|()| out.finish())
             };
             printed.with_context(|| format!("cannot print {}", path.display()))
         }

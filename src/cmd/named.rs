@@ -3,14 +3,17 @@
 //! from a subfolder of a project, a name the project above has is not quietly taken for
 //! the global copy.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::Context;
 use crate::catalog::paths::Scope;
 use crate::catalog::{self, Installed};
 use crate::cli::ScopeSelect;
 use crate::error::usage;
+use crate::output::printable;
 use crate::project;
+use crate::store::Store;
+use crate::store::record::Record;
 
 /// The extensions `names` find in `scope` (each folder once: `update clock clock`, or a name
 /// and its folder name), or with `all` every installed one; `verb` names the command in
@@ -95,4 +98,30 @@ pub(super) fn project_copy_above(
     }
     let above = project::project_above(&ctx.layout)?;
     project::has_any(&above, &[name, found.name(), &found.dir_name]).then_some(above)
+}
+
+/// After the lock is taken: the extension must still be the one `record` described when
+/// this run looked, or another command changed it meanwhile (or while this one waited for
+/// the lock); `again` ends the message with what to run.
+pub(super) fn recheck(
+    store: &Store,
+    target: &Installed,
+    record: &Record,
+    again: &str,
+) -> Result<()> {
+    if store.existing(target.folder_name()).is_none() {
+        return Err(store.gone_meanwhile(target.name()));
+    }
+    if Record::load(&store.dirs, &target.dir_name).as_ref() != Some(record) {
+        let when = if store.waited() {
+            "while this one waited for the lock"
+        } else {
+            "meanwhile"
+        };
+        bail!(
+            "\"{}\" was changed by another zot ext command {when}; nothing was changed; {again}",
+            printable(target.name())
+        );
+    }
+    Ok(())
 }

@@ -48,7 +48,8 @@ impl Run for PrepareArgs {
         for scope in Scope::ALL {
             Store::tidy(ctx.layout.scope(scope))?;
         }
-        let targets = self.targets(ctx)?;
+        let targets =
+            super::named::named_or_all(ctx, &self.names, self.all, self.scope, "prepare")?;
         let outcomes: Vec<Outcome> = targets.iter().map(|t| self.prepare(ctx, t)).collect();
         let problems: Vec<String> = outcomes
             .iter()
@@ -97,14 +98,6 @@ impl PrepareArgs {
             }
         }
         Ok(())
-    }
-
-    fn targets(&self, ctx: &Context) -> Result<Vec<Installed>> {
-        super::named::named_or_all(ctx, &self.names, self.all, self.scope, "prepare")
-    }
-
-    fn options(&self, ctx: &Context) -> crate::prepare::Options {
-        self.step.options(&ctx.layout.global)
     }
 
     fn prepare(&self, ctx: &Context, target: &Installed) -> Outcome {
@@ -161,14 +154,15 @@ impl PrepareArgs {
             )));
         }
         let store = Store::open(dirs).map_err(Refusal::Failed)?;
-        recheck(&store, target, &record).map_err(Refusal::Failed)?;
+        let again = format!("run zot ext prepare {} again", sh_quote(target.name()));
+        super::named::recheck(&store, target, &record, &again).map_err(Refusal::Failed)?;
         let installed = install::Installed {
             dir: &target.dir,
             manifest,
             record: &record,
             files: &files,
         };
-        let options = self.options(ctx);
+        let options = self.step.options(&ctx.layout.global);
         if record.prepared.as_ref().is_some_and(|p| p.scripts) && !options.allow_scripts {
             ctx.out.note(&format!(
                 "note: {}'s lifecycle scripts ran when it was installed; they do not now (pass --allow-scripts to run them)",
@@ -203,21 +197,6 @@ fn linked(to: &std::path::Path, manifest: &crate::catalog::manifest::Manifest) -
             "linked to {shown}: zot ext never builds in a working copy, and its files call for no step it knows"
         ),
     }
-}
-
-/// After the lock is taken: the extension is still there and its record unchanged.
-fn recheck(store: &Store, target: &Installed, record: &Record) -> Result<()> {
-    if store.existing(target.folder_name()).is_none() {
-        return Err(store.gone_meanwhile(target.name()));
-    }
-    if Record::load(&store.dirs, &target.dir_name).as_ref() != Some(record) {
-        bail!(
-            "\"{}\" was changed by another zot ext command meanwhile; nothing was changed; run zot ext prepare {} again",
-            printable(target.name()),
-            sh_quote(target.name())
-        );
-    }
-    Ok(())
 }
 
 /// Why an extension was not prepared.

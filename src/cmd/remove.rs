@@ -16,7 +16,7 @@ use crate::catalog::paths::Scope;
 use crate::catalog::{self, Installed};
 use crate::cli::RemoveArgs;
 use crate::error::{decline, usage};
-use crate::output::Output;
+use crate::output::{Output, first_few};
 use crate::project::lock::Lock;
 use crate::project::{ProjectFile, Where};
 use crate::store::Store;
@@ -97,7 +97,7 @@ impl Data {
             Data::Listed(items) => Some(format!(
                 "removes {} created by the extension ({}); --keep-data keeps {} in .ext-store/backup",
                 count(items),
-                shown_list(items),
+                first_few(items.iter().map(|(_, n)| n), LISTED),
                 if items.len() == 1 { "it" } else { "them" }
             )),
             Data::Unknown => Some(format!(
@@ -133,14 +133,6 @@ fn count(items: &[(Vec<u8>, String)]) -> String {
 
 /// At most this many names in a message; then "and N more".
 const LISTED: usize = 8;
-
-fn shown_list(items: &[(Vec<u8>, String)]) -> String {
-    let names: Vec<&str> = items.iter().take(LISTED).map(|(_, n)| n.as_str()).collect();
-    match items.len().saturating_sub(LISTED) {
-        0 => names.join(", "),
-        more => format!("{}, and {more} more", names.join(", ")),
-    }
-}
 
 /// Copies the extension's data (with no file list, the whole folder) into a staging folder
 /// of `store`, then moves it whole to `.ext-store/backup/<name>/<time>/`; returns where it
@@ -397,7 +389,7 @@ impl RemoveArgs {
                 Data::Listed(items) => format!(
                     "{} created by the extension ({})",
                     count(items),
-                    shown_list(items)
+                    first_few(items.iter().map(|(_, n)| n), LISTED)
                 ),
                 _ => "the whole folder".into(),
             };

@@ -42,23 +42,25 @@ use crate::store::filelist::{FileList, Standing};
 use crate::store::record::Record;
 
 /// What the plan does with one extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum Action {
     Install,
     Update,
+    #[default]
     UpToDate,
     Remove,
 }
 
 /// What happened to one extension (or, with `--dry-run`, would).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum Status {
     Installed,
     Updated,
     UpToDate,
     Removed,
+    #[default]
     Failed,
     WouldInstall,
     WouldUpdate,
@@ -66,7 +68,7 @@ enum Status {
 }
 
 /// One extension in the plan.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Item {
     name: String,
     action: Action,
@@ -83,7 +85,7 @@ struct Item {
 }
 
 /// One element of `zot ext sync --json`, and one line of text.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct Report {
     name: String,
     status: Status,
@@ -201,11 +203,7 @@ impl SyncArgs {
                     items.push(Item {
                         name: found.dir_name.clone(),
                         action: Action::Remove,
-                        reason: None,
-                        entry: None,
-                        locked: None,
-                        set_enabled: None,
-                        edited: Vec::new(),
+                        ..Item::default()
                     });
                 }
             }
@@ -314,15 +312,11 @@ fn plan_one(
     entry: &project::Entry,
     locked: Option<&lock::Entry>,
 ) -> Item {
-    let agrees = locked.filter(|l| disagreement(l, entry).is_none()).cloned();
     let mut item = Item {
         name: name.to_string(),
-        action: Action::UpToDate,
-        reason: None,
         entry: Some(entry.clone()),
-        locked: agrees.clone(),
-        set_enabled: None,
-        edited: Vec::new(),
+        locked: locked.filter(|l| disagreement(l, entry).is_none()).cloned(),
+        ..Item::default()
     };
     match drift(dirs, name, locked, entry) {
         Ok(()) => {
@@ -596,23 +590,23 @@ fn stage_all(
 ) -> Vec<Result<Ready>> {
     // Progress lines of parallel fetches would overwrite each other.
     let silent = Output::new(ColorChoice::Never, true, true);
-    // The fetch cache, opened once per thread when a git source first needs it.
-    let no_cache = || None;
-    crate::threads::map_each(items, jobs, "stage", no_cache, |cache, item| {
-        stage_one(at, store, item, how, global, cache, &silent)
-    })
+    crate::threads::map_each(
+        items,
+        jobs,
+        "stage",
+        || (),
+        |(), item| stage_one(at, store, item, how, global, &silent),
+    )
 }
 
 /// Fetches one extension: the locked commit when the lock agrees with the file (the ref
-/// otherwise), checked against the locked tree hash with `--frozen`. `cache` is the fetch
-/// cache, opened here on first use by a git source.
+/// otherwise), checked against the locked tree hash with `--frozen`.
 fn stage_one(
     at: &Where,
     store: &Store,
     item: &Item,
     how: &How,
     global: &ScopeDirs,
-    cache: &mut Option<CacheSlot>,
     out: &Output,
 ) -> Result<Ready> {
     let entry = item.entry.as_ref().expect("an entry to install");
@@ -623,7 +617,10 @@ fn stage_one(
         .takes_ref()
         .then(|| pinned.or_else(|| entry.git_ref.clone()))
         .flatten();
-    let cache = source.cached().then(|| opened(cache, global)).transpose()?;
+    let cache = source
+        .cached()
+        .then(|| Cache::in_scope(global))
+        .transpose()?;
     let mut prepare = how.prepare.clone();
     prepare.enabled &= entry.prepare;
     let request = install::Request {
@@ -632,7 +629,7 @@ fn stage_one(
             shown: &entry.source,
             git_ref: git_ref.as_deref(),
             subdir: entry.subdir.as_deref(),
-            cache,
+            cache: cache.as_ref(),
         },
         replace: item.action == Action::Update,
         carry: crate::store::carry::Options::default(),
@@ -678,25 +675,6 @@ fn check_frozen_prepared(at: &Where, item: &Item, ready: &Ready) -> Result<()> {
             at.lock_file().display()
         ),
     }
-}
-
-/// The fetch cache of one staging thread, kept open across the extensions it stages.
-struct CacheSlot {
-    cache: Cache,
-    /// Its folder was there right after it was opened. One opened before the folder
-    /// existed would not see what another thread puts there, so it is opened again.
-    found: bool,
-}
-
-/// The fetch cache in `slot`, opened there first if it is not yet (or opened before its
-/// folder existed).
-fn opened<'a>(slot: &'a mut Option<CacheSlot>, global: &ScopeDirs) -> Result<&'a Cache> {
-    if slot.as_ref().is_none_or(|s| !s.found) {
-        let cache = Cache::in_scope(global)?;
-        let found = std::fs::symlink_metadata(cache.path()).is_ok();
-        *slot = Some(CacheSlot { cache, found });
-    }
-    Ok(&slot.as_ref().expect("opened").cache)
 }
 
 /// Places every staged extension at once ([`install::place_all`]: one set of flushes to
@@ -801,15 +779,8 @@ fn remove(store: &Store, item: &Item) -> Report {
 fn empty_report(item: &Item) -> Report {
     Report {
         name: item.name.clone(),
-        status: Status::Failed,
-        version: None,
-        commit: None,
-        tree: None,
         enabled: item.entry.as_ref().map(|e| e.enabled),
-        message: None,
-        warnings: Vec::new(),
-        backup: None,
-        prepared: None,
+        ..Report::default()
     }
 }
 

@@ -483,28 +483,8 @@ impl UpdateArgs {
 /// Locks the scope's store and checks the extension is still the one `record` describes.
 fn locked(dirs: &ScopeDirs, target: &Installed, record: &Record) -> Result<Store> {
     let store = Store::open(dirs)?;
-    recheck(&store, target, record)?;
+    super::named::recheck(&store, target, record, "run the update again")?;
     Ok(store)
-}
-
-/// After the lock is taken: the extension must still be the one the record described
-/// when this run looked, or another command changed it while this one waited.
-fn recheck(store: &Store, target: &Installed, record: &Record) -> Result<()> {
-    if store.existing(target.folder_name()).is_none() {
-        return Err(store.gone_meanwhile(target.name()));
-    }
-    if Record::load(&store.dirs, &target.dir_name).as_ref() != Some(record) {
-        let when = if store.waited() {
-            "while this one waited for the lock"
-        } else {
-            "meanwhile"
-        };
-        bail!(
-            "\"{}\" was changed by another zot ext command {when}; nothing was changed; run the update again",
-            target.name()
-        );
-    }
-    Ok(())
 }
 
 /// One extension to update: where it is, how it was installed, and the ref to fetch.
@@ -554,8 +534,6 @@ fn refuse(message: String) -> Skip {
     }
 }
 
-impl Outcome {}
-
 // By value: it is the function given to `map_err`.
 #[allow(clippy::needless_pass_by_value)]
 fn failed(error: anyhow::Error) -> Skip {
@@ -564,12 +542,6 @@ fn failed(error: anyhow::Error) -> Skip {
         message: format!("{error:#}"),
         refused: false,
     }
-}
-
-/// The first 12 hexadecimal digits of a tree hash (`sha256:…`).
-fn short_tree(tree: &str) -> &str {
-    let hex = tree.strip_prefix("sha256:").unwrap_or(tree);
-    hex.get(..12).unwrap_or(hex)
 }
 
 fn describe_version(v: &Release) -> String {
@@ -604,6 +576,9 @@ fn describe(o: &Outcome, dry_run: bool) -> String {
             o.available.as_ref().and_then(|a| a.tree.as_ref()),
         )
     {
+        // The first 12 hexadecimal digits of each tree hash (`sha256:…`).
+        let short_tree =
+            |tree: &str| short(tree.strip_prefix("sha256:").unwrap_or(tree)).to_string();
         current = format!("{current} (tree {})", short_tree(old));
         available = format!("{available} (tree {})", short_tree(new));
     }

@@ -21,9 +21,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
-/// Whether a write is flushed to disk at once, or left to a later flush of the file system.
+/// Whether a write is flushed to disk at once, or left to the caller's later flush of the
+/// file system ([`Folder::sync_filesystem`]: one flush for many files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flush {
+pub(crate) enum Flush {
     Now,
     Later,
 }
@@ -221,6 +222,23 @@ impl Folder {
         Ok(names)
     }
 
+    /// Deletes the temporary files a killed write left here: regular files whose names start
+    /// with `prefix` (never a link or a folder). Its writers hold the store lock, so no other
+    /// run's temporary file is deleted.
+    pub(crate) fn clear_leftovers(&self, prefix: &str) {
+        for name in self.names().unwrap_or_default() {
+            let ours = name.to_str().is_some_and(|n| n.starts_with(prefix));
+            let regular = self
+                .stat(&name)
+                .ok()
+                .flatten()
+                .is_some_and(|st| FileType::from_raw_mode(st.st_mode).is_file());
+            if ours && regular {
+                let _ = self.unlink(&name);
+            }
+        }
+    }
+
     /// Whether this folder holds anything.
     pub(crate) fn is_empty(&self) -> io::Result<bool> {
         Ok(self.names()?.is_empty())
@@ -291,39 +309,18 @@ impl Folder {
         to.sync()
     }
 
-    /// Writes `contents` as `to_name` in `to` atomically: a flushed temporary file here
-    /// (`self` is a scratch folder on the same file system), renamed over the old one.
+    /// Writes `contents` as `to_name` in `to` atomically: a temporary file here (`self` is a
+    /// scratch folder on the same file system), renamed over the old one; with
+    /// [`Flush::Now`], the file and then `to` are flushed.
     pub(crate) fn replace_file(
         &self,
         to: &Folder,
         to_name: impl AsRef<OsStr>,
         contents: &[u8],
         mode: u32,
-    ) -> io::Result<()> {
-        self.replace_file_with(to, to_name.as_ref(), contents, mode, Flush::Now)
-    }
-
-    /// [`Folder::replace_file`] without flushing anything: the file and the rename reach the
-    /// disk with the next [`Folder::sync_filesystem`], which the caller runs before anything
-    /// depends on them (one flush for many files).
-    pub(crate) fn replace_file_unflushed(
-        &self,
-        to: &Folder,
-        to_name: impl AsRef<OsStr>,
-        contents: &[u8],
-        mode: u32,
-    ) -> io::Result<()> {
-        self.replace_file_with(to, to_name.as_ref(), contents, mode, Flush::Later)
-    }
-
-    fn replace_file_with(
-        &self,
-        to: &Folder,
-        to_name: &OsStr,
-        contents: &[u8],
-        mode: u32,
         flush: Flush,
     ) -> io::Result<()> {
+        let to_name = to_name.as_ref();
         let temp = unique_name(".tmp-");
         self.write_new_file(&temp, contents, mode, flush)?;
         let renamed = rustix::fs::renameat(&self.fd, temp.as_str(), &to.fd, to_name)
@@ -482,7 +479,9 @@ mod tests {
         let scratch = Folder::open_path(&tmp.path().join("scratch")).unwrap();
         let here = Folder::open_path(tmp.path()).unwrap();
         fs::write(tmp.path().join("f"), "old").unwrap();
-        scratch.replace_file(&here, "f", b"new", 0o640).unwrap();
+        scratch
+            .replace_file(&here, "f", b"new", 0o640, Flush::Now)
+            .unwrap();
         assert_eq!(fs::read_to_string(tmp.path().join("f")).unwrap(), "new");
         let mode = fs::metadata(tmp.path().join("f"))
             .unwrap()

@@ -109,7 +109,7 @@ struct Tail {
 }
 
 /// How a session ended after [`Session::stop`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Stopped {
     /// It had exited, or closed stdout, before `shutdown` was sent.
     pub gone_before: bool,
@@ -289,13 +289,9 @@ impl Session {
         self.close_stdin();
         let acked = self.await_ack(deadline);
         let mut stopped = Stopped {
-            gone_before: false,
             acked,
             exit: self.wait_exit(deadline),
-            terminated: false,
-            killed: false,
-            took: Duration::ZERO,
-            leftovers: Vec::new(),
+            ..Stopped::default()
         };
         if stopped.exit.is_none() {
             self.group.terminate();
@@ -437,39 +433,25 @@ fn write_lines(mut stdin: impl Write, frames: Receiver<String>) {
 /// line longer than [`protocol::MAX_LINE`].
 fn read_lines(stdout: ChildStdout, out: &SyncSender<Read>) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-    let mut line = Vec::new();
+    let most = protocol::MAX_LINE as u64 + 1;
     loop {
-        let buf = match reader.fill_buf() {
-            Ok(buf) => buf,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        if buf.is_empty() {
-            if !line.is_empty() && out.send(Read::Line(line, Instant::now())).is_err() {
-                return;
-            }
+        let mut line = Vec::new();
+        if let Ok(0) | Err(_) = (&mut reader).take(most).read_until(b'\n', &mut line) {
             break;
         }
-        let (taken, complete) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (buf.len(), false),
-        };
-        line.extend_from_slice(&buf[..taken - usize::from(complete)]);
-        reader.consume(taken);
+        let complete = line.pop_if(|b| *b == b'\n').is_some();
         if line.len() > protocol::MAX_LINE {
             let _ = out.send(Read::TooLong);
             return;
         }
-        if complete {
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if out
-                .send(Read::Line(std::mem::take(&mut line), Instant::now()))
-                .is_err()
-            {
-                return;
-            }
+        if complete && line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if out.send(Read::Line(line, Instant::now())).is_err() {
+            return;
+        }
+        if !complete {
+            break;
         }
     }
     let _ = out.send(Read::Eof(Instant::now()));

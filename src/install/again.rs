@@ -17,7 +17,7 @@ use super::fetch::Staged;
 use crate::catalog::manifest::Manifest;
 use crate::store::Store;
 use crate::store::carry::{self, Plan};
-use crate::store::filelist::FileList;
+use crate::store::filelist::{FileList, at_or_under};
 use crate::store::record::Record;
 
 /// Stages a copy of the installed `manifest.name` (at `dir`, listed by `files`, recorded
@@ -39,7 +39,7 @@ pub(crate) fn stage(
         files
             .entries()
             .iter()
-            .filter(|e| !made_by_step(&e.path, &outputs))
+            .filter(|e| !at_or_under(&e.path, &outputs))
             .cloned()
             .collect(),
     );
@@ -93,27 +93,4 @@ pub(crate) fn carry_plan(store: &Store, staged: &Staged, old: &Record) -> Result
             .collect(),
     );
     carry::plan(&installed, Some(&source_only), &tree, options, &outputs)
-}
-
-/// Whether `path` is one of `outputs` or inside one.
-fn made_by_step(path: &[u8], outputs: &[String]) -> bool {
-    outputs.iter().any(|o| {
-        path.strip_prefix(o.as_bytes())
-            .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outputs_cover_themselves_and_what_is_inside() {
-        let outputs = vec!["node_modules".to_string(), "hello".to_string()];
-        assert!(made_by_step(b"node_modules", &outputs));
-        assert!(made_by_step(b"node_modules/x/index.js", &outputs));
-        assert!(made_by_step(b"hello", &outputs));
-        assert!(!made_by_step(b"hello.go", &outputs));
-        assert!(!made_by_step(b"node_modules2", &outputs));
-    }
 }

@@ -375,35 +375,13 @@ pub(crate) fn prepare(
         out,
     )?;
     if let Some(done) = &done {
-        list_prepared(&mut staged.files, &tree, &done.outputs)?;
+        // What it made is listed as prepared, the modes of everything placed made safe.
+        staged.files.add_prepared(&tree, &done.outputs)?;
+        staged.files.drop_unsafe_modes(&tree)?;
     }
     let ran = done.is_some();
-    staged.record.prepared = done.map(prepared_record);
+    staged.record.prepared = done;
     Ok(ran)
-}
-
-/// Adds what preparing made in the staged `tree` (`outputs`) to its file list as prepared
-/// outputs ([`FileList::add_prepared`]), with the modes of everything placed made safe.
-pub(crate) fn list_prepared(files: &mut FileList, tree: &Path, outputs: &[String]) -> Result<()> {
-    files.add_prepared(tree, outputs)?;
-    files.drop_unsafe_modes(tree)?;
-    Ok(())
-}
-
-/// What preparing did, as the install record keeps it.
-pub(crate) fn prepared_record(done: crate::prepare::Done) -> crate::store::record::Prepared {
-    let (lock_file, lock_sha256) = done.lock.unzip();
-    crate::store::record::Prepared {
-        step: done.step,
-        tool: done.tool,
-        tool_version: done.tool_version,
-        lock_file,
-        lock_sha256,
-        scripts: done.scripts,
-        outputs: done.outputs,
-        ran_at: Some(crate::store::record::now_rfc3339()),
-        module: done.module,
-    }
 }
 
 /// The warnings for a placed copy zot cannot start as it is, with a fix that points at the

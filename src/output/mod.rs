@@ -375,6 +375,20 @@ fn redact_strings(value: &mut serde_json::Value) {
     }
 }
 
+/// The first `most` of `names` joined by `, `, then `, and N more` for the rest.
+pub(crate) fn first_few<T: AsRef<str>>(
+    names: impl ExactSizeIterator<Item = T>,
+    most: usize,
+) -> String {
+    let more = names.len().saturating_sub(most);
+    let shown: Vec<T> = names.take(most).collect();
+    let shown: Vec<&str> = shown.iter().map(AsRef::as_ref).collect();
+    match more {
+        0 => shown.join(", "),
+        n => format!("{}, and {n} more", shown.join(", ")),
+    }
+}
+
 /// An error as the JSON document `--json` prints on stderr: `{"schema_version", "error",
 /// "suggestions"}`, URLs redacted (also for a usage error, found before there is an
 /// [`Output`]).
@@ -387,6 +401,18 @@ pub fn json_error(message: &str, suggestions: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_few_names_at_most_so_many_then_how_many_more() {
+        let names = ["a", "b", "c"];
+        assert_eq!(first_few(names[..0].iter(), 2), "");
+        assert_eq!(first_few(names[..2].iter(), 2), "a, b");
+        assert_eq!(first_few(names.iter(), 2), "a, b, and 1 more");
+        assert_eq!(
+            first_few(names.iter().map(|n| n.repeat(2)), 1),
+            "aa, and 2 more"
+        );
+    }
 
     #[test]
     fn color_option_overrides_the_environment() {

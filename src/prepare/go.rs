@@ -106,7 +106,10 @@ pub(super) fn plan(
     Ok(Some(Plan {
         scripts: options.allow_scripts,
         builds: Some(format!("go build of {package}")),
-        module: module_path(&root_mod),
+        module: toolchain::go_mod_line(&root_mod, |line| {
+            let path = line.strip_prefix("module")?.trim().trim_matches('"');
+            (!path.is_empty()).then(|| printable(path))
+        }),
         workspace,
         ..Plan::of(steps, Some(&output))
     }))
@@ -139,19 +142,6 @@ fn module_above(origin: &Origin) -> Option<Workspace> {
                 .unwrap_or(Path::new(""))
                 .to_path_buf(),
         })
-}
-
-/// Bytes of a `go.mod` read for its `module` line.
-const GO_MOD_MAX: u64 = 256 * 1024;
-
-/// The module path a `go.mod` declares.
-fn module_path(go_mod: &Path) -> Option<String> {
-    let bytes = bounded::read(go_mod, GO_MOD_MAX).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    text.lines().find_map(|line| {
-        let path = line.trim().strip_prefix("module")?.trim().trim_matches('"');
-        (!path.is_empty()).then(|| printable(path))
-    })
 }
 
 /// What to add to a failed Go build's error: that cgo is off, or that `go.mod` asks for a
@@ -233,12 +223,9 @@ fn proxy_url(cache: &Path) -> OsString {
     url
 }
 
-/// `go build -trimpath -buildvcs=false`, sealed, with zot's caches; `-o` and the package
-/// are added by the caller.
+/// `go build -trimpath -buildvcs=false`, sealed, with zot's caches (and go's installation,
+/// as every sealed tool, [`super::sealing`]); `-o` and the package are added by the caller.
 fn build(go: &Path, caches: &Caches, vendored: bool, options: &Options) -> Step {
-    // The installation the binary is in: what a go started with no GOROOT uses (asking
-    // `go env GOROOT` would start go once more, about a tenth of a small build).
-    let root = toolchain::prefix_of(go);
     let mode = if vendored {
         "-mod=vendor"
     } else {
@@ -261,7 +248,6 @@ fn build(go: &Path, caches: &Caches, vendored: bool, options: &Options) -> Step 
     .env("GOMODCACHE", &caches.modules)
     .env("GOPATH", options.caches.join("go-path"))
     .env("CGO_ENABLED", if options.allow_scripts { "1" } else { "0" });
-    step.reads.extend(root);
     step.reads.push(caches.modules.clone());
     step.writes.push(caches.build.clone());
     step.writes.push(options.caches.join("go-path"));

@@ -37,24 +37,9 @@ use anyhow::{Result, anyhow, bail};
 use crate::catalog::manifest::Manifest;
 use crate::output::Output;
 use crate::source::staged::Origin;
+use crate::store::record::Prepared;
 use sealing::Seal;
 use step::Plan;
-
-/// What preparing ran and made.
-#[derive(Debug, Clone)]
-pub(crate) struct Done {
-    /// The commands, as typed in the extension folder, joined by ` && `.
-    pub step: String,
-    pub tool: String,
-    pub tool_version: Option<String>,
-    /// The dependency lock file and its SHA-256 (hex), when there is one.
-    pub lock: Option<(String, String)>,
-    pub scripts: bool,
-    /// What the steps made, relative to the folder.
-    pub outputs: Vec<String>,
-    /// The Go module built, when the folder's module is above it in its source.
-    pub module: Option<String>,
-}
 
 /// Lock files, in the order they are looked for.
 const LOCK_FILES: [&str; 10] = [
@@ -74,8 +59,9 @@ const LOCK_FILES: [&str; 10] = [
 const LOCK_MAX: u64 = 256 << 20;
 
 /// Works out the steps `tree` (the staged extension folder, described by `manifest`) needs
-/// and runs them, with `scratch` (beside the tree, deleted with it) for what is not placed.
-/// `None`: nothing to prepare, or preparing is off.
+/// and runs them, with `scratch` (beside the tree, deleted with it) for what is not placed;
+/// what they ran and made, as the install record keeps it (`step`: the commands joined by
+/// ` && `). `None`: nothing to prepare, or preparing is off.
 pub(crate) fn prepare(
     tree: &Path,
     scratch: &Path,
@@ -83,7 +69,7 @@ pub(crate) fn prepare(
     options: &Options,
     origin: Option<&Origin>,
     out: &Output,
-) -> Result<Option<Done>> {
+) -> Result<Option<Prepared>> {
     if !options.enabled {
         return Ok(None);
     }
@@ -134,7 +120,7 @@ pub(crate) fn prepare(
             })
     });
     // The dependency lock is the module's, where the steps ran.
-    let lock = lock_hash(root.unwrap_or(tree));
+    let (lock_file, lock_sha256) = lock_hash(root.unwrap_or(tree)).unzip();
     if let Some(workspace) = workspace {
         workspace.give_back()?;
     }
@@ -143,7 +129,7 @@ pub(crate) fn prepare(
     aside.restore()?;
     guard::settle_after(tree, &before)?;
     let tool = plan.tool();
-    Ok(Some(Done {
+    Ok(Some(Prepared {
         step: plan
             .steps
             .iter()
@@ -152,9 +138,11 @@ pub(crate) fn prepare(
             .join(" && "),
         tool: tool.to_string(),
         tool_version: toolchain::version(tool),
-        lock,
+        lock_file,
+        lock_sha256,
         scripts: plan.scripts,
         outputs: plan.outputs,
+        ran_at: Some(crate::store::record::now_rfc3339()),
         module: plan.module,
     }))
 }
@@ -243,14 +231,9 @@ fn ensure_cache(options: &Options, path: &Path) -> Result<()> {
 /// The first lock file in `tree` and its SHA-256.
 fn lock_hash(tree: &Path) -> Option<(String, String)> {
     use sha2::{Digest, Sha256};
-    use std::fmt::Write as _;
     LOCK_FILES.iter().find_map(|name| {
         let bytes = crate::fsx::bounded::read(&tree.join(name), LOCK_MAX).ok()?;
-        let digest = Sha256::digest(&bytes);
-        let mut hex = String::with_capacity(64);
-        for byte in digest {
-            let _ = write!(hex, "{byte:02x}");
-        }
+        let hex = crate::store::filelist::hex(&Sha256::digest(&bytes));
         Some(((*name).to_string(), hex))
     })
 }

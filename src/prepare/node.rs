@@ -102,12 +102,24 @@ pub(super) fn plan(tree: &Path, options: &Options, aside: &SetAside) -> Result<O
             "package.json has dependencies but no lock file (package-lock.json, npm-shrinkwrap.json, pnpm-lock.yaml, yarn.lock or bun.lock): installs would not be reproducible; commit a lock file or pass --no-prepare"
         );
     };
-    let mut steps = match lock {
+    // The fetch, and the tool's own rebuild (`None`: npm's, of what the tool installed).
+    let (fetch, rebuild) = match lock {
         Lock::Npm => npm(tree, options)?,
         Lock::Pnpm => pnpm(options)?,
         Lock::Yarn => yarn(tree, options, aside)?,
-        Lock::Bun(file) => bun(file, options)?,
+        Lock::Bun(file) => (bun(file)?, None),
     };
+    let mut steps = vec![fetch];
+    if options.allow_scripts {
+        let rebuild = match rebuild {
+            Some(rebuild) => rebuild,
+            None => npm_rebuild(find(
+                "npm",
+                "install npm: it runs the lifecycle scripts of what yarn or bun installed",
+            )?),
+        };
+        steps.push(with_node_reads(rebuild.building()));
+    }
     for step in &mut steps {
         // Corepack (a `yarn` or `pnpm` that is its shim) never stops to ask before it
         // downloads the version package.json names.
@@ -128,7 +140,7 @@ fn needs(tool: &str, lock: &str) -> Result<PathBuf> {
     })
 }
 
-fn npm(tree: &Path, options: &Options) -> Result<Vec<Step>> {
+fn npm(tree: &Path, options: &Options) -> Result<(Step, Option<Step>)> {
     let npm = find("npm", "install Node.js and npm")?;
     let mut fetch = Step::tool(
         "npm",
@@ -145,35 +157,25 @@ fn npm(tree: &Path, options: &Options) -> Result<Vec<Step>> {
         refuse_online_entries(tree)?;
         fetch = fetch.arg("--offline");
     }
-    let mut steps = vec![fetch];
-    if options.allow_scripts {
-        steps.push(npm_rebuild(&npm));
-    }
-    Ok(steps)
+    Ok((fetch, Some(npm_rebuild(npm))))
 }
 
 /// `npm rebuild`: the lifecycle scripts of every installed package and the extension's own
-/// (`preinstall`, `install`, `postinstall`), sealed.
-fn npm_rebuild(npm: &Path) -> Step {
-    let step = Step::tool(
-        "npm",
-        npm.to_path_buf(),
-        &["rebuild", "--no-audit", "--no-fund"],
-    )
-    .building();
-    with_node_reads(step, npm)
+/// (`preinstall`, `install`, `postinstall`).
+fn npm_rebuild(npm: PathBuf) -> Step {
+    Step::tool("npm", npm, &["rebuild", "--no-audit", "--no-fund"])
 }
 
-/// A sealed Node step reads the tool's own installation and node's.
-fn with_node_reads(mut step: Step, tool: &Path) -> Step {
-    step.reads.extend(super::toolchain::prefix_of(tool));
+/// A sealed Node step reads node's installation too (the tool's own, as every tool's, is
+/// [`super::sealing`]'s).
+fn with_node_reads(mut step: Step) -> Step {
     if let Some(node) = on_path("node") {
         step.reads.extend(super::toolchain::prefix_of(&node));
     }
     step
 }
 
-fn pnpm(options: &Options) -> Result<Vec<Step>> {
+fn pnpm(options: &Options) -> Result<(Step, Option<Step>)> {
     let pnpm = needs("pnpm", "pnpm-lock.yaml")?;
     let mut fetch = Step::tool(
         "pnpm",
@@ -189,16 +191,11 @@ fn pnpm(options: &Options) -> Result<Vec<Step>> {
     if options.offline {
         fetch = fetch.arg("--offline");
     }
-    let mut steps = vec![fetch];
-    if options.allow_scripts {
-        let rebuild =
-            Step::tool("pnpm", pnpm.clone(), &["rebuild", "--ignore-pnpmfile"]).building();
-        steps.push(with_node_reads(rebuild, &pnpm));
-    }
-    Ok(steps)
+    let rebuild = Step::tool("pnpm", pnpm, &["rebuild", "--ignore-pnpmfile"]);
+    Ok((fetch, Some(rebuild)))
 }
 
-fn yarn(tree: &Path, options: &Options, aside: &SetAside) -> Result<Vec<Step>> {
+fn yarn(tree: &Path, options: &Options, aside: &SetAside) -> Result<(Step, Option<Step>)> {
     let yarn = needs("yarn", "yarn.lock")?;
     let major = yarn_major(&yarn, tree)?;
     if major == 1 {
@@ -216,7 +213,7 @@ fn yarn(tree: &Path, options: &Options, aside: &SetAside) -> Result<Vec<Step>> {
         if options.offline {
             fetch = fetch.arg("--offline");
         }
-        return with_npm_rebuild(fetch, options);
+        return Ok((fetch, None));
     }
     let mut fetch = Step::tool(
         "yarn",
@@ -231,15 +228,10 @@ fn yarn(tree: &Path, options: &Options, aside: &SetAside) -> Result<Vec<Step>> {
     if options.offline {
         fetch = fetch.env("YARN_ENABLE_NETWORK", "false");
     }
-    let mut steps = vec![fetch];
-    if options.allow_scripts {
-        let rebuild = Step::tool("yarn", yarn.clone(), &["rebuild"])
-            .building()
-            .env("YARN_ENABLE_SCRIPTS", "true")
-            .env("YARN_ENABLE_NETWORK", "false");
-        steps.push(with_node_reads(rebuild, &yarn));
-    }
-    Ok(steps)
+    let rebuild = Step::tool("yarn", yarn, &["rebuild"])
+        .env("YARN_ENABLE_SCRIPTS", "true")
+        .env("YARN_ENABLE_NETWORK", "false");
+    Ok((fetch, Some(rebuild)))
 }
 
 /// The major version of the `yarn` that runs in `tree` (a Corepack shim runs the version
@@ -267,9 +259,9 @@ fn yarn_major(yarn: &Path, tree: &Path) -> Result<u32> {
         })
 }
 
-fn bun(lock: &str, options: &Options) -> Result<Vec<Step>> {
+fn bun(lock: &str) -> Result<Step> {
     let bun = needs("bun", lock)?;
-    let fetch = Step::tool(
+    Ok(Step::tool(
         "bun",
         bun,
         &[
@@ -278,21 +270,7 @@ fn bun(lock: &str, options: &Options) -> Result<Vec<Step>> {
             "--production",
             "--ignore-scripts",
         ],
-    );
-    with_npm_rebuild(fetch, options)
-}
-
-/// `fetch`, then with `--allow-scripts` npm's rebuild of what it installed.
-fn with_npm_rebuild(fetch: Step, options: &Options) -> Result<Vec<Step>> {
-    let mut steps = vec![fetch];
-    if options.allow_scripts {
-        let npm = find(
-            "npm",
-            "install npm: it runs the lifecycle scripts of what yarn or bun installed",
-        )?;
-        steps.push(npm_rebuild(&npm));
-    }
-    Ok(steps)
+    ))
 }
 
 /// With `--offline`, a `package-lock.json` entry fetched from a git host cannot be had from

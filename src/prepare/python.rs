@@ -50,8 +50,6 @@ pub(super) fn plan(tree: &Path, manifest: &Manifest, options: &Options) -> Resul
     if !builds {
         check_requirements(tree, Path::new("requirements.txt"), options.offline, 0)?;
     }
-    let python = find("python3", "install Python 3 (with its venv module)")?;
-    let venv = Step::tool("python3", python, &["-I", "-m", "venv", ".venv"]);
     let mut pip = Step {
         name: ".venv/bin/python",
         program: Program::InTree(".venv/bin/python"),
@@ -73,7 +71,7 @@ pub(super) fn plan(tree: &Path, manifest: &Manifest, options: &Options) -> Resul
     }
     Ok(Some(Plan {
         scripts: builds,
-        ..Plan::of(vec![venv, pip], Some(".venv"))
+        ..Plan::of(vec![venv_step()?, pip], Some(".venv"))
     }))
 }
 
@@ -87,9 +85,13 @@ fn venv_alone(tree: &Path, manifest: &Manifest) -> Result<Option<Plan>> {
     if !runs_venv || std::fs::symlink_metadata(tree.join(".venv")).is_ok() {
         return Ok(None);
     }
-    let python = find("python3", "install Python 3 (with its venv module)")?;
-    let venv = Step::tool("python3", python, &["-I", "-m", "venv", ".venv"]);
-    Ok(Some(Plan::of(vec![venv], Some(".venv"))))
+    Ok(Some(Plan::of(vec![venv_step()?], Some(".venv"))))
+}
+
+/// `python3 -I -m venv .venv`, with the `python3` on PATH.
+fn venv_step() -> Result<Step> {
+    find("python3", "install Python 3 (with its venv module)")
+        .map(|python| Step::tool("python3", python, &["-I", "-m", "venv", ".venv"]))
 }
 
 /// `uv sync` of the locked environment into `.venv`: without building anything (neither

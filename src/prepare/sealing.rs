@@ -201,6 +201,8 @@ fn rules(tree: &Path, scratch: &Path, step: &Step, path: &[PathBuf]) -> Rules {
     read.extend(ETC.iter().map(|name| Path::new("/etc").join(name)));
     read.extend(path.iter().cloned());
     read.extend(path.iter().filter_map(|p| fs::canonicalize(p).ok()));
+    // The tool's installation (npm's package, the Go a go started with no GOROOT uses:
+    // asking `go env GOROOT` would start go once more, about a tenth of a small build).
     if let Program::Tool(program) = &step.program {
         read.extend(super::toolchain::prefix_of(program));
     }

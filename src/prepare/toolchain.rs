@@ -1,6 +1,7 @@
 //! The tools a step runs: found on `PATH` (a missing one is named with what to install),
-//! and for Go the version on `PATH` compared with the one `go.mod` asks for; each tool's
-//! version is asked once per run of zot (npm's read from its `package.json`, not asked).
+//! and for Go the version on `PATH` compared with the one `go.mod` asks for (its lines read
+//! bounded, as for the `module` line Go's plan notes); each tool's version is asked once
+//! per run of zot (npm's read from its `package.json`, not asked).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -33,15 +34,20 @@ pub(super) fn on_path(name: &str) -> Option<PathBuf> {
     crate::host::resolve(Path::new("/"), name, std::env::var_os("PATH").as_deref()).ok()
 }
 
-/// Bytes of a `go.mod` read for its `go` line.
+/// Bytes of a `go.mod` read for a directive.
 const GO_MOD_MAX: u64 = 256 * 1024;
+
+/// What `directive` finds first among a `go.mod`'s lines (trimmed), read bounded.
+pub(super) fn go_mod_line<T>(go_mod: &Path, directive: impl FnMut(&str) -> Option<T>) -> Option<T> {
+    let bytes = bounded::read(go_mod, GO_MOD_MAX).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines().map(str::trim).find_map(directive)
+}
 
 /// The Go version a `go.mod` asks for (its `go 1.22` line), as written.
 pub(super) fn go_mod_version(go_mod: &Path) -> Option<String> {
-    let bytes = bounded::read(go_mod, GO_MOD_MAX).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    text.lines().find_map(|line| {
-        let rest = line.trim().strip_prefix("go")?;
+    go_mod_line(go_mod, |line| {
+        let rest = line.strip_prefix("go")?;
         let rest = rest.strip_prefix([' ', '\t'])?;
         let version = rest.split("//").next()?.trim();
         (!version.is_empty()).then(|| version.to_string())
@@ -155,9 +161,7 @@ pub(super) fn version(tool: &str) -> Option<String> {
     } else {
         &["--version"]
     };
-    let said = ask(&program, args).ok()?;
-    let line = said.stdout.lines().next()?.trim();
-    (said.ok && !line.is_empty()).then(|| crate::output::printable(line))
+    answer(&program, args).map(|line| crate::output::printable(&line))
 }
 
 /// What `go version` would print, from the `VERSION` file of the installation `go` belongs

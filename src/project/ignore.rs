@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 
 use crate::catalog::paths::Scope;
-use crate::fsx::Folder;
+use crate::fsx::{Flush, Folder};
 
 use super::Where;
 
@@ -45,7 +45,7 @@ pub(crate) fn keep_managed_out<'a>(
     let folder =
         Folder::open_path(root).with_context(|| format!("cannot open {}", root.display()))?;
     folder
-        .replace_file(&folder, FILE, text.as_bytes(), 0o644)
+        .replace_file(&folder, FILE, text.as_bytes(), 0o644, Flush::Now)
         .with_context(|| format!("cannot write {}", root.join(FILE).display()))
 }
 

@@ -321,7 +321,7 @@ pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<(
     let folder =
         Folder::open_path(dir).with_context(|| format!("cannot open {}", dir.display()))?;
     let prefix = format!(".{}.", name.to_string_lossy());
-    clear_leftovers(&folder, &prefix);
+    folder.clear_leftovers(&prefix);
     let temp = crate::fsx::unique_name(&prefix);
     folder
         .write_new(&temp, contents, 0o644)
@@ -332,23 +332,6 @@ pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<(
             let _ = folder.unlink(&temp);
         })
         .with_context(|| format!("cannot write {shown}"))
-}
-
-/// Deletes the temporary files a killed write left beside the file (names starting with
-/// `prefix`; never through a link, never a folder). Every writer of these files holds the
-/// scope's store lock, so no other run's temporary file is deleted.
-fn clear_leftovers(folder: &Folder, prefix: &str) {
-    for name in folder.names().unwrap_or_default() {
-        let is_leftover = name.to_str().is_some_and(|n| n.starts_with(prefix));
-        let is_file = folder
-            .stat(&name)
-            .ok()
-            .flatten()
-            .is_some_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file());
-        if is_leftover && is_file {
-            let _ = folder.unlink(&name);
-        }
-    }
 }
 
 /// A JSON document parsed twice: strictly by `serde_json` (so only JSON is accepted), then

@@ -91,12 +91,7 @@ pub(crate) const LISTED: usize = 5;
 
 /// The list of `links` on one line: the first few, then how many more.
 pub(crate) fn list_links(links: &[LooseLink]) -> String {
-    let shown: Vec<String> = links.iter().take(LISTED).map(LooseLink::describe).collect();
-    let more = match links.len().saturating_sub(LISTED) {
-        0 => String::new(),
-        n => format!(", and {n} more"),
-    };
-    format!("{}{more}", shown.join(", "))
+    crate::output::first_few(links.iter().map(LooseLink::describe), LISTED)
 }
 
 /// What the links point to, for a note: "outside the extension", "… or nowhere".

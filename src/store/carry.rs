@@ -22,7 +22,6 @@
 //! The plan is worked out first ([`plan`]), so `--dry-run` can show it without changing
 //! anything, then carried out ([`apply`]).
 
-use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -32,12 +31,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 use rustix::fs::OFlags;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::catalog::manifest;
 use crate::catalog::paths::ScopeDirs;
-use crate::fsx::crashpoint;
-use crate::output::printable;
-use crate::store::filelist::{self, Classified, EntryKind, FileList, Standing};
+use crate::fsx::{Folder, crashpoint};
+use crate::output::{first_few, printable};
+use crate::store::filelist::{self, Classified, EntryKind, FileList, Standing, join};
 use crate::store::{Staging, Store};
 
 /// What the command line asked for.
@@ -123,7 +123,7 @@ impl Plan {
         let mut add = |action, what: String| {
             let paths = self.paths(action);
             if !paths.is_empty() {
-                out.push(format!("{what}: {}", list(&paths)));
+                out.push(format!("{what}: {}", first_few(paths.iter(), LISTED)));
             }
         };
         add(
@@ -272,19 +272,6 @@ const SAVED: &str = "saved";
 /// At most this many paths per line; then "and N more".
 const LISTED: usize = 8;
 
-fn list(paths: &[&str]) -> String {
-    let shown = paths
-        .iter()
-        .take(LISTED)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
-    match paths.len().saturating_sub(LISTED) {
-        0 => shown,
-        n => format!("{shown}, and {n} more"),
-    }
-}
-
 /// Works out what happens to the installed copy at `old` (listed by `list`, `None` when it
 /// has no file list) when the staged tree at `new` replaces it. Changes nothing. What the
 /// old copy's preparing made (the list's prepared roots, and `outputs` from its install
@@ -300,13 +287,7 @@ pub(crate) fn plan(
     outputs: &[String],
 ) -> Result<Plan> {
     let made_by_prepare = |c: &Classified| {
-        c.prepared
-            || c.standing == Standing::NotPlaced
-                && outputs.iter().any(|o| {
-                    c.path
-                        .strip_prefix(o.as_bytes())
-                        .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
-                })
+        c.prepared || c.standing == Standing::NotPlaced && filelist::at_or_under(&c.path, outputs)
     };
     let classified = match list {
         Some(list) => list.classify(old)?,
@@ -410,13 +391,8 @@ fn plan_not_placed(
                 sub.push(b'/');
                 sub.extend_from_slice(child.file_name().as_bytes());
                 let meta = fs::symlink_metadata(child.path())?;
-                let kind = if meta.is_dir() {
-                    EntryKind::Dir
-                } else if meta.file_type().is_symlink() {
-                    EntryKind::Link
-                } else {
-                    EntryKind::File
-                };
+                // A special file (skipped below) is a `File`, as `classify` has it.
+                let kind = filelist::kind_of(&meta, old, &sub).unwrap_or(EntryKind::File);
                 plan_not_placed(plan, old, new, sub, kind)?;
             }
         }
@@ -509,12 +485,7 @@ fn differs_only_in_enabled(dir: &Path, listed: &str) -> bool {
     candidates
         .into_iter()
         .flatten()
-        .any(|t| hex_sha256(t.as_bytes()) == listed)
-}
-
-fn hex_sha256(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    crate::store::filelist::hex(&Sha256::digest(bytes))
+        .any(|t| filelist::hex(&Sha256::digest(t.as_bytes())) == listed)
 }
 
 /// `text` without its top-level `enabled` members (as placed before `disable` added one).
@@ -558,7 +529,9 @@ pub(crate) fn write_enabled(plan: &Plan, new: &Path) -> Result<bool> {
         .ok_or_else(|| anyhow!("{shown}: cannot edit \"enabled\""))?;
     let mode = fs::symlink_metadata(&path)?.permissions().mode();
     fs::remove_file(&path).with_context(|| format!("cannot rewrite {shown}"))?;
-    write_new(&path, edited.as_bytes(), mode).with_context(|| format!("cannot rewrite {shown}"))?;
+    Folder::open_path(new)
+        .and_then(|folder| folder.write_new(manifest::FILE, edited.as_bytes(), mode))
+        .with_context(|| format!("cannot rewrite {shown}"))?;
     Ok(true)
 }
 
@@ -744,25 +717,6 @@ pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<()> {
         let _ = copy.set_modified(modified);
     }
     Ok(())
-}
-
-fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    use std::io::Write;
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(OFlags::NOFOLLOW.bits().cast_signed())
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.set_permissions(fs::Permissions::from_mode(mode))
-}
-
-fn join(root: &Path, rel: &[u8]) -> PathBuf {
-    if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(OsStr::from_bytes(rel))
-    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@
 //! source placed, so the same source hashes the same whether or not, and on whichever
 //! machine, it was prepared.
 
+use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, Read};
@@ -355,10 +356,7 @@ impl FileList {
 
     /// Whether `path` is at or under a prepared root.
     pub fn is_prepared(&self, path: &[u8]) -> bool {
-        self.prepared.iter().any(|root| {
-            path.strip_prefix(root.as_bytes())
-                .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
-        })
+        at_or_under(path, &self.prepared)
     }
 
     /// Lists what preparing made in the tree at `root` (`outputs`, relative paths such as
@@ -546,7 +544,7 @@ impl FileList {
             .map(Entry::try_from)
             .collect::<Result<Vec<_>>>()?;
         entries.sort_by(|a, b| a.path.cmp(&b.path));
-        let mut prepared = file.prepared;
+        let mut prepared = file.prepared.into_owned();
         for root in &prepared {
             check_relative(root.as_bytes())?;
         }
@@ -560,67 +558,13 @@ impl FileList {
 
 impl Serialize for FileList {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Written {
+        Stored {
             format: FORMAT,
-            tree_hash: &self.tree_hash(),
-            prepared: &self.prepared,
-            entries: &self.entries,
+            tree_hash: self.tree_hash().into(),
+            prepared: Cow::Borrowed(&self.prepared),
+            entries: Written(&self.entries),
         }
         .serialize(s)
-    }
-}
-
-/// The stored form as it is written: borrowed from the list, no string copied per entry.
-#[derive(Serialize)]
-struct Written<'a> {
-    format: u32,
-    tree_hash: &'a str,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    prepared: &'a [String],
-    #[serde(serialize_with = "written_entries")]
-    entries: &'a [Entry],
-}
-
-fn written_entries<S: serde::Serializer>(entries: &&[Entry], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(entries.iter().map(WrittenEntry::from))
-}
-
-/// An entry as it is written: the fields of [`StoredEntry`], in its order.
-#[derive(Serialize)]
-struct WrittenEntry<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    path: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    path_hex: Option<String>,
-    #[serde(rename = "type")]
-    kind: EntryKind,
-    mode: u32,
-    size: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sha256: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    target: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    target_hex: Option<String>,
-}
-
-impl<'a> From<&'a Entry> for WrittenEntry<'a> {
-    fn from(e: &'a Entry) -> WrittenEntry<'a> {
-        let (path, path_hex) = split_name(&e.path);
-        let (target, target_hex) = match &e.target {
-            Some(t) => split_name(t),
-            None => (None, None),
-        };
-        WrittenEntry {
-            path,
-            path_hex,
-            kind: e.kind,
-            mode: e.mode,
-            size: e.size,
-            sha256: e.sha256.as_deref(),
-            target,
-            target_hex,
-        }
     }
 }
 
@@ -631,44 +575,78 @@ impl<'de> Deserialize<'de> for FileList {
     }
 }
 
-/// The stored form as it is read.
-#[derive(Deserialize)]
-struct Stored {
+/// The stored form: read with its entries as `Vec<StoredEntry>`, written from a list's
+/// entries ([`Written`]) with no string copied per entry.
+#[derive(Serialize, Deserialize)]
+struct Stored<'a, E = Vec<StoredEntry<'a>>> {
     format: u32,
     /// Written for readers; recomputed, never trusted, on reading.
-    #[serde(rename = "tree_hash")]
-    _tree_hash: String,
-    /// Absent in lists written before preparing: nothing prepared.
-    #[serde(default)]
-    prepared: Vec<String>,
-    entries: Vec<StoredEntry>,
+    tree_hash: Cow<'a, str>,
+    /// Absent in lists written before preparing (and left out when empty): nothing prepared.
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    prepared: Cow<'a, [String]>,
+    entries: E,
 }
 
-#[derive(Deserialize)]
-struct StoredEntry {
-    path: Option<String>,
+/// A list's entries, written one [`StoredEntry`] at a time.
+struct Written<'a>(&'a [Entry]);
+
+impl Serialize for Written<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(StoredEntry::from))
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredEntry<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     path_hex: Option<String>,
     #[serde(rename = "type")]
     kind: EntryKind,
     mode: u32,
     #[serde(default)]
     size: u64,
-    sha256: Option<String>,
-    target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     target_hex: Option<String>,
 }
 
+impl<'a> From<&'a Entry> for StoredEntry<'a> {
+    fn from(e: &'a Entry) -> StoredEntry<'a> {
+        let (path, path_hex) = split_name(&e.path);
+        let (target, target_hex) = match &e.target {
+            Some(t) => split_name(t),
+            None => (None, None),
+        };
+        StoredEntry {
+            path,
+            path_hex,
+            kind: e.kind,
+            mode: e.mode,
+            size: e.size,
+            sha256: e.sha256.as_deref().map(Cow::Borrowed),
+            target,
+            target_hex,
+        }
+    }
+}
+
 /// A name as (`utf8`, `hex`): one of the two is set.
-fn split_name(bytes: &[u8]) -> (Option<&str>, Option<String>) {
+fn split_name(bytes: &[u8]) -> (Option<Cow<'_, str>>, Option<String>) {
     match std::str::from_utf8(bytes) {
-        Ok(s) => (Some(s), None),
+        Ok(s) => (Some(Cow::Borrowed(s)), None),
         Err(_) => (None, Some(hex(bytes))),
     }
 }
 
-fn join_name(utf8: Option<String>, hexed: Option<String>, what: &str) -> Result<Option<Vec<u8>>> {
+fn join_name(utf8: Option<Cow<str>>, hexed: Option<String>, what: &str) -> Result<Option<Vec<u8>>> {
     match (utf8, hexed) {
-        (Some(s), None) => Ok(Some(s.into_bytes())),
+        (Some(s), None) => Ok(Some(s.into_owned().into_bytes())),
         (None, Some(h)) => unhex(&h)
             .map(Some)
             .ok_or_else(|| anyhow!("{what}_hex is not hexadecimal")),
@@ -677,7 +655,7 @@ fn join_name(utf8: Option<String>, hexed: Option<String>, what: &str) -> Result<
     }
 }
 
-impl TryFrom<StoredEntry> for Entry {
+impl TryFrom<StoredEntry<'_>> for Entry {
     type Error = anyhow::Error;
     fn try_from(s: StoredEntry) -> Result<Entry> {
         let path = join_name(s.path, s.path_hex, "path")?
@@ -688,7 +666,7 @@ impl TryFrom<StoredEntry> for Entry {
             kind: s.kind,
             mode: s.mode & 0o7777,
             size: s.size,
-            sha256: s.sha256,
+            sha256: s.sha256.map(Cow::into_owned),
             target: join_name(s.target, s.target_hex, "target")?,
         })
     }
@@ -739,7 +717,16 @@ fn read_dir(root: &Path, dir: &[u8]) -> Result<Vec<(Vec<u8>, fs::Metadata)>> {
     Ok(out)
 }
 
-fn join(root: &Path, rel: &[u8]) -> PathBuf {
+/// Whether `path` is one of `roots` (relative paths) or inside one.
+pub(crate) fn at_or_under(path: &[u8], roots: &[String]) -> bool {
+    roots.iter().any(|root| {
+        path.strip_prefix(root.as_bytes())
+            .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+    })
+}
+
+/// `root/<rel>` (`rel` empty: `root` itself).
+pub(crate) fn join(root: &Path, rel: &[u8]) -> PathBuf {
     if rel.is_empty() {
         root.to_path_buf()
     } else {
@@ -747,7 +734,8 @@ fn join(root: &Path, rel: &[u8]) -> PathBuf {
     }
 }
 
-fn kind_of(meta: &fs::Metadata, root: &Path, path: &[u8]) -> Result<EntryKind> {
+/// The kind of the entry `root/<path>` (`meta`, its `lstat`); an error for a special file.
+pub(crate) fn kind_of(meta: &fs::Metadata, root: &Path, path: &[u8]) -> Result<EntryKind> {
     let t = meta.file_type();
     if t.is_dir() {
         Ok(EntryKind::Dir)
@@ -1422,6 +1410,16 @@ mod tests {
         let link = t.path().join("a-link");
         symlink(t.path().join("a"), &link).unwrap();
         assert!(FileList::scan(&link).is_err());
+    }
+
+    #[test]
+    fn roots_cover_themselves_and_what_is_inside() {
+        let roots = vec!["node_modules".to_string(), "hello".to_string()];
+        assert!(at_or_under(b"node_modules", &roots));
+        assert!(at_or_under(b"node_modules/x/index.js", &roots));
+        assert!(at_or_under(b"hello", &roots));
+        assert!(!at_or_under(b"hello.go", &roots));
+        assert!(!at_or_under(b"node_modules2", &roots));
     }
 
     #[test]

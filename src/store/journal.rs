@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::state::{MAX_FILE_LIST, MAX_STATE_FILE, identity_of, read_state_file_up_to};
 use crate::catalog::paths::ScopeDirs;
-use crate::fsx::{Folder, Identity};
+use crate::fsx::{Flush, Folder, Identity};
 
 /// The record `R` of a tree about to be placed as `extensions/<name>`, and its file list `F`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -81,12 +81,12 @@ pub(super) fn write<R: Serialize, F: Serialize>(
     let failed = || format!("cannot write to {}", pending.path().display());
     if let Some(list) = list {
         staging
-            .replace_file_unflushed(pending, list_name(name), list, 0o644)
+            .replace_file(pending, list_name(name), list, 0o644, Flush::Later)
             .with_context(failed)?;
     }
     let bytes = serde_json::to_vec(intent)?;
     staging
-        .replace_file_unflushed(pending, file_name(name), &bytes, 0o644)
+        .replace_file(pending, file_name(name), &bytes, 0o644, Flush::Later)
         .with_context(failed)
         .inspect_err(|_| drop_list(pending, name))
 }

@@ -32,7 +32,7 @@ use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::catalog::paths::{Scope, ScopeDirs};
-use crate::fsx::{self, Folder, Identity, crashpoint};
+use crate::fsx::{self, Flush, Folder, Identity, crashpoint};
 use crate::output::printable;
 use filelist::FileList;
 use journal::Intent;
@@ -297,7 +297,7 @@ impl Store {
             .map(|(p, dest)| {
                 dest.is_ok().then(|| {
                     self.commit_files(p.name, p.files.is_some())
-                        .and_then(|()| self.write_record(p.record, false))
+                        .and_then(|()| self.write_record(p.record, Flush::Later))
                 })
             })
             .collect();
@@ -542,20 +542,15 @@ impl Store {
 
     /// Writes the install record of `record.name` atomically and durably.
     pub(crate) fn save_record(&self, record: &Record) -> Result<()> {
-        self.write_record(record, true)
+        self.write_record(record, Flush::Now)
     }
 
-    /// Writes the install record of `record.name` atomically; `flush`: durably too (else the
-    /// caller flushes the file system).
-    fn write_record(&self, record: &Record, flush: bool) -> Result<()> {
+    /// Writes the install record of `record.name` atomically; [`Flush::Now`]: durably too
+    /// (else the caller flushes the file system).
+    fn write_record(&self, record: &Record, flush: Flush) -> Result<()> {
         let file = Record::file_name(&record.name);
         let (staging, sources) = (&self.folders.staging, &self.folders.sources);
-        let bytes = record.to_bytes();
-        let written = if flush {
-            staging.replace_file(sources, &file, &bytes, 0o644)
-        } else {
-            staging.replace_file_unflushed(sources, &file, &bytes, 0o644)
-        };
+        let written = staging.replace_file(sources, &file, &record.to_bytes(), 0o644, flush);
         written.with_context(|| {
             format!(
                 "cannot write the install record {}",
@@ -566,7 +561,7 @@ impl Store {
 
     /// Writes (with `None`, deletes) the file list of `name` atomically and durably.
     pub(crate) fn save_files(&self, name: &str, files: Option<&FileList>) -> Result<()> {
-        self.write_files(name, files, true)
+        self.write_files(name, files, Flush::Now)
     }
 
     /// Commits the file list of `name` placed by [`Store::publish_all`], unflushed (the caller
@@ -575,7 +570,7 @@ impl Store {
     /// has none).
     fn commit_files(&self, name: &str, listed: bool) -> Result<()> {
         if !listed {
-            return self.write_files(name, None, false);
+            return self.write_files(name, None, Flush::Later);
         }
         if self.move_list(name)? {
             return Ok(());
@@ -622,20 +617,17 @@ impl Store {
         })
     }
 
-    /// [`Store::save_files`]; without `flush`, nothing is flushed (the caller flushes the
-    /// file system).
-    fn write_files(&self, name: &str, files: Option<&FileList>, flush: bool) -> Result<()> {
+    /// [`Store::save_files`]; with [`Flush::Later`], nothing is flushed (the caller flushes
+    /// the file system).
+    fn write_files(&self, name: &str, files: Option<&FileList>, flush: Flush) -> Result<()> {
         let file = FileList::file_name(name);
         let folder = self.files_folder()?;
         let path = || folder.path().join(&file);
         let staging = &self.folders.staging;
         match (files, flush) {
-            (Some(list), true) => staging.replace_file(folder, &file, &list.to_bytes(), 0o644),
-            (Some(list), false) => {
-                staging.replace_file_unflushed(folder, &file, &list.to_bytes(), 0o644)
-            }
-            (None, true) => folder.unlink(&file),
-            (None, false) => folder.unlink_unflushed(&file).map(drop),
+            (Some(list), _) => staging.replace_file(folder, &file, &list.to_bytes(), 0o644, flush),
+            (None, Flush::Now) => folder.unlink(&file),
+            (None, Flush::Later) => folder.unlink_unflushed(&file).map(drop),
         }
         .with_context(|| match files {
             Some(_) => format!("cannot write the file list {}", path().display()),

@@ -260,10 +260,11 @@ fn markdown_cell(text: &str) -> String {
 }
 
 /// The "Exit status" tables of docs/commands.md say what `EXIT_STATUS` and `EXIT_STATUSES` in
-/// src/cli/pages.rs say (which the man pages render), row for row and word for word.
+/// [`man_sections`](crate::support::man_sections) say (which the man pages render), row for
+/// row and word for word.
 #[test]
 fn exit_status_tables_match_the_page_data() {
-    use zot_ext::cli::pages::{EXIT_STATUS, EXIT_STATUSES};
+    use crate::support::man_sections::{EXIT_STATUS, EXIT_STATUSES};
     let reference = fs::read_to_string(repo().join(COMMANDS_DOC)).unwrap();
     let section = reference
         .split("\n## ")
@@ -302,7 +303,7 @@ fn exit_status_tables_match_the_page_data() {
             {
                 None => problems.push(format!("it lacks the row for {}", key(row))),
                 Some(f) if f != row => problems.push(format!(
-                    "for {} it says {:?} where src/cli/pages.rs says {:?}",
+                    "for {} it says {:?} where tests/cli/support/man_sections.rs says {:?}",
                     key(row),
                     f.last().unwrap(),
                     row.last().unwrap()
@@ -316,7 +317,7 @@ fn exit_status_tables_match_the_page_data() {
                 .any(|e| e.len() == row.len() && key(e) == key(row))
             {
                 problems.push(format!(
-                    "its row for {} is not in src/cli/pages.rs",
+                    "its row for {} is not in tests/cli/support/man_sections.rs",
                     key(row)
                 ));
             }
@@ -325,7 +326,7 @@ fn exit_status_tables_match_the_page_data() {
         let expected_order: Vec<String> = expected.iter().map(key).collect();
         if problems.is_empty() && order != expected_order {
             problems.push(format!(
-                "its rows are not in the order of src/cli/pages.rs: {expected_order:?}"
+                "its rows are not in the order of tests/cli/support/man_sections.rs: {expected_order:?}"
             ));
         }
     }
@@ -340,8 +341,8 @@ fn exit_status_tables_match_the_page_data() {
     assert!(
         problems.is_empty(),
         "docs/commands.md's \"## Exit status\" tables disagree with EXIT_STATUS and EXIT_STATUSES in \
-         src/cli/pages.rs:\n- {}\nChange docs/commands.md (backticks may be added) or the data in \
-         src/cli/pages.rs, then regenerate the man pages. The tables the data gives:\n\n{}\n{}",
+         tests/cli/support/man_sections.rs:\n- {}\nChange docs/commands.md (backticks may be added) or the data in \
+         tests/cli/support/man_sections.rs, then regenerate the man pages. The tables the data gives:\n\n{}\n{}",
         problems.join("\n- "),
         table("| status | meaning |", &general),
         table("| command | status | when |", &particular),

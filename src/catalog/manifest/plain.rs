@@ -1,19 +1,18 @@
 //! The quick reading of a manifest that needs no notes and no error: every key that zot
 //! reads spelled as documented, every such value of the type zot wants. It decodes straight
-//! into the fields, skipping unknown values without building them; the caller checks `name`
-//! and `exec` and leaves anything else to the full reading, which says what is wrong and
-//! where.
+//! into the fields (an unknown value is read as a `serde_json::Value` and dropped, as the
+//! full reading reads it); the caller checks `name` and `exec` and leaves anything else to
+//! the full reading, which says what is wrong and where.
 //!
 //! With those checks it accepts exactly the texts the full reading accepts without notes,
-//! and gives the same manifest (a property test holds it to that): values are skipped through the same
-//! `deserialize_any` the full reading's `serde_json::Value` goes through (so invalid
-//! escapes, numbers out of range and nesting too deep fail alike), duplicate keys are
-//! applied in order (the last one wins, `null` keeps a string and resets `args` and
-//! `enabled`), and a key matching a field only in another case gives up.
+//! and gives the same manifest (a property test holds it to that): invalid escapes, numbers
+//! out of range and nesting too deep fail alike, duplicate keys are applied in order (the
+//! last one wins, `null` keeps a string and resets `args` and `enabled`), and a key matching
+//! a field only in another case gives up.
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 
 use super::keys::{FIELDS, key_matches};
 
@@ -87,7 +86,7 @@ impl<'de> Visitor<'de> for PlainVisitor {
         while let Some(key) = map.next_key::<Key>()? {
             match key {
                 Key::Field(field) => fields.set(field, &mut map)?,
-                Key::Other => map.next_value::<Skip>().map(drop)?,
+                Key::Other => map.next_value::<serde_json::Value>().map(drop)?,
                 Key::Misspelled => return Err(de::Error::custom("a key spelled otherwise")),
             }
         }
@@ -128,64 +127,5 @@ impl Visitor<'_> for KeyVisitor {
             return Ok(Key::Misspelled);
         }
         Ok(Key::Other)
-    }
-}
-
-/// Any JSON value, checked as `serde_json::Value` would be and then forgotten.
-struct Skip;
-
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(SkipVisitor)
-    }
-}
-
-struct SkipVisitor;
-
-impl<'de> Visitor<'de> for SkipVisitor {
-    type Value = Skip;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_unit<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_none<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        while map.next_key::<Skip>()?.is_some() {
-            map.next_value::<Skip>()?;
-        }
-        Ok(Skip)
     }
 }

@@ -7,6 +7,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// Bytes received by this process.
 static RECEIVED: AtomicU64 = AtomicU64::new(0);
@@ -31,14 +32,18 @@ impl LowSpeed {
     /// environment first, as git reads them).
     pub(crate) fn configured() -> LowSpeed {
         let config = git2::Config::open_default().ok();
+        LowSpeed::read(|key| u64::try_from(config.as_ref()?.get_i64(key).ok()?).ok())
+    }
+
+    /// The limit the environment sets, else what `lookup` finds for git's configuration
+    /// key, else the default. zot's watchdog reads the environment alone (`|_| None`), so
+    /// libgit2 stays out of zot's binary.
+    pub(crate) fn read(lookup: impl Fn(&str) -> Option<u64>) -> LowSpeed {
         let read = |var: &str, key: &str, default: u64| {
             std::env::var(var)
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
-                .or_else(|| {
-                    let value = config.as_ref()?.get_i64(key).ok()?;
-                    u64::try_from(value).ok()
-                })
+                .or_else(|| lookup(key))
                 .unwrap_or(default)
         };
         LowSpeed {
@@ -52,6 +57,15 @@ impl LowSpeed {
                 "http.lowSpeedTime",
                 Self::DEFAULT.seconds,
             ),
+        }
+    }
+
+    /// The low-speed time, or the default's when the limit is off that way (`0`): how long
+    /// a helper may stay silent, and a credential helper may take.
+    pub(crate) fn time(self) -> Duration {
+        match self.seconds {
+            0 => Duration::from_secs(Self::DEFAULT.seconds),
+            seconds => Duration::from_secs(seconds),
         }
     }
 }

@@ -111,7 +111,7 @@ pub(crate) fn fetch(
         }
         Want::Commit(id) => {
             drop(connection);
-            fetch_commit(&repo, url, &auth, &refs, id, depth_for(url), progress)?
+            fetch_commit(&repo, url, &auth, &refs, id, progress)?
         }
     };
     let commit = repo.find_object(oid, None)?.peel_to_commit()?;
@@ -123,11 +123,7 @@ pub(crate) fn fetch(
     );
     submodules::check_manifest_entry(&commit.tree()?, only, only, &label)?;
     progress(Step::Checkout);
-    {
-        // Nothing is received meanwhile: the time does not count against the low-speed limit.
-        let _paused = meter::pause();
-        check_out(&repo, &commit, tree)?;
-    }
+    check_out(&repo, &commit, tree)?;
     submodules::fetch_all(
         &mut submodules::Run {
             scratch: git_dir.join("modules"),
@@ -176,7 +172,7 @@ pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Resu
 }
 
 fn resolve(refs: &RemoteRefs, git_ref: Option<&str>, url: &GitUrl) -> Result<Want> {
-    let has = |name: &str| refs.names.iter().any(|n| n == name);
+    let has = |name: &str| refs.oids.iter().any(|(n, _)| n == name);
     let Some(wanted) = git_ref else {
         if let Some(head) = &refs.head {
             return Ok(Want::Ref {
@@ -184,7 +180,7 @@ fn resolve(refs: &RemoteRefs, git_ref: Option<&str>, url: &GitUrl) -> Result<Wan
                 kind: RefKind::Branch,
             });
         }
-        if refs.names.is_empty() {
+        if refs.oids.is_empty() {
             bail!(
                 "{} is an empty repository: it has no commits to install",
                 url.display

@@ -13,13 +13,14 @@ use git2::{Commit, ObjectType, Oid, Repository, Tree};
 
 use super::progress::Progress;
 use super::transport::{
-    Auth, check_out, depth_for, fetch_commit, fetch_error, list_remote, scratch_repository,
+    Auth, check_out, fetch_commit, fetch_error, list_remote, scratch_repository,
 };
 use crate::catalog::manifest;
 use crate::output::printable;
 use crate::output::redact::{is_scp_like, redact};
 use crate::source::controls;
 use crate::source::git::url::GitUrl;
+use crate::source::staged::real_subdir;
 
 /// Submodules nested deeper than this are refused (a chain that long is a mistake or a trap).
 const MAX_LEVEL: usize = 8;
@@ -130,25 +131,26 @@ fn fetch_one(run: &mut Run, sup: &Superproject, modules: &[Module], link: &Gitli
     run.fetched += 1;
     let repo = scratch_repository(&run.scratch.join(run.fetched.to_string()))?;
     let auth = Auth::default();
-    let depth = depth_for(&url);
     let id = link.commit.to_string();
     let advertised = list_remote(&repo, &url, &auth)
         .map_err(|e| fetch_error(&e, &url, &auth))
         .map_err(failed)?;
     let progress = &mut *run.progress;
-    let oid =
-        fetch_commit(&repo, &url, &auth, &advertised, &id, depth, progress).map_err(failed)?;
+    let oid = fetch_commit(&repo, &url, &auth, &advertised, &id, progress).map_err(failed)?;
     let commit = repo.find_commit(oid)?;
     let only = inner(sup.only.as_deref(), &link.path);
     if let Some(top) = run.manifest {
         check_manifest_entry(&commit.tree()?, only.as_deref(), Some(top), &run.label)?;
     }
-    let dir = real_folder(sup.dir, &link.path, &run.label, &full)?;
-    {
-        // Nothing is received meanwhile: the time does not count against the limit.
-        let _paused = super::meter::pause();
-        check_out(&repo, &commit, &dir)?;
-    }
+    // Every step a real folder (checkout made them; nothing may lead outside).
+    let dir = real_subdir(sup.dir, &link.path, "").map_err(|_| {
+        anyhow!(
+            "{}: submodule {} is not a folder in the checkout",
+            run.label,
+            shown(&full)
+        )
+    })?;
+    check_out(&repo, &commit, &dir)?;
     fetch_all(
         run,
         &Superproject {
@@ -222,22 +224,6 @@ pub(super) fn check_manifest_entry(
         }
         _ => Ok(()),
     }
-}
-
-/// `base/sub`, every step a real folder (checkout made them; nothing may lead outside).
-fn real_folder(base: &Path, sub: &Path, label: &str, full: &Path) -> Result<PathBuf> {
-    let mut path = base.to_path_buf();
-    for part in sub.components() {
-        path.push(part);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_dir() => {}
-            _ => bail!(
-                "{label}: submodule {} is not a folder in the checkout",
-                shown(full)
-            ),
-        }
-    }
-    Ok(path)
 }
 
 fn shown(path: &Path) -> String {

@@ -18,8 +18,9 @@ use git2::{
     RemoteConnection, Repository, RepositoryInitOptions,
 };
 
+use super::credential;
+use super::meter::{self, LowSpeed};
 use super::progress::{Progress, RemoteText, Step, Transfer};
-use super::{credential, meter};
 use crate::output::redact::{is_scp_like, redact};
 use crate::source::git::url::{GitUrl, scrub};
 
@@ -71,8 +72,10 @@ pub(super) fn scratch_repository(dir: &Path) -> Result<Repository, git2::Error> 
 /// (A bare repository checking out into a target folder cannot handle gitlinks: libgit2 asks
 /// for the submodules, which need a work tree.) Gitlinks become empty folders. The index is
 /// left alone: the scratch repository is deleted, so writing one (a stat of every file) is
-/// wasted work.
+/// wasted work. Nothing is received meanwhile: the time does not count against the
+/// low-speed limit.
 pub(super) fn check_out(repo: &Repository, commit: &git2::Commit, dir: &Path) -> Result<()> {
+    let _paused = meter::pause();
     std::fs::create_dir_all(dir)?;
     repo.set_workdir(dir, false)?;
     let checked_out = repo.index().and_then(|mut index| {
@@ -94,9 +97,8 @@ pub(super) fn check_out(repo: &Repository, commit: &git2::Commit, dir: &Path) ->
 
 /// The refs a remote advertises.
 pub(super) struct RemoteRefs {
-    pub(super) names: Vec<String>,
     /// Every advertised ref with the object it points at (`<tag>^{}` for peeled tags).
-    oids: Vec<(String, Oid)>,
+    pub(super) oids: Vec<(String, Oid)>,
     /// The branch `HEAD` points at, if the remote says.
     pub(super) head: Option<String>,
 }
@@ -155,36 +157,38 @@ pub(super) fn advertised(
         .iter()
         .map(|h| (h.name().to_string(), h.oid()))
         .collect();
-    let names = oids.iter().map(|(n, _)| n.clone()).collect();
     let head = connection
         .default_branch()
         .ok()
         .and_then(|b| b.as_str().ok().map(str::to_string));
-    Ok(RemoteRefs { names, oids, head })
+    Ok(RemoteRefs { oids, head })
 }
 
 /// Fetches a commit by id: through a branch or tag the remote advertises at it (shallow
 /// everywhere), else by id where the server allows that, else every branch and tag in full,
-/// then looks the (possibly abbreviated) id up.
+/// then looks the (possibly abbreviated) id up. Each attempt connects anew (libgit2's fetch
+/// connects and disconnects) with the one anonymous remote.
 pub(super) fn fetch_commit(
     repo: &Repository,
     url: &GitUrl,
     auth: &Auth,
     advertised: &RemoteRefs,
     id: &str,
-    depth: i32,
     progress: Progress,
 ) -> Result<Oid> {
+    let failed = |e: git2::Error| fetch_error(&e, url, auth);
+    let mut remote = repo.remote_anonymous(&url.url).map_err(failed)?;
+    let depth = depth_for(url);
     if let Ok(oid) = Oid::from_str(id).map_err(drop).and_then(|oid| {
         let name = advertised.naming(oid).ok_or(())?;
         let refspec = format!("+{name}:{name}");
-        download(repo, url, auth, &[refspec], depth, &mut *progress).map_err(drop)?;
+        download_on(&mut remote, auth, &[refspec], depth, &mut *progress).map_err(drop)?;
         repo.find_commit(oid).map(|c| c.id()).map_err(drop)
     }) {
         return Ok(oid);
     }
     if id.len() == 40
-        && download(repo, url, auth, &[id.to_string()], depth, &mut *progress).is_ok()
+        && download_on(&mut remote, auth, &[id.to_string()], depth, &mut *progress).is_ok()
         && let Ok(oid) = Oid::from_str(id)
         && repo.find_commit(oid).is_ok()
     {
@@ -194,7 +198,7 @@ pub(super) fn fetch_commit(
         "+refs/heads/*:refs/heads/*".to_string(),
         "+refs/tags/*:refs/tags/*".to_string(),
     ];
-    download(repo, url, auth, &everything, 0, progress).map_err(|e| fetch_error(&e, url, auth))?;
+    download_on(&mut remote, auth, &everything, 0, progress).map_err(failed)?;
     repo.revparse_single(id)
         .and_then(|o| o.peel_to_commit())
         .map(|c| c.id())
@@ -226,25 +230,8 @@ impl std::fmt::Display for MissingCommit {
 
 impl std::error::Error for MissingCommit {}
 
-/// Fetches `refspecs` from `url` on a new connection.
-pub(super) fn download(
-    repo: &Repository,
-    url: &GitUrl,
-    auth: &Auth,
-    refspecs: &[String],
-    depth: i32,
-    progress: Progress,
-) -> Result<(), git2::Error> {
-    download_on(
-        &mut repo.remote_anonymous(&url.url)?,
-        auth,
-        refspecs,
-        depth,
-        progress,
-    )
-}
-
-/// Fetches `refspecs` with `remote`, on its connection if it has one (it is closed after).
+/// Fetches `refspecs` with `remote`, on its connection if it has one, else on a new one
+/// (closed after either way).
 pub(super) fn download_on(
     remote: &mut Remote<'_>,
     auth: &Auth,
@@ -291,21 +278,10 @@ impl Drop for Auth {
         for (url, answer) in self.answers.borrow().iter() {
             if let Some(answer) = answer {
                 let taken = !refused.contains(url);
-                credential::settle(url, answer, taken, helper_timeout());
+                credential::settle(url, answer, taken, LowSpeed::configured().time());
             }
         }
     }
-}
-
-/// How long git's credential helpers may take to answer: the low-speed time.
-fn helper_timeout() -> std::time::Duration {
-    let low = meter::LowSpeed::configured();
-    let seconds = if low.seconds == 0 {
-        meter::LowSpeed::DEFAULT.seconds
-    } else {
-        low.seconds
-    };
-    std::time::Duration::from_secs(seconds)
 }
 
 impl Auth {
@@ -424,7 +400,7 @@ impl Auth {
             return Ok(answer.clone());
         }
         let _paused = meter::pause();
-        let answer = credential::fill(url, user, helper_timeout())?;
+        let answer = credential::fill(url, user, LowSpeed::configured().time())?;
         self.answers
             .borrow_mut()
             .push((url.to_string(), answer.clone()));

@@ -5,9 +5,9 @@
 //! every [`DRAW_EVERY`], never with `--json` or `--quiet` or into a pipe ([`Output`]
 //! decides), and erased when the fetch ends, however it ends.
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use super::watch::Samples;
 use crate::output::table::cut_end;
 use crate::output::{Output, clean};
 use crate::source::git::progress::{Step, Transfer};
@@ -181,33 +181,23 @@ impl Throttle {
     }
 }
 
-/// The transfer's rate over its latest [`RATE_WINDOW`].
+/// The transfer's rate over its latest [`RATE_WINDOW`]: when, and the bytes received by then.
 #[derive(Default)]
-struct Rate {
-    /// When, and the bytes received by then.
-    samples: VecDeque<(Instant, u64)>,
-}
+struct Rate(Samples);
 
 impl Rate {
     fn sample(&mut self, now: Instant, bytes: u64) {
         // A new transfer (a submodule's) starts its count again.
-        if self.samples.back().is_some_and(|&(_, last)| bytes < last) {
-            self.samples.clear();
+        if self.0.last().is_some_and(|(_, last)| bytes < last) {
+            self.0.clear();
         }
-        self.samples.push_back((now, bytes));
-        while self
-            .samples
-            .get(1)
-            .is_some_and(|&(at, _)| now.duration_since(at) >= RATE_WINDOW)
-        {
-            self.samples.pop_front();
-        }
+        self.0.add(now, bytes, RATE_WINDOW);
     }
 
     /// Bytes per second, once the samples span [`RATE_AFTER`].
     fn per_second(&self, now: Instant) -> Option<f64> {
-        let &(since, from) = self.samples.front()?;
-        let &(_, to) = self.samples.back()?;
+        let (since, from) = self.0.first()?;
+        let (_, to) = self.0.last()?;
         let over = now.duration_since(since);
         (over >= RATE_AFTER).then(|| (to - from) as f64 / over.as_secs_f64())
     }

@@ -4,7 +4,8 @@
 //! `GIT_HTTP_LOW_SPEED_LIMIT` / `GIT_HTTP_LOW_SPEED_TIME`; by default 1,000 bytes per
 //! second over 60 s) is too slow, and a helper that sends nothing, not even its heartbeat,
 //! for that long has stopped answering. Time while the helper writes a checkout or waits
-//! for a credential helper does not count (its heartbeat says so).
+//! for a credential helper does not count (its heartbeat says so). Its window of samples
+//! ([`Samples`]) also gives the live line its rate.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -14,8 +15,40 @@ use crate::source::git::meter::LowSpeed;
 /// The watchdog's view of one helper.
 pub(super) struct Watch {
     low_speed: LowSpeed,
-    /// Heartbeats of the current metered stretch: when, and the bytes received by then.
-    samples: VecDeque<(Instant, u64)>,
+    /// Heartbeats of the current metered stretch, with the bytes received by then.
+    samples: Samples,
+}
+
+/// Counts over time: when, and the count by then; the oldest kept is the newest one at
+/// least the window old, so the first and the last span the latest window. The
+/// watchdog's heartbeats, and the transfer's rate on the live line.
+#[derive(Default)]
+pub(super) struct Samples(VecDeque<(Instant, u64)>);
+
+impl Samples {
+    /// Takes in `count` at `now`, dropping what the latest `window` does not need.
+    pub(super) fn add(&mut self, now: Instant, count: u64, window: Duration) {
+        self.0.push_back((now, count));
+        while self
+            .0
+            .get(1)
+            .is_some_and(|&(at, _)| now.duration_since(at) >= window)
+        {
+            self.0.pop_front();
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    pub(super) fn first(&self) -> Option<(Instant, u64)> {
+        self.0.front().copied()
+    }
+
+    pub(super) fn last(&self) -> Option<(Instant, u64)> {
+        self.0.back().copied()
+    }
 }
 
 /// A transfer found too slow.
@@ -45,17 +78,16 @@ impl Slow {
 impl Watch {
     pub(super) fn new() -> Watch {
         Watch {
-            low_speed: from_env(LowSpeed::DEFAULT),
-            samples: VecDeque::new(),
+            // The environment's limits, until the helper's first heartbeat (which also
+            // reads the git configuration).
+            low_speed: LowSpeed::read(|_| None),
+            samples: Samples::default(),
         }
     }
 
     /// How long the helper may stay silent: the low-speed time (60 s when the limit is off).
     pub(super) fn silence_allowed(&self) -> Duration {
-        match self.low_speed.seconds {
-            0 => Duration::from_secs(LowSpeed::DEFAULT.seconds),
-            seconds => Duration::from_secs(seconds),
-        }
+        self.low_speed.time()
     }
 
     /// Takes in a heartbeat; `Some` when the transfer has been too slow for the whole time.
@@ -80,20 +112,12 @@ impl Watch {
             self.samples.clear();
             return None;
         }
-        self.samples.push_back((now, received));
+        let window = Duration::from_secs(low_speed.seconds);
+        self.samples.add(now, received, window);
         if low_speed.limit == 0 || low_speed.seconds == 0 {
             return None;
         }
-        let window = Duration::from_secs(low_speed.seconds);
-        // The oldest sample kept is the newest one at least `window` old.
-        while self
-            .samples
-            .get(1)
-            .is_some_and(|(at, _)| now.duration_since(*at) >= window)
-        {
-            self.samples.pop_front();
-        }
-        let (since, from) = *self.samples.front()?;
+        let (since, from) = self.samples.first()?;
         let over = now.duration_since(since);
         if over < window {
             return None;
@@ -105,21 +129,6 @@ impl Watch {
             over,
             low_speed,
         })
-    }
-}
-
-/// The environment's limits over `default`, for the time before the helper's first
-/// heartbeat (which also reads the git configuration).
-fn from_env(default: LowSpeed) -> LowSpeed {
-    let read = |var: &str, default: u64| {
-        std::env::var(var)
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(default)
-    };
-    LowSpeed {
-        limit: read("GIT_HTTP_LOW_SPEED_LIMIT", default.limit),
-        seconds: read("GIT_HTTP_LOW_SPEED_TIME", default.seconds),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The generated files: the man pages in `man/` (`clap_mangen` from the clap definitions, with
-//! a SYNOPSIS of our own, plus EXIT STATUS, ENVIRONMENT, FILES and EXAMPLES from
-//! `zot_ext::cli::pages`, and SEE ALSO) and the completion scripts in `completions/`,
+//! a SYNOPSIS of our own, plus EXIT STATUS, ENVIRONMENT and FILES from
+//! [`super::man_sections`], EXAMPLES from `zot_ext::cli::pages`, and SEE ALSO) and the completion scripts in `completions/`,
 //! rendered in memory so tests/cli/generated.rs can compare them with the committed copies
 //! (and rewrite them with `ZOT_REGENERATE=1`).
 
@@ -9,8 +9,9 @@ use clap_complete::{Generator, Shell};
 use clap_mangen::Man;
 use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
 
+use super::man_sections::{ENVIRONMENT, EXIT_STATUS, FILES, exit_statuses};
 use zot_ext::cli::complete;
-use zot_ext::cli::pages::{ENVIRONMENT, EXIT_STATUS, FILES, examples, exit_statuses};
+use zot_ext::cli::pages::examples;
 
 /// The date in each page's `.TH` line. Pages must not change from run to run, so this is a
 /// constant rather than today: set it to the release date when the version changes.

@@ -8,6 +8,7 @@ pub(crate) mod git_servers;
 pub(crate) mod hostile;
 pub(crate) mod invariants;
 pub(crate) mod man;
+pub(crate) mod man_sections;
 #[cfg(target_os = "linux")]
 pub(crate) mod opens;
 
