@@ -709,7 +709,9 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
-    /// Local directory, or git URL (https://, http://, ssh://, git://, file://, git@host:path, *.git)
+    /// Local directory, git URL (https://, http://, ssh://, git://, file://, git@host:path,
+    /// *.git), or an extension in an OCI registry (oci://registry/repository:tag or
+    /// …@sha256:digest)
     #[arg(value_name = "PATH|GIT-URL", value_hint = clap::ValueHint::DirPath)]
     pub source: String,
 

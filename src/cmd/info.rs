@@ -57,7 +57,7 @@ struct Copy<'a> {
     /// Why the install record in place cannot be used (null `record` then), if it cannot.
     #[serde(rename = "record_error", skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
-    /// "pinned" (tag or commit), "tracking" (branch), or null.
+    /// "pinned" (tag or commit; an OCI digest), "tracking" (branch; an OCI tag), or null.
     updates: Option<&'static str>,
     log: Log,
     /// Symbolic links in the folder that point outside it or nowhere; null for a linked
@@ -405,6 +405,13 @@ fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {
     }
     if let Some(commit) = &r.commit {
         field("commit:", commit.clone());
+    }
+    if let Some(digest) = &r.digest {
+        let follows = match (&r.git_ref, c.updates) {
+            (Some(tag), Some(updates)) => format!(" (tag {tag}, {updates})"),
+            _ => " (pinned)".to_string(),
+        };
+        field("digest:", format!("{digest}{follows}"));
     }
     field("installed:", r.installed_at.clone());
 }

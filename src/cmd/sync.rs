@@ -91,6 +91,9 @@ struct Report {
     status: Status,
     version: Option<String>,
     commit: Option<String>,
+    /// The manifest digest of an extension from an OCI registry; absent for other sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digest: Option<String>,
     tree: Option<String>,
     enabled: Option<bool>,
     /// Why it was updated, or why it failed.
@@ -373,6 +376,11 @@ fn drift(
     if record.commit != locked.commit {
         return Err(changed("the installed commit is not the locked one"));
     }
+    if record.digest != locked.digest {
+        return Err(changed(
+            "the installed manifest digest is not the locked one",
+        ));
+    }
     let list = FileList::load(dirs, name).ok_or_else(|| changed("no file list"))?;
     if list.tree_hash() != locked.tree {
         return Err(changed("the installed tree is not the locked one"));
@@ -444,12 +452,11 @@ fn check_frozen(at: &Where, file: &ProjectFile, lock: &Lock) -> Result<()> {
             Some(locked) => {
                 if let Some(why) = disagreement(locked, entry) {
                     problems.push(format!("{name}: {why}"));
-                } else if locked.commit.is_none()
-                    && Source::parse_on_disk(&at.resolve(&entry.source))
-                        .source
-                        .takes_ref()
+                } else if let Some(what) = Source::parse_on_disk(&at.resolve(&entry.source))
+                    .source
+                    .missing_pin(locked.commit.is_some(), locked.digest.is_some())
                 {
-                    problems.push(format!("{name}: the lock has no commit for a git source"));
+                    problems.push(format!("{name}: the lock has no {what}"));
                 }
             }
         }
@@ -612,7 +619,14 @@ fn stage_one(
     let entry = item.entry.as_ref().expect("an entry to install");
     let resolved = at.resolve(&entry.source);
     let source = Source::parse_on_disk(&resolved).source;
-    let pinned = item.locked.as_ref().and_then(|l| l.commit.clone());
+    let locked = item.locked.as_ref();
+    // A registry's source is fetched by the locked digest, as a repository at the locked
+    // commit.
+    let source = match locked.and_then(|l| l.digest.as_deref()) {
+        Some(digest) => source.at_digest(digest),
+        None => source,
+    };
+    let pinned = locked.and_then(|l| l.commit.clone());
     let git_ref = source
         .takes_ref()
         .then(|| pinned.or_else(|| entry.git_ref.clone()))
@@ -720,6 +734,7 @@ fn placed_report(store: &Store, item: &Item, placed: Result<Outcome>) -> Report 
             report.version = done.manifest.version;
             report.prepared = done.record.prepared.as_ref().map(lock::Prepared::of);
             report.commit = done.record.commit;
+            report.digest = done.record.digest;
             report.tree = Some(done.tree);
             report.message.clone_from(&item.reason);
             report.backup = done
@@ -747,6 +762,7 @@ fn keep(store: &Store, item: &Item) -> Report {
         .as_ref()
         .and_then(|r| r.prepared.as_ref())
         .map(lock::Prepared::of);
+    report.digest = record.as_ref().and_then(|r| r.digest.clone());
     report.commit = record.and_then(|r| r.commit);
     report.tree = item.locked.as_ref().map(|l| l.tree.clone());
     let dir = dirs.extension(&item.name);
@@ -794,6 +810,7 @@ fn dry_report(item: &Item) -> Report {
         Action::Remove => Status::WouldRemove,
     };
     report.commit = item.locked.as_ref().and_then(|l| l.commit.clone());
+    report.digest = item.locked.as_ref().and_then(|l| l.digest.clone());
     report.tree = item.locked.as_ref().map(|l| l.tree.clone());
     report.message = match item.set_enabled {
         Some(true) => Some("would enable".into()),
@@ -806,14 +823,15 @@ fn dry_report(item: &Item) -> Report {
 /// The lock entry for what was installed from `entry`.
 pub(crate) fn lock_entry(entry: &project::Entry, record: &Record, tree: &str) -> lock::Entry {
     let prepared = record.prepared.as_ref().map(lock::Prepared::of);
-    placed_entry(entry, record.commit.clone(), tree, prepared)
+    let pin = (record.commit.clone(), record.digest.clone());
+    placed_entry(entry, pin, tree, prepared)
 }
 
-/// The lock entry for `commit` (of a git source) installed from `entry` as `tree`, and
-/// prepared as `prepared` says.
+/// The lock entry for `(commit, digest)` (of a git or an OCI source) installed from `entry`
+/// as `tree`, and prepared as `prepared` says.
 fn placed_entry(
     entry: &project::Entry,
-    commit: Option<String>,
+    (commit, digest): (Option<String>, Option<String>),
     tree: &str,
     prepared: Option<lock::Prepared>,
 ) -> lock::Entry {
@@ -822,6 +840,7 @@ fn placed_entry(
         git_ref: entry.git_ref.clone(),
         subdir: entry.subdir.clone(),
         commit,
+        digest,
         tree: tree.to_string(),
         prepared,
     }
@@ -845,7 +864,7 @@ fn save_lock(
         let locked = match (report.status, &report.tree) {
             (Status::Installed | Status::Updated, Some(tree)) => Some(placed_entry(
                 entry,
-                report.commit.clone(),
+                (report.commit.clone(), report.digest.clone()),
                 tree,
                 report.prepared.clone(),
             )),

@@ -267,6 +267,12 @@ impl UpdateArgs {
             return Err(refuse(why.into()));
         };
         if record.pinned() && self.git_ref.is_none() {
+            if let (Source::Oci(reference), Some(digest)) = (&source, &record.digest) {
+                return Err(skip(format!(
+                    "pinned to the digest {digest}; to follow a tag instead: zot ext install --force {}",
+                    sh_quote(&format!("{}:<tag>", reference.unpinned()))
+                )));
+            }
             let pin = record.git_ref.as_deref().unwrap_or("a commit");
             return Err(skip(format!(
                 "pinned to {pin}; re-pin with: zot ext update {} --ref <branch|tag|commit>",
@@ -317,7 +323,7 @@ impl UpdateArgs {
         probe: Probe,
         outcome: &mut Outcome,
     ) -> Result<Option<Status>> {
-        if probe.commit.is_none() || probe.commit != record.commit {
+        if probe.commit.is_none() || probe.commit.as_deref() != record.pin() {
             return Ok(None);
         }
         outcome.available = Some(outcome.current.clone());

@@ -33,6 +33,10 @@ pub(crate) struct Entry {
     /// The commit installed; `null` for a local folder. 40 hex digits (64 in a SHA-256
     /// repository).
     pub commit: Option<String>,
+    /// The manifest digest (`sha256:…`) of an extension from an OCI registry; absent for
+    /// other sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
     /// `sha256:…`, the tree hash of the installed file list (`zot ext info --json`'s `tree_hash`).
     pub tree: String,
     /// What preparing ran; absent when nothing was prepared, or in a lock written before
@@ -291,6 +295,7 @@ mod tests {
             git_ref: Some("v1".into()),
             subdir: None,
             commit: commit.map(str::to_string),
+            digest: None,
             tree: TREE.into(),
             prepared: None,
         }

@@ -11,6 +11,7 @@ pub(crate) mod copy_tree;
 pub(crate) mod folder;
 pub(crate) mod git;
 pub(crate) mod helper;
+pub(crate) mod oci;
 pub(crate) mod staged;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use crate::store::record::{Kind, Record};
 use git::Probe;
 use git::cache::Cache;
 use git::url::GitUrl;
+use oci::reference::OciRef;
 use staged::{Built, check_subdir};
 
 /// A parsed install source: one of the kinds.
@@ -33,6 +35,8 @@ pub(crate) enum Source {
     Path(PathBuf),
     /// A git repository, cloned ([`git`]).
     Git(GitUrl),
+    /// An extension published in an OCI registry, pulled ([`oci`]).
+    Oci(OciRef),
 }
 
 /// What to fetch into staging, and how.
@@ -59,14 +63,21 @@ impl Fetch<'_> {
             Source::Git(url) => {
                 git::stage::stage(staging, url, self.git_ref, self.cache, subdir, out)
             }
+            Source::Oci(reference) => {
+                oci::stage::stage(staging, reference, self.git_ref, subdir, out)
+            }
         }
     }
 }
 
 /// What commands ask of a source instead of matching its kind.
 impl Source {
-    /// `arg` read without the disk: a repository in any of git's URL forms, else a folder.
+    /// `arg` read without the disk: an `oci://` reference, a repository in any of git's URL
+    /// forms, else a folder.
     pub(crate) fn parse(arg: &str) -> Source {
+        if let Some(reference) = OciRef::parse(arg) {
+            return Source::Oci(reference);
+        }
         GitUrl::parse(arg).map_or_else(|| Source::Path(PathBuf::from(arg)), Source::Git)
     }
 
@@ -87,6 +98,7 @@ impl Source {
                 subdir: url.subdir.clone(),
                 ..OnDisk::plain(Source::Git(url))
             },
+            oci @ Source::Oci(_) => OnDisk::plain(oci),
             Source::Path(path) => {
                 let named = folder::named(arg, path);
                 OnDisk {
@@ -104,6 +116,7 @@ impl Source {
         match record.kind {
             Kind::Path => Some(Source::Path(PathBuf::from(&record.source))),
             Kind::Git => Some(Source::Git(GitUrl::recorded(&record.source))),
+            Kind::Oci => OciRef::parse(&record.source).map(Source::Oci),
             Kind::Link | Kind::New => None,
         }
     }
@@ -118,6 +131,14 @@ impl Source {
                 let scratch = tempfile::tempdir()?;
                 helper::probe(url, git_ref, scratch.path()).map(Some)
             }
+            Source::Oci(reference) => {
+                let digest = helper::probe_oci(&oci::asked(reference, git_ref))?;
+                Ok(Some(Probe {
+                    commit: Some(digest),
+                    ref_kind: crate::store::record::RefKind::Tag,
+                    branch: None,
+                }))
+            }
         }
     }
 
@@ -125,6 +146,27 @@ impl Source {
     /// a repository; a folder is copied as it is now.
     pub(crate) fn takes_ref(&self) -> bool {
         matches!(self, Source::Git(_))
+    }
+
+    /// The same source fetched by a manifest digest (a registry's; others stay as they are).
+    pub(crate) fn at_digest(self, digest: &str) -> Source {
+        match self {
+            Source::Oci(reference) => Source::Oci(OciRef {
+                digest: Some(digest.to_string()),
+                ..reference
+            }),
+            other => other,
+        }
+    }
+
+    /// What a lock entry of this source must pin and lacks (`sync --frozen`): a commit for a
+    /// repository, a manifest digest for a registry; `None` when it has what it needs.
+    pub(crate) fn missing_pin(&self, has_commit: bool, has_digest: bool) -> Option<&'static str> {
+        match self {
+            Source::Git(_) if !has_commit => Some("commit for a git source"),
+            Source::Oci(_) if !has_digest => Some("digest for a registry source"),
+            _ => None,
+        }
     }
 
     /// Whether the fetch cache serves it (what it keys is a commit of a repository).
@@ -138,6 +180,7 @@ impl Source {
         match self {
             Source::Path(_) => true,
             Source::Git(url) => url.is_local_path(),
+            Source::Oci(_) => false,
         }
     }
 
@@ -146,7 +189,7 @@ impl Source {
     pub(crate) fn shown(&self, typed: &str) -> String {
         match self {
             Source::Path(path) => path.display().to_string(),
-            Source::Git(_) => typed.to_string(),
+            Source::Git(_) | Source::Oci(_) => typed.to_string(),
         }
     }
 
@@ -163,6 +206,7 @@ impl Source {
     pub(crate) fn check_controls(&self) -> Result<(), String> {
         match self {
             Source::Git(url) => controls::check(&url.url),
+            Source::Oci(reference) => reference.check(),
             Source::Path(_) => Ok(()),
         }
     }
@@ -172,7 +216,7 @@ impl Source {
     pub(crate) fn check_local(&self, dirs: &ScopeDirs) -> Result<Option<PathBuf>> {
         match self {
             Source::Path(path) => folder::check_local_source(path, dirs).map(Some),
-            Source::Git(_) => Ok(None),
+            Source::Git(_) | Source::Oci(_) => Ok(None),
         }
     }
 }
@@ -209,7 +253,7 @@ mod tests {
     fn cache_keys_leave_out_credentials_case_and_git_suffix() {
         let key = |url: &str| match Source::parse(url) {
             Source::Git(url) => url.cache_key(),
-            Source::Path(_) => panic!("{url} is a path"),
+            other => panic!("{url} is {other:?}"),
         };
         let plain = "https://example.com/Team/Repo";
         for same in [

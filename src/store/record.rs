@@ -18,6 +18,8 @@ pub(crate) enum Kind {
     Path,
     /// Cloned from a git repository.
     Git,
+    /// Pulled from an OCI registry (`oci://`).
+    Oci,
     /// A symbolic link to a working copy (`zot ext link`).
     Link,
     /// Written from a template by `zot ext new`: there is no source to update from.
@@ -31,6 +33,7 @@ impl Kind {
         match self {
             Kind::Path => "folder",
             Kind::Git => "git",
+            Kind::Oci => "oci",
             Kind::Link => "link",
             Kind::New => "new",
         }
@@ -48,7 +51,7 @@ impl Kind {
             Kind::New => Some(
                 "made by zot ext new: there is no source to fetch a new version from; edit it in place",
             ),
-            Kind::Path | Kind::Git => None,
+            Kind::Path | Kind::Git | Kind::Oci => None,
         }
     }
 
@@ -58,6 +61,7 @@ impl Kind {
         match self {
             Kind::Path => format!("was installed from the folder {source}"),
             Kind::Git => format!("was cloned from {source}"),
+            Kind::Oci => format!("was pulled from the registry {source}"),
             Kind::Link => format!("is a link to the working copy {source}"),
             Kind::New => "was made by zot ext new".to_string(),
         }
@@ -94,6 +98,9 @@ pub(crate) struct Record {
     pub branch: Option<String>,
     /// The commit that was checked out (git installs).
     pub commit: Option<String>,
+    /// The manifest digest (`sha256:…`) of an install pulled from an OCI registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
     /// The folder of the repository or source folder that holds the extension, if not its top.
     #[serde(default)]
     pub subdir: Option<String>,
@@ -153,6 +160,7 @@ impl Record {
             ref_kind: None,
             branch: None,
             commit: None,
+            digest: None,
             subdir: None,
             installed_at: now_rfc3339(),
             template: None,
@@ -162,8 +170,17 @@ impl Record {
     }
 
     /// Whether `update` leaves this install alone unless given a new `--ref`.
+    /// (An install from a registry follows its tag; one asked for by digest alone is pinned.)
     pub(crate) fn pinned(&self) -> bool {
-        matches!(self.ref_kind, Some(RefKind::Tag | RefKind::Commit))
+        match self.kind {
+            Kind::Oci => self.git_ref.is_none(),
+            _ => matches!(self.ref_kind, Some(RefKind::Tag | RefKind::Commit)),
+        }
+    }
+
+    /// What the install is pinned to at its source: the commit, or the manifest digest.
+    pub(crate) fn pin(&self) -> Option<&str> {
+        self.commit.as_deref().or(self.digest.as_deref())
     }
 
     /// What `update` does with it when a ref decides: `tracking` a branch, `pinned` to a tag
@@ -171,7 +188,8 @@ impl Record {
     pub(crate) fn follows(&self) -> Option<&'static str> {
         match (self.kind, self.ref_kind) {
             (Kind::Git, Some(RefKind::Branch)) => Some("tracking"),
-            (Kind::Git, Some(_)) => Some("pinned"),
+            (Kind::Oci, _) if self.git_ref.is_some() => Some("tracking"),
+            (Kind::Git, Some(_)) | (Kind::Oci, _) => Some("pinned"),
             _ => None,
         }
     }

@@ -14,7 +14,7 @@ use crate::support::git_servers::Repo;
 use crate::support::hostile::{
     Case, Prepared, World, ext, mkfifo, remove_any, replace_with_fifo, replace_with_link, run_table,
 };
-use crate::support::manifest;
+use crate::support::{manifest, registry};
 
 #[test]
 fn hostile_inputs() {
@@ -23,6 +23,7 @@ fn hostile_inputs() {
     cases.extend(command_line_cases());
     cases.extend(url_cases());
     cases.extend(log_cases());
+    cases.extend(registry_cases());
     run_table("hostile inputs", &cases, 3);
 }
 
@@ -905,6 +906,82 @@ fn log_cases() -> Vec<Case> {
             fs::create_dir_all(w.env.home.join("logs")).unwrap();
             fs::write(w.log("existing"), "hello\n").unwrap();
             ext(["logs", "existing", "-n", "1"])
+        }),
+    ]
+}
+
+/// `zot ext install` of the hostile layer `row` of [`registry::hostile_layers`], pushed to a
+/// registry of its own (kept alive by the prepared command).
+fn install_hostile_layer(row: &str) -> Prepared {
+    let reg = registry::Registry::start();
+    let (repo, _, bytes) = registry::hostile_layers()
+        .into_iter()
+        .find(|(repo, _, _)| *repo == row)
+        .expect("a row of hostile_layers");
+    reg.push_extension(repo, "1", registry::EVIL, &bytes, registry::LAYER_TYPE);
+    let mut prepared = install_url(reg.oci(&format!("{repo}:1")));
+    prepared.keep.push(Box::new(reg));
+    prepared
+}
+
+/// `zot ext install` from a registry that serves `manifest` for every reference and `blob`
+/// for every digest.
+fn install_from_liar(manifest: String, blob: &[u8], reference: &str) -> Prepared {
+    let port = registry::lying_registry(manifest.into_bytes(), blob.to_vec());
+    install_url(format!("oci://127.0.0.1:{port}/{reference}"))
+}
+
+fn liar_manifest(layer_size: u64, layer: &[u8]) -> String {
+    registry::manifest_json(
+        &registry::digest_of(registry::EVIL),
+        registry::EVIL.len() as u64,
+        registry::LAYER_TYPE,
+        &registry::digest_of(layer),
+        layer_size,
+    )
+}
+
+// A table of cases, one per entry: extensions from OCI registries (tests/cli/oci.rs has the
+// round trips).
+fn registry_cases() -> Vec<Case> {
+    vec![
+        Case::fails("oci_layer_dotdot", 1, "climbs out", |_| {
+            install_hostile_layer("dotdot")
+        }),
+        Case::fails("oci_layer_absolute", 1, "absolute path", |_| {
+            install_hostile_layer("absolute")
+        }),
+        Case::fails("oci_layer_link_out", 1, "outside the extension", |_| {
+            install_hostile_layer("link-out")
+        }),
+        Case::fails("oci_layer_device", 1, "a character device", |_| {
+            install_hostile_layer("device")
+        }),
+        Case::fails("oci_layer_fifo", 1, "a named pipe", |_| {
+            install_hostile_layer("fifo")
+        }),
+        Case::fails("oci_layer_hard_link", 1, "hard link", |_| {
+            install_hostile_layer("hardlink")
+        }),
+        Case::fails("oci_layer_under_a_link", 1, "a link", |_| {
+            install_hostile_layer("under-link")
+        }),
+        Case::fails("oci_wrong_manifest_digest", 1, "has the digest", |_| {
+            let layer = registry::layer(|_| {});
+            let pinned = format!("x@sha256:{}", "1".repeat(64));
+            install_from_liar(liar_manifest(layer.len() as u64, &layer), &layer, &pinned)
+        }),
+        Case::fails("oci_truncated_blob", 1, "ended after", |_| {
+            let layer = registry::layer(|_| {});
+            install_from_liar(
+                liar_manifest(layer.len() as u64 + 100, &layer),
+                &layer,
+                "x:1",
+            )
+        }),
+        Case::fails("oci_10_gb_claimed", 1, "claims 10000000000 bytes", |_| {
+            let layer = registry::layer(|_| {});
+            install_from_liar(liar_manifest(10_000_000_000, &layer), &layer, "x:1")
         }),
     ]
 }

@@ -36,6 +36,7 @@ mod logs;
 mod man_pages;
 mod manifest_decoding;
 mod new;
+mod oci;
 mod prepare;
 mod prepare_again;
 mod real_layouts;

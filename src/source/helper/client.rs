@@ -15,7 +15,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use super::progress::ProgressLine;
 use super::watch::Watch;
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
+use super::wire::{FETCH, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, Request};
 use crate::error::usage;
 use crate::host::die_with_parent;
 use crate::output::redact::redact;
@@ -23,6 +23,7 @@ use crate::output::{Output, printable};
 use crate::source::controls;
 use crate::source::git::url::GitUrl;
 use crate::source::git::{Checkout, Probe};
+use crate::source::oci::reference::OciRef;
 
 /// Clones `url` at `git_ref` (the default branch when `None`) into `tree`, with `git_dir`
 /// as the scratch object store, limited to the folder `only` of the repository when given:
@@ -39,7 +40,7 @@ pub(crate) fn fetch(
     let mut args = vec![OsStr::new(FETCH), git_dir.as_os_str(), tree.as_os_str()];
     args.extend(only.map(Path::as_os_str));
     let mut line = ProgressLine::new(out);
-    let mut helper = Helper::start(&args, url, git_ref)?;
+    let mut helper = Helper::start_git(&args, url, git_ref)?;
     loop {
         let message = helper.next(&mut |now| line.tick(now))?;
         match message {
@@ -65,7 +66,7 @@ pub(crate) fn fetch(
 /// What `git_ref` (the default branch when `None`) points at on the remote, found without
 /// fetching: `source::git::probe`, run by the helper in the empty folder `scratch`.
 pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Result<Probe> {
-    let mut helper = Helper::start(&[OsStr::new(PROBE), scratch.as_os_str()], url, git_ref)?;
+    let mut helper = Helper::start_git(&[OsStr::new(PROBE), scratch.as_os_str()], url, git_ref)?;
     match helper.next(&mut |_| {})? {
         Message::Probed(probe) => {
             helper.finish()?;
@@ -73,6 +74,29 @@ pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Resu
         }
         other => Err(helper.unexpected(&other)),
     }
+}
+
+/// Pulls the extension `reference` names into `tree` (the layer fetched into `layer_file`
+/// first): `source::oci::pull`, run by the helper; the manifest's digest.
+pub(crate) fn pull(
+    reference: &OciRef,
+    tree: &Path,
+    layer_file: &Path,
+    out: &Output,
+) -> Result<String> {
+    let args = [OsStr::new(PULL), tree.as_os_str(), layer_file.as_os_str()];
+    let mut line = ProgressLine::new(out);
+    let mut helper = Helper::start_oci(&args, reference)?;
+    let answer = helper.next(&mut |now| line.tick(now));
+    line.finish();
+    helper.digest(answer?)
+}
+
+/// The digest of the manifest `reference` names now, asked by the helper.
+pub(crate) fn probe_oci(reference: &OciRef) -> Result<String> {
+    let mut helper = Helper::start_oci(&[OsStr::new(OCI_PROBE)], reference)?;
+    let answer = helper.next(&mut |_| {})?;
+    helper.digest(answer)
 }
 
 /// A running helper. Dropped before it finished (the caller gave up), it is killed.
@@ -95,8 +119,39 @@ enum FromHelper {
 }
 
 impl Helper {
-    fn start(args: &[&OsStr], url: &GitUrl, git_ref: Option<&str>) -> Result<Helper> {
+    fn start_git(args: &[&OsStr], url: &GitUrl, git_ref: Option<&str>) -> Result<Helper> {
         controls::check(&url.url).map_err(|why| anyhow!(why))?;
+        let request = Request {
+            url: url.clone(),
+            git_ref: git_ref.map(str::to_string),
+        };
+        Helper::start(args, &request, printable(&url.display))
+    }
+
+    fn start_oci(args: &[&OsStr], reference: &OciRef) -> Result<Helper> {
+        reference.check().map_err(|why| anyhow!(why))?;
+        let request = OciRequest {
+            reference: reference.clone(),
+        };
+        Helper::start(args, &request, printable(&reference.to_string()))
+    }
+
+    /// The digest of a pull or OCI probe's answer.
+    fn digest(&mut self, answer: Message) -> Result<String> {
+        match answer {
+            Message::Pulled { digest } => {
+                self.finish()?;
+                Ok(digest)
+            }
+            other => Err(self.unexpected(&other)),
+        }
+    }
+
+    fn start(
+        args: &[&OsStr],
+        request: &impl serde::Serialize,
+        shown_url: String,
+    ) -> Result<Helper> {
         let path = helper_path()?;
         let mut command = Command::new(&path);
         command
@@ -113,15 +168,11 @@ impl Helper {
                 printable(&path.display().to_string())
             )
         })?;
-        let request = Request {
-            url: url.clone(),
-            git_ref: git_ref.map(str::to_string),
-        };
         let stdin = child.stdin.take().expect("stdin is piped");
         let out = BufReader::new(child.stdout.take().expect("stdout is piped"));
         // Written whole before anything is read: a request is far smaller than a pipe's
         // buffer. A helper that died at once is reported by what it left on its stdout.
-        let _ = serde_json::to_writer(stdin, &request);
+        let _ = serde_json::to_writer(stdin, request);
         let (tx, lines) = mpsc::channel();
         // Not joined: it ends when the helper's stdout does (the helper is killed on drop).
         std::thread::spawn(move || read_lines(out, &tx));
@@ -129,7 +180,7 @@ impl Helper {
             path,
             child,
             lines,
-            shown_url: printable(&url.display),
+            shown_url,
             watch: Watch::new(),
         })
     }

@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, PROBE, Request};
+use super::wire::{FETCH, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, Request};
 use crate::source::git;
 use crate::source::git::meter::{self, LowSpeed};
 use crate::source::git::progress::Step;
 use crate::source::git::url::GitUrl;
+use crate::source::oci;
 
 /// Progress is passed on at most this often (libgit2 reports every object), and always
 /// when a new kind of step begins or the last object is in and its deltas resolved.
@@ -33,13 +34,20 @@ static ANSWERED: AtomicBool = AtomicBool::new(false);
 /// The helper's `main`.
 pub fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let Some(request) = read_request() else {
+    let Some(bytes) = read_request() else {
         return not_by_hand();
     };
-    let answer = match (
-        args.first().and_then(|a| a.to_str()),
-        &args[1.min(args.len())..],
-    ) {
+    let verb = args.first().and_then(|a| a.to_str());
+    if matches!(verb, Some(PULL | OCI_PROBE)) {
+        let Ok(request) = serde_json::from_slice::<OciRequest>(&bytes) else {
+            return not_by_hand();
+        };
+        return answer(Ok(oci_answer(&request, &args[1..])));
+    }
+    let Ok(request) = serde_json::from_slice::<Request>(&bytes) else {
+        return not_by_hand();
+    };
+    let answer = match (verb, &args[1.min(args.len())..]) {
         (Some(FETCH), [git_dir, tree, only @ ..]) if only.len() <= 1 => {
             start_heartbeat();
             let only = only.first().map(PathBuf::from);
@@ -57,6 +65,28 @@ pub fn main() -> ExitCode {
         }
         _ => return not_by_hand(),
     };
+    self::answer(answer)
+}
+
+/// An OCI pull (`<tree> <layer file>`) or probe (no arguments), answered.
+fn oci_answer(request: &OciRequest, args: &[OsString]) -> Message {
+    let answered = match args {
+        [tree, layer_file] => {
+            start_heartbeat();
+            oci::pull(&request.reference, Path::new(tree), Path::new(layer_file))
+        }
+        [] => oci::probe(&request.reference),
+        _ => {
+            return failure(&anyhow::anyhow!(
+                "{HELPER}: a pull takes a tree and a layer file"
+            ));
+        }
+    };
+    answered.map_or_else(|e| failure(&e), |digest| Message::Pulled { digest })
+}
+
+/// Writes the answer; the exit status.
+fn answer(answer: std::io::Result<Message>) -> ExitCode {
     let answered = answer.and_then(|message| {
         let mut out = std::io::stdout().lock();
         ANSWERED.store(true, Ordering::SeqCst);
@@ -101,15 +131,15 @@ fn start_heartbeat() {
         .spawn(beat);
 }
 
-/// The request on stdin; `None` when stdin is a terminal or holds no request.
-fn read_request() -> Option<Request> {
+/// The request on stdin, as sent; `None` when stdin is a terminal or holds nothing.
+fn read_request() -> Option<Vec<u8>> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return None;
     }
     let mut bytes = Vec::new();
     stdin.lock().take(MAX_LINE).read_to_end(&mut bytes).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    Some(bytes)
 }
 
 fn not_by_hand() -> ExitCode {

@@ -11,6 +11,7 @@ use crate::source::git::Probe;
 use crate::source::git::meter::LowSpeed;
 use crate::source::git::progress::Step;
 use crate::source::git::url::GitUrl;
+use crate::source::oci::reference::OciRef;
 use crate::store::record::RefKind;
 
 /// The helper's file name; it is looked up beside the running `zot`.
@@ -21,6 +22,10 @@ pub(crate) const HELPER: &str = "zot-ext-git";
 pub(super) const FETCH: &str = "fetch";
 /// `zot-ext-git probe <scratch>`: what the ref points at on the remote.
 pub(super) const PROBE: &str = "probe";
+/// Pull an extension from an OCI registry: `pull <tree> <layer file>`, an [`OciRequest`].
+pub(super) const PULL: &str = "pull";
+/// The digest an OCI reference names now: `oci-probe`, an [`OciRequest`].
+pub(super) const OCI_PROBE: &str = "oci-probe";
 
 /// What to fetch or probe.
 #[derive(Debug, Serialize, Deserialize)]
@@ -30,6 +35,12 @@ pub(super) struct Request {
 }
 
 /// One line of the helper's stdout.
+/// What to pull from a registry, or probe.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct OciRequest {
+    pub reference: OciRef,
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum Message {
@@ -41,6 +52,10 @@ pub(super) enum Message {
         branch: Option<String>,
     },
     Probed(Probe),
+    /// The manifest digest of what was pulled, or of what a reference names now.
+    Pulled {
+        digest: String,
+    },
     /// Sent by the helper's own thread at least once a second until the answer: the bytes
     /// received so far, whether the time now counts against the limit (not while a
     /// checkout is written or a credential helper asked), and the limit.

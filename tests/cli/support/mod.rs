@@ -11,6 +11,7 @@ pub(crate) mod man;
 pub(crate) mod man_sections;
 #[cfg(target_os = "linux")]
 pub(crate) mod opens;
+pub(crate) mod registry;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -1,0 +1,281 @@
+//! `zot ext install oci://…` against a real distribution registry on 127.0.0.1 (Debian's
+//! `docker-registry`), with artifacts pushed by the spec's plain HTTP calls; and against a
+//! registry that lies (a stand-in on `tiny_http`) for what a real one would not serve.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::Env;
+use crate::support::registry::{
+    EVIL, LAYER_TYPE, Registry, digest_of, hostile_layers, lying_registry, manifest_json, pack,
+};
+
+fn hello(env: &Env, version: &str) -> std::path::PathBuf {
+    env.source_with_manifest(
+        "hello",
+        &format!(r#"{{"name": "hello", "version": "{version}", "exec": "./run.sh"}}"#),
+    )
+}
+
+fn record(env: &Env, name: &str) -> Value {
+    let text =
+        fs::read_to_string(env.home.join(format!(".ext-store/sources/{name}.json"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn version(dir: &Path) -> Value {
+    let text = fs::read_to_string(dir.join("extension.json")).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["version"].clone()
+}
+
+fn nothing_placed(env: &Env) {
+    let root = env.global_root();
+    let names: Vec<_> = fs::read_dir(&root)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(names.is_empty(), "placed: {names:?}");
+}
+
+#[test]
+fn an_artifact_pushed_with_plain_http_calls_installs_follows_its_tag_and_matches_the_folder() {
+    let env = Env::new();
+    let registry = Registry::start();
+    let dir = hello(&env, "1.0.0");
+    let digest = registry.push_folder("team/hello", "1.0", &dir);
+
+    let done = env
+        .zot(["ext", "install", &registry.oci("team/hello:1.0")])
+        .ok();
+    assert!(done.stdout.contains("installed hello 1.0.0"), "{done:?}");
+    let r = record(&env, "hello");
+    assert_eq!(r["kind"], "oci");
+    assert_eq!(r["source"], registry.oci("team/hello"));
+    assert_eq!(r["ref"], "1.0");
+    assert_eq!(r["digest"], digest.as_str());
+    let info = |env: &Env| {
+        let doc: Value =
+            serde_json::from_str(&env.zot(["ext", "info", "--json", "hello"]).ok().stdout).unwrap();
+        doc["copies"][0].clone()
+    };
+    let from_registry = info(&env);
+    assert_eq!(from_registry["record"]["digest"], digest.as_str());
+    assert_eq!(from_registry["updates"], "tracking");
+
+    // The same folder installed from disk has the same file list and tree hash.
+    let other = Env::new();
+    other.zot(["ext", "install", dir.to_str().unwrap()]).ok();
+    let from_disk = info(&other);
+    assert_eq!(from_registry["tree_hash"], from_disk["tree_hash"]);
+    assert!(
+        from_registry["tree_hash"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+
+    let done = env.zot(["ext", "update", "hello"]).ok();
+    assert!(done.stdout.contains("up to date"), "{done:?}");
+    let dir = hello(&env, "1.1.0");
+    let moved = registry.push_folder("team/hello", "1.0", &dir);
+    assert_ne!(moved, digest);
+    let done = env.zot(["ext", "update", "hello"]).ok();
+    assert!(done.stdout.contains("1.0.0 -> 1.1.0"), "{done:?}");
+    assert_eq!(record(&env, "hello")["digest"], moved.as_str());
+    assert_eq!(version(&env.global_root().join("hello")), "1.1.0");
+}
+
+#[test]
+fn a_digest_pins_the_install_and_one_the_registry_lacks_places_nothing() {
+    let env = Env::new();
+    let registry = Registry::start();
+    let digest = registry.push_folder("hello", "1.0", &hello(&env, "1.0.0"));
+    let missing = format!("sha256:{}", "0".repeat(64));
+
+    let done = env
+        .zot(["ext", "install", &registry.oci(&format!("hello@{missing}"))])
+        .fails(1);
+    assert!(
+        done.stderr.contains("not found (404)") && done.stderr.contains("MANIFEST_UNKNOWN"),
+        "{done:?}"
+    );
+    nothing_placed(&env);
+    let done = env
+        .zot(["ext", "install", &registry.oci("nothing:1.0")])
+        .fails(1);
+    assert!(
+        done.stderr.contains(&registry.oci("nothing:1.0")),
+        "{done:?}"
+    );
+
+    env.zot(["ext", "install", &registry.oci(&format!("hello@{digest}"))])
+        .ok();
+    assert_eq!(record(&env, "hello")["digest"], digest.as_str());
+    assert!(record(&env, "hello")["ref"].is_null());
+    registry.push_folder("hello", "1.0", &hello(&env, "2.0.0"));
+    let done = env.zot(["ext", "update", "hello"]).ok();
+    assert!(
+        done.stdout
+            .contains(&format!("pinned to the digest {digest}")),
+        "{done:?}"
+    );
+    assert_eq!(version(&env.global_root().join("hello")), "1.0.0");
+}
+
+#[test]
+fn references_outside_the_specs_grammar_are_usage_errors_before_any_connection() {
+    let env = Env::new();
+    for bad in [
+        "oci://127.0.0.1:1/Upper:1.0",
+        "oci://127.0.0.1:1/a/../b",
+        "oci://127.0.0.1:1/a:bad tag",
+        "oci://127.0.0.1:1/a@sha256:abc",
+        "oci://127.0.0.1:1/a%0A:1",
+    ] {
+        let done = env.zot(["ext", "install", bad]).fails(2);
+        assert!(!done.stderr.contains("cannot reach"), "{done:?}");
+    }
+    nothing_placed(&env);
+}
+
+/// Each hostile layer is refused with its reason, and nothing is placed.
+#[test]
+fn hostile_layers_are_refused_with_nothing_placed() {
+    let env = Env::new();
+    let registry = Registry::start();
+    for (repo, why, bytes) in hostile_layers() {
+        registry.push_extension(repo, "1", EVIL, &bytes, LAYER_TYPE);
+        let done = env
+            .zot(["ext", "install", &registry.oci(&format!("{repo}:1"))])
+            .fails(1);
+        assert!(done.stderr.contains(why), "{repo}: {done:?}");
+        nothing_placed(&env);
+        assert!(!env.work.parent().unwrap().join("evil").exists());
+        assert!(!Path::new("/tmp/evil").exists());
+    }
+}
+
+/// A layer of another media type (a container image's) is not fetched at all.
+#[test]
+fn a_layer_of_another_media_type_is_refused() {
+    let env = Env::new();
+    let registry = Registry::start();
+    let dir = hello(&env, "1.0.0");
+    registry.push_extension(
+        "image",
+        "1",
+        EVIL,
+        &pack(&dir),
+        "application/vnd.oci.image.layer.v1.tar+gzip",
+    );
+    let done = env
+        .zot(["ext", "install", &registry.oci("image:1")])
+        .fails(1);
+    assert!(
+        done.stderr
+            .contains("media type application/vnd.oci.image.layer.v1.tar+gzip"),
+        "{done:?}"
+    );
+    nothing_placed(&env);
+}
+
+#[test]
+fn a_lying_registry_is_caught_by_the_digests_and_sizes() {
+    let env = Env::new();
+    let dir = hello(&env, "1.0.0");
+    let config = fs::read(dir.join("extension.json")).unwrap();
+    let packed = pack(&dir);
+    let good = |size: u64, digest: &str| {
+        manifest_json(
+            &digest_of(&config),
+            config.len() as u64,
+            LAYER_TYPE,
+            digest,
+            size,
+        )
+        .into_bytes()
+    };
+    let cases: Vec<(&str, Vec<u8>, Vec<u8>, String)> = vec![
+        // The manifest does not hash to the digest asked for.
+        (
+            "has the digest",
+            good(packed.len() as u64, &digest_of(&packed)),
+            packed.clone(),
+            format!("x@sha256:{}", "1".repeat(64)),
+        ),
+        // The blob is shorter than its descriptor says.
+        (
+            "ended after",
+            good(packed.len() as u64 + 10, &digest_of(&packed)),
+            packed.clone(),
+            "x:1".into(),
+        ),
+        // The blob is longer than its descriptor says.
+        (
+            "is longer than",
+            good(packed.len() as u64 - 10, &digest_of(&packed)),
+            packed.clone(),
+            "x:1".into(),
+        ),
+        // The blob is not the one the manifest names.
+        (
+            "not the one its manifest names",
+            good(packed.len() as u64, &digest_of(b"other")),
+            packed.clone(),
+            "x:1".into(),
+        ),
+        // A layer that claims 10 GB is refused before it is asked for.
+        (
+            "claims",
+            good(10_000_000_000, &digest_of(&packed)),
+            packed.clone(),
+            "x:1".into(),
+        ),
+    ];
+    for (why, manifest, blob, reference) in cases {
+        let port = lying_registry(manifest, blob);
+        let done = env
+            .zot([
+                "ext",
+                "install",
+                &format!("oci://127.0.0.1:{port}/{reference}"),
+            ])
+            .fails(1);
+        assert!(done.stderr.contains(why), "{why}: {done:?}");
+        nothing_placed(&env);
+    }
+}
+
+#[test]
+fn the_lock_pins_the_digest_and_sync_installs_it_after_the_tag_moved() {
+    let env = Env::new();
+    let registry = Registry::start();
+    let first = registry.push_folder("hello", "1.0", &hello(&env, "1.0.0"));
+    let source = registry.oci("hello:1.0");
+    env.zot(["ext", "add", &source]).ok();
+    let lock_path = env.project.join(".zot/extensions.lock");
+    let lock: Value = serde_json::from_str(&fs::read_to_string(&lock_path).unwrap()).unwrap();
+    assert_eq!(lock["extensions"]["hello"]["digest"], first.as_str());
+
+    // The tag moves on; a fresh checkout of the project syncs what the lock pins.
+    registry.push_folder("hello", "1.0", &hello(&env, "2.0.0"));
+    fs::remove_dir_all(env.project.join(".zot/extensions")).unwrap();
+    let done = env.zot(["ext", "sync", "--frozen", "--json"]).ok();
+    let doc: Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(doc["extensions"][0]["digest"], first.as_str(), "{done:?}");
+    let installed = env.project.join(".zot/extensions/hello");
+    assert_eq!(version(&installed), "1.0.0");
+
+    // A lock without the digest is refused by --frozen before anything is fetched.
+    let text = fs::read_to_string(&lock_path).unwrap();
+    let line = format!("      \"digest\": \"{first}\",\n");
+    assert!(text.contains(&line), "{text}");
+    fs::write(&lock_path, text.replace(&line, "")).unwrap();
+    let done = env.zot(["ext", "sync", "--frozen"]).fails(1);
+    assert!(
+        done.stderr
+            .contains("the lock has no digest for a registry source"),
+        "{done:?}"
+    );
+}
