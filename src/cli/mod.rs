@@ -139,7 +139,8 @@ $ZOT_HOME/extensions/: install, new and link add them; list and info show them; 
 disable, update and remove change them; logs, doctor and call look inside them; add records \
 one in the project file .zot/extensions.json and sync makes the installed set match that file \
 and its lock; verify checks them against their file lists and lock file, cache clean \
-empties the fetch cache, and prepare runs an extension's build or dependency install again. \
+empties the fetch cache, prepare runs an extension's build or dependency install again, and \
+publish pushes one to an OCI registry. \
 zot completions prints the shell completion script.
 
 zot shares its name with the zot agent: any other command line (zot --ext ./x, and with the \
@@ -183,6 +184,7 @@ Extension commands:
   zot ext update [<name>...]      Update extensions from their sources
   zot ext link <path>             Register a working copy by symbolic link
   zot ext info <name>             Where it came from and which copy wins
+  zot ext publish <folder> <ref>  Push an extension to an OCI registry
   zot ext add <path|git-url>      Install and record it in the project file
   zot ext sync                    Match the installed set to the project file
   zot ext verify [<name>...]      Check installed files against their lists
@@ -197,6 +199,7 @@ zot ext: install and manage extensions for the zot coding agent
 Commands:
   list, info                  what is installed, and which copy zot loads
   install, add, new, link     bring in an extension (add records it in the project)
+  publish                     push one to an OCI registry
   enable, disable, remove     turn one on or off, or delete it
   update, sync                fetch again; match the project file and its lock
   doctor, call, logs          start one as zot does, run a command, read its log
@@ -321,7 +324,7 @@ pub enum Command {
     /// set matches that file and its lock (.zot/extensions.lock). verify checks the installed
     /// files against what the install placed and the lock file records; cache clean empties
     /// the fetch cache; prepare runs an installed extension's build or dependency install
-    /// again.
+    /// again; publish pushes one to an OCI registry, as an artifact install oci://… takes.
     ///
     /// Extensions live in two scopes: the project scope, ./.zot/extensions/<name>/ under the
     /// current directory, and the global scope, $ZOT_HOME/extensions/<name>/. A project copy
@@ -533,6 +536,18 @@ pub enum ExtCommand {
     /// PATH), the source, kind, ref (pinned or tracking), commit and install time from the
     /// install record, and the log file with its size.
     Info(InfoArgs),
+    /// Publish an extension to an OCI registry
+    ///
+    /// Pushes the extension (a folder, or an installed extension by name) to
+    /// oci://<registry>/<repository>:<tag> as an OCI artifact: its files as one
+    /// gzip-compressed tar layer (sorted, owners and times zero, modes kept, links as links;
+    /// exactly what installing it places, built outputs of an installed copy left out), its
+    /// extension.json as the config blob, this project's media types and the standard
+    /// annotations (version, title; source and revision from a git install's record;
+    /// created from SOURCE_DATE_EPOCH, never the clock), so the same files publish to the
+    /// same digest. Blobs the repository has are not sent again. zot ext install
+    /// oci://… installs it.
+    Publish(PublishArgs),
     /// Install an extension and record it in the project file
     ///
     /// Installs the source exactly as install does (into ./.zot/extensions/, or
@@ -832,6 +847,20 @@ pub struct LinkArgs {
     /// Replace an installed extension of the same name
     #[arg(short, long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub scope: ScopeSelect,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// A folder holding extension.json, or the name of an installed extension
+    #[arg(value_name = "FOLDER|NAME", value_hint = clap::ValueHint::DirPath)]
+    pub source: String,
+
+    /// Where to: oci://<registry>/<repository>:<tag>
+    #[arg(value_name = "OCI-REF")]
+    pub reference: String,
 
     #[command(flatten)]
     pub scope: ScopeSelect,

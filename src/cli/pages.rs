@@ -271,6 +271,23 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "zot ext publish",
+        &[
+            (
+                "zot ext publish ./weather oci://ghcr.io/me/zot-weather:1.2.0",
+                "Push the folder as an OCI artifact; prints the manifest digest.",
+            ),
+            (
+                "zot ext publish weather oci://registry.internal/ext/weather:1.2.0 --json",
+                "Push the installed copy (its files as installed, without what a build made) and print the digest as data.",
+            ),
+            (
+                "SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) zot ext publish . oci://ghcr.io/me/zot-weather:1.2.0",
+                "Also record when it was made, from the last commit: the same folder still publishes to the same digest.",
+            ),
+        ],
+    ),
+    (
         "zot ext info",
         &[
             (

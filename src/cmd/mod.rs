@@ -13,6 +13,7 @@ mod logs;
 mod named;
 mod new;
 mod prepare;
+mod publish;
 mod remove;
 mod sync;
 mod toggle;
@@ -72,6 +73,7 @@ pub fn run(cli: &Cli) -> Result<()> {
             ExtCommand::Update(args) => args.run(&ctx),
             ExtCommand::Link(args) => args.run(&ctx),
             ExtCommand::Info(args) => args.run(&ctx),
+            ExtCommand::Publish(args) => args.run(&ctx),
             ExtCommand::Add(args) => args.run(&ctx),
             ExtCommand::Sync(args) => args.run(&ctx),
             ExtCommand::Verify(args) => args.run(&ctx),

@@ -279,3 +279,89 @@ fn the_lock_pins_the_digest_and_sync_installs_it_after_the_tag_moved() {
         "{done:?}"
     );
 }
+
+#[test]
+fn publish_then_install_round_trips_with_one_digest_that_a_generic_client_reads() {
+    let env = Env::new();
+    let registry = Registry::start();
+    let dir = hello(&env, "1.0.0");
+    fs::create_dir_all(dir.join(".git")).unwrap();
+    fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let dest = registry.oci("team/hello:1.0");
+    let publish = |args: &[&str]| {
+        let mut all = vec!["ext", "publish", "--json"];
+        all.extend(args);
+        let done = env.zot(all).ok();
+        serde_json::from_str::<Value>(&done.stdout).unwrap()
+    };
+    let first = publish(&[dir.to_str().unwrap(), &dest]);
+    let digest = first["digest"].as_str().unwrap().to_string();
+    assert!(digest.starts_with("sha256:"), "{first}");
+    // The same folder again: the same digest (no clock, no owners, sorted entries).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(
+        publish(&[dir.to_str().unwrap(), &dest])["digest"],
+        digest.as_str()
+    );
+
+    // A generic client reads it: skopeo's raw manifest hashes to the digest published.
+    let raw = std::process::Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{}/team/hello:1.0", registry.host()))
+        .output()
+        .expect("skopeo (Debian's skopeo package; .ci/run installs it)");
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    assert_eq!(digest_of(&raw.stdout), digest);
+    let manifest: Value = serde_json::from_slice(&raw.stdout).unwrap();
+    assert_eq!(manifest["artifactType"], "application/vnd.zot.extension.v1");
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.version"],
+        "1.0.0"
+    );
+
+    // Installed, it is the folder as installed from disk: same tree hash, no .git.
+    env.zot(["ext", "install", &dest]).ok();
+    let installed = env.global_root().join("hello");
+    assert!(!installed.join(".git").exists());
+    let other = Env::new();
+    other.zot(["ext", "install", dir.to_str().unwrap()]).ok();
+    let tree = |env: &Env| {
+        let doc: Value =
+            serde_json::from_str(&env.zot(["ext", "info", "--json", "hello"]).ok().stdout).unwrap();
+        doc["copies"][0]["tree_hash"].clone()
+    };
+    assert_eq!(tree(&env), tree(&other));
+
+    // The installed copy publishes to the same digest, its runtime files left out.
+    fs::write(installed.join("state.json"), "{}").unwrap();
+    let again = publish(&["hello", &registry.oci("team/hello:again")]);
+    assert_eq!(again["digest"], digest.as_str());
+}
+
+#[test]
+fn publish_wants_a_tag_and_refuses_what_install_refuses() {
+    let env = Env::new();
+    let dir = hello(&env, "1.0.0");
+    let folder = dir.to_str().unwrap();
+    for bad in [
+        "https://ghcr.io/me/x",
+        "oci://127.0.0.1:1/x",
+        &format!("oci://127.0.0.1:1/x@sha256:{}", "0".repeat(64)),
+    ] {
+        env.zot(["ext", "publish", folder, bad]).fails(2);
+    }
+    let broken = env.source_with_manifest("broken", r#"{"name": "broken"}"#);
+    let done = env
+        .zot([
+            "ext",
+            "publish",
+            broken.to_str().unwrap(),
+            "oci://127.0.0.1:1/x:1",
+        ])
+        .fails(1);
+    assert!(done.stderr.contains("exec"), "{done:?}");
+}

@@ -15,7 +15,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use super::progress::ProgressLine;
 use super::watch::Watch;
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, Request};
+use super::wire::{FETCH, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, PUSH, Request};
 use crate::error::usage;
 use crate::host::die_with_parent;
 use crate::output::redact::redact;
@@ -23,6 +23,7 @@ use crate::output::{Output, printable};
 use crate::source::controls;
 use crate::source::git::url::GitUrl;
 use crate::source::git::{Checkout, Probe};
+use crate::source::oci::pack::Packed;
 use crate::source::oci::reference::OciRef;
 
 /// Clones `url` at `git_ref` (the default branch when `None`) into `tree`, with `git_dir`
@@ -76,17 +77,12 @@ pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Resu
     }
 }
 
-/// Pulls the extension `reference` names into `tree` (the layer fetched into `layer_file`
-/// first): `source::oci::pull`, run by the helper; the manifest's digest.
-pub(crate) fn pull(
-    reference: &OciRef,
-    tree: &Path,
-    layer_file: &Path,
-    out: &Output,
-) -> Result<String> {
-    let args = [OsStr::new(PULL), tree.as_os_str(), layer_file.as_os_str()];
+/// Pulls the extension `reference` names into `tree`: `source::oci::pull`, run by the
+/// helper; the manifest's digest.
+pub(crate) fn pull(reference: &OciRef, tree: &Path, out: &Output) -> Result<String> {
+    let args = [OsStr::new(PULL), tree.as_os_str()];
     let mut line = ProgressLine::new(out);
-    let mut helper = Helper::start_oci(&args, reference)?;
+    let mut helper = Helper::start_oci(&args, reference, None)?;
     let answer = helper.next(&mut |now| line.tick(now));
     line.finish();
     helper.digest(answer?)
@@ -94,7 +90,14 @@ pub(crate) fn pull(
 
 /// The digest of the manifest `reference` names now, asked by the helper.
 pub(crate) fn probe_oci(reference: &OciRef) -> Result<String> {
-    let mut helper = Helper::start_oci(&[OsStr::new(OCI_PROBE)], reference)?;
+    let mut helper = Helper::start_oci(&[OsStr::new(OCI_PROBE)], reference, None)?;
+    let answer = helper.next(&mut |_| {})?;
+    helper.digest(answer)
+}
+
+/// Pushes `packed` to the tag `reference` names, by the helper; the manifest's digest.
+pub(crate) fn push(reference: &OciRef, packed: &Packed) -> Result<String> {
+    let mut helper = Helper::start_oci(&[OsStr::new(PUSH)], reference, Some(packed.clone()))?;
     let answer = helper.next(&mut |_| {})?;
     helper.digest(answer)
 }
@@ -128,10 +131,11 @@ impl Helper {
         Helper::start(args, &request, printable(&url.display))
     }
 
-    fn start_oci(args: &[&OsStr], reference: &OciRef) -> Result<Helper> {
+    fn start_oci(args: &[&OsStr], reference: &OciRef, packed: Option<Packed>) -> Result<Helper> {
         reference.check().map_err(|why| anyhow!(why))?;
         let request = OciRequest {
             reference: reference.clone(),
+            packed,
         };
         Helper::start(args, &request, printable(&reference.to_string()))
     }

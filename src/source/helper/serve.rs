@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, Request};
+use super::wire::{FETCH, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, PUSH, Request};
 use crate::source::git;
 use crate::source::git::meter::{self, LowSpeed};
 use crate::source::git::progress::Step;
@@ -38,7 +38,7 @@ pub fn main() -> ExitCode {
         return not_by_hand();
     };
     let verb = args.first().and_then(|a| a.to_str());
-    if matches!(verb, Some(PULL | OCI_PROBE)) {
+    if matches!(verb, Some(PULL | OCI_PROBE | PUSH)) {
         let Ok(request) = serde_json::from_slice::<OciRequest>(&bytes) else {
             return not_by_hand();
         };
@@ -68,17 +68,22 @@ pub fn main() -> ExitCode {
     self::answer(answer)
 }
 
-/// An OCI pull (`<tree> <layer file>`) or probe (no arguments), answered.
+/// An OCI pull (`<tree>`), push (what the request holds) or probe (no
+/// arguments), answered.
 fn oci_answer(request: &OciRequest, args: &[OsString]) -> Message {
-    let answered = match args {
-        [tree, layer_file] => {
+    let answered = match (args, &request.packed) {
+        ([tree], None) => {
             start_heartbeat();
-            oci::pull(&request.reference, Path::new(tree), Path::new(layer_file))
+            oci::pull(&request.reference, Path::new(tree))
         }
-        [] => oci::probe(&request.reference),
+        ([], Some(packed)) => {
+            start_heartbeat();
+            oci::push(&request.reference, packed)
+        }
+        ([], None) => oci::probe(&request.reference),
         _ => {
             return failure(&anyhow::anyhow!(
-                "{HELPER}: a pull takes a tree and a layer file"
+                "{HELPER}: a pull takes the folder to unpack into"
             ));
         }
     };

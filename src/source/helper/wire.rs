@@ -11,6 +11,7 @@ use crate::source::git::Probe;
 use crate::source::git::meter::LowSpeed;
 use crate::source::git::progress::Step;
 use crate::source::git::url::GitUrl;
+use crate::source::oci::pack::Packed;
 use crate::source::oci::reference::OciRef;
 use crate::store::record::RefKind;
 
@@ -22,10 +23,12 @@ pub(crate) const HELPER: &str = "zot-ext-git";
 pub(super) const FETCH: &str = "fetch";
 /// `zot-ext-git probe <scratch>`: what the ref points at on the remote.
 pub(super) const PROBE: &str = "probe";
-/// Pull an extension from an OCI registry: `pull <tree> <layer file>`, an [`OciRequest`].
+/// Pull an extension from an OCI registry into a new folder: `pull <tree>`, an [`OciRequest`].
 pub(super) const PULL: &str = "pull";
 /// The digest an OCI reference names now: `oci-probe`, an [`OciRequest`].
 pub(super) const OCI_PROBE: &str = "oci-probe";
+/// Push a packed extension to an OCI registry: `push`, an [`OciRequest`] with `packed`.
+pub(super) const PUSH: &str = "push";
 
 /// What to fetch or probe.
 #[derive(Debug, Serialize, Deserialize)]
@@ -39,6 +42,9 @@ pub(super) struct Request {
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct OciRequest {
     pub reference: OciRef,
+    /// What to push (`push` only).
+    #[serde(default)]
+    pub packed: Option<Packed>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -52,7 +58,7 @@ pub(super) enum Message {
         branch: Option<String>,
     },
     Probed(Probe),
-    /// The manifest digest of what was pulled, or of what a reference names now.
+    /// The manifest digest of what was pulled or pushed, or of what a reference names now.
     Pulled {
         digest: String,
     },

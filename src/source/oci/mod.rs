@@ -6,12 +6,12 @@
 //! `update` follows.
 
 pub(crate) mod artifact;
+pub(crate) mod pack;
 pub(crate) mod reference;
 pub(crate) mod registry;
 pub(crate) mod stage;
 pub(crate) mod unpack;
 
-use std::fs::File;
 use std::path::Path;
 
 use anyhow::{Result, anyhow};
@@ -36,22 +36,31 @@ pub(crate) fn short(digest: &str) -> &str {
     &hex[..hex.len().min(12)]
 }
 
-/// The helper's pull: the manifest, its layer into `layer_file`, unpacked into `tree`; the
-/// manifest's digest.
-pub(crate) fn pull(reference: &OciRef, tree: &Path, layer_file: &Path) -> Result<String> {
+/// The helper's pull: the manifest, then its layer unpacked into `tree` as it arrives, the
+/// layer's length and digest checked at its end (a layer that fails them leaves `tree` to
+/// the staging folder, which is deleted: nothing is placed); the manifest's digest.
+pub(crate) fn pull(reference: &OciRef, tree: &Path) -> Result<String> {
     let shown = crate::output::printable(&reference.to_string());
     let mut registry = Registry::new(reference);
     let (manifest, digest) = registry.manifest()?;
     let layer = artifact::extension_layer(&manifest, &shown).map_err(|e| anyhow!(e))?;
-    let mut file = File::create_new(layer_file)
-        .map_err(|e| anyhow!("cannot create {}: {e}", layer_file.display()))?;
-    registry.blob_to(&layer, &mut file)?;
-    drop(file);
+    let mut stream = registry.blob(&layer)?;
     std::fs::create_dir(tree).map_err(|e| anyhow!("cannot create {}: {e}", tree.display()))?;
-    // Unpacking receives nothing: the low-speed clock stops meanwhile.
-    let _paused = crate::source::git::meter::pause();
-    unpack::unpack(unpack::open(layer_file)?, tree, &shown)?;
+    unpack::unpack(&mut stream, tree, &shown)?;
+    stream.finish()?;
     Ok(digest)
+}
+
+/// The helper's push of `packed` to the tag `reference` names: its blobs (those the
+/// repository lacks), then its manifest; the manifest's digest.
+pub(crate) fn push(reference: &OciRef, packed: &pack::Packed) -> Result<String> {
+    // Sending receives nothing: the low-speed clock stops (each call is bounded on its own).
+    let _paused = crate::source::git::meter::pause();
+    let mut registry = Registry::new(reference);
+    registry.push_blob(&packed.config.path, &packed.config.digest)?;
+    registry.push_blob(&packed.layer.path, &packed.layer.digest)?;
+    registry.push_manifest(packed.manifest.as_bytes())?;
+    Ok(packed.digest.clone())
 }
 
 /// The helper's probe: the digest of the manifest `reference` names now.

@@ -1,5 +1,6 @@
-//! The distribution spec's pull calls, made in the helper: a manifest by tag or digest, a blob
-//! by digest, each checked against its digest before it is used; the token flow a registry
+//! The distribution spec's calls, made in the helper: a manifest by tag or digest, a blob by
+//! digest, each checked against its digest before it is used; blob uploads (skipped when the
+//! repository has the blob) and a manifest put, for `publish`; the token flow a registry
 //! asks for with `WWW-Authenticate: Bearer` (anonymous: public repositories on GHCR, Docker
 //! Hub and the like need a token even to read). Plain HTTP only to this machine's loopback
 //! ([`OciRef::plain_http`]); HTTPS checks the server with OpenSSL's roots (`SSL_CERT_FILE`
@@ -7,7 +8,8 @@
 //! registry said.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
@@ -86,57 +88,38 @@ impl Registry {
         Ok((bytes, digest))
     }
 
-    /// Writes the blob `blob` to `to`, refusing more bytes than it claims and any whose
-    /// digest differs.
-    pub(crate) fn blob_to(&mut self, blob: &Descriptor, to: &mut File) -> Result<()> {
+    /// The blob `blob` as a stream that refuses more bytes than it claims, and fewer, and
+    /// (at its end) any whose digest differs: read it to its end before trusting it.
+    pub(crate) fn blob(&mut self, blob: &Descriptor) -> Result<Verified> {
         let url = format!("{}/blobs/{}", self.reference.api(), blob.digest);
         let what = format!("the blob {}", blob.digest);
         let response = self.get(&url, "*/*")?;
         let response = self.ok(response, &what)?;
-        let mut body = response.into_body().into_reader().take(blob.size + 1);
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut received = 0u64;
-        loop {
-            let n = body
-                .read(&mut buf)
-                .map_err(|e| anyhow!("{}: cannot read {what}: {e}", self.shown()))?;
-            if n == 0 {
-                break;
-            }
-            received += n as u64;
-            meter::received(n as u64);
-            if received > blob.size {
-                bail!(
-                    "{}: {what} is longer than the {} bytes its manifest says; nothing was installed",
-                    self.shown(),
-                    blob.size
-                );
-            }
-            hasher.update(&buf[..n]);
-            to.write_all(&buf[..n])?;
-        }
-        if received < blob.size {
-            bail!(
-                "{}: {what} ended after {received} of its {} bytes; nothing was installed",
-                self.shown(),
-                blob.size
-            );
-        }
-        let digest = format!("sha256:{}", hex(&hasher.finalize()));
-        if digest != blob.digest {
-            bail!(
-                "{}: {what} has the digest {digest}, not the one its manifest names; nothing was installed",
-                self.shown()
-            );
-        }
-        Ok(())
+        Ok(Verified {
+            body: Box::new(response.into_body().into_reader()),
+            blob: blob.clone(),
+            shown: self.shown(),
+            hasher: Sha256::new(),
+            received: 0,
+        })
     }
 
-    /// GET `url`; once asked for a bearer token (401 with `WWW-Authenticate: Bearer`), gets
-    /// one from the realm the registry names and asks again with it.
+    /// GET `url`, with a token when the registry asks for one ([`Registry::authorized`]).
     fn get(&mut self, url: &str, accept: &str) -> Result<Response> {
-        let response = self.send(url, accept)?;
+        let agent = self.agent.clone();
+        self.authorized(|auth| with_auth(agent.get(url).header("Accept", accept), auth).call())
+    }
+
+    /// `call` made with the token held, if any; once asked for a bearer token (401 with
+    /// `WWW-Authenticate: Bearer`), gets one from the realm the registry names and makes
+    /// the call again with it.
+    fn authorized(
+        &mut self,
+        mut call: impl FnMut(Option<&str>) -> Result<Response, ureq::Error>,
+    ) -> Result<Response> {
+        let shown = self.shown();
+        let reach = |e: ureq::Error| anyhow!("{shown}: cannot reach the registry: {e}");
+        let response = call(self.token.as_deref()).map_err(reach)?;
         if response.status() != 401 || self.token.is_some() {
             return Ok(response);
         }
@@ -150,23 +133,81 @@ impl Registry {
         };
         let Some(params) = challenge.strip_prefix("Bearer ").map(parse_challenge) else {
             bail!(
-                "{}: the registry asks for a user name and password ({}); zot ext reads no registry credentials yet, so only repositories anyone may read can be installed",
-                self.shown(),
+                "{shown}: the registry asks for a user name and password ({}); zot ext reads no registry credentials yet: only repositories anyone may read can be installed, and only registries that ask for none published to",
                 printable(challenge.split(' ').next().unwrap_or_default())
             );
         };
         self.token = Some(self.fetch_token(&params)?);
-        self.send(url, accept)
+        call(self.token.as_deref()).map_err(reach)
     }
 
-    fn send(&self, url: &str, accept: &str) -> Result<Response> {
-        let mut request = self.agent.get(url).header("Accept", accept);
-        if let Some(token) = &self.token {
-            request = request.header("Authorization", &format!("Bearer {token}"));
+    /// Uploads the file `path` as the blob `digest`, unless the repository has it already:
+    /// the spec's POST of an upload, then a PUT of the whole blob.
+    pub(crate) fn push_blob(&mut self, path: &Path, digest: &str) -> Result<()> {
+        let api = self.reference.api();
+        let agent = self.agent.clone();
+        let url = format!("{api}/blobs/{digest}");
+        let there = self.authorized(|auth| with_auth(agent.head(&url), auth).call())?;
+        if there.status().is_success() {
+            return Ok(());
         }
-        request
-            .call()
-            .map_err(|e| anyhow!("{}: cannot reach the registry: {e}", self.shown()))
+        let uploads = format!("{api}/blobs/uploads/");
+        let started = self.authorized(|auth| with_auth(agent.post(&uploads), auth).send_empty())?;
+        let started = self.ok(started, "an upload")?;
+        let location = started
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: the registry started an upload without naming where",
+                    self.shown()
+                )
+            })?;
+        let location = self.absolute(location)?;
+        let sep = if location.contains('?') { '&' } else { '?' };
+        let put = format!("{location}{sep}digest={digest}");
+        let file = File::open(path).map_err(|e| anyhow!("cannot open {}: {e}", path.display()))?;
+        let done = self.authorized(|auth| {
+            let request = agent
+                .put(&put)
+                .header("Content-Type", "application/octet-stream");
+            with_auth(request, auth).send(&file)
+        })?;
+        self.ok(done, &format!("the upload of {digest}")).map(drop)
+    }
+
+    /// Puts `manifest` under the tag the reference names.
+    pub(crate) fn push_manifest(&mut self, manifest: &[u8]) -> Result<()> {
+        let url = format!(
+            "{}/manifests/{}",
+            self.reference.api(),
+            self.reference.reference()
+        );
+        let agent = self.agent.clone();
+        let done = self.authorized(|auth| {
+            let request = agent.put(&url).header("Content-Type", MANIFEST_TYPE);
+            with_auth(request, auth).send(manifest)
+        })?;
+        self.ok(done, "the manifest").map(drop)
+    }
+
+    /// An upload's `Location`, made absolute against the registry: a path, or a URL of the
+    /// registry itself (an upload sent to another server is refused).
+    fn absolute(&self, location: &str) -> Result<String> {
+        let api = self.reference.api();
+        let origin = &api[..api.len() - self.reference.repository.len() - "/v2/".len()];
+        if location.starts_with('/') {
+            return Ok(format!("{origin}{location}"));
+        }
+        if location.starts_with(&format!("{origin}/")) {
+            return Ok(location.to_string());
+        }
+        bail!(
+            "{}: the registry sends the upload to {}, another server; refused",
+            self.shown(),
+            printable(location)
+        )
     }
 
     /// An anonymous token from the realm of a bearer challenge, for the scope it names.
@@ -240,6 +281,69 @@ impl Registry {
             meaning.to_string()
         };
         Err(anyhow!("{}: {what}: {status}{said}", self.shown()))
+    }
+}
+
+/// A blob as it arrives, hashed and counted ([`Registry::blob`]); its end is an error unless
+/// its length and digest are the descriptor's.
+pub(crate) struct Verified {
+    body: Box<dyn Read + Send>,
+    blob: Descriptor,
+    shown: String,
+    hasher: Sha256,
+    received: u64,
+}
+
+impl Verified {
+    fn refuse(&self, why: &str) -> std::io::Error {
+        std::io::Error::other(format!(
+            "{}: the blob {} {why}; nothing was installed",
+            self.shown, self.blob.digest
+        ))
+    }
+
+    /// Reads what is left (past what the reader of the stream needed) and checks the whole.
+    pub(crate) fn finish(mut self) -> std::io::Result<()> {
+        std::io::copy(&mut self, &mut std::io::sink()).map(drop)
+    }
+}
+
+impl Read for Verified {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.body.read(buf)?;
+        self.received += n as u64;
+        meter::received(n as u64);
+        if self.received > self.blob.size {
+            let why = format!(
+                "is longer than the {} bytes its manifest says",
+                self.blob.size
+            );
+            return Err(self.refuse(&why));
+        }
+        self.hasher.update(&buf[..n]);
+        if n == 0 && !buf.is_empty() {
+            if self.received < self.blob.size {
+                let why = format!(
+                    "ended after {} of its {} bytes",
+                    self.received, self.blob.size
+                );
+                return Err(self.refuse(&why));
+            }
+            let digest = format!("sha256:{}", hex(&self.hasher.clone().finalize()));
+            if digest != self.blob.digest {
+                let why = format!("has the digest {digest}, not the one its manifest names");
+                return Err(self.refuse(&why));
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// `request` with the bearer token `auth`, if any.
+fn with_auth<B>(request: ureq::RequestBuilder<B>, auth: Option<&str>) -> ureq::RequestBuilder<B> {
+    match auth {
+        Some(token) => request.header("Authorization", &format!("Bearer {token}")),
+        None => request,
     }
 }
 

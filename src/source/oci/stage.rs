@@ -30,8 +30,7 @@ pub(crate) fn stage(
         Some(_) => staging.scratch("unpacked"),
         None => staging.tree(),
     };
-    let digest = helper::pull(&asked, &unpacked, &staging.scratch("layer"), out)?;
-    staging.remove_scratch("layer");
+    let digest = helper::pull(&asked, &unpacked, out)?;
     let label = format!("{} ({})", asked.unpinned(), short(&digest));
     if let Some(sub) = subdir {
         let folder = real_subdir(&unpacked, sub, &label)?;

@@ -6,7 +6,7 @@
 //! leaves the folder to the staging that owns it, which deletes it: nothing is placed.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
@@ -236,11 +236,6 @@ fn describe(kind: tar::EntryType) -> &'static str {
         tar::EntryType::Fifo => "a named pipe",
         _ => "an entry of another type",
     }
-}
-
-/// The layer at `path` opened for [`unpack`].
-pub(crate) fn open(path: &Path) -> Result<File> {
-    File::open(path).with_context(|| format!("cannot open {}", path.display()))
 }
 
 #[cfg(test)]

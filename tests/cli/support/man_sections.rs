@@ -365,6 +365,20 @@ pub(crate) const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
         )],
     ),
     (
+        "zot ext publish",
+        &[
+            ("0", "Pushed; the manifest digest is printed."),
+            (
+                "1",
+                "The folder or installed copy is not one installing would place, or the registry refused or could not be reached.",
+            ),
+            (
+                "2",
+                "The destination is not oci://<registry>/<repository>:<tag> (a digest, no tag, or outside the spec's grammar).",
+            ),
+        ],
+    ),
+    (
         "zot ext info",
         &[
             (
