@@ -365,3 +365,80 @@ fn publish_wants_a_tag_and_refuses_what_install_refuses() {
         .fails(1);
     assert!(done.stderr.contains("exec"), "{done:?}");
 }
+
+/// Docker's `config.json` holding `auths` for `registry` (`user:password`), in a folder of
+/// its own; its path for `DOCKER_CONFIG`.
+fn docker_config(env: &Env, registry: &str, user: &str, password: &str) -> std::path::PathBuf {
+    use base64::Engine as _;
+    let dir = env.work.join("docker");
+    fs::create_dir_all(&dir).unwrap();
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    fs::write(
+        dir.join("config.json"),
+        format!(r#"{{"auths": {{"http://{registry}": {{"auth": "{auth}"}}}}}}"#),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn credentials_come_from_dockers_config_and_never_show() {
+    use crate::support::registry::{PASSWORD, USER};
+    let env = Env::new();
+    let registry = Registry::with_htpasswd();
+    let dir = hello(&env, "1.0.0");
+    let dest = registry.oci("private/hello:1.0");
+
+    // Without credentials: refused, saying where they are read from.
+    let done = env
+        .zot(["ext", "publish", dir.to_str().unwrap(), &dest])
+        .fails(1);
+    assert!(done.stderr.contains("docker login"), "{done:?}");
+
+    let config = docker_config(&env, &registry.host(), USER, PASSWORD);
+    let mut run = env.zot(["ext", "publish", dir.to_str().unwrap(), &dest]);
+    run.cmd.env("DOCKER_CONFIG", &config);
+    let done = run.ok();
+    assert!(done.stdout.contains("published hello 1.0.0"), "{done:?}");
+    let mut run = env.zot(["ext", "install", "--json", &dest]);
+    run.cmd.env("DOCKER_CONFIG", &config);
+    let done = run.ok();
+    for text in [&done.stdout, &done.stderr] {
+        assert!(!text.contains(PASSWORD), "{done:?}");
+    }
+    let record = record(&env, "hello").to_string();
+    assert!(
+        !record.contains(PASSWORD) && !record.contains("c2VzYW1l"),
+        "{record}"
+    );
+
+    // Wrong credentials: refused with the registry's 401, the password not shown.
+    let wrong = docker_config(&env, &registry.host(), USER, "not-it");
+    let mut run = env.zot(["ext", "install", "--force", &dest]);
+    run.cmd.env("DOCKER_CONFIG", &wrong);
+    let done = run.fails(1);
+    assert!(done.stderr.contains("401"), "{done:?}");
+    assert!(!done.stderr.contains("not-it"), "{done:?}");
+}
+
+#[test]
+fn a_registry_speaking_only_https_is_checked_against_ssl_cert_file() {
+    let env = Env::new();
+    let registry = Registry::with_tls();
+    let digest = registry.push_folder("secure/hello", "1.0", &hello(&env, "1.0.0"));
+    let dest = registry.oci("secure/hello:1.0");
+    let ca = crate::support::git_servers::tls_dir().join("ca.pem");
+
+    // The test CA is not among the system's roots: refused, nothing placed.
+    let done = env.zot(["ext", "install", &dest]).fails(1);
+    assert!(
+        done.stderr.contains("cannot reach the registry"),
+        "{done:?}"
+    );
+    nothing_placed(&env);
+
+    let mut run = env.zot(["ext", "install", &dest]);
+    run.cmd.env("SSL_CERT_FILE", &ca);
+    run.ok();
+    assert_eq!(record(&env, "hello")["digest"], digest.as_str());
+}

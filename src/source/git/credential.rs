@@ -110,28 +110,42 @@ fn request<'a>(url: &'a str, fields: impl Iterator<Item = (&'a str, &'a str)>) -
     Ok(text)
 }
 
-/// Runs `git credential <action>` with `input` on its stdin, in a process group of its own
-/// that is killed if it has not answered within `timeout`: its stdout, or `None` when git
-/// is not there or says it has nothing (no helper answered).
+/// Runs `git credential <action>` with `input` on its stdin ([`ask`]): its stdout, or `None`
+/// when git is not there or says it has nothing (no helper answered).
 fn run_git(action: &str, input: &str, timeout: Duration) -> Result<Option<String>> {
     // Run from `/`: only the user's and the system's configuration is read, never that of
     // a repository the command happens to be started in.
-    let spawned = Command::new("git")
+    let mut command = Command::new("git");
+    command
         .args(["credential", action])
         .current_dir("/")
         .env_remove("GIT_DIR")
         .env_remove("GIT_CONFIG")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_ASKPASS", "")
+        .stderr(Stdio::null());
+    let what = format!("git credential {action} (git's credential helpers)");
+    ask(command, input, timeout, &what)
+}
+
+/// Runs `command` (a credential helper: git's, Docker's) with `input` on its stdin, in a
+/// process group of its own that is killed if it has not answered within `timeout`: its
+/// stdout, or `None` when the program is not there or fails (it has nothing).
+pub(crate) fn ask(
+    mut command: Command,
+    input: &str,
+    timeout: Duration,
+    what: &str,
+) -> Result<Option<String>> {
+    let spawned = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .process_group(0)
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(anyhow!("cannot run git credential {action}: {e}")),
+        Err(e) => return Err(anyhow!("cannot run {what}: {e}")),
     };
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let mut stdout = child.stdout.take().expect("stdout is piped");
@@ -156,7 +170,7 @@ fn run_git(action: &str, input: &str, timeout: Duration) -> Result<Option<String
         }
         Ok(_) => Ok(None),
         Err(_) => bail!(
-            "git credential {action} (git's credential helpers) did not answer within {} s; it was stopped",
+            "{what} did not answer within {} s; it was stopped",
             timeout.as_secs()
         ),
     }

@@ -5,7 +5,7 @@
 //! helpers — is [`transport`]'s, shared with the submodules.
 
 pub(crate) mod cache;
-mod credential;
+pub(crate) mod credential;
 pub(crate) mod meter;
 pub(crate) mod progress;
 pub(crate) mod stage;

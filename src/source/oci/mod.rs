@@ -6,6 +6,7 @@
 //! `update` follows.
 
 pub(crate) mod artifact;
+pub(crate) mod credentials;
 pub(crate) mod pack;
 pub(crate) mod reference;
 pub(crate) mod registry;

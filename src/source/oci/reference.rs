@@ -84,7 +84,7 @@ impl OciRef {
             .unwrap_or("latest")
     }
 
-    /// Whether the registry is spoken to in plain HTTP: only on this machine's loopback
+    /// Whether the registry may be spoken to in plain HTTP: only on this machine's loopback
     /// (`localhost`, 127.0.0.0/8, `::1`); anything else is HTTPS.
     pub(crate) fn plain_http(&self) -> bool {
         let host = host_of(&self.registry);
@@ -96,9 +96,9 @@ impl OciRef {
                 .is_ok_and(|ip| ip.is_loopback())
     }
 
-    /// The base of the registry's API for this repository: `https://<registry>/v2/<repo>`.
-    pub(crate) fn api(&self) -> String {
-        let scheme = if self.plain_http() { "http" } else { "https" };
+    /// The base of the registry's API for this repository over `scheme`:
+    /// `https://<registry>/v2/<repo>`.
+    pub(crate) fn api(&self, scheme: &str) -> String {
         format!("{scheme}://{}/v2/{}", self.registry, self.repository)
     }
 
@@ -223,11 +223,11 @@ mod tests {
         );
         assert_eq!(r.reference(), "1.2.0");
         assert!(!r.plain_http());
-        assert_eq!(r.api(), "https://ghcr.io/v2/me/zot-weather");
+        assert_eq!(r.api("https"), "https://ghcr.io/v2/me/zot-weather");
         let r = OciRef::parse(&format!("oci://127.0.0.1:5000/ext@{D}")).unwrap();
         assert_eq!((r.tag.as_deref(), r.reference()), (None, D));
         assert!(r.plain_http() && r.check().is_ok());
-        assert_eq!(r.api(), "http://127.0.0.1:5000/v2/ext");
+        assert_eq!(r.api("http"), "http://127.0.0.1:5000/v2/ext");
         let r = OciRef::parse("oci://localhost:5000/a/b").unwrap();
         assert_eq!((r.reference(), r.plain_http()), ("latest", true));
         assert_eq!(r.to_string(), "oci://localhost:5000/a/b");

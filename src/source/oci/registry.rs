@@ -1,11 +1,13 @@
 //! The distribution spec's calls, made in the helper: a manifest by tag or digest, a blob by
-//! digest, each checked against its digest before it is used; blob uploads (skipped when the
-//! repository has the blob) and a manifest put, for `publish`; the token flow a registry
-//! asks for with `WWW-Authenticate: Bearer` (anonymous: public repositories on GHCR, Docker
-//! Hub and the like need a token even to read). Plain HTTP only to this machine's loopback
-//! ([`OciRef::plain_http`]); HTTPS checks the server with OpenSSL's roots (`SSL_CERT_FILE`
-//! and `SSL_CERT_DIR` are honoured). Errors name the registry, the repository and what the
-//! registry said.
+//! digest, each checked against its digest before it is trusted; blob uploads (skipped when
+//! the repository has the blob) and a manifest put, for `publish`. A registry that answers
+//! 401 gets what its challenge asks for: `Bearer`, a token from the realm it names (asked
+//! with the registry's credentials from Docker's configuration, [`credentials`], else
+//! anonymously, as public repositories on GHCR and Docker Hub need), or `Basic`, those
+//! credentials. Plain HTTP only to this machine's loopback ([`OciRef::plain_http`]); HTTPS
+//! checks the server with OpenSSL's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured).
+//! Errors name the registry, the repository and what the registry said; no credential is
+//! ever in one.
 
 use std::fs::File;
 use std::io::Read;
@@ -17,6 +19,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::artifact::{Descriptor, MANIFEST_TYPE, MAX_MANIFEST};
+use super::credentials::{self, Login};
 use super::reference::OciRef;
 use crate::output::printable;
 use crate::source::git::meter;
@@ -34,7 +37,11 @@ type Response = ureq::http::Response<ureq::Body>;
 pub(crate) struct Registry {
     agent: ureq::Agent,
     reference: OciRef,
-    token: Option<String>,
+    /// The `Authorization` value the registry asked for (a bearer token, or basic
+    /// credentials from Docker's configuration), once it asked.
+    auth: Option<String>,
+    /// The API's base for the repository, once chosen ([`Registry::api`]).
+    api: Option<String>,
 }
 
 impl Registry {
@@ -45,12 +52,22 @@ impl Registry {
             .timeout_global(Some(CALL_TIMEOUT))
             .https_only(!reference.plain_http())
             .user_agent(concat!("zot-ext/", env!("CARGO_PKG_VERSION")))
+            // OpenSSL, which git2 links already (ureq's default provider is rustls), with the
+            // system's roots as OpenSSL finds them (`SSL_CERT_FILE`, `SSL_CERT_DIR`), not
+            // ureq's default of a bundled copy of Mozilla's.
+            .tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .provider(ureq::tls::TlsProvider::NativeTls)
+                    .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+                    .build(),
+            )
             .build()
             .into();
         Registry {
             agent,
             reference: reference.clone(),
-            token: None,
+            auth: None,
+            api: None,
         }
     }
 
@@ -62,11 +79,7 @@ impl Registry {
     /// The manifest the reference names and its digest (`sha256:` of its bytes), checked
     /// against the digest the reference pins, if any.
     pub(crate) fn manifest(&mut self) -> Result<(Vec<u8>, String)> {
-        let url = format!(
-            "{}/manifests/{}",
-            self.reference.api(),
-            self.reference.reference()
-        );
+        let url = format!("{}/manifests/{}", self.api(), self.reference.reference());
         let response = self.get(&url, MANIFEST_TYPE)?;
         let what = format!("the manifest {}", printable(self.reference.reference()));
         let response = self.ok(response, &what)?;
@@ -91,7 +104,7 @@ impl Registry {
     /// The blob `blob` as a stream that refuses more bytes than it claims, and fewer, and
     /// (at its end) any whose digest differs: read it to its end before trusting it.
     pub(crate) fn blob(&mut self, blob: &Descriptor) -> Result<Verified> {
-        let url = format!("{}/blobs/{}", self.reference.api(), blob.digest);
+        let url = format!("{}/blobs/{}", self.api(), blob.digest);
         let what = format!("the blob {}", blob.digest);
         let response = self.get(&url, "*/*")?;
         let response = self.ok(response, &what)?;
@@ -104,23 +117,41 @@ impl Registry {
         })
     }
 
+    /// The API's base for the repository: HTTPS; on the loopback, plain HTTP when a registry
+    /// answers it there (its `GET /v2/` answer is a registry's: 200 or 401, or the API
+    /// version header), else HTTPS. Chosen at the first call.
+    fn api(&mut self) -> String {
+        if self.api.is_none() {
+            let plain = self.reference.plain_http() && {
+                let probe = format!("http://{}/v2/", self.reference.registry);
+                self.agent.get(&probe).call().is_ok_and(|r| {
+                    r.headers().contains_key("docker-distribution-api-version")
+                        || matches!(r.status().as_u16(), 200 | 401)
+                })
+            };
+            self.api = Some(self.reference.api(if plain { "http" } else { "https" }));
+        }
+        self.api.clone().unwrap_or_default()
+    }
+
     /// GET `url`, with a token when the registry asks for one ([`Registry::authorized`]).
     fn get(&mut self, url: &str, accept: &str) -> Result<Response> {
         let agent = self.agent.clone();
         self.authorized(|auth| with_auth(agent.get(url).header("Accept", accept), auth).call())
     }
 
-    /// `call` made with the token held, if any; once asked for a bearer token (401 with
-    /// `WWW-Authenticate: Bearer`), gets one from the realm the registry names and makes
-    /// the call again with it.
+    /// `call` made with the authorization held, if any; once asked for one (401), answers the
+    /// challenge: `Bearer` with a token from the realm it names (asked with the registry's
+    /// credentials from Docker's configuration when there are some, else anonymously),
+    /// `Basic` with those credentials; then makes the call again.
     fn authorized(
         &mut self,
         mut call: impl FnMut(Option<&str>) -> Result<Response, ureq::Error>,
     ) -> Result<Response> {
         let shown = self.shown();
         let reach = |e: ureq::Error| anyhow!("{shown}: cannot reach the registry: {e}");
-        let response = call(self.token.as_deref()).map_err(reach)?;
-        if response.status() != 401 || self.token.is_some() {
+        let response = call(self.auth.as_deref()).map_err(reach)?;
+        if response.status() != 401 || self.auth.is_some() {
             return Ok(response);
         }
         let Some(challenge) = response
@@ -131,20 +162,30 @@ impl Registry {
         else {
             return Ok(response);
         };
-        let Some(params) = challenge.strip_prefix("Bearer ").map(parse_challenge) else {
-            bail!(
-                "{shown}: the registry asks for a user name and password ({}); zot ext reads no registry credentials yet: only repositories anyone may read can be installed, and only registries that ask for none published to",
-                printable(challenge.split(' ').next().unwrap_or_default())
-            );
-        };
-        self.token = Some(self.fetch_token(&params)?);
-        call(self.token.as_deref()).map_err(reach)
+        // Looked up once: the answer to the first 401 is kept for every later call.
+        let login = credentials::for_registry(&self.reference.registry)?;
+        self.auth = Some(match challenge.split_once(' ') {
+            Some((scheme, params)) if scheme.eq_ignore_ascii_case("bearer") => {
+                format!(
+                    "Bearer {}",
+                    self.fetch_token(&parse_challenge(params), login.as_ref())?
+                )
+            }
+            _ => match login {
+                Some(login) => login.basic(),
+                None => bail!(
+                    "{shown}: the registry asks for a user name and password, and Docker's config.json has none for {}; log in with docker login, oras login or helm registry login",
+                    printable(&self.reference.registry)
+                ),
+            },
+        });
+        call(self.auth.as_deref()).map_err(reach)
     }
 
     /// Uploads the file `path` as the blob `digest`, unless the repository has it already:
     /// the spec's POST of an upload, then a PUT of the whole blob.
     pub(crate) fn push_blob(&mut self, path: &Path, digest: &str) -> Result<()> {
-        let api = self.reference.api();
+        let api = self.api();
         let agent = self.agent.clone();
         let url = format!("{api}/blobs/{digest}");
         let there = self.authorized(|auth| with_auth(agent.head(&url), auth).call())?;
@@ -164,7 +205,7 @@ impl Registry {
                     self.shown()
                 )
             })?;
-        let location = self.absolute(location)?;
+        let location = self.absolute(&api, location)?;
         let sep = if location.contains('?') { '&' } else { '?' };
         let put = format!("{location}{sep}digest={digest}");
         let file = File::open(path).map_err(|e| anyhow!("cannot open {}: {e}", path.display()))?;
@@ -179,11 +220,7 @@ impl Registry {
 
     /// Puts `manifest` under the tag the reference names.
     pub(crate) fn push_manifest(&mut self, manifest: &[u8]) -> Result<()> {
-        let url = format!(
-            "{}/manifests/{}",
-            self.reference.api(),
-            self.reference.reference()
-        );
+        let url = format!("{}/manifests/{}", self.api(), self.reference.reference());
         let agent = self.agent.clone();
         let done = self.authorized(|auth| {
             let request = agent.put(&url).header("Content-Type", MANIFEST_TYPE);
@@ -194,8 +231,7 @@ impl Registry {
 
     /// An upload's `Location`, made absolute against the registry: a path, or a URL of the
     /// registry itself (an upload sent to another server is refused).
-    fn absolute(&self, location: &str) -> Result<String> {
-        let api = self.reference.api();
+    fn absolute(&self, api: &str, location: &str) -> Result<String> {
         let origin = &api[..api.len() - self.reference.repository.len() - "/v2/".len()];
         if location.starts_with('/') {
             return Ok(format!("{origin}{location}"));
@@ -211,7 +247,7 @@ impl Registry {
     }
 
     /// An anonymous token from the realm of a bearer challenge, for the scope it names.
-    fn fetch_token(&self, params: &[(String, String)]) -> Result<String> {
+    fn fetch_token(&self, params: &[(String, String)], login: Option<&Login>) -> Result<String> {
         let get = |key: &str| {
             params
                 .iter()
@@ -233,6 +269,9 @@ impl Registry {
             );
         }
         let mut request = self.agent.get(realm);
+        if let Some(login) = login {
+            request = request.header("Authorization", &login.basic());
+        }
         for key in ["service", "scope"] {
             if let Some(value) = get(key) {
                 request = request.query(key, value);
@@ -339,10 +378,10 @@ impl Read for Verified {
     }
 }
 
-/// `request` with the bearer token `auth`, if any.
+/// `request` with the `Authorization` value `auth`, if any.
 fn with_auth<B>(request: ureq::RequestBuilder<B>, auth: Option<&str>) -> ureq::RequestBuilder<B> {
     match auth {
-        Some(token) => request.header("Authorization", &format!("Bearer {token}")),
+        Some(value) => request.header("Authorization", value),
         None => request,
     }
 }

@@ -23,19 +23,61 @@ pub(crate) const LAYER_TYPE: &str = "application/vnd.zot.extension.layer.v1.tar+
 pub(crate) struct Registry {
     child: Child,
     pub port: u16,
+    /// `http`, or `https` for [`Registry::with_tls`].
+    scheme: &'static str,
     _dir: tempfile::TempDir,
 }
 
+/// A user the [`Registry::with_htpasswd`] registry knows, and its password (bcrypt in
+/// [`HTPASSWD`]: the registry takes bcrypt only, and no tool for it is needed this way).
+pub(crate) const USER: &str = "pat";
+pub(crate) const PASSWORD: &str = "sesame-42";
+const HTPASSWD: &str = "pat:$2b$05$rHsXgbhMoRtbFeLma6A/1ulYRRNJRF0wGg.Eua/YKndFFaKwS3lty\n";
+
 impl Registry {
     pub(crate) fn start() -> Registry {
+        Registry::start_with("")
+    }
+
+    /// A registry that asks for a user name and password (basic authentication), [`USER`]
+    /// with [`PASSWORD`] being the one it takes.
+    pub(crate) fn with_htpasswd() -> Registry {
+        Registry::start_with("auth")
+    }
+
+    /// A registry that speaks only HTTPS, with the test CA's certificate for 127.0.0.1
+    /// (`tests/cli/tls`: clients trust it through `SSL_CERT_FILE=<tls>/ca.pem`).
+    pub(crate) fn with_tls() -> Registry {
+        Registry::start_with("tls")
+    }
+
+    fn start_with(kind: &str) -> Registry {
         let dir = tempfile::tempdir().unwrap();
+        let tls = super::git_servers::tls_dir();
+        let scheme = if kind == "tls" { "https" } else { "http" };
+        let auth = if kind == "tls" {
+            format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                tls.join("server.pem").display(),
+                tls.join("server.key").display()
+            )
+        } else if kind.is_empty() {
+            String::new()
+        } else {
+            let file = dir.path().join("htpasswd");
+            fs::write(&file, HTPASSWD).unwrap();
+            format!(
+                "auth:\n  htpasswd:\n    realm: zot-tests\n    path: {}\n",
+                file.display()
+            )
+        };
         for _ in 0..5 {
             let port = free_port();
             let config = dir.path().join("config.yml");
             fs::write(
                 &config,
                 format!(
-                    "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: zot-ext-tests\n",
+                    "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: zot-ext-tests\n{auth}",
                     dir.path().join("data").display()
                 ),
             )
@@ -55,6 +97,7 @@ impl Registry {
                     return Registry {
                         child,
                         port,
+                        scheme,
                         _dir: dir,
                     };
                 }
@@ -87,7 +130,7 @@ impl Registry {
             "-",
             "-o",
             "/dev/null",
-            &format!("http://{}/v2/{repo}/blobs/uploads/", self.host()),
+            &format!("{}://{}/v2/{repo}/blobs/uploads/", self.scheme, self.host()),
         ]);
         let location = String::from_utf8(headers)
             .unwrap()
@@ -101,7 +144,7 @@ impl Registry {
         let location = if location.starts_with("http") {
             location
         } else {
-            format!("http://{}{location}", self.host())
+            format!("{}://{}{location}", self.scheme, self.host())
         };
         let sep = if location.contains('?') { '&' } else { '?' };
         let file = tempfile::NamedTempFile::new().unwrap();
@@ -131,7 +174,11 @@ impl Registry {
             "Content-Type: application/vnd.oci.image.manifest.v1+json",
             "--data-binary",
             &format!("@{}", file.path().display()),
-            &format!("http://{}/v2/{repo}/manifests/{reference}", self.host()),
+            &format!(
+                "{}://{}/v2/{repo}/manifests/{reference}",
+                self.scheme,
+                self.host()
+            ),
         ]);
         digest_of(manifest)
     }
@@ -222,7 +269,14 @@ pub(crate) fn layer(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> Vec<u8> {
 }
 
 fn curl(args: &[&str]) -> Vec<u8> {
-    let out = Command::new("curl").args(args).output().expect("curl");
+    let ca = super::git_servers::tls_dir().join("ca.pem");
+    let out = Command::new("curl")
+        .args(["-u", &format!("{USER}:{PASSWORD}")])
+        .arg("--cacert")
+        .arg(ca)
+        .args(args)
+        .output()
+        .expect("curl");
     assert!(
         out.status.success(),
         "curl {args:?}: {}",
