@@ -64,7 +64,7 @@ impl Fetch<'_> {
                 git::stage::stage(staging, url, self.git_ref, self.cache, subdir, out)
             }
             Source::Oci(reference) => {
-                oci::stage::stage(staging, reference, self.git_ref, subdir, out)
+                oci::stage::stage(staging, reference, self.git_ref, self.cache, subdir, out)
             }
         }
     }
@@ -169,9 +169,10 @@ impl Source {
         }
     }
 
-    /// Whether the fetch cache serves it (what it keys is a commit of a repository).
+    /// Whether the fetch cache serves it (what it keys: a commit of a repository, a manifest
+    /// digest of a registry).
     pub(crate) fn cached(&self) -> bool {
-        matches!(self, Source::Git(_))
+        matches!(self, Source::Git(_) | Source::Oci(_))
     }
 
     /// Whether it names something on this machine by a path (a folder, or a repository by

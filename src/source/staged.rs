@@ -163,6 +163,26 @@ fn nested_manifest_hint(tree: &Path) -> String {
     }
 }
 
+/// Runs `work` while the file system of `dir` is flushed on a second thread (joined
+/// before this returns): the files just written go to the disk meanwhile, so the flush
+/// that comes before the install is placed has little left to write.
+pub(crate) fn while_flushing<T>(dir: &Path, work: impl FnOnce() -> T) -> T {
+    let top = rustix::fs::openat(
+        rustix::fs::CWD,
+        dir,
+        crate::fsx::DIR_FLAGS,
+        rustix::fs::Mode::empty(),
+    );
+    std::thread::scope(|s| {
+        if let Ok(top) = &top {
+            let flush = move || rustix::fs::syncfs(top);
+            // A thread that cannot be started only leaves the flush to the install.
+            let _ = std::thread::Builder::new().spawn_scoped(s, flush);
+        }
+        work()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

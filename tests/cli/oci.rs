@@ -442,3 +442,59 @@ fn a_registry_speaking_only_https_is_checked_against_ssl_cert_file() {
     run.ok();
     assert_eq!(record(&env, "hello")["digest"], digest.as_str());
 }
+
+/// docs/provisioning.md's mirror: a project's extensions published from their installed
+/// copies into the team's registry, the project file pointed at it, and a fresh checkout
+/// synced from the registry alone (the original source gone).
+#[test]
+fn a_project_mirrored_into_a_registry_syncs_from_it_alone() {
+    let env = Env::new();
+    let registry = Registry::start();
+    let dir = hello(&env, "1.0.0");
+    env.zot(["ext", "add", dir.to_str().unwrap()]).ok();
+    let list: Value =
+        serde_json::from_str(&env.zot(["ext", "list", "-p", "--json"]).ok().stdout).unwrap();
+    for e in list["extensions"].as_array().unwrap() {
+        let (name, version) = (e["name"].as_str().unwrap(), e["version"].as_str().unwrap());
+        let mirror = registry.oci(&format!("zot/{name}:{version}"));
+        env.zot(["ext", "publish", "-p", name, &mirror]).ok();
+        env.zot(["ext", "add", "--force", &mirror]).ok();
+    }
+    let file = fs::read_to_string(env.project.join(".zot/extensions.json")).unwrap();
+    assert!(file.contains(&registry.oci("zot/hello:1.0.0")), "{file}");
+
+    // A fresh checkout, the original folder gone: everything comes from the registry.
+    fs::remove_dir_all(&dir).unwrap();
+    fs::remove_dir_all(env.project.join(".zot/extensions")).unwrap();
+    let done = env.zot(["ext", "sync", "--frozen"]).ok();
+    assert!(done.stdout.contains("hello"), "{done:?}");
+    assert_eq!(version(&env.project.join(".zot/extensions/hello")), "1.0.0");
+}
+
+/// The fetch cache keeps what a registry served under its manifest digest, for that
+/// repository only: a digest installed again needs no registry, another repository naming
+/// the same digest does.
+#[test]
+fn the_fetch_cache_serves_a_digest_to_its_repository_without_the_registry() {
+    let env = Env::new();
+    let registry = Registry::start();
+    let digest = registry.push_folder("team/hello", "1.0", &hello(&env, "1.0.0"));
+    env.zot(["ext", "install", &registry.oci("team/hello:1.0")])
+        .ok();
+    let pinned = registry.oci(&format!("team/hello@{digest}"));
+    let elsewhere = registry.oci(&format!("other/hello@{digest}"));
+    drop(registry);
+
+    let done = env.zot(["ext", "install", "--project", &pinned]).ok();
+    assert!(
+        done.stdout.contains("installed hello 1.0.0 (project)"),
+        "{done:?}"
+    );
+    let done = env
+        .zot(["ext", "install", "--project", "--force", &elsewhere])
+        .fails(1);
+    assert!(
+        done.stderr.contains("cannot reach the registry"),
+        "{done:?}"
+    );
+}

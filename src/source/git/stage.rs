@@ -10,14 +10,13 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::catalog::manifest;
 use crate::error::usage;
-use crate::fsx::DIR_FLAGS;
 use crate::output::Output;
 use crate::source::copy;
 use crate::source::git::Checkout;
 use crate::source::git::cache::{Cache, is_commit_id};
 use crate::source::git::url::GitUrl;
 use crate::source::helper;
-use crate::source::staged::{Built, Origin, real_subdir, short, validate};
+use crate::source::staged::{Built, Origin, real_subdir, short, validate, while_flushing};
 use crate::store::Staging;
 use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record, RefKind};
@@ -168,21 +167,6 @@ fn fetch_and_cache(
         }
     }
     Ok((checkout, listed))
-}
-
-/// Runs `work` while the file system of `dir` is flushed on a second thread (joined
-/// before this returns): the files just written go to the disk meanwhile, so the flush
-/// that comes before the install is placed has little left to write.
-fn while_flushing<T>(dir: &Path, work: impl FnOnce() -> T) -> T {
-    let top = rustix::fs::openat(rustix::fs::CWD, dir, DIR_FLAGS, rustix::fs::Mode::empty());
-    std::thread::scope(|s| {
-        if let Ok(top) = &top {
-            let flush = move || rustix::fs::syncfs(top);
-            // A thread that cannot be started only leaves the flush to the install.
-            let _ = std::thread::Builder::new().spawn_scoped(s, flush);
-        }
-        work()
-    })
 }
 
 /// The scratch folder of a staging folder that holds the git object store.

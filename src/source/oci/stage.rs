@@ -1,5 +1,7 @@
-//! The zot side of the OCI kind: the helper pulls into staging, then the tree is judged as
-//! every staged tree is, and the record pins the manifest digest and keeps the tag.
+//! The zot side of the OCI kind: a manifest digest the fetch cache holds for this repository
+//! is copied from there (no network); otherwise the helper pulls into staging and the tree
+//! is cached under its digest. Then the tree is judged as every staged tree is, and the
+//! record pins the manifest digest and keeps the tag.
 
 use std::path::Path;
 
@@ -10,8 +12,9 @@ use super::{asked, short};
 use crate::catalog::manifest;
 use crate::output::Output;
 use crate::source::copy;
+use crate::source::git::cache::Cache;
 use crate::source::helper;
-use crate::source::staged::{Built, real_subdir, validate};
+use crate::source::staged::{Built, real_subdir, validate, while_flushing};
 use crate::store::Staging;
 use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record};
@@ -22,6 +25,7 @@ pub(crate) fn stage(
     staging: &Staging,
     reference: &OciRef,
     tag: Option<&str>,
+    cache: Option<&Cache>,
     subdir: Option<&Path>,
     out: &Output,
 ) -> Result<Built> {
@@ -30,7 +34,30 @@ pub(crate) fn stage(
         Some(_) => staging.scratch("unpacked"),
         None => staging.tree(),
     };
-    let digest = helper::pull(&asked, &unpacked, out)?;
+    let source = recorded(reference);
+    let cached = match (cache, asked.digest.as_deref()) {
+        (Some(cache), Some(digest)) => from_cache(staging, cache, digest, &source, &unpacked)?,
+        _ => None,
+    };
+    let (digest, listed) = if let Some(listed) = cached {
+        (asked.digest.clone().unwrap_or_default(), Some(listed))
+    } else {
+        let digest = helper::pull(&asked, &unpacked, out)?;
+        let listed = cache.and_then(|cache| {
+            // The staged tree goes to the disk meanwhile, ready for the install's flush.
+            let put = while_flushing(&unpacked, || {
+                cache.put(cache_key(&digest), &source, &unpacked)
+            });
+            put.unwrap_or_else(|e| {
+                out.note(&format!(
+                    "note: {source} ({}) was not cached: {e:#}",
+                    short(&digest)
+                ));
+                None
+            })
+        });
+        (digest, listed)
+    };
     let label = format!("{} ({})", asked.unpinned(), short(&digest));
     if let Some(sub) = subdir {
         let folder = real_subdir(&unpacked, sub, &label)?;
@@ -38,7 +65,10 @@ pub(crate) fn stage(
             .map_err(|e| anyhow!("cannot move {} into staging: {e}", folder.display()))?;
     }
     let tree = staging.tree();
-    let files = FileList::scan(&tree)?;
+    let files = match listed.filter(|_| subdir.is_none()) {
+        Some(files) => files,
+        None => FileList::scan(&tree)?,
+    };
     let prefix = format!("{label}: ");
     let outside_links =
         copy::links_listed(&tree, &files).map_err(|e| copy::shown_after(&tree, &prefix, &e))?;
@@ -61,6 +91,31 @@ pub(crate) fn stage(
         left_out_project_state: false,
         files,
     })
+}
+
+/// The tree the cache holds for `digest` fetched from `source`, copied into `into` (through
+/// a scratch folder, so a copy that fails leaves nothing there); its file list.
+fn from_cache(
+    staging: &Staging,
+    cache: &Cache,
+    digest: &str,
+    source: &str,
+    into: &Path,
+) -> Result<Option<FileList>> {
+    let copied = staging.scratch("cached");
+    let Some(files) = cache.get(cache_key(digest), source, &copied)? else {
+        staging.remove_scratch("cached");
+        return Ok(None);
+    };
+    std::fs::rename(&copied, into)
+        .map_err(|e| anyhow!("cannot move {} into staging: {e}", copied.display()))?;
+    Ok(Some(files))
+}
+
+/// What the fetch cache keys a manifest by: its digest's 64 hexadecimal digits (the cache
+/// keys commits by theirs; an entry answers only for the source that fetched it).
+fn cache_key(digest: &str) -> &str {
+    digest.strip_prefix("sha256:").unwrap_or(digest)
 }
 
 /// The source an install record keeps: the repository, without tag or digest (the record
