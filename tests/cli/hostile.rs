@@ -954,6 +954,12 @@ fn registry_cases() -> Vec<Case> {
         Case::fails("oci_layer_link_out", 1, "outside the extension", |_| {
             install_hostile_layer("link-out")
         }),
+        Case::fails(
+            "oci_layer_link_out_through_a_link",
+            1,
+            "outside the extension",
+            |_| install_hostile_layer("link-via-link"),
+        ),
         Case::fails("oci_layer_device", 1, "a character device", |_| {
             install_hostile_layer("device")
         }),

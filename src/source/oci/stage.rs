@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Result, anyhow, bail};
 
 use super::reference::OciRef;
 use super::{asked, short};
 use crate::catalog::manifest;
 use crate::output::Output;
-use crate::source::copy;
+use crate::source::copy::{self, Leads, LooseLink};
 use crate::source::git::cache::Cache;
 use crate::source::helper;
 use crate::source::staged::{Built, real_subdir, validate, while_flushing};
@@ -39,39 +39,46 @@ pub(crate) fn stage(
         (Some(cache), Some(digest)) => from_cache(staging, cache, digest, &source, &unpacked)?,
         _ => None,
     };
-    let (digest, listed) = if let Some(listed) = cached {
-        (asked.digest.clone().unwrap_or_default(), Some(listed))
-    } else {
-        let digest = helper::pull(&asked, &unpacked, out)?;
-        let listed = cache.and_then(|cache| {
-            // The staged tree goes to the disk meanwhile, ready for the install's flush.
-            let put = while_flushing(&unpacked, || {
-                cache.put(cache_key(&digest), &source, &unpacked)
-            });
-            put.unwrap_or_else(|e| {
-                out.note(&format!(
-                    "note: {source} ({}) was not cached: {e:#}",
-                    short(&digest)
-                ));
-                None
-            })
-        });
-        (digest, listed)
+    let pulled = cached.is_none();
+    let (digest, listed) = match cached {
+        Some(listed) => (asked.digest.clone().unwrap_or_default(), Some(listed)),
+        None => (helper::pull(&asked, &unpacked, out)?, None),
     };
     let label = format!("{} ({})", asked.unpinned(), short(&digest));
-    if let Some(sub) = subdir {
-        let folder = real_subdir(&unpacked, sub, &label)?;
-        std::fs::rename(&folder, staging.tree())
-            .map_err(|e| anyhow!("cannot move {} into staging: {e}", folder.display()))?;
-    }
-    let tree = staging.tree();
-    let files = match listed.filter(|_| subdir.is_none()) {
+    let files = match listed {
         Some(files) => files,
-        None => FileList::scan(&tree)?,
+        None => FileList::scan(&unpacked)?,
     };
     let prefix = format!("{label}: ");
-    let outside_links =
-        copy::links_listed(&tree, &files).map_err(|e| copy::shown_after(&tree, &prefix, &e))?;
+    let links = copy::links_listed(&unpacked, &files)
+        .map_err(|e| copy::shown_after(&unpacked, &prefix, &e))?;
+    refuse_links_out(&label, &links)?;
+    // Cached once judged: a layer refused here is not kept for the next install.
+    if let Some(cache) = cache.filter(|_| pulled) {
+        // The staged tree goes to the disk meanwhile, ready for the install's flush.
+        let put = while_flushing(&unpacked, || {
+            cache.put(cache_key(&digest), &source, &unpacked)
+        });
+        if let Err(e) = put {
+            out.note(&format!(
+                "note: {source} ({}) was not cached: {e:#}",
+                short(&digest)
+            ));
+        }
+    }
+    let (files, outside_links) = match subdir {
+        None => (files, links),
+        Some(sub) => {
+            let folder = real_subdir(&unpacked, sub, &label)?;
+            std::fs::rename(&folder, staging.tree())
+                .map_err(|e| anyhow!("cannot move {} into staging: {e}", folder.display()))?;
+            let tree = staging.tree();
+            let files = FileList::scan(&tree)?;
+            let links = copy::links_listed(&tree, &files)
+                .map_err(|e| copy::shown_after(&tree, &prefix, &e))?;
+            (files, links)
+        }
+    };
     let manifest = validate(staging, Path::new(&format!("{label}: {}", manifest::FILE)))?;
     let record = Record {
         // What `update` follows: the tag (`latest` when none was given), unless a digest
@@ -81,7 +88,7 @@ pub(crate) fn stage(
             None => Some(asked.reference().to_string()),
         },
         digest: Some(digest),
-        ..Record::new(&manifest.name, recorded(reference), Kind::Oci)
+        ..Record::new(&manifest.name, source, Kind::Oci)
     };
     Ok(Built {
         manifest,
@@ -91,6 +98,25 @@ pub(crate) fn stage(
         left_out_project_state: false,
         files,
     })
+}
+
+/// Refuses a tree with a link that leads out of it: a stranger's archive may not (a folder's
+/// such links are only listed). Judged on the tree as unpacked, links followed inside it,
+/// not on names alone.
+fn refuse_links_out(label: &str, links: &[LooseLink]) -> Result<()> {
+    let out: Vec<LooseLink> = links
+        .iter()
+        .filter(|l| l.leads == Leads::Outside)
+        .cloned()
+        .collect();
+    if out.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{label}: the layer holds {}: {}; nothing was installed",
+        copy::loose_summary(&out),
+        copy::list_links(&out)
+    )
 }
 
 /// The tree the cache holds for `digest` fetched from `source`, copied into `into` (through

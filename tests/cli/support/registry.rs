@@ -288,6 +288,8 @@ fn curl(args: &[&str]) -> Vec<u8> {
 pub(crate) const EVIL: &[u8] = br#"{"name": "evil", "version": "1.0.0", "exec": "./run.sh"}"#;
 
 /// (repository, what the refusal says, layer): a row each of the hostile-input table.
+// A table of cases, one per entry.
+#[allow(clippy::too_many_lines)]
 pub(crate) fn hostile_layers() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     let config = EVIL;
     let header = |kind: tar::EntryType, size: u64| {
@@ -333,6 +335,33 @@ pub(crate) fn hostile_layers() -> Vec<(&'static str, &'static str, Vec<u8>)> {
                 manifest_entry(b);
                 b.append_link(&mut header(tar::EntryType::Symlink, 0), "home", "../../..")
                     .unwrap();
+            }),
+        ),
+        (
+            // Inside by its names alone, outside once `sub/up` (a link to `..`) is followed.
+            "link-via-link",
+            "outside the extension",
+            layer(|b| {
+                manifest_entry(b);
+                let mut dir = header(tar::EntryType::Directory, 0);
+                b.append_data(&mut dir, "sub", std::io::empty()).unwrap();
+                b.append_link(&mut header(tar::EntryType::Symlink, 0), "sub/up", "..")
+                    .unwrap();
+                b.append_link(&mut header(tar::EntryType::Symlink, 0), "x", "sub/up/../..")
+                    .unwrap();
+            }),
+        ),
+        (
+            "link-absolute",
+            "outside the extension",
+            layer(|b| {
+                manifest_entry(b);
+                b.append_link(
+                    &mut header(tar::EntryType::Symlink, 0),
+                    "passwd",
+                    "/etc/passwd",
+                )
+                .unwrap();
             }),
         ),
         (
