@@ -547,6 +547,14 @@ pub enum ExtCommand {
     /// created from SOURCE_DATE_EPOCH, never the clock), so the same files publish to the
     /// same digest. Blobs the repository has are not sent again. zot ext install
     /// oci://… installs it.
+    ///
+    /// With --platform, the extension is also prepared in staging for each platform named
+    /// (Go cross-compiles; npm and Cargo build for the running platform only; a Python venv
+    /// is not published) and pushed as one manifest per platform, and the tag names an
+    /// image index of the source manifest and those: an install takes the one built for its
+    /// machine, with no toolchain and nothing run, and falls back to the source and its
+    /// prepare step elsewhere. The index's manifests for other platforms are kept when it
+    /// indexes the same source, so each platform's machine can publish its own in turn.
     Publish(PublishArgs),
     /// Install an extension and record it in the project file
     ///
@@ -861,6 +869,13 @@ pub struct PublishArgs {
     /// Where to: oci://<registry>/<repository>:<tag>
     #[arg(value_name = "OCI-REF")]
     pub reference: String,
+
+    /// Also publish it prepared (built, dependencies installed) for this platform, under an image index with the source (repeat, or separate with commas: linux/amd64,linux/arm64)
+    #[arg(long = "platform", value_name = "OS/ARCH", value_delimiter = ',')]
+    pub platforms: Vec<String>,
+
+    #[command(flatten)]
+    pub step: StepFlags,
 
     #[command(flatten)]
     pub scope: ScopeSelect,

@@ -353,6 +353,9 @@ fn render_prepared(c: &Copy) -> Option<String> {
     if let Some(at) = &p.ran_at {
         let _ = write!(line, ", at {at}");
     }
+    if let Some(platform) = &c.source.as_ref()?.platform {
+        let _ = write!(line, ", run by the publisher for {platform}");
+    }
     if p.scripts {
         line.push_str(", lifecycle scripts allowed");
     }
@@ -412,6 +415,15 @@ fn render_source(field: &mut impl FnMut(&str, String), c: &Copy) {
             _ => " (pinned)".to_string(),
         };
         field("digest:", format!("{digest}{follows}"));
+        field(
+            "platform:",
+            match &r.platform {
+                Some(platform) => {
+                    format!("{platform}: the manifest built for it, placed as published")
+                }
+                None => "none: the source manifest, prepared here when it needs it".to_string(),
+            },
+        );
     }
     field("installed:", r.installed_at.clone());
 }

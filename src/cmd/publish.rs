@@ -3,6 +3,7 @@
 //! from its file list, without what a build made or the user's runtime files), packed
 //! ([`crate::source::oci::pack`]) and pushed by the helper.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Result, bail};
@@ -17,12 +18,14 @@ use crate::install;
 use crate::install::fetch::Staged;
 use crate::output::printable;
 use crate::output::redact::redact;
-use crate::source::oci::pack;
+use crate::source::copy_tree;
+use crate::source::oci::platform::Platform;
 use crate::source::oci::reference::OciRef;
+use crate::source::oci::{ForPlatform, artifact, pack};
 use crate::source::{Fetch, Source, helper};
 use crate::store::Store;
 use crate::store::filelist::FileList;
-use crate::store::record::{Kind, Record};
+use crate::store::record::{Kind, Prepared, Record};
 
 /// `zot ext publish --json` output.
 #[derive(Serialize)]
@@ -30,6 +33,21 @@ struct Published {
     name: String,
     version: Option<String>,
     reference: String,
+    /// What the tag names: the source manifest, or (with platforms) the index.
+    digest: String,
+    /// The source manifest's digest, and its layer.
+    source_digest: String,
+    layer: String,
+    layer_size: u64,
+    /// The manifests built for platforms, pushed now.
+    platforms: Vec<PublishedFor>,
+    /// Platforms of the index the tag named before, kept (same source).
+    kept_platforms: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct PublishedFor {
+    platform: String,
     digest: String,
     layer: String,
     layer_size: u64,
@@ -38,33 +56,69 @@ struct Published {
 impl Run for PublishArgs {
     fn run(&self, ctx: &Context) -> Result<()> {
         let reference = destination(&self.reference)?;
+        let platforms = self.platforms()?;
         let (store, _base) = install::trial_store(Scope::Global)?;
         let staged = self.stage(ctx, &store)?;
         let tree = staged.staging.tree();
         let files = FileList::scan(&tree)?;
         let notes = annotations(&staged.manifest, &staged.record);
         let packed = pack::pack(&tree, &files, &staged.staging.scratch("artifact"), &notes)?;
-        let digest = helper::push(&reference, &packed)?;
+        // Each platform's staging folder lives until the push has sent its blobs.
+        let (built, _stagings): (Vec<ForPlatform>, Vec<Staged>) = platforms
+            .iter()
+            .map(|platform| self.build_for(ctx, &store, &staged, platform, &notes))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        let pushed = helper::push(&reference, &packed, built.clone())?;
         let done = Published {
             name: staged.manifest.name.clone(),
             version: staged.manifest.version.clone(),
             reference: reference.to_string(),
-            digest,
+            digest: pushed.digest,
+            source_digest: packed.digest,
             layer: packed.layer.digest,
             layer_size: packed.layer.size,
+            platforms: built
+                .into_iter()
+                .map(|b| PublishedFor {
+                    platform: b.platform.to_string(),
+                    digest: b.packed.digest,
+                    layer: b.packed.layer.digest,
+                    layer_size: b.packed.layer.size,
+                })
+                .collect(),
+            kept_platforms: pushed.kept.iter().map(Platform::to_string).collect(),
         };
         if ctx.out.json {
             return Ok(ctx.out.json(&done)?);
         }
-        ctx.out.say(&format!(
-            "published {} {} to {} ({})",
-            printable(&done.name),
-            printable(done.version.as_deref().unwrap_or("(no version)")),
-            printable(&done.reference),
-            done.digest
-        ))?;
+        ctx.out.say(&said(&done))?;
         Ok(())
     }
+}
+
+/// What publishing did, in words.
+fn said(done: &Published) -> String {
+    let mut line = format!(
+        "published {} {} to {} ({})",
+        printable(&done.name),
+        printable(done.version.as_deref().unwrap_or("(no version)")),
+        printable(&done.reference),
+        done.digest
+    );
+    if !done.platforms.is_empty() {
+        let built: Vec<&str> = done.platforms.iter().map(|p| p.platform.as_str()).collect();
+        let _ = write!(line, ": the source, and built for {}", built.join(", "));
+    }
+    if !done.kept_platforms.is_empty() {
+        let _ = write!(
+            line,
+            "; kept from the index there: {}",
+            done.kept_platforms.join(", ")
+        );
+    }
+    line
 }
 
 impl PublishArgs {
@@ -97,6 +151,73 @@ impl PublishArgs {
             );
         };
         install::again::stage(store, &found.dir, &manifest, &record, &files)
+    }
+}
+
+impl PublishArgs {
+    /// The platforms asked for (`--platform`), each once.
+    fn platforms(&self) -> Result<Vec<Platform>> {
+        let mut platforms = Vec::new();
+        for text in &self.platforms {
+            let platform = Platform::parse(text.trim()).map_err(usage)?;
+            if !platforms.contains(&platform) {
+                platforms.push(platform);
+            }
+        }
+        Ok(platforms)
+    }
+
+    /// A copy of `staged` prepared for `platform` in a staging folder of its own, packed with
+    /// `notes` and what preparing ran and made ([`artifact::PREPARED`]); the copy stays
+    /// staged as long as the returned [`Staged`] lives.
+    fn build_for(
+        &self,
+        ctx: &Context,
+        store: &Store,
+        staged: &Staged,
+        platform: &Platform,
+        notes: &[(&'static str, String)],
+    ) -> Result<(ForPlatform, Staged)> {
+        let staging = store.stage()?;
+        let (_, files) = copy_tree::copy(&staged.staging.tree(), &staging.tree(), &mut |_| {})?;
+        let mut copy = Staged {
+            staging,
+            manifest: staged.manifest.clone(),
+            record: staged.record.clone(),
+            outside_links: Vec::new(),
+            left_out_project_state: false,
+            files,
+            origin: staged.origin.clone(),
+        };
+        let mut options = self.step.options(&ctx.layout.global);
+        options.target = Some(platform.clone());
+        options.offers_no_prepare = false;
+        let name = printable(&copy.manifest.name);
+        if !install::prepare(&mut copy, &options, &ctx.out)? {
+            bail!(
+                "{name} has nothing to build or install: its source runs as it is on every platform; publish without --platform"
+            );
+        }
+        let prepared = copy.record.prepared.clone().expect("prepared");
+        let built = artifact::Built {
+            prepared: Prepared {
+                ran_at: None,
+                ..prepared
+            },
+            roots: copy.files.prepared().to_vec(),
+        };
+        let mut notes = notes.to_vec();
+        notes.push((artifact::PREPARED, serde_json::to_string(&built)?));
+        notes.sort_by_key(|(key, _)| *key);
+        let tree = copy.staging.tree();
+        let packed = pack::pack(
+            &tree,
+            &copy.files,
+            &copy.staging.scratch("artifact"),
+            &notes,
+        )?;
+        let platform = platform.clone();
+        Ok((ForPlatform { platform, packed }, copy))
     }
 }
 

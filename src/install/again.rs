@@ -21,7 +21,8 @@ use crate::store::filelist::{FileList, at_or_under};
 use crate::store::record::Record;
 
 /// Stages a copy of the installed `manifest.name` (at `dir`, listed by `files`, recorded
-/// by `record`) with its record's earlier step cleared.
+/// by `record`) with its record's earlier step cleared (and the platform it was built
+/// for by its publisher, if any: preparing again builds here).
 pub(crate) fn stage(
     store: &Store,
     dir: &Path,
@@ -50,6 +51,7 @@ pub(crate) fn stage(
         manifest: manifest.clone(),
         record: Record {
             prepared: None,
+            platform: None,
             ..record.clone()
         },
         outside_links: Vec::new(),

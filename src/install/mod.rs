@@ -357,12 +357,16 @@ pub(crate) struct Installed<'a> {
 }
 
 /// Runs the build or dependency install the staged tree needs ([`crate::prepare`]),
-/// records it and lists what it made as prepared outputs; whether anything ran.
+/// records it and lists what it made as prepared outputs; whether the tree is prepared. A
+/// tree a registry sent built for this platform is placed as published: nothing runs.
 pub(crate) fn prepare(
     staged: &mut Staged,
     options: &crate::prepare::Options,
     out: &Output,
 ) -> Result<bool> {
+    if staged.record.platform.is_some() {
+        return Ok(staged.record.prepared.is_some());
+    }
     let tree = staged.staging.tree();
     let scratch = staged.staging.scratch("prepare");
     let _interrupted = staged.staging.removed_on_signal()?;

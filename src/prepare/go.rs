@@ -202,6 +202,7 @@ fn list_deps(go: &Path, package: &str, modules: Option<&Path>, options: &Options
     if let Some(modules) = modules {
         step = step.env("GOMODCACHE", modules);
     }
+    step = for_target(step, options);
     if options.offline {
         step = match user_module_cache(go) {
             Some(cache) => step.env("GOPROXY", proxy_url(&cache)).env("GOSUMDB", "off"),
@@ -231,7 +232,7 @@ fn build(go: &Path, caches: &Caches, vendored: bool, options: &Options) -> Step 
     } else {
         "-mod=readonly"
     };
-    let mut step = Step::tool(
+    let step = Step::tool(
         "go",
         go.to_path_buf(),
         &["build", "-trimpath", "-buildvcs=false"],
@@ -248,10 +249,26 @@ fn build(go: &Path, caches: &Caches, vendored: bool, options: &Options) -> Step 
     .env("GOMODCACHE", &caches.modules)
     .env("GOPATH", options.caches.join("go-path"))
     .env("CGO_ENABLED", if options.allow_scripts { "1" } else { "0" });
+    let mut step = for_target(step, options);
     step.reads.push(caches.modules.clone());
     step.writes.push(caches.build.clone());
     step.writes.push(options.caches.join("go-path"));
     step
+}
+
+/// `step` for the platform `publish --platform` builds for, when one is given: Go's own
+/// cross-compilation (`GOOS`, `GOARCH`, and `GOARM` for an `arm` variant).
+fn for_target(step: Step, options: &Options) -> Step {
+    let Some(target) = &options.target else {
+        return step;
+    };
+    let step = step
+        .env("GOOS", &target.os)
+        .env("GOARCH", &target.architecture);
+    match target.variant.as_deref().and_then(|v| v.strip_prefix('v')) {
+        Some(arm) if target.architecture == "arm" => step.env("GOARM", arm),
+        _ => step,
+    }
 }
 
 /// Whether a Go file of the module (outside vendor/ and testdata/) says `import "C"`.

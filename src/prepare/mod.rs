@@ -36,6 +36,7 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::catalog::manifest::Manifest;
 use crate::output::Output;
+use crate::source::oci::platform::Platform;
 use crate::source::staged::Origin;
 use crate::store::record::Prepared;
 use sealing::Seal;
@@ -54,6 +55,31 @@ const LOCK_FILES: [&str; 10] = [
     "requirements.txt",
     "Cargo.lock",
 ];
+
+/// Refuses to prepare for `target` (`publish --platform`) what would not run there: a
+/// step that places nothing in the folder (`go run` builds at each start), a Python venv
+/// (it points at this machine's interpreter), or any build but Go's for another platform.
+fn check_target(plan: &Plan, target: &Platform, name: &str) -> Result<()> {
+    let tool = plan.tool();
+    let name = crate::output::printable(name);
+    if plan.outputs.is_empty() {
+        bail!(
+            "{name}: its {tool} step places nothing in its folder (it builds each time zot starts it), so there is nothing to publish for {target}; publish without --platform"
+        );
+    }
+    if tool == "python3" || tool == "uv" {
+        bail!(
+            "{name}: a Python venv points at the interpreter of the machine that made it, so it is not published for {target}; publish without --platform and each install prepares it"
+        );
+    }
+    let running = Platform::running();
+    if tool != "go" && !target.runs_on(&running) {
+        bail!(
+            "{name}: {tool} builds for the platform it runs on ({running}) only; publish --platform {target} from a {target} machine (it adds its manifest to the index under the same tag)"
+        );
+    }
+    Ok(())
+}
 
 /// Bytes of a lock file hashed at most.
 const LOCK_MAX: u64 = 256 << 20;
@@ -86,6 +112,9 @@ pub(crate) fn prepare(
     let Some(plan) = plan else {
         return Ok(None);
     };
+    if let Some(target) = &options.target {
+        check_target(&plan, target, &manifest.name)?;
+    }
     let seal = seal_for(&plan, &manifest.name, options, out)?;
     if seal == Seal::On && plan.builds() {
         sealing::keep_this_process_to_itself();

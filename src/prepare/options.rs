@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::paths::ScopeDirs;
+use crate::source::oci::platform::Platform;
 
 /// How long a step may run by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -41,6 +42,9 @@ pub(crate) struct Options {
     pub watcher: Option<Arc<dyn Watcher>>,
     /// Whether the command has `--no-prepare` to name in a fix (`new` has not).
     pub offers_no_prepare: bool,
+    /// The platform to build for (`publish --platform`); `None`: the running one. Only Go
+    /// builds for another.
+    pub target: Option<Platform>,
 }
 
 /// Follows the steps of one or more extensions being prepared at once.
@@ -66,6 +70,7 @@ impl Options {
             caches: global.state().join(BUILD_CACHE),
             watcher: None,
             offers_no_prepare: true,
+            target: None,
         }
     }
 }

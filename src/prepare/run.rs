@@ -40,6 +40,8 @@ pub(super) struct Runner<'a> {
     name: String,
     timeout: Duration,
     watcher: Option<Arc<dyn Watcher>>,
+    /// ` for <platform>` when building for one (`publish --platform`), else empty.
+    target: String,
     out: &'a Output,
 }
 
@@ -81,6 +83,11 @@ impl<'a> Runner<'a> {
             name: name.to_string(),
             timeout: options.timeout,
             watcher: options.watcher.clone(),
+            target: options
+                .target
+                .as_ref()
+                .map(|t| format!(" for {t}"))
+                .unwrap_or_default(),
             out,
         })
     }
@@ -98,10 +105,13 @@ impl<'a> Runner<'a> {
     ) -> Result<()> {
         let shown = step.shown();
         self.out.note(&format!(
-            "{}: running `{shown}` in the staged copy",
-            self.name
+            "{}: running `{shown}`{} in the staged copy",
+            self.name, self.target
         ));
-        self.write_log(&format!("$ {shown}\n"));
+        self.write_log(&format!(
+            "$ {shown}{}\n",
+            self.target.replacen(' ', " # ", 1)
+        ));
         let mut command = sealing::command(tree, scratch, workspace, step, seal, offline)?;
         let (reader, writer) = io::pipe()?;
         command

@@ -359,6 +359,26 @@ impl FileList {
         at_or_under(path, &self.prepared)
     }
 
+    /// Marks `roots`, listed already, as prepared: a tree fetched with what preparing made in
+    /// it (a registry's manifest built for a platform) is then listed as if preparing had run
+    /// here, and hashes as its source does. A root that is not a listed entry is an error.
+    pub(crate) fn mark_prepared(&mut self, roots: &[String]) -> Result<()> {
+        for root in roots {
+            check_relative(root.as_bytes())?;
+            if self.get(root.as_bytes()).is_none() {
+                bail!(
+                    "the prepared output {} is not in the tree",
+                    shown(root.as_bytes())
+                );
+            }
+        }
+        self.prepared = roots.to_vec();
+        self.prepared.sort();
+        self.prepared.dedup();
+        self.tree_hash.take();
+        Ok(())
+    }
+
     /// Lists what preparing made in the tree at `root` (`outputs`, relative paths such as
     /// `node_modules` or `./bin/hello`) as prepared: each output's topmost folder not listed
     /// yet (a `bin/` the build made for its program) becomes a prepared root, and everything

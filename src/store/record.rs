@@ -98,9 +98,14 @@ pub(crate) struct Record {
     pub branch: Option<String>,
     /// The commit that was checked out (git installs).
     pub commit: Option<String>,
-    /// The manifest digest (`sha256:…`) of an install pulled from an OCI registry.
+    /// The manifest digest (`sha256:…`) of an install pulled from an OCI registry: the
+    /// index's when the tag names one (the same on every machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// The platform (`linux/amd64`) of the manifest built for it that an OCI install took
+    /// from the index: placed as published, nothing prepared here. `None` for a source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
     /// The folder of the repository or source folder that holds the extension, if not its top.
     #[serde(default)]
     pub subdir: Option<String>,
@@ -161,6 +166,7 @@ impl Record {
             branch: None,
             commit: None,
             digest: None,
+            platform: None,
             subdir: None,
             installed_at: now_rfc3339(),
             template: None,

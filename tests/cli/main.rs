@@ -37,6 +37,7 @@ mod man_pages;
 mod manifest_decoding;
 mod new;
 mod oci;
+mod oci_platforms;
 mod prepare;
 mod prepare_again;
 mod real_layouts;

@@ -25,6 +25,7 @@ use crate::source::git::url::GitUrl;
 use crate::source::git::{Checkout, Probe};
 use crate::source::oci::pack::Packed;
 use crate::source::oci::reference::OciRef;
+use crate::source::oci::{ForPlatform, Pulled, Pushed};
 
 /// Clones `url` at `git_ref` (the default branch when `None`) into `tree`, with `git_dir`
 /// as the scratch object store, limited to the folder `only` of the repository when given:
@@ -78,28 +79,43 @@ pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Resu
 }
 
 /// Pulls the extension `reference` names into `tree`: `source::oci::pull`, run by the
-/// helper; the manifest's digest.
-pub(crate) fn pull(reference: &OciRef, tree: &Path, out: &Output) -> Result<String> {
+/// helper; what it fetched.
+pub(crate) fn pull(reference: &OciRef, tree: &Path, out: &Output) -> Result<Pulled> {
     let args = [OsStr::new(PULL), tree.as_os_str()];
     let mut line = ProgressLine::new(out);
-    let mut helper = Helper::start_oci(&args, reference, None)?;
+    let mut helper = Helper::start_oci(&args, &OciRequest::of(reference))?;
     let answer = helper.next(&mut |now| line.tick(now));
     line.finish();
-    helper.digest(answer?)
+    helper.pulled(answer?)
 }
 
 /// The digest of the manifest `reference` names now, asked by the helper.
 pub(crate) fn probe_oci(reference: &OciRef) -> Result<String> {
-    let mut helper = Helper::start_oci(&[OsStr::new(OCI_PROBE)], reference, None)?;
+    let mut helper = Helper::start_oci(&[OsStr::new(OCI_PROBE)], &OciRequest::of(reference))?;
     let answer = helper.next(&mut |_| {})?;
-    helper.digest(answer)
+    Ok(helper.pulled(answer)?.digest)
 }
 
-/// Pushes `packed` to the tag `reference` names, by the helper; the manifest's digest.
-pub(crate) fn push(reference: &OciRef, packed: &Packed) -> Result<String> {
-    let mut helper = Helper::start_oci(&[OsStr::new(PUSH)], reference, Some(packed.clone()))?;
-    let answer = helper.next(&mut |_| {})?;
-    helper.digest(answer)
+/// Pushes `packed` (with the prepared extension for each of `platforms`, under an index)
+/// to the tag `reference` names, by the helper.
+pub(crate) fn push(
+    reference: &OciRef,
+    packed: &Packed,
+    platforms: Vec<ForPlatform>,
+) -> Result<Pushed> {
+    let request = OciRequest {
+        packed: Some(packed.clone()),
+        platforms,
+        ..OciRequest::of(reference)
+    };
+    let mut helper = Helper::start_oci(&[OsStr::new(PUSH)], &request)?;
+    match helper.next(&mut |_| {})? {
+        Message::Pushed(pushed) => {
+            helper.finish()?;
+            Ok(pushed)
+        }
+        other => Err(helper.unexpected(&other)),
+    }
 }
 
 /// A running helper. Dropped before it finished (the caller gave up), it is killed.
@@ -131,21 +147,18 @@ impl Helper {
         Helper::start(args, &request, printable(&url.display))
     }
 
-    fn start_oci(args: &[&OsStr], reference: &OciRef, packed: Option<Packed>) -> Result<Helper> {
-        reference.check().map_err(|why| anyhow!(why))?;
-        let request = OciRequest {
-            reference: reference.clone(),
-            packed,
-        };
-        Helper::start(args, &request, printable(&reference.to_string()))
+    fn start_oci(args: &[&OsStr], request: &OciRequest) -> Result<Helper> {
+        request.reference.check().map_err(|why| anyhow!(why))?;
+        let shown = printable(&request.reference.to_string());
+        Helper::start(args, request, shown)
     }
 
-    /// The digest of a pull or OCI probe's answer.
-    fn digest(&mut self, answer: Message) -> Result<String> {
+    /// A pull or OCI probe's answer.
+    fn pulled(&mut self, answer: Message) -> Result<Pulled> {
         match answer {
-            Message::Pulled { digest } => {
+            Message::Pulled(pulled) => {
                 self.finish()?;
-                Ok(digest)
+                Ok(*pulled)
             }
             other => Err(self.unexpected(&other)),
         }

@@ -74,20 +74,26 @@ fn oci_answer(request: &OciRequest, args: &[OsString]) -> Message {
     let answered = match (args, &request.packed) {
         ([tree], None) => {
             start_heartbeat();
-            oci::pull(&request.reference, Path::new(tree))
+            oci::pull(&request.reference, Path::new(tree)).map(|p| Message::Pulled(Box::new(p)))
         }
         ([], Some(packed)) => {
             start_heartbeat();
-            oci::push(&request.reference, packed)
+            oci::push(&request.reference, packed, &request.platforms).map(Message::Pushed)
         }
-        ([], None) => oci::probe(&request.reference),
+        ([], None) => oci::probe(&request.reference).map(|digest| {
+            Message::Pulled(Box::new(oci::Pulled {
+                digest,
+                platform: None,
+                prepared: None,
+            }))
+        }),
         _ => {
             return failure(&anyhow::anyhow!(
                 "{HELPER}: a pull takes the folder to unpack into"
             ));
         }
     };
-    answered.map_or_else(|e| failure(&e), |digest| Message::Pulled { digest })
+    answered.unwrap_or_else(|e| failure(&e))
 }
 
 /// Writes the answer; the exit status.

@@ -13,6 +13,7 @@ use crate::source::git::progress::Step;
 use crate::source::git::url::GitUrl;
 use crate::source::oci::pack::Packed;
 use crate::source::oci::reference::OciRef;
+use crate::source::oci::{ForPlatform, Pulled, Pushed};
 use crate::store::record::RefKind;
 
 /// The helper's file name; it is looked up beside the running `zot`.
@@ -45,6 +46,20 @@ pub(super) struct OciRequest {
     /// What to push (`push` only).
     #[serde(default)]
     pub packed: Option<Packed>,
+    /// The prepared extension for each platform, pushed under an index with `packed`.
+    #[serde(default)]
+    pub platforms: Vec<ForPlatform>,
+}
+
+impl OciRequest {
+    /// A pull or probe of `reference`.
+    pub(super) fn of(reference: &OciRef) -> OciRequest {
+        OciRequest {
+            reference: reference.clone(),
+            packed: None,
+            platforms: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -58,10 +73,10 @@ pub(super) enum Message {
         branch: Option<String>,
     },
     Probed(Probe),
-    /// The manifest digest of what was pulled or pushed, or of what a reference names now.
-    Pulled {
-        digest: String,
-    },
+    /// What a pull fetched, or the digest a reference names now (a probe).
+    Pulled(Box<Pulled>),
+    /// What a push put under the tag.
+    Pushed(Pushed),
     /// Sent by the helper's own thread at least once a second until the answer: the bytes
     /// received so far, whether the time now counts against the limit (not while a
     /// checkout is written or a credential helper asked), and the limit.

@@ -8,6 +8,7 @@
 pub(crate) mod artifact;
 pub(crate) mod credentials;
 pub(crate) mod pack;
+pub(crate) mod platform;
 pub(crate) mod reference;
 pub(crate) mod registry;
 pub(crate) mod stage;
@@ -16,7 +17,10 @@ pub(crate) mod unpack;
 use std::path::Path;
 
 use anyhow::{Result, anyhow};
+use serde::{Deserialize, Serialize};
 
+use artifact::Descriptor;
+use platform::Platform;
 use reference::OciRef;
 use registry::Registry;
 
@@ -37,31 +41,134 @@ pub(crate) fn short(digest: &str) -> &str {
     &hex[..hex.len().min(12)]
 }
 
-/// The helper's pull: the manifest, then its layer unpacked into `tree` as it arrives, the
-/// layer's length and digest checked at its end (a layer that fails them leaves `tree` to
-/// the staging folder, which is deleted: nothing is placed); the manifest's digest.
-pub(crate) fn pull(reference: &OciRef, tree: &Path) -> Result<String> {
+/// What a pull fetched: the digest the reference names (a manifest, or an index), and when
+/// the index held a manifest built for this machine, its platform and what preparing made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Pulled {
+    pub digest: String,
+    #[serde(default)]
+    pub platform: Option<Platform>,
+    #[serde(default)]
+    pub prepared: Option<artifact::Built>,
+}
+
+/// The helper's pull: the manifest (from an index, the one built for this machine, else the
+/// source), then its layer unpacked into `tree` as it arrives, the layer's length and digest
+/// checked at its end (a layer that fails them leaves `tree` to the staging folder, which is
+/// deleted: nothing is placed).
+pub(crate) fn pull(reference: &OciRef, tree: &Path) -> Result<Pulled> {
     let shown = crate::output::printable(&reference.to_string());
     let mut registry = Registry::new(reference);
-    let (manifest, digest) = registry.manifest()?;
-    let layer = artifact::extension_layer(&manifest, &shown).map_err(|e| anyhow!(e))?;
-    let mut stream = registry.blob(&layer)?;
+    let (top, digest) = registry.manifest()?;
+    let (manifest, platform) = match artifact::index(&top, &shown).map_err(|e| anyhow!(e))? {
+        None => (top, None),
+        Some(index) => {
+            let entry = index
+                .pick(&Platform::running(), &shown)
+                .map_err(|e| anyhow!(e))?;
+            (registry.manifest_at(entry)?, entry.platform.clone())
+        }
+    };
+    let extension =
+        artifact::extension(&manifest, &shown, platform.is_some()).map_err(|e| anyhow!(e))?;
+    let mut stream = registry.blob(&extension.layer)?;
     std::fs::create_dir(tree).map_err(|e| anyhow!("cannot create {}: {e}", tree.display()))?;
     unpack::unpack(&mut stream, tree, &shown)?;
     stream.finish()?;
-    Ok(digest)
+    Ok(Pulled {
+        digest,
+        platform,
+        prepared: extension.prepared,
+    })
+}
+
+/// One platform's prepared extension, packed for `publish --platform`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ForPlatform {
+    pub platform: Platform,
+    pub packed: pack::Packed,
+}
+
+/// What a push put under the tag: its digest (the manifest's, or the index's), and the
+/// platforms the index there before kept (published from elsewhere for the same source).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Pushed {
+    pub digest: String,
+    #[serde(default)]
+    pub kept: Vec<Platform>,
 }
 
 /// The helper's push of `packed` to the tag `reference` names: its blobs (those the
-/// repository lacks), then its manifest; the manifest's digest.
-pub(crate) fn push(reference: &OciRef, packed: &pack::Packed) -> Result<String> {
+/// repository lacks), then its manifest. With `platforms`, each one's blobs and manifest
+/// too, and the tag names an image index of them all: the source manifest first, then one
+/// per platform, those of the index the tag named before kept when it indexed the same
+/// source manifest (so machines of each platform can publish theirs in turn).
+pub(crate) fn push(
+    reference: &OciRef,
+    packed: &pack::Packed,
+    platforms: &[ForPlatform],
+) -> Result<Pushed> {
     // Sending receives nothing: the low-speed clock stops (each call is bounded on its own).
     let _paused = crate::source::git::meter::pause();
     let mut registry = Registry::new(reference);
+    let tag = reference.reference().to_string();
+    if platforms.is_empty() {
+        push_manifest(&mut registry, packed, &tag)?;
+        return Ok(Pushed {
+            digest: packed.digest.clone(),
+            kept: Vec::new(),
+        });
+    }
+    let before = registry.tagged()?;
+    push_manifest(&mut registry, packed, &packed.digest)?;
+    for built in platforms {
+        push_manifest(&mut registry, &built.packed, &built.packed.digest)?;
+    }
+    let ours: Vec<Platform> = platforms.iter().map(|p| p.platform.clone()).collect();
+    let kept = before
+        .map(|bytes| kept_from(&bytes, packed, &ours))
+        .unwrap_or_default();
+    let mut manifests: Vec<_> = platforms
+        .iter()
+        .map(|p| p.packed.descriptor(Some(p.platform.clone())))
+        .chain(kept.iter().cloned())
+        .collect();
+    manifests.sort_by(|a, b| a.platform.cmp(&b.platform));
+    manifests.insert(0, packed.descriptor(None));
+    let index = pack::index(&manifests, &packed.manifest);
+    registry.push_manifest(index.as_bytes(), artifact::INDEX_TYPE, &tag)?;
+    Ok(Pushed {
+        digest: artifact::digest_of(index.as_bytes()),
+        kept: kept.into_iter().filter_map(|d| d.platform).collect(),
+    })
+}
+
+/// A manifest's blobs (those the repository lacks), then the manifest, under `name`.
+fn push_manifest(registry: &mut Registry, packed: &pack::Packed, name: &str) -> Result<()> {
     registry.push_blob(&packed.config.path, &packed.config.digest)?;
     registry.push_blob(&packed.layer.path, &packed.layer.digest)?;
-    registry.push_manifest(packed.manifest.as_bytes())?;
-    Ok(packed.digest.clone())
+    registry.push_manifest(packed.manifest.as_bytes(), artifact::MANIFEST_TYPE, name)
+}
+
+/// The platform manifests of the index `before` (what the tag named) worth keeping: those
+/// for platforms not published now, when it indexes the same source manifest as `packed`.
+fn kept_from(before: &[u8], packed: &pack::Packed, ours: &[Platform]) -> Vec<Descriptor> {
+    let Ok(Some(index)) = artifact::index(before, "") else {
+        return Vec::new();
+    };
+    let same_source = index
+        .manifests
+        .iter()
+        .any(|m| m.platform.is_none() && m.digest == packed.digest);
+    if !same_source {
+        return Vec::new();
+    }
+    index
+        .manifests
+        .into_iter()
+        .filter(|m| m.media_type == artifact::MANIFEST_TYPE)
+        .filter(|m| m.platform.as_ref().is_some_and(|p| !ours.contains(p)))
+        .collect()
 }
 
 /// The helper's probe: the digest of the manifest `reference` names now.

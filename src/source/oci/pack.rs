@@ -16,9 +16,13 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::artifact::{ARTIFACT_TYPE, CONFIG_TYPE, LAYER_TYPE, MANIFEST_TYPE};
+use super::artifact::{
+    ARTIFACT_TYPE, CONFIG_TYPE, Descriptor, INDEX_TYPE, LAYER_TYPE, MANIFEST_TYPE, digest_from,
+    digest_of,
+};
+use super::platform::Platform;
 use crate::catalog::manifest;
-use crate::store::filelist::{EntryKind, FileList, hex};
+use crate::store::filelist::{EntryKind, FileList};
 
 /// A blob written to a file, with its digest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,6 +69,37 @@ pub(crate) fn pack(
         manifest,
         digest,
     })
+}
+
+impl Packed {
+    /// How an index names this manifest, built for `platform` (none: the source).
+    pub(crate) fn descriptor(&self, platform: Option<Platform>) -> Descriptor {
+        Descriptor {
+            media_type: MANIFEST_TYPE.to_string(),
+            digest: self.digest.clone(),
+            size: self.manifest.len() as u64,
+            artifact_type: Some(ARTIFACT_TYPE.to_string()),
+            platform,
+        }
+    }
+}
+
+/// An image index of `manifests` (the source's first), with the annotations of the source
+/// manifest `source` (its text).
+pub(crate) fn index(manifests: &[Descriptor], source: &str) -> String {
+    let mut index = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": INDEX_TYPE,
+        "artifactType": ARTIFACT_TYPE,
+        "manifests": manifests,
+    });
+    let annotations = serde_json::from_str::<serde_json::Value>(source)
+        .ok()
+        .and_then(|m| m.get("annotations").cloned());
+    if let Some(annotations) = annotations {
+        index["annotations"] = annotations;
+    }
+    index.to_string()
 }
 
 fn manifest_text(config: &Blob, layer: &Blob, annotations: &[(&str, String)]) -> String {
@@ -144,7 +179,7 @@ fn write_layer(tree: &Path, files: &FileList, path: &Path) -> Result<Blob> {
     hashing.flush()?;
     Ok(Blob {
         path: path.to_path_buf(),
-        digest: format!("sha256:{}", hex(&hashing.hasher.finalize())),
+        digest: digest_from(&hashing.hasher.finalize()),
         size: hashing.size,
     })
 }
@@ -167,10 +202,6 @@ impl Write for Hashing {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
-}
-
-fn digest_of(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(bytes)))
 }
 
 #[cfg(test)]

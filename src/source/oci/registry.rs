@@ -18,12 +18,13 @@ use anyhow::{Result, anyhow, bail};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::artifact::{Descriptor, MANIFEST_TYPE, MAX_MANIFEST};
+use super::artifact::{
+    Descriptor, INDEX_TYPE, MANIFEST_TYPE, MAX_MANIFEST, digest_from, digest_of,
+};
 use super::credentials::{self, Login};
 use super::reference::OciRef;
 use crate::output::printable;
 use crate::source::git::meter;
-use crate::store::filelist::hex;
 
 /// How long connecting may take, and how long a call may last in all.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -76,12 +77,47 @@ impl Registry {
         printable(&self.reference.unpinned().to_string())
     }
 
-    /// The manifest the reference names and its digest (`sha256:` of its bytes), checked
-    /// against the digest the reference pins, if any.
+    /// The manifest (or image index) the reference names and its digest (`sha256:` of its
+    /// bytes), checked against the digest the reference pins, if any.
     pub(crate) fn manifest(&mut self) -> Result<(Vec<u8>, String)> {
-        let url = format!("{}/manifests/{}", self.api(), self.reference.reference());
-        let response = self.get(&url, MANIFEST_TYPE)?;
-        let what = format!("the manifest {}", printable(self.reference.reference()));
+        let name = self.reference.reference().to_string();
+        let pinned = self.reference.digest.clone();
+        self.manifest_named(&name, pinned.as_deref())
+    }
+
+    /// The manifest an index names by `entry`'s digest, checked against it.
+    pub(crate) fn manifest_at(&mut self, entry: &Descriptor) -> Result<Vec<u8>> {
+        Ok(self.manifest_named(&entry.digest, Some(&entry.digest))?.0)
+    }
+
+    /// The manifest the reference's tag names now, if it names one (`publish` adds to the
+    /// index there).
+    pub(crate) fn tagged(&mut self) -> Result<Option<Vec<u8>>> {
+        let name = self.reference.reference().to_string();
+        Ok(self
+            .fetch_manifest(&name, None, true)?
+            .map(|(bytes, _)| bytes))
+    }
+
+    fn manifest_named(&mut self, name: &str, pinned: Option<&str>) -> Result<(Vec<u8>, String)> {
+        let fetched = self.fetch_manifest(name, pinned, false)?;
+        Ok(fetched.expect("a missing manifest is an error"))
+    }
+
+    /// The manifest `name` (a tag or digest), checked against `pinned`; `None` when the
+    /// registry has none and `missing_ok`.
+    fn fetch_manifest(
+        &mut self,
+        name: &str,
+        pinned: Option<&str>,
+        missing_ok: bool,
+    ) -> Result<Option<(Vec<u8>, String)>> {
+        let url = format!("{}/manifests/{name}", self.api());
+        let response = self.get(&url, &format!("{MANIFEST_TYPE}, {INDEX_TYPE}"))?;
+        if missing_ok && response.status() == 404 {
+            return Ok(None);
+        }
+        let what = format!("the manifest {}", printable(name));
         let response = self.ok(response, &what)?;
         let bytes = response
             .into_body()
@@ -89,8 +125,8 @@ impl Registry {
             .limit(MAX_MANIFEST)
             .read_to_vec()
             .map_err(|e| anyhow!("{}: cannot read {what}: {e}", self.shown()))?;
-        let digest = format!("sha256:{}", hex(&Sha256::digest(&bytes)));
-        if let Some(pinned) = &self.reference.digest
+        let digest = digest_of(&bytes);
+        if let Some(pinned) = pinned
             && *pinned != digest
         {
             bail!(
@@ -98,7 +134,7 @@ impl Registry {
                 self.shown()
             );
         }
-        Ok((bytes, digest))
+        Ok(Some((bytes, digest)))
     }
 
     /// The blob `blob` as a stream that refuses more bytes than it claims, and fewer, and
@@ -219,11 +255,16 @@ impl Registry {
     }
 
     /// Puts `manifest` under the tag the reference names.
-    pub(crate) fn push_manifest(&mut self, manifest: &[u8]) -> Result<()> {
-        let url = format!("{}/manifests/{}", self.api(), self.reference.reference());
+    pub(crate) fn push_manifest(
+        &mut self,
+        manifest: &[u8],
+        media_type: &str,
+        name: &str,
+    ) -> Result<()> {
+        let url = format!("{}/manifests/{name}", self.api());
         let agent = self.agent.clone();
         let done = self.authorized(|auth| {
-            let request = agent.put(&url).header("Content-Type", MANIFEST_TYPE);
+            let request = agent.put(&url).header("Content-Type", media_type);
             with_auth(request, auth).send(manifest)
         })?;
         self.ok(done, "the manifest").map(drop)
@@ -368,7 +409,7 @@ impl Read for Verified {
                 );
                 return Err(self.refuse(&why));
             }
-            let digest = format!("sha256:{}", hex(&self.hasher.clone().finalize()));
+            let digest = digest_from(&self.hasher.clone().finalize());
             if digest != self.blob.digest {
                 let why = format!("has the digest {digest}, not the one its manifest names");
                 return Err(self.refuse(&why));

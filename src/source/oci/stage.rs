@@ -39,11 +39,17 @@ pub(crate) fn stage(
         (Some(cache), Some(digest)) => from_cache(staging, cache, digest, &source, &unpacked)?,
         _ => None,
     };
-    let pulled = cached.is_none();
-    let (digest, listed) = match cached {
-        Some(listed) => (asked.digest.clone().unwrap_or_default(), Some(listed)),
-        None => (helper::pull(&asked, &unpacked, out)?, None),
+    let (pulled, listed) = match cached {
+        Some(listed) => (None, Some(listed)),
+        None => (Some(helper::pull(&asked, &unpacked, out)?), None),
     };
+    let digest = match &pulled {
+        Some(pulled) => pulled.digest.clone(),
+        None => asked.digest.clone().unwrap_or_default(),
+    };
+    let built = pulled
+        .as_ref()
+        .and_then(|p| Some((p.platform.clone()?, p.prepared.clone())));
     let label = format!("{} ({})", asked.unpinned(), short(&digest));
     let files = match listed {
         Some(files) => files,
@@ -53,8 +59,9 @@ pub(crate) fn stage(
     let links = copy::links_listed(&unpacked, &files)
         .map_err(|e| copy::shown_after(&unpacked, &prefix, &e))?;
     refuse_links_out(&label, &links)?;
-    // Cached once judged: a layer refused here is not kept for the next install.
-    if let Some(cache) = cache.filter(|_| pulled) {
+    // Cached once judged: a layer refused here is not kept for the next install. A manifest
+    // built for a platform is not: what it made is known from its manifest only.
+    if let Some(cache) = cache.filter(|_| pulled.is_some() && built.is_none()) {
         // The staged tree goes to the disk meanwhile, ready for the install's flush.
         let put = while_flushing(&unpacked, || {
             cache.put(cache_key(&digest), &source, &unpacked)
@@ -79,6 +86,12 @@ pub(crate) fn stage(
             (files, links)
         }
     };
+    let mut files = files;
+    if let Some((_, Some(built))) = &built {
+        files
+            .mark_prepared(&built.roots)
+            .map_err(|e| anyhow!("{label}: {e:#}"))?;
+    }
     let manifest = validate(staging, Path::new(&format!("{label}: {}", manifest::FILE)))?;
     let record = Record {
         // What `update` follows: the tag (`latest` when none was given), unless a digest
@@ -88,6 +101,8 @@ pub(crate) fn stage(
             None => Some(asked.reference().to_string()),
         },
         digest: Some(digest),
+        platform: built.as_ref().map(|(platform, _)| platform.to_string()),
+        prepared: built.and_then(|(_, built)| built).map(|b| b.prepared),
         ..Record::new(&manifest.name, source, Kind::Oci)
     };
     Ok(Built {

@@ -370,11 +370,11 @@ pub(crate) const EXIT_STATUSES: &[(&str, &[(&str, &str)])] = &[
             ("0", "Pushed; the manifest digest is printed."),
             (
                 "1",
-                "The folder or installed copy is not one installing would place, or the registry refused or could not be reached.",
+                "The folder or installed copy is not one installing would place, it cannot be prepared for a --platform asked for, or the registry refused or could not be reached.",
             ),
             (
                 "2",
-                "The destination is not oci://<registry>/<repository>:<tag> (a digest, no tag, or outside the spec's grammar).",
+                "The destination is not oci://<registry>/<repository>:<tag> (a digest, no tag, or outside the spec's grammar), or a --platform is not os/architecture.",
             ),
         ],
     ),

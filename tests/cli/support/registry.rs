@@ -114,6 +114,19 @@ impl Registry {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// The raw manifest or index `rest` (`<repository>:<tag>` or `@<digest>`) names, as a
+    /// generic client reads it: `skopeo inspect --raw`.
+    pub(crate) fn inspect_raw(&self, rest: &str) -> Vec<u8> {
+        let raw = Command::new("skopeo")
+            .args(["inspect", "--raw", "--tls-verify=false"])
+            .arg(format!("docker://{}/{rest}", self.host()))
+            .output()
+            .expect("skopeo (Debian's skopeo package; .ci/run installs it)");
+        let stderr = String::from_utf8_lossy(&raw.stderr);
+        assert!(raw.status.success(), "{stderr}");
+        raw.stdout
+    }
+
     /// `oci://127.0.0.1:<port>/<rest>`.
     pub(crate) fn oci(&self, rest: &str) -> String {
         format!("oci://{}/{rest}", self.host())
@@ -164,6 +177,23 @@ impl Registry {
 
     /// Puts `manifest` as `repo:reference`; its digest.
     pub(crate) fn push_manifest(&self, repo: &str, reference: &str, manifest: &[u8]) -> String {
+        self.push_manifest_as(
+            repo,
+            reference,
+            manifest,
+            "application/vnd.oci.image.manifest.v1+json",
+        )
+    }
+
+    /// Puts `manifest` (of the media type `kind`: an image index, say) as `repo:reference`;
+    /// its digest.
+    pub(crate) fn push_manifest_as(
+        &self,
+        repo: &str,
+        reference: &str,
+        manifest: &[u8],
+        kind: &str,
+    ) -> String {
         let file = tempfile::NamedTempFile::new().unwrap();
         fs::write(file.path(), manifest).unwrap();
         curl(&[
@@ -171,7 +201,7 @@ impl Registry {
             "-X",
             "PUT",
             "-H",
-            "Content-Type: application/vnd.oci.image.manifest.v1+json",
+            &format!("Content-Type: {kind}"),
             "--data-binary",
             &format!("@{}", file.path().display()),
             &format!(
