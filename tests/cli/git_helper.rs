@@ -37,7 +37,7 @@ fn zot_without_its_helper_says_where_it_looked_and_what_to_do() {
     let helper = zot.with_file_name("zot-ext-git");
     env.zot_at(&zot, ["ext", "install", &repo])
         .fails(1)
-        .stderr_has(&format!("cannot run the git helper {}", helper.display()))
+        .stderr_has(&format!("cannot run the fetch helper {}", helper.display()))
         .stderr_has("reinstall zot-ext");
     assert!(env.installed_names().is_empty());
     // Commands that do not fetch need no helper.
@@ -109,7 +109,7 @@ fn a_helper_that_stops_answering_is_stopped() {
         &[],
     );
     done.failure(1).stderr_has(&format!(
-        "the git helper {} stopped answering for 2 s while fetching {repo}; it was stopped",
+        "the fetch helper {} stopped answering for 2 s while fetching {repo}; it was stopped",
         helper.display()
     ));
     assert!(env.installed_names().is_empty());

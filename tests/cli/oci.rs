@@ -489,3 +489,100 @@ fn the_fetch_cache_serves_a_digest_to_its_repository_without_the_registry() {
         "{done:?}"
     );
 }
+
+#[test]
+fn credential_helpers_named_in_dockers_config_are_asked() {
+    use crate::support::registry::{PASSWORD, USER};
+    use crate::support::write_executable;
+    let env = Env::new();
+    let registry = Registry::with_htpasswd();
+    let dir = hello(&env, "1.0.0");
+    let dest = registry.oci("private/hello:1.0");
+    let bin = env.work.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let asked = env.work.join("asked");
+    write_executable(
+        &bin.join("docker-credential-standin"),
+        &format!(
+            "#!/bin/sh\nread -r server\necho \"$1 $server\" >> '{}'\n\
+             printf '{{\"ServerURL\":\"%s\",\"Username\":\"{USER}\",\"Secret\":\"{PASSWORD}\"}}' \"$server\"\n",
+            asked.display()
+        ),
+    );
+    let config = env.work.join("docker");
+    fs::create_dir_all(&config).unwrap();
+    let with = |json: &str, args: &[&str]| {
+        fs::write(config.join("config.json"), json).unwrap();
+        let mut run = env.zot(args);
+        run.cmd
+            .env("DOCKER_CONFIG", &config)
+            .env("PATH", env.path_with(&bin));
+        run
+    };
+    let helper_for_it = format!(r#"{{"credHelpers": {{"{}": "standin"}}}}"#, registry.host());
+    let done = with(
+        &helper_for_it,
+        &["ext", "publish", dir.to_str().unwrap(), &dest],
+    )
+    .ok();
+    assert!(done.stdout.contains("published hello"), "{done:?}");
+    let done = with(r#"{"credsStore": "standin"}"#, &["ext", "install", &dest]).ok();
+    assert!(!done.stdout.contains(PASSWORD) && !done.stderr.contains(PASSWORD));
+    let lines = fs::read_to_string(&asked).unwrap();
+    let expected = format!("get {}\n", registry.host());
+    assert!(lines.lines().count() >= 2, "{lines}");
+    assert!(
+        lines.lines().all(|l| format!("{l}\n") == expected),
+        "{lines}"
+    );
+    // A helper for another registry is not asked: refused for want of credentials.
+    let other = r#"{"credHelpers": {"registry.example": "standin"}}"#;
+    let done = with(other, &["ext", "install", "--force", &dest]).fails(1);
+    assert!(done.stderr.contains("docker login"), "{done:?}");
+}
+
+#[test]
+fn a_token_realm_gets_the_credentials_and_the_registry_only_the_token() {
+    use crate::support::registry::{PASSWORD, TOKEN, USER, token_registry};
+    let env = Env::new();
+    let dir = hello(&env, "1.0.0");
+    let config = fs::read(dir.join("extension.json")).unwrap();
+    let layer = pack(&dir);
+    let manifest = manifest_json(
+        &digest_of(&config),
+        config.len() as u64,
+        LAYER_TYPE,
+        &digest_of(&layer),
+        layer.len() as u64,
+    );
+    let (port, asked) = token_registry(manifest.into_bytes(), layer);
+    let host = format!("127.0.0.1:{port}");
+    let dest = format!("oci://{host}/team/x:1");
+
+    // No credentials: the realm refuses an anonymous token, and the error says so.
+    let done = env.zot(["ext", "install", &dest]).fails(1);
+    assert!(done.stderr.contains("401"), "{done:?}");
+    nothing_placed(&env);
+
+    asked.lock().unwrap().clear();
+    let docker = docker_config(&env, &host, USER, PASSWORD);
+    let mut run = env.zot(["ext", "install", &dest]);
+    run.cmd.env("DOCKER_CONFIG", &docker);
+    run.ok();
+    assert!(env.global_root().join("hello/run.sh").is_file());
+    let asked = asked.lock().unwrap().clone();
+    let basic_to: Vec<&str> = asked
+        .iter()
+        .filter(|(_, auth)| auth.as_deref().is_some_and(|a| a.starts_with("Basic")))
+        .map(|(url, _)| url.as_str())
+        .collect();
+    assert!(
+        !basic_to.is_empty() && basic_to.iter().all(|u| u.starts_with("/token")),
+        "{asked:?}"
+    );
+    assert!(
+        asked.iter().any(|(url, auth)| url.contains("/blobs/")
+            && auth.as_deref() == Some(&format!("Bearer {TOKEN}"))),
+        "{asked:?}"
+    );
+}

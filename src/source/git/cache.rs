@@ -42,9 +42,9 @@ use rustix::fs::FileType;
 use crate::catalog::paths::{Layout, ScopeDirs};
 use crate::fsx::{Folder, unique_name};
 use crate::source::copy_tree;
-use crate::store::create_dir;
 use crate::store::filelist::FileList;
 use crate::store::state::{lenient, open_state, state_error};
+use crate::store::{Staging, create_dir};
 
 /// The cache folder's name inside the global state folder.
 const CACHE: &str = "cache";
@@ -122,6 +122,25 @@ impl Cache {
         }
         forget(folder, commit);
         Ok(None)
+    }
+
+    /// [`Cache::get`] into `into` through a scratch folder of `staging`, so a copy that
+    /// fails (an entry edited or deleted meanwhile: it is fetched after all) leaves `into`
+    /// free; the half copy goes with the staging folder.
+    pub(crate) fn copy_out(
+        &self,
+        staging: &Staging,
+        key: &str,
+        source: &str,
+        into: &Path,
+    ) -> Result<Option<FileList>> {
+        let copied = staging.scratch("cached");
+        let Some(files) = self.get(key, source, &copied)? else {
+            return Ok(None);
+        };
+        fs::rename(&copied, into)
+            .with_context(|| format!("cannot move {} into staging", copied.display()))?;
+        Ok(Some(files))
     }
 
     /// Stores a copy of `tree` (a checked-out commit, a real folder) as `commit`, fetched

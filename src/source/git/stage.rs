@@ -105,14 +105,9 @@ fn from_cache(
     if !is_commit_id(&commit) {
         return Ok(None);
     }
-    // An entry deleted meanwhile (`cache clean` in another shell) or edited is fetched after
-    // all; the half copy goes with the staging folder.
-    let copied = staging.scratch("cached");
-    let Some(files) = cache.get(&commit, &url.cache_key(), &copied)? else {
+    let Some(files) = cache.copy_out(staging, &commit, &url.cache_key(), dir)? else {
         return Ok(None);
     };
-    fs::rename(&copied, dir)
-        .with_context(|| format!("cannot move {} into staging", copied.display()))?;
     let checkout = Checkout {
         commit,
         ref_kind: RefKind::Commit,

@@ -181,7 +181,7 @@ impl Helper {
         die_with_parent(&mut command);
         let mut child = command.spawn().map_err(|e| {
             anyhow!(
-                "cannot run the git helper {}: {e}; it is installed beside zot (`cargo install` installs both), so reinstall zot-ext",
+                "cannot run the fetch helper {}: {e}; it is installed beside zot (`cargo install` installs both), so reinstall zot-ext",
                 printable(&path.display().to_string())
             )
         })?;
@@ -216,7 +216,7 @@ impl Helper {
                 Ok(FromHelper::End(Some(_))) => {
                     // Not waited for: it may be blocked writing the rest. Dropped, it is killed.
                     bail!(
-                        "the git helper {} said something zot does not understand (a line over {MAX_LINE} bytes); is it from another version of zot-ext?",
+                        "the fetch helper {} said something zot does not understand (a line over {MAX_LINE} bytes); is it from another version of zot-ext?",
                         self.shown()
                     );
                 }
@@ -226,7 +226,7 @@ impl Helper {
                 Err(RecvTimeoutError::Timeout) => {
                     let silent = self.watch.silence_allowed().as_secs();
                     return Err(self.stop(&format!(
-                        "the git helper {} stopped answering for {silent} s while fetching {}; it was stopped",
+                        "the fetch helper {} stopped answering for {silent} s while fetching {}; it was stopped",
                         self.shown(),
                         self.shown_url
                     )));
@@ -237,7 +237,7 @@ impl Helper {
                 Ok(message) => message,
                 Err(e) => {
                     return Err(anyhow!(e).context(format!(
-                        "the git helper {} said something zot does not understand; is it from another version of zot-ext?",
+                        "the fetch helper {} said something zot does not understand; is it from another version of zot-ext?",
                         self.shown()
                     )));
                 }
@@ -271,7 +271,7 @@ impl Helper {
         let status = self.child.wait()?;
         if !status.success() {
             bail!(
-                "the git helper {} answered, then exited with {status}",
+                "the fetch helper {} answered, then exited with {status}",
                 self.shown()
             );
         }
@@ -289,16 +289,16 @@ impl Helper {
     fn stopped(&mut self) -> anyhow::Error {
         match self.child.wait() {
             Ok(status) => anyhow!(
-                "the git helper {} stopped before it answered ({status})",
+                "the fetch helper {} stopped before it answered ({status})",
                 self.shown()
             ),
-            Err(e) => anyhow!("cannot wait for the git helper {}: {e}", self.shown()),
+            Err(e) => anyhow!("cannot wait for the fetch helper {}: {e}", self.shown()),
         }
     }
 
     fn unexpected(&self, message: &Message) -> anyhow::Error {
         anyhow!(
-            "the git helper {} answered {message:?}, which zot did not ask for; is it from another version of zot-ext?",
+            "the fetch helper {} answered {message:?}, which zot did not ask for; is it from another version of zot-ext?",
             self.shown()
         )
     }

@@ -35,12 +35,6 @@ pub(crate) fn asked(reference: &OciRef, tag: Option<&str>) -> OciRef {
     }
 }
 
-/// The first 12 hexadecimal digits of a digest, for messages.
-pub(crate) fn short(digest: &str) -> &str {
-    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
-    &hex[..hex.len().min(12)]
-}
-
 /// What a pull fetched: the digest the reference names (a manifest, or an index), and when
 /// the index held a manifest built for this machine, its platform and what preparing made.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -287,7 +287,8 @@ impl Registry {
         )
     }
 
-    /// An anonymous token from the realm of a bearer challenge, for the scope it names.
+    /// A token from the realm of a bearer challenge, for the scope it names: asked with
+    /// `login` (basic credentials) when there is one, else anonymously.
     fn fetch_token(&self, params: &[(String, String)], login: Option<&Login>) -> Result<String> {
         let get = |key: &str| {
             params

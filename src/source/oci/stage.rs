@@ -7,14 +7,14 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 
+use super::asked;
 use super::reference::OciRef;
-use super::{asked, short};
 use crate::catalog::manifest;
 use crate::output::Output;
 use crate::source::copy::{self, Leads, LooseLink};
 use crate::source::git::cache::Cache;
 use crate::source::helper;
-use crate::source::staged::{Built, real_subdir, validate, while_flushing};
+use crate::source::staged::{Built, real_subdir, short, validate, while_flushing};
 use crate::store::Staging;
 use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record};
@@ -36,7 +36,9 @@ pub(crate) fn stage(
     };
     let source = recorded(reference);
     let cached = match (cache, asked.digest.as_deref()) {
-        (Some(cache), Some(digest)) => from_cache(staging, cache, digest, &source, &unpacked)?,
+        (Some(cache), Some(digest)) => {
+            cache.copy_out(staging, cache_key(digest), &source, &unpacked)?
+        }
         _ => None,
     };
     let (pulled, listed) = match cached {
@@ -50,7 +52,7 @@ pub(crate) fn stage(
     let built = pulled
         .as_ref()
         .and_then(|p| Some((p.platform.clone()?, p.prepared.clone())));
-    let label = format!("{} ({})", asked.unpinned(), short(&digest));
+    let label = format!("{} ({})", asked.unpinned(), short(cache_key(&digest)));
     let files = match listed {
         Some(files) => files,
         None => FileList::scan(&unpacked)?,
@@ -69,7 +71,7 @@ pub(crate) fn stage(
         if let Err(e) = put {
             out.note(&format!(
                 "note: {source} ({}) was not cached: {e:#}",
-                short(&digest)
+                short(cache_key(&digest))
             ));
         }
     }
@@ -132,25 +134,6 @@ fn refuse_links_out(label: &str, links: &[LooseLink]) -> Result<()> {
         copy::loose_summary(&out),
         copy::list_links(&out)
     )
-}
-
-/// The tree the cache holds for `digest` fetched from `source`, copied into `into` (through
-/// a scratch folder, so a copy that fails leaves nothing there); its file list.
-fn from_cache(
-    staging: &Staging,
-    cache: &Cache,
-    digest: &str,
-    source: &str,
-    into: &Path,
-) -> Result<Option<FileList>> {
-    let copied = staging.scratch("cached");
-    let Some(files) = cache.get(cache_key(digest), source, &copied)? else {
-        staging.remove_scratch("cached");
-        return Ok(None);
-    };
-    std::fs::rename(&copied, into)
-        .map_err(|e| anyhow!("cannot move {} into staging: {e}", copied.display()))?;
-    Ok(Some(files))
 }
 
 /// What the fetch cache keys a manifest by: its digest's 64 hexadecimal digits (the cache

@@ -462,3 +462,58 @@ pub(crate) fn lying_registry(manifest: Vec<u8>, blob: Vec<u8>) -> u16 {
     });
     port
 }
+
+/// What a [`token_registry`] was asked: each request's path and `Authorization` header.
+pub(crate) type Asked = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+/// The token a [`token_registry`]'s realm hands out for [`USER`] and [`PASSWORD`].
+pub(crate) const TOKEN: &str = "t0ken-for-pat";
+
+/// A stand-in registry with the distribution spec's token flow, as GHCR or Docker Hub run
+/// it: every `/v2/` call without `Bearer` [`TOKEN`] gets 401 and a `Bearer` challenge whose
+/// realm is its own `/token`, which hands the token out only for basic credentials of
+/// [`USER`] with [`PASSWORD`]; with the token, `manifest` for any manifest and `blob` for
+/// any blob.
+pub(crate) fn token_registry(manifest: Vec<u8>, blob: Vec<u8>) -> (u16, Asked) {
+    use base64::Engine as _;
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    let asked = Asked::default();
+    let seen = asked.clone();
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))
+    );
+    std::thread::spawn(move || {
+        for request in server.incoming_requests() {
+            let auth = request
+                .headers()
+                .iter()
+                .find(|h| h.field.equiv("Authorization"))
+                .map(|h| h.value.to_string());
+            let url = request.url().to_string();
+            seen.lock().unwrap().push((url.clone(), auth.clone()));
+            let header = |k: &str, v: &str| tiny_http::Header::from_bytes(k, v).unwrap();
+            let response = if url.starts_with("/token") {
+                if auth.as_deref() == Some(basic.as_str()) {
+                    tiny_http::Response::from_data(format!(r#"{{"token":"{TOKEN}"}}"#).into_bytes())
+                } else {
+                    tiny_http::Response::from_data(Vec::new()).with_status_code(401)
+                }
+            } else if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
+                let challenge = format!(
+                    r#"Bearer realm="http://127.0.0.1:{port}/token",service="stand-in",scope="repository:team/x:pull""#
+                );
+                tiny_http::Response::from_data(Vec::new())
+                    .with_status_code(401)
+                    .with_header(header("WWW-Authenticate", &challenge))
+            } else if url.contains("/manifests/") {
+                tiny_http::Response::from_data(manifest.clone())
+            } else {
+                tiny_http::Response::from_data(blob.clone())
+            };
+            let _ = request.respond(response);
+        }
+    });
+    (port, asked)
+}
