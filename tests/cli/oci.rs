@@ -586,3 +586,26 @@ fn a_token_realm_gets_the_credentials_and_the_registry_only_the_token() {
         "{asked:?}"
     );
 }
+
+#[test]
+fn plain_http_off_the_loopback_only_for_a_registry_named_in_zot_ext_plain_http() {
+    let env = Env::new();
+    let registry = Registry::start();
+    registry.push_folder("team/hello", "1.0", &hello(&env, "1.0.0"));
+    // The registry as an IPv4-mapped IPv6 address: it reaches 127.0.0.1, but zot does not
+    // take it for the loopback, as it would not take a host on the network.
+    let far = format!("[::ffff:127.0.0.1]:{}", registry.port);
+    let dest = format!("oci://{far}/team/hello:1.0");
+    let done = env.zot(["ext", "install", &dest]).fails(1);
+    assert!(done.stderr.contains("over HTTPS"), "{done:?}");
+    assert!(
+        done.stderr.contains(&format!("ZOT_EXT_PLAIN_HTTP={far}")),
+        "{done:?}"
+    );
+    nothing_placed(&env);
+    let mut run = env.zot(["ext", "install", &dest]);
+    run.cmd
+        .env("ZOT_EXT_PLAIN_HTTP", format!("registry.example, {far}"));
+    run.ok();
+    assert!(env.global_root().join("hello/run.sh").is_file());
+}

@@ -84,16 +84,9 @@ impl OciRef {
             .unwrap_or("latest")
     }
 
-    /// Whether the registry may be spoken to in plain HTTP: only on this machine's loopback
-    /// (`localhost`, 127.0.0.0/8, `::1`); anything else is HTTPS.
+    /// Whether the registry may be spoken to in plain HTTP ([`plain_http_allowed`]).
     pub(crate) fn plain_http(&self) -> bool {
-        let host = host_of(&self.registry);
-        host == "localhost"
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
+        plain_http_allowed(&self.registry)
     }
 
     /// The base of the registry's API for this repository over `scheme`:
@@ -122,6 +115,30 @@ impl fmt::Display for OciRef {
         }
         Ok(())
     }
+}
+
+/// The variable naming registries off this machine that may be spoken to in plain HTTP:
+/// `host[:port]` as references write them, separated by commas or spaces.
+pub(crate) const PLAIN_HTTP: &str = "ZOT_EXT_PLAIN_HTTP";
+
+/// Whether `authority` (`host[:port]`) may be spoken to in plain HTTP: on this machine's
+/// loopback (`localhost`, 127.0.0.0/8, `::1`), or when [`PLAIN_HTTP`] names it; anything
+/// else is HTTPS.
+pub(crate) fn plain_http_allowed(authority: &str) -> bool {
+    let authority = authority.to_ascii_lowercase();
+    let host = host_of(&authority);
+    let loopback = host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback
+        || std::env::var(PLAIN_HTTP).is_ok_and(|listed| {
+            listed
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .any(|named| !named.is_empty() && named.eq_ignore_ascii_case(&authority))
+        })
 }
 
 fn host_of(registry: &str) -> &str {

@@ -22,7 +22,7 @@ use super::artifact::{
     Descriptor, INDEX_TYPE, MANIFEST_TYPE, MAX_MANIFEST, digest_from, digest_of,
 };
 use super::credentials::{self, Login};
-use super::reference::OciRef;
+use super::reference::{OciRef, PLAIN_HTTP, plain_http_allowed};
 use crate::output::printable;
 use crate::source::git::meter;
 
@@ -185,7 +185,16 @@ impl Registry {
         mut call: impl FnMut(Option<&str>) -> Result<Response, ureq::Error>,
     ) -> Result<Response> {
         let shown = self.shown();
-        let reach = |e: ureq::Error| anyhow!("{shown}: cannot reach the registry: {e}");
+        let (over, hint) = if self.reference.plain_http() {
+            ("", String::new())
+        } else {
+            let registry = printable(&self.reference.registry);
+            let hint = format!(
+                "; if it speaks plain HTTP only, name it in {PLAIN_HTTP} ({PLAIN_HTTP}={registry})"
+            );
+            (" over HTTPS", hint)
+        };
+        let reach = |e: ureq::Error| anyhow!("{shown}: cannot reach the registry{over}: {e}{hint}");
         let response = call(self.auth.as_deref()).map_err(reach)?;
         if response.status() != 401 || self.auth.is_some() {
             return Ok(response);
@@ -302,7 +311,11 @@ impl Registry {
                 self.shown()
             )
         })?;
-        let plain_allowed = self.reference.plain_http() && realm.starts_with("http://");
+        // A plain HTTP realm only where plain HTTP is allowed: on the loopback, or named.
+        let plain_allowed = realm
+            .strip_prefix("http://")
+            .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(rest))
+            .is_some_and(|authority| !authority.contains('@') && plain_http_allowed(authority));
         if !(realm.starts_with("https://") || plain_allowed) {
             bail!(
                 "{}: the registry sends for a token to {}, which is not HTTPS; refused",

@@ -85,6 +85,22 @@ pub(crate) const ENVIRONMENT: &[(&str, &str)] = &[
          them.",
     ),
     (
+        "DOCKER_CONFIG",
+        "The folder of Docker's config.json, where registry credentials are read from \
+         (auths, credHelpers, credsStore); else ~/.docker.",
+    ),
+    (
+        "ZOT_EXT_PLAIN_HTTP",
+        "Registries off this machine spoken to in plain HTTP (host:port as references \
+         write them, separated by commas or spaces); every other registry but the loopback \
+         is HTTPS.",
+    ),
+    (
+        "SOURCE_DATE_EPOCH",
+        "Seconds since 1970: zot ext publish writes it as the artifact's created \
+         annotation (never the clock).",
+    ),
+    (
         "GIT_ALLOW_PROTOCOL",
         "When set, the colon-separated protocols submodules may use; a local (file:// or \
          path) submodule URL needs file in it, or else protocol.file.allow=always in the git \
@@ -122,9 +138,10 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ),
     (
         "$ZOT_HOME/.ext-store/cache/",
-        "The fetch cache: <commit>/ the checked-out tree of each git commit fetched, and \
-         <commit>.tree its tree hash; used only while the files still hash to it. Emptied by \
-         zot ext cache clean.",
+        "The fetch cache: <commit>/ the checked-out tree of each git commit fetched (and of \
+         each registry manifest pulled, under its digest), and <commit>.tree its tree hash; \
+         used only while the files still hash to it, and only for the sources that fetched \
+         it. Emptied by zot ext cache clean.",
     ),
     (
         "$ZOT_HOME/.ext-store/build-cache/",
