@@ -555,7 +555,7 @@ fn a_token_realm_gets_the_credentials_and_the_registry_only_the_token() {
         &digest_of(&layer),
         layer.len() as u64,
     );
-    let (port, asked) = token_registry(manifest.into_bytes(), layer);
+    let (port, asked) = token_registry(manifest.into_bytes(), layer, "127.0.0.1");
     let host = format!("127.0.0.1:{port}");
     let dest = format!("oci://{host}/team/x:1");
 
@@ -608,4 +608,31 @@ fn plain_http_off_the_loopback_only_for_a_registry_named_in_zot_ext_plain_http()
         .env("ZOT_EXT_PLAIN_HTTP", format!("registry.example, {far}"));
     run.ok();
     assert!(env.global_root().join("hello/run.sh").is_file());
+}
+
+#[test]
+fn a_token_realm_in_plain_http_off_the_loopback_gets_no_credentials() {
+    use crate::support::registry::{PASSWORD, USER, token_registry};
+    let env = Env::new();
+    let dir = hello(&env, "1.0.0");
+    let layer = pack(&dir);
+    let manifest = manifest_json(&digest_of(b"{}"), 2, LAYER_TYPE, &digest_of(&layer), 9);
+    // A loopback registry whose realm is, as far as zot can tell, another host in plain
+    // HTTP (an IPv4-mapped address: it is the stand-in itself, so a token would be handed
+    // out if the credentials were sent).
+    let (port, asked) = token_registry(manifest.into_bytes(), layer, "[::ffff:127.0.0.1]");
+    let host = format!("127.0.0.1:{port}");
+    let docker = docker_config(&env, &host, USER, PASSWORD);
+    let mut run = env.zot(["ext", "install", &format!("oci://{host}/team/x:1")]);
+    run.cmd.env("DOCKER_CONFIG", &docker);
+    let done = run.fails(1);
+    assert!(done.stderr.contains("not HTTPS; refused"), "{done:?}");
+    let asked = asked.lock().unwrap().clone();
+    assert!(
+        asked
+            .iter()
+            .all(|(url, auth)| auth.is_none() && !url.starts_with("/token")),
+        "{asked:?}"
+    );
+    nothing_placed(&env);
 }

@@ -471,10 +471,11 @@ pub(crate) const TOKEN: &str = "t0ken-for-pat";
 
 /// A stand-in registry with the distribution spec's token flow, as GHCR or Docker Hub run
 /// it: every `/v2/` call without `Bearer` [`TOKEN`] gets 401 and a `Bearer` challenge whose
-/// realm is its own `/token`, which hands the token out only for basic credentials of
-/// [`USER`] with [`PASSWORD`]; with the token, `manifest` for any manifest and `blob` for
-/// any blob.
-pub(crate) fn token_registry(manifest: Vec<u8>, blob: Vec<u8>) -> (u16, Asked) {
+/// realm is its own `/token` (at `http://<realm_host>:<its port>`), which hands the token
+/// out only for basic credentials of [`USER`] with [`PASSWORD`]; with the token, `manifest`
+/// for any manifest and `blob` for any blob.
+pub(crate) fn token_registry(manifest: Vec<u8>, blob: Vec<u8>, realm_host: &str) -> (u16, Asked) {
+    let realm_host = realm_host.to_string();
     use base64::Engine as _;
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let port = server.server_addr().to_ip().unwrap().port();
@@ -502,7 +503,7 @@ pub(crate) fn token_registry(manifest: Vec<u8>, blob: Vec<u8>) -> (u16, Asked) {
                 }
             } else if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
                 let challenge = format!(
-                    r#"Bearer realm="http://127.0.0.1:{port}/token",service="stand-in",scope="repository:team/x:pull""#
+                    r#"Bearer realm="http://{realm_host}:{port}/token",service="stand-in",scope="repository:team/x:pull""#
                 );
                 tiny_http::Response::from_data(Vec::new())
                     .with_status_code(401)
