@@ -488,6 +488,21 @@ fn the_fetch_cache_serves_a_digest_to_its_repository_without_the_registry() {
         done.stderr.contains("cannot reach the registry"),
         "{done:?}"
     );
+
+    // The cache keeps the compressed layer, not a second copy of the tree; one changed on
+    // disk fails its digest when served: not installed from, deleted, fetched again.
+    let hex = digest.strip_prefix("sha256:").unwrap();
+    let kept = env.home.join(format!(".ext-store/cache/{hex}.layer"));
+    assert!(kept.is_file() && !env.home.join(format!(".ext-store/cache/{hex}")).exists());
+    let mut bytes = fs::read(&kept).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs::write(&kept, bytes).unwrap();
+    let done = env
+        .zot(["ext", "install", "--project", "--force", &pinned])
+        .fails(1);
+    assert!(done.stderr.contains("cannot reach the registry"), "{done:?}");
+    assert!(!kept.exists());
 }
 
 #[test]

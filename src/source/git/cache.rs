@@ -1,7 +1,10 @@
 //! The shared fetch cache: `$ZOT_HOME/.ext-store/cache/<commit>/` holds the whole checked-out
 //! tree of a git commit (without `.git`, before any subfolder is picked) and
 //! `<commit>.tree` its tree hash ([`FileList::tree_hash`]), so installing a commit that was
-//! fetched before, into either scope, needs no network.
+//! fetched before, into either scope, needs no network. A registry's manifest is kept as
+//! `<digest>.layer`, its compressed layer as fetched, with the layer's digest in
+//! `<digest>.tree` ([`Cache::layer`], [`Cache::put_layer`]): unpacked again on a hit, and
+//! checked against that digest while it is.
 //!
 //! **Trust.** An entry is served only when a fresh hash of the cached tree matches the
 //! recorded one ([`Cache::get`]); anything else (a file edited, added or removed, a special
@@ -143,6 +146,73 @@ impl Cache {
         Ok(Some(files))
     }
 
+    /// The compressed layer kept for the registry manifest `key` (its digest's hex) fetched
+    /// from `source`, open, with the layer's descriptor (its recorded digest, its size): read
+    /// it through [`crate::source::oci::verified::Verified`], and [`Cache::forget`] it when it
+    /// fails. `None` when there is none for that source.
+    pub(crate) fn layer(&self, key: &str, source: &str) -> Result<Option<(fs::File, String, u64)>> {
+        let Some(folder) = self.folder.get().filter(|_| is_commit_id(key)) else {
+            return Ok(None);
+        };
+        if !sources(folder, key).contains(&source_line(source)) {
+            return Ok(None);
+        }
+        let Some(digest) = recorded(folder, key) else {
+            return Ok(None);
+        };
+        let Ok(Some(file)) = folder.open_file(layer_name(key)) else {
+            return Ok(None);
+        };
+        let size = file.metadata()?.len();
+        Ok(Some((file, digest, size)))
+    }
+
+    /// Keeps the compressed layer at `path` (a file, moved when it is on the cache's file
+    /// system, else copied) as the entry of the registry manifest `key`, fetched from
+    /// `source`, its digest `digest`; a complete entry there already gets `source` added.
+    pub(crate) fn put_layer(
+        &self,
+        key: &str,
+        source: &str,
+        path: &Path,
+        digest: &str,
+    ) -> Result<()> {
+        if !is_commit_id(key) {
+            return Err(anyhow!("\"{key}\" is not a digest"));
+        }
+        let folder = self.made()?;
+        let shown = || format!("cannot cache {key} in {}", folder.path().display());
+        if recorded(&folder, key).is_some() && folder.stat(layer_name(key))?.is_some() {
+            return add_source(&folder, key, source).with_context(shown);
+        }
+        let temp = unique_name(".put-");
+        let placed = keep_file(&folder, path, &temp).and_then(|()| {
+            forget(&folder, key);
+            fs::write(
+                folder.path().join(format!("{temp}.record")),
+                format!("{digest}\n"),
+            )?;
+            rustix::fs::renameat(&folder, temp.as_str(), &folder, layer_name(key).as_str())?;
+            rustix::fs::renameat(
+                &folder,
+                format!("{temp}.record").as_str(),
+                &folder,
+                record_name(key).as_str(),
+            )?;
+            add_source(&folder, key, source)
+        });
+        let _ = folder.unlink(&temp);
+        let _ = folder.unlink(format!("{temp}.record"));
+        placed.with_context(shown)
+    }
+
+    /// Deletes the entry of `key` (one that failed its check when served).
+    pub(crate) fn forget(&self, key: &str) {
+        if let Some(folder) = self.folder.get() {
+            forget(folder, key);
+        }
+    }
+
     /// Stores a copy of `tree` (a checked-out commit, a real folder) as `commit`, fetched
     /// from `source`, unless a complete entry is there already (then `source` is added to it). Links are copied as links, never followed; a
     /// special file in `tree` is an error. The tree hash recorded is that of the copy, listed
@@ -209,6 +279,16 @@ impl Cache {
     }
 }
 
+/// Puts the file at `path` in `folder` as `name`: renamed there when on the same file
+/// system, else copied.
+fn keep_file(folder: &Folder, path: &Path, name: &str) -> std::io::Result<()> {
+    match rustix::fs::renameat(rustix::fs::CWD, path, folder, name) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::XDEV) => fs::copy(path, folder.path().join(name)).map(drop),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Puts a copy of `tree`, listed on the way, in `folder` (the cache folder) as `commit`'s
 /// entry; the list.
 fn copy_entry(folder: &Folder, commit: &str, source: &str, tree: &Path) -> Result<FileList> {
@@ -272,6 +352,7 @@ fn forget(folder: &Folder, commit: &str) {
     let _ = folder.unlink(record_name(commit));
     let _ = folder.unlink(sources_name(commit));
     let _ = folder.remove(commit);
+    let _ = folder.unlink(layer_name(commit));
 }
 
 /// The suffix of the file beside an entry that names the sources that fetched it.
@@ -326,6 +407,10 @@ fn add_source(folder: &Folder, commit: &str, source: &str) -> std::io::Result<()
         let _ = folder.unlink(&temp);
     }
     written
+}
+
+fn layer_name(key: &str) -> String {
+    format!("{key}.layer")
 }
 
 fn record_name(commit: &str) -> String {
@@ -411,6 +496,23 @@ mod tests {
 
     fn entry(cache: &Cache) -> PathBuf {
         cache.path().join(COMMIT)
+    }
+
+    #[test]
+    fn a_kept_layer_is_served_to_its_source_only_and_forgotten_on_request() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&layout(&tmp.path().join("home"))).unwrap();
+        let key = "ab".repeat(32);
+        let layer = tmp.path().join("layer");
+        fs::write(&layer, b"gzip bytes").unwrap();
+        cache.put_layer(&key, SOURCE, &layer, "sha256:00").unwrap();
+        assert!(!layer.exists(), "moved, not copied");
+        let (_, digest, size) = cache.layer(&key, SOURCE).unwrap().unwrap();
+        assert_eq!((digest.as_str(), size), ("sha256:00", 10));
+        assert!(cache.layer(&key, "oci://elsewhere/x").unwrap().is_none());
+        cache.forget(&key);
+        assert!(cache.layer(&key, SOURCE).unwrap().is_none());
+        assert!(cache.put_layer("../x", SOURCE, &layer, "sha256:00").is_err());
     }
 
     #[test]

@@ -78,10 +78,16 @@ pub(crate) fn probe(url: &GitUrl, git_ref: Option<&str>, scratch: &Path) -> Resu
     }
 }
 
-/// Pulls the extension `reference` names into `tree`: `source::oci::pull`, run by the
-/// helper; what it fetched.
-pub(crate) fn pull(reference: &OciRef, tree: &Path, out: &Output) -> Result<Pulled> {
-    let args = [OsStr::new(PULL), tree.as_os_str()];
+/// Pulls the extension `reference` names into `tree` (the compressed layer kept in `keep`,
+/// a new file, when given): `source::oci::pull`, run by the helper; what it fetched.
+pub(crate) fn pull(
+    reference: &OciRef,
+    tree: &Path,
+    keep: Option<&Path>,
+    out: &Output,
+) -> Result<Pulled> {
+    let mut args = vec![OsStr::new(PULL), tree.as_os_str()];
+    args.extend(keep.map(Path::as_os_str));
     let mut line = ProgressLine::new(out);
     let mut helper = Helper::start_oci(&args, &OciRequest::of(reference))?;
     let answer = helper.next(&mut |now| line.tick(now));

@@ -72,9 +72,11 @@ pub fn main() -> ExitCode {
 /// arguments), answered.
 fn oci_answer(request: &OciRequest, args: &[OsString]) -> Message {
     let answered = match (args, &request.packed) {
-        ([tree], None) => {
+        ([tree, keep @ ..], None) if keep.len() <= 1 => {
             start_heartbeat();
-            oci::pull(&request.reference, Path::new(tree)).map(|p| Message::Pulled(Box::new(p)))
+            let keep = keep.first().map(Path::new);
+            oci::pull(&request.reference, Path::new(tree), keep)
+                .map(|p| Message::Pulled(Box::new(p)))
         }
         ([], Some(packed)) => {
             start_heartbeat();
@@ -85,6 +87,7 @@ fn oci_answer(request: &OciRequest, args: &[OsString]) -> Message {
                 digest,
                 platform: None,
                 prepared: None,
+                layer: None,
             }))
         }),
         _ => {

@@ -24,7 +24,8 @@ pub(crate) const HELPER: &str = "zot-ext-git";
 pub(super) const FETCH: &str = "fetch";
 /// `zot-ext-git probe <scratch>`: what the ref points at on the remote.
 pub(super) const PROBE: &str = "probe";
-/// Pull an extension from an OCI registry into a new folder: `pull <tree>`, an [`OciRequest`].
+/// Pull an extension from an OCI registry into a new folder: `pull <tree> [<keep>]` (the
+/// compressed layer written to the new file `keep` too), an [`OciRequest`].
 pub(super) const PULL: &str = "pull";
 /// The digest an OCI reference names now: `oci-probe`, an [`OciRequest`].
 pub(super) const OCI_PROBE: &str = "oci-probe";

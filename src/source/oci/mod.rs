@@ -13,6 +13,7 @@ pub(crate) mod reference;
 pub(crate) mod registry;
 pub(crate) mod stage;
 pub(crate) mod unpack;
+pub(crate) mod verified;
 
 use std::path::Path;
 
@@ -44,13 +45,17 @@ pub(crate) struct Pulled {
     pub platform: Option<Platform>,
     #[serde(default)]
     pub prepared: Option<artifact::Built>,
+    /// The layer's digest (a pull).
+    #[serde(default)]
+    pub layer: Option<String>,
 }
 
 /// The helper's pull: the manifest (from an index, the one built for this machine, else the
 /// source), then its layer unpacked into `tree` as it arrives, the layer's length and digest
 /// checked at its end (a layer that fails them leaves `tree` to the staging folder, which is
-/// deleted: nothing is placed).
-pub(crate) fn pull(reference: &OciRef, tree: &Path) -> Result<Pulled> {
+/// deleted: nothing is placed); the compressed layer is written to `keep` (a new file) on
+/// the way, when given, for the fetch cache.
+pub(crate) fn pull(reference: &OciRef, tree: &Path, keep: Option<&Path>) -> Result<Pulled> {
     let shown = crate::output::printable(&reference.to_string());
     let mut registry = Registry::new(reference);
     let (top, digest) = registry.manifest()?;
@@ -65,15 +70,40 @@ pub(crate) fn pull(reference: &OciRef, tree: &Path) -> Result<Pulled> {
     };
     let extension =
         artifact::extension(&manifest, &shown, platform.is_some()).map_err(|e| anyhow!(e))?;
-    let mut stream = registry.blob(&extension.layer)?;
+    let stream = registry.blob(&extension.layer)?;
     std::fs::create_dir(tree).map_err(|e| anyhow!("cannot create {}: {e}", tree.display()))?;
+    let kept = keep
+        .map(|path| {
+            std::fs::File::create_new(path)
+                .map_err(|e| anyhow!("cannot create {}: {e}", path.display()))
+        })
+        .transpose()?;
+    let mut stream = Kept { stream, kept };
     unpack::unpack(&mut stream, tree, &shown)?;
-    stream.finish()?;
+    // To its end: what is kept is the whole layer, and its length and digest are checked.
+    std::io::copy(&mut stream, &mut std::io::sink())?;
     Ok(Pulled {
         digest,
         platform,
         prepared: extension.prepared,
+        layer: Some(extension.layer.digest),
     })
+}
+
+/// A layer as it is read, written to a file too when one is given.
+struct Kept {
+    stream: verified::Verified,
+    kept: Option<std::fs::File>,
+}
+
+impl std::io::Read for Kept {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.stream.read(buf)?;
+        if let Some(file) = &mut self.kept {
+            std::io::Write::write_all(file, &buf[..n])?;
+        }
+        Ok(n)
+    }
 }
 
 /// One platform's prepared extension, packed for `publish --platform`.

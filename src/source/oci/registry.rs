@@ -16,13 +16,11 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
-use super::artifact::{
-    Descriptor, INDEX_TYPE, MANIFEST_TYPE, MAX_MANIFEST, digest_from, digest_of,
-};
+use super::artifact::{Descriptor, INDEX_TYPE, MANIFEST_TYPE, MAX_MANIFEST, digest_of};
 use super::credentials::{self, Login};
 use super::reference::{OciRef, PLAIN_HTTP, plain_http_allowed};
+use super::verified::Verified;
 use crate::output::printable;
 use crate::source::git::meter;
 
@@ -144,13 +142,9 @@ impl Registry {
         let what = format!("the blob {}", blob.digest);
         let response = self.get(&url, "*/*")?;
         let response = self.ok(response, &what)?;
-        Ok(Verified {
-            body: Box::new(response.into_body().into_reader()),
-            blob: blob.clone(),
-            shown: self.shown(),
-            hasher: Sha256::new(),
-            received: 0,
-        })
+        let body = response.into_body().into_reader();
+        let metered = Metered(Box::new(body));
+        Ok(Verified::new(Box::new(metered), blob, self.shown()))
     }
 
     /// The API's base for the repository: HTTPS; on the loopback, plain HTTP when a registry
@@ -378,57 +372,13 @@ impl Registry {
     }
 }
 
-/// A blob as it arrives, hashed and counted ([`Registry::blob`]); its end is an error unless
-/// its length and digest are the descriptor's.
-pub(crate) struct Verified {
-    body: Box<dyn Read + Send>,
-    blob: Descriptor,
-    shown: String,
-    hasher: Sha256,
-    received: u64,
-}
+/// A response body whose bytes count as received for the low-speed limit.
+struct Metered(Box<dyn Read + Send>);
 
-impl Verified {
-    fn refuse(&self, why: &str) -> std::io::Error {
-        std::io::Error::other(format!(
-            "{}: the blob {} {why}; nothing was installed",
-            self.shown, self.blob.digest
-        ))
-    }
-
-    /// Reads what is left (past what the reader of the stream needed) and checks the whole.
-    pub(crate) fn finish(mut self) -> std::io::Result<()> {
-        std::io::copy(&mut self, &mut std::io::sink()).map(drop)
-    }
-}
-
-impl Read for Verified {
+impl Read for Metered {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.body.read(buf)?;
-        self.received += n as u64;
+        let n = self.0.read(buf)?;
         meter::received(n as u64);
-        if self.received > self.blob.size {
-            let why = format!(
-                "is longer than the {} bytes its manifest says",
-                self.blob.size
-            );
-            return Err(self.refuse(&why));
-        }
-        self.hasher.update(&buf[..n]);
-        if n == 0 && !buf.is_empty() {
-            if self.received < self.blob.size {
-                let why = format!(
-                    "ended after {} of its {} bytes",
-                    self.received, self.blob.size
-                );
-                return Err(self.refuse(&why));
-            }
-            let digest = digest_from(&self.hasher.clone().finalize());
-            if digest != self.blob.digest {
-                let why = format!("has the digest {digest}, not the one its manifest names");
-                return Err(self.refuse(&why));
-            }
-        }
         Ok(n)
     }
 }

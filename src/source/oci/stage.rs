@@ -1,20 +1,25 @@
 //! The zot side of the OCI kind: a manifest digest the fetch cache holds for this repository
-//! is copied from there (no network); otherwise the helper pulls into staging and the tree
-//! is cached under its digest. Then the tree is judged as every staged tree is, and the
-//! record pins the manifest digest and keeps the tag.
+//! is unpacked from the layer kept there (no network); otherwise the helper pulls into
+//! staging, keeping the compressed layer beside, and that is cached under the digest. Then
+//! the tree is judged as every staged tree is, and the record pins the manifest digest and
+//! keeps the tag.
 
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 
+use super::artifact::{Descriptor, LAYER_TYPE};
 use super::asked;
 use super::reference::OciRef;
+use super::unpack;
+use super::verified::Verified;
 use crate::catalog::manifest;
 use crate::output::Output;
+use crate::output::printable;
 use crate::source::copy::{self, Leads, LooseLink};
 use crate::source::git::cache::Cache;
 use crate::source::helper;
-use crate::source::staged::{Built, real_subdir, short, validate, while_flushing};
+use crate::source::staged::{Built, real_subdir, short, validate};
 use crate::store::Staging;
 use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record};
@@ -35,15 +40,28 @@ pub(crate) fn stage(
         None => staging.tree(),
     };
     let source = recorded(reference);
+    let shown = printable(&asked.to_string());
     let cached = match (cache, asked.digest.as_deref()) {
-        (Some(cache), Some(digest)) => {
-            cache.copy_out(staging, cache_key(digest), &source, &unpacked)?
-        }
-        _ => None,
+        (Some(cache), Some(digest)) => from_cache(
+            staging,
+            cache,
+            cache_key(digest),
+            &source,
+            &shown,
+            &unpacked,
+        )?,
+        _ => false,
     };
-    let (pulled, listed) = match cached {
-        Some(listed) => (None, Some(listed)),
-        None => (Some(helper::pull(&asked, &unpacked, out)?), None),
+    let keep = staging.scratch("layer");
+    let pulled = if cached {
+        None
+    } else {
+        Some(helper::pull(
+            &asked,
+            &unpacked,
+            cache.map(|_| keep.as_path()),
+            out,
+        )?)
     };
     let digest = match &pulled {
         Some(pulled) => pulled.digest.clone(),
@@ -53,27 +71,21 @@ pub(crate) fn stage(
         .as_ref()
         .and_then(|p| Some((p.platform.clone()?, p.prepared.clone())));
     let label = format!("{} ({})", asked.unpinned(), short(cache_key(&digest)));
-    let files = match listed {
-        Some(files) => files,
-        None => FileList::scan(&unpacked)?,
-    };
+    let files = FileList::scan(&unpacked)?;
     let prefix = format!("{label}: ");
     let links = copy::links_listed(&unpacked, &files)
         .map_err(|e| copy::shown_after(&unpacked, &prefix, &e))?;
     refuse_links_out(&label, &links)?;
     // Cached once judged: a layer refused here is not kept for the next install. A manifest
     // built for a platform is not: what it made is known from its manifest only.
-    if let Some(cache) = cache.filter(|_| pulled.is_some() && built.is_none()) {
-        // The staged tree goes to the disk meanwhile, ready for the install's flush.
-        let put = while_flushing(&unpacked, || {
-            cache.put(cache_key(&digest), &source, &unpacked)
-        });
-        if let Err(e) = put {
-            out.note(&format!(
-                "note: {source} ({}) was not cached: {e:#}",
-                short(cache_key(&digest))
-            ));
-        }
+    let layer = pulled.as_ref().and_then(|p| p.layer.as_deref());
+    if let (Some(cache), Some(layer), None) = (cache, layer, &built)
+        && let Err(e) = cache.put_layer(cache_key(&digest), &source, &keep, layer)
+    {
+        out.note(&format!(
+            "note: {source} ({}) was not cached: {e:#}",
+            short(cache_key(&digest))
+        ));
     }
     let (files, outside_links) = match subdir {
         None => (files, links),
@@ -134,6 +146,43 @@ fn refuse_links_out(label: &str, links: &[LooseLink]) -> Result<()> {
         copy::loose_summary(&out),
         copy::list_links(&out)
     )
+}
+
+/// Unpacks the layer the cache keeps for `key` fetched from `source` into `into`, checked
+/// against its digest as it is read (through a scratch folder, so a layer that fails leaves
+/// nothing there; its entry is then deleted); whether it did.
+fn from_cache(
+    staging: &Staging,
+    cache: &Cache,
+    key: &str,
+    source: &str,
+    shown: &str,
+    into: &Path,
+) -> Result<bool> {
+    let Some((file, digest, size)) = cache.layer(key, source)? else {
+        return Ok(false);
+    };
+    let blob = Descriptor {
+        media_type: LAYER_TYPE.to_string(),
+        digest,
+        size,
+        artifact_type: None,
+        platform: None,
+    };
+    let mut layer = Verified::new(Box::new(file), &blob, shown.to_string());
+    let scratch = staging.scratch("cached");
+    let unpacked = std::fs::create_dir(&scratch)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| unpack::unpack(&mut layer, &scratch, shown))
+        .and_then(|()| Ok(layer.finish()?));
+    if unpacked.is_err() {
+        // Whatever is wrong with the entry, it is fetched again.
+        cache.forget(key);
+        return Ok(false);
+    }
+    std::fs::rename(&scratch, into)
+        .map_err(|e| anyhow!("cannot move {} into staging: {e}", scratch.display()))?;
+    Ok(true)
 }
 
 /// What the fetch cache keys a manifest by: its digest's 64 hexadecimal digits (the cache

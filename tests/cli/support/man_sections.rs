@@ -138,10 +138,11 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ),
     (
         "$ZOT_HOME/.ext-store/cache/",
-        "The fetch cache: <commit>/ the checked-out tree of each git commit fetched (and of \
-         each registry manifest pulled, under its digest), and <commit>.tree its tree hash; \
-         used only while the files still hash to it, and only for the sources that fetched \
-         it. Emptied by zot ext cache clean.",
+        "The fetch cache: <commit>/ the checked-out tree of each git commit fetched, and \
+         <commit>.tree its tree hash; <digest>.layer the compressed layer of each registry \
+         manifest pulled, and <digest>.tree the layer's digest. Used only while the files \
+         still hash to what is recorded, and only for the sources that fetched them. Emptied \
+         by zot ext cache clean.",
     ),
     (
         "$ZOT_HOME/.ext-store/build-cache/",

@@ -475,8 +475,8 @@ pub(crate) const TOKEN: &str = "t0ken-for-pat";
 /// out only for basic credentials of [`USER`] with [`PASSWORD`]; with the token, `manifest`
 /// for any manifest and `blob` for any blob.
 pub(crate) fn token_registry(manifest: Vec<u8>, blob: Vec<u8>, realm_host: &str) -> (u16, Asked) {
-    let realm_host = realm_host.to_string();
     use base64::Engine as _;
+    let realm_host = realm_host.to_string();
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let port = server.server_addr().to_ip().unwrap().port();
     let asked = Asked::default();
