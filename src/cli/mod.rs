@@ -543,9 +543,9 @@ pub enum ExtCommand {
     /// gzip-compressed tar layer (sorted, owners and times zero, modes kept, links as links;
     /// exactly what installing it places, built outputs of an installed copy left out), its
     /// extension.json as the config blob, this project's media types and the standard
-    /// annotations (version, title; source and revision from a git install's record;
-    /// created from SOURCE_DATE_EPOCH, never the clock), so the same files publish to the
-    /// same digest. Blobs the repository has are not sent again. zot ext install
+    /// annotations (version, title; source and revision from a git install's record or
+    /// the git working copy a folder is in; created from SOURCE_DATE_EPOCH, else that
+    /// commit's time, never the clock), so the same files publish to the same digest. Blobs the repository has are not sent again. zot ext install
     /// oci://… installs it.
     ///
     /// With --platform, the extension is also prepared in staging for each platform named

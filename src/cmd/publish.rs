@@ -19,6 +19,7 @@ use crate::install::fetch::Staged;
 use crate::output::printable;
 use crate::output::redact::redact;
 use crate::source::copy_tree;
+use crate::source::git::Head;
 use crate::source::oci::platform::Platform;
 use crate::source::oci::reference::OciRef;
 use crate::source::oci::{ForPlatform, artifact, pack};
@@ -61,7 +62,17 @@ impl Run for PublishArgs {
         let staged = self.stage(ctx, &store)?;
         let tree = staged.staging.tree();
         let files = FileList::scan(&tree)?;
-        let notes = annotations(&staged.manifest, &staged.record);
+        let head = self.folder().and_then(|folder| match helper::head(folder) {
+            Ok(head) => head,
+            Err(e) => {
+                ctx.out.note(&format!(
+                    "note: the git commit of {} is not known, so the artifact names no revision: {e:#}",
+                    printable(&folder.display().to_string())
+                ));
+                None
+            }
+        });
+        let notes = annotations(&staged.manifest, &staged.record, head.as_ref());
         let packed = pack::pack(&tree, &files, &staged.staging.scratch("artifact"), &notes)?;
         // Each platform's staging folder lives until the push has sent its blobs.
         let (built, _stagings): (Vec<ForPlatform>, Vec<Staged>) = platforms
@@ -126,8 +137,7 @@ impl PublishArgs {
     /// a name with a slash or a folder of that name here), else the installed copy of that
     /// name.
     fn stage(&self, ctx: &Context, store: &Store) -> Result<Staged> {
-        let path = Path::new(&self.source);
-        if self.source.contains('/') || path.join(crate::catalog::manifest::FILE).is_file() {
+        if let Some(path) = self.folder() {
             let source = Source::Path(path.to_path_buf());
             let fetch = Fetch {
                 source: &source,
@@ -155,6 +165,14 @@ impl PublishArgs {
 }
 
 impl PublishArgs {
+    /// The folder `source` names, when it names one (a path, or a name with a slash, or a
+    /// folder of that name here holding a manifest) rather than an installed extension.
+    fn folder(&self) -> Option<&Path> {
+        let path = Path::new(&self.source);
+        (self.source.contains('/') || path.join(crate::catalog::manifest::FILE).is_file())
+            .then_some(path)
+    }
+
     /// The platforms asked for (`--platform`), each once.
     fn platforms(&self) -> Result<Vec<Platform>> {
         let mut platforms = Vec::new();
@@ -239,24 +257,36 @@ fn destination(arg: &str) -> Result<OciRef> {
     Ok(reference)
 }
 
-/// The manifest's standard annotations: version and title; where a git install's record
-/// says, its source and revision; created only from `SOURCE_DATE_EPOCH` (never the clock).
+/// The manifest's standard annotations: version and title; source and revision from a git
+/// install's record, or from the repository a published folder is in (`head`: its `origin`
+/// and `HEAD`); created from `SOURCE_DATE_EPOCH`, else that `HEAD`'s commit time (never the
+/// clock).
 fn annotations(
     manifest: &crate::catalog::manifest::Manifest,
     record: &Record,
+    head: Option<&Head>,
 ) -> Vec<(&'static str, String)> {
     let mut notes = vec![("org.opencontainers.image.title", manifest.name.clone())];
     if let Some(version) = &manifest.version {
         notes.push(("org.opencontainers.image.version", version.clone()));
     }
-    if record.kind == Kind::Git {
-        notes.push(("org.opencontainers.image.source", redact(&record.source)));
-        if let Some(commit) = &record.commit {
-            notes.push(("org.opencontainers.image.revision", commit.clone()));
-        }
+    let (source, revision) = match (record.kind, head) {
+        (Kind::Git, _) => (Some(record.source.as_str()), record.commit.as_deref()),
+        (_, Some(head)) => (head.remote.as_deref(), Some(head.commit.as_str())),
+        _ => (None, None),
+    };
+    if let Some(source) = source {
+        notes.push(("org.opencontainers.image.source", redact(source)));
+    }
+    if let Some(revision) = revision {
+        notes.push(("org.opencontainers.image.revision", revision.to_string()));
     }
     let epoch = std::env::var("SOURCE_DATE_EPOCH").ok();
-    if let Some(created) = epoch.as_deref().and_then(rfc3339_of_epoch) {
+    let created = epoch
+        .as_deref()
+        .and_then(rfc3339_of_epoch)
+        .or_else(|| head.and_then(|h| rfc3339_of_epoch(&h.time.to_string())));
+    if let Some(created) = created {
         notes.push(("org.opencontainers.image.created", created));
     }
     notes.sort_by_key(|(key, _)| *key);

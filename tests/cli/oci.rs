@@ -501,7 +501,10 @@ fn the_fetch_cache_serves_a_digest_to_its_repository_without_the_registry() {
     let done = env
         .zot(["ext", "install", "--project", "--force", &pinned])
         .fails(1);
-    assert!(done.stderr.contains("cannot reach the registry"), "{done:?}");
+    assert!(
+        done.stderr.contains("cannot reach the registry"),
+        "{done:?}"
+    );
     assert!(!kept.exists());
 }
 
@@ -650,4 +653,53 @@ fn a_token_realm_in_plain_http_off_the_loopback_gets_no_credentials() {
         "{asked:?}"
     );
     nothing_placed(&env);
+}
+
+#[test]
+fn a_folder_in_a_git_working_copy_publishes_its_commit_and_commit_time() {
+    use crate::support::git_servers::git;
+    let env = Env::new();
+    let registry = Registry::start();
+    let dir = hello(&env, "1.0.0");
+    git(&dir, &["init", "-q"]);
+    git(
+        &dir,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://pat:s3cret@example.test/team/hello.git",
+        ],
+    );
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "one"]);
+    let commit = git(&dir, &["rev-parse", "HEAD"]);
+    let seconds: u64 = git(&dir, &["log", "-1", "--format=%ct"]).parse().unwrap();
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds);
+    let committed = humantime::format_rfc3339_seconds(time).to_string();
+    let annotations = |tag: &str, epoch: Option<&str>| {
+        let dest = registry.oci(&format!("team/hello:{tag}"));
+        let mut run = env.zot(["ext", "publish", dir.to_str().unwrap(), &dest]);
+        if let Some(epoch) = epoch {
+            run.cmd.env("SOURCE_DATE_EPOCH", epoch);
+        }
+        run.ok();
+        let raw = registry.inspect_raw(&format!("team/hello:{tag}"));
+        serde_json::from_slice::<Value>(&raw).unwrap()["annotations"].clone()
+    };
+    let notes = annotations("1", None);
+    assert_eq!(notes["org.opencontainers.image.revision"], commit.as_str());
+    assert_eq!(
+        notes["org.opencontainers.image.created"],
+        committed.as_str()
+    );
+    let source = notes["org.opencontainers.image.source"].as_str().unwrap();
+    assert!(source.contains("example.test/team/hello"), "{source}");
+    assert!(!source.contains("s3cret"), "{source}");
+    // SOURCE_DATE_EPOCH wins over the commit time.
+    let notes = annotations("2", Some("0"));
+    assert_eq!(
+        notes["org.opencontainers.image.created"],
+        "1970-01-01T00:00:00Z"
+    );
 }

@@ -512,7 +512,11 @@ mod tests {
         assert!(cache.layer(&key, "oci://elsewhere/x").unwrap().is_none());
         cache.forget(&key);
         assert!(cache.layer(&key, SOURCE).unwrap().is_none());
-        assert!(cache.put_layer("../x", SOURCE, &layer, "sha256:00").is_err());
+        assert!(
+            cache
+                .put_layer("../x", SOURCE, &layer, "sha256:00")
+                .is_err()
+        );
     }
 
     #[test]

@@ -47,6 +47,33 @@ pub(crate) struct Probe {
     pub branch: Option<String>,
 }
 
+/// The commit a working copy's `HEAD` names, for `publish`'s annotations.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Head {
+    pub commit: String,
+    /// The commit time, in seconds since 1970.
+    pub time: i64,
+    /// The `origin` remote's URL, as configured (credentials and all: redact it).
+    pub remote: Option<String>,
+}
+
+/// The `HEAD` commit of the repository `folder` is in (it or a folder above it); `None`
+/// when it is in none or `HEAD` names no commit yet. Only read: no hook, filter or helper
+/// of the repository runs.
+pub(crate) fn head(folder: &Path) -> Option<Head> {
+    let repo = git2::Repository::discover(folder).ok()?;
+    let commit = repo.head().ok()?.peel_to_commit().ok()?;
+    let remote = repo
+        .find_remote("origin")
+        .ok()
+        .and_then(|r| r.url().ok().map(str::to_string));
+    Some(Head {
+        commit: commit.id().to_string(),
+        time: commit.time().seconds(),
+        remote,
+    })
+}
+
 /// How the requested ref resolved against the remote's advertised refs.
 enum Want {
     /// A ref name to fetch (branch or tag) into the local ref of the same name.

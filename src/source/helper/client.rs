@@ -15,14 +15,16 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use super::progress::ProgressLine;
 use super::watch::Watch;
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, PUSH, Request};
+use super::wire::{
+    FETCH, HEAD, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, PUSH, Request,
+};
 use crate::error::usage;
 use crate::host::die_with_parent;
 use crate::output::redact::redact;
 use crate::output::{Output, printable};
 use crate::source::controls;
 use crate::source::git::url::GitUrl;
-use crate::source::git::{Checkout, Probe};
+use crate::source::git::{Checkout, Head, Probe};
 use crate::source::oci::pack::Packed;
 use crate::source::oci::reference::OciRef;
 use crate::source::oci::{ForPlatform, Pulled, Pushed};
@@ -119,6 +121,24 @@ pub(crate) fn push(
         Message::Pushed(pushed) => {
             helper.finish()?;
             Ok(pushed)
+        }
+        other => Err(helper.unexpected(&other)),
+    }
+}
+
+/// The `HEAD` commit of the working copy `folder` is in, asked of the helper (libgit2 is
+/// linked there only); `None` outside one.
+pub(crate) fn head(folder: &Path) -> Result<Option<Head>> {
+    let args = [OsStr::new(HEAD), folder.as_os_str()];
+    let mut helper = Helper::start(
+        &args,
+        &serde_json::json!({}),
+        printable(&folder.display().to_string()),
+    )?;
+    match helper.next(&mut |_| {})? {
+        Message::Head(head) => {
+            helper.finish()?;
+            Ok(head)
         }
         other => Err(helper.unexpected(&other)),
     }

@@ -13,5 +13,5 @@ mod serve;
 mod watch;
 mod wire;
 
-pub(crate) use client::{fetch, probe, probe_oci, pull, push};
+pub(crate) use client::{fetch, head, probe, probe_oci, pull, push};
 pub use serve::main;

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::wire::HELPER;
-use super::wire::{FETCH, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, PUSH, Request};
+use super::wire::{
+    FETCH, HEAD, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, PUSH, Request,
+};
 use crate::source::git;
 use crate::source::git::meter::{self, LowSpeed};
 use crate::source::git::progress::Step;
@@ -38,6 +40,9 @@ pub fn main() -> ExitCode {
         return not_by_hand();
     };
     let verb = args.first().and_then(|a| a.to_str());
+    if let (Some(HEAD), [_, folder]) = (verb, args.as_slice()) {
+        return answer(Ok(Message::Head(git::head(Path::new(folder)))));
+    }
     if matches!(verb, Some(PULL | OCI_PROBE | PUSH)) {
         let Ok(request) = serde_json::from_slice::<OciRequest>(&bytes) else {
             return not_by_hand();

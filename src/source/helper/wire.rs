@@ -7,10 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::git::Probe;
 use crate::source::git::meter::LowSpeed;
 use crate::source::git::progress::Step;
 use crate::source::git::url::GitUrl;
+use crate::source::git::{Head, Probe};
 use crate::source::oci::pack::Packed;
 use crate::source::oci::reference::OciRef;
 use crate::source::oci::{ForPlatform, Pulled, Pushed};
@@ -29,6 +29,8 @@ pub(super) const PROBE: &str = "probe";
 pub(super) const PULL: &str = "pull";
 /// The digest an OCI reference names now: `oci-probe`, an [`OciRequest`].
 pub(super) const OCI_PROBE: &str = "oci-probe";
+/// The commit the working copy a folder is in names: `head <folder>` (any request).
+pub(super) const HEAD: &str = "head";
 /// Push a packed extension to an OCI registry: `push`, an [`OciRequest`] with `packed`.
 pub(super) const PUSH: &str = "push";
 
@@ -74,6 +76,8 @@ pub(super) enum Message {
         branch: Option<String>,
     },
     Probed(Probe),
+    /// The working copy's `HEAD` (`head`); `None` outside a repository.
+    Head(Option<Head>),
     /// What a pull fetched, or the digest a reference names now (a probe).
     Pulled(Box<Pulled>),
     /// What a push put under the tag.
