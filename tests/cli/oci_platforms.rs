@@ -100,6 +100,44 @@ fn tree_hash(env: &Env) -> Value {
     info["copies"][0]["tree_hash"].clone()
 }
 
+/// The tag names an index a generic client reads: the source manifest first, then one per
+/// platform of `platforms`, each saying what preparing ran and made.
+fn assert_index(registry: &Registry, done: &Value, platforms: &[&str]) {
+    let raw = registry.inspect_raw("team/hello:1.0");
+    assert_eq!(digest_of(&raw), done["digest"].as_str().unwrap());
+    let index: Value = serde_json::from_slice(&raw).unwrap();
+    assert_eq!(
+        index["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
+    let manifests = index["manifests"].as_array().unwrap();
+    assert_eq!(manifests.len(), platforms.len() + 1, "{index}");
+    assert_eq!(manifests[0]["digest"], done["source_digest"]);
+    assert!(manifests[0].get("platform").is_none());
+    let named: Vec<String> = manifests[1..]
+        .iter()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["platform"]["os"].as_str().unwrap(),
+                m["platform"]["architecture"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(named, platforms);
+    let built_here = format!("team/hello@{}", manifests[1]["digest"].as_str().unwrap());
+    let platform_manifest: Value =
+        serde_json::from_slice(&registry.inspect_raw(&built_here)).unwrap();
+    let prepared: Value = serde_json::from_str(
+        platform_manifest["annotations"]["vnd.zot.extension.prepared"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(prepared["tool"], "go");
+    assert_eq!(prepared["roots"], serde_json::json!(["hello"]));
+}
+
 #[test]
 fn a_go_extension_built_for_this_platform_installs_and_passes_doctor_without_go() {
     if !have_go() {
@@ -124,45 +162,18 @@ fn a_go_extension_built_for_this_platform_installs_and_passes_doctor_without_go(
     assert_eq!(built, [here.as_str(), other.as_str()], "{done}");
     assert_ne!(done["digest"], done["source_digest"]);
 
-    // The tag names an index a generic client reads: the source first, then each platform.
-    let raw = registry.inspect_raw("team/hello:1.0");
-    assert_eq!(digest_of(&raw), done["digest"].as_str().unwrap());
-    let index: Value = serde_json::from_slice(&raw).unwrap();
-    assert_eq!(
-        index["mediaType"],
-        "application/vnd.oci.image.index.v1+json"
-    );
-    let manifests = index["manifests"].as_array().unwrap();
-    assert_eq!(manifests.len(), 3, "{index}");
-    assert_eq!(manifests[0]["digest"], done["source_digest"]);
-    assert!(manifests[0].get("platform").is_none());
-    let named: Vec<String> = manifests[1..]
-        .iter()
-        .map(|m| {
-            format!(
-                "{}/{}",
-                m["platform"]["os"].as_str().unwrap(),
-                m["platform"]["architecture"].as_str().unwrap()
-            )
-        })
-        .collect();
-    assert_eq!(named, [here.clone(), other.clone()]);
-    // The platform's manifest says what preparing ran and made.
-    let built_here = format!("team/hello@{}", manifests[1]["digest"].as_str().unwrap());
-    let platform_manifest: Value =
-        serde_json::from_slice(&registry.inspect_raw(&built_here)).unwrap();
-    let prepared: Value = serde_json::from_str(
-        platform_manifest["annotations"]["vnd.zot.extension.prepared"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(prepared["tool"], "go");
-    assert_eq!(prepared["roots"], serde_json::json!(["hello"]));
+    assert_index(&registry, &done, &[here.as_str(), other.as_str()]);
 
     // Installed where there is no go at all: the program as published, nothing run.
     let bare = Env::new();
     let path = empty_path(&bare);
+    let plan = bare
+        .zot(["ext", "install", "--dry-run", "--json", &dest])
+        .env("PATH", &path)
+        .ok();
+    let plan: Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(plan["platform"], here.as_str(), "{plan}");
+    assert_eq!(plan["digest"], done["digest"], "{plan}");
     bare.zot(["ext", "install", &dest]).env("PATH", &path).ok();
     let dir = bare.global_root().join("hello");
     assert!(dir.join("hello").is_file());

@@ -6,6 +6,7 @@
 //! temporary store is deleted on the way out; the scope's store, its lock and the fetch
 //! cache are never touched, and no project file is written.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Result, anyhow};
@@ -44,6 +45,10 @@ struct Would<'a> {
     source: &'a str,
     kind: Kind,
     commit: Option<&'a str>,
+    /// From a registry: the manifest (or index) digest, and the platform of the manifest
+    /// built for this machine that would be placed as published (null: the source).
+    digest: Option<&'a str>,
+    platform: Option<&'a str>,
     subdir: Option<&'a str>,
     /// The installed copy it would replace, or null.
     replaces: Option<Installed>,
@@ -121,6 +126,8 @@ pub(crate) fn run(trial: &Trial, out: &Output) -> Result<()> {
         source: &staged.record.source,
         kind: staged.record.kind,
         commit: staged.record.commit.as_deref(),
+        digest: staged.record.digest.as_deref(),
+        platform: staged.record.platform.as_deref(),
         subdir: staged.record.subdir.as_deref(),
         replaces,
         carry_over: tried.carry_over.as_ref(),
@@ -143,10 +150,14 @@ fn report(out: &Output, would: &Would) -> Result<()> {
         return Ok(out.json(would)?);
     }
     let version = would.version.map(|v| format!(" {v}")).unwrap_or_default();
-    let commit = would
-        .commit
-        .map(|c| format!(" (commit {})", short(c)))
-        .unwrap_or_default();
+    let mut commit = match (would.commit, would.digest) {
+        (Some(c), _) => format!(" (commit {})", short(c)),
+        (None, Some(d)) => format!(" (digest {})", short(d.trim_start_matches("sha256:"))),
+        (None, None) => String::new(),
+    };
+    if let Some(platform) = would.platform {
+        let _ = write!(commit, " built for {platform}");
+    }
     let verb = match would.replaces {
         Some(_) => "would replace",
         None => "would install",
