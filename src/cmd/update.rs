@@ -462,25 +462,28 @@ impl UpdateArgs {
         outcome: &mut Outcome,
     ) -> Result<Status> {
         let old = job.record;
-        // The tree stays, and with it what was prepared in it.
+        // The tree stays, and with it what was prepared in it (here, or by a publisher).
         let new = Record {
             installed_at: old.installed_at.clone(),
             prepared: old.prepared.clone(),
+            platform: old.platform.clone(),
             ..staged
         };
-        // Only the fields that name where it came from; a folder install's record stays.
-        let new = if job.source.takes_ref() {
+        // Only the fields that name where it came from (a commit, a registry's digest); a
+        // folder install's record stays.
+        let new = if job.source.takes_ref() || new.digest.is_some() {
             new
         } else {
             old.clone()
         };
-        let moved = new.commit != old.commit;
+        let moved = new.pin() != old.pin();
         // The store is locked and rechecked (see `update_from`).
         let status = self.save_record_only(old, &new, |new| store.save_record(new))?;
         if status.is_some() {
             outcome.message.clone_from(&new.git_ref);
-        } else if moved && let Some(commit) = &new.commit {
-            outcome.message = Some(format!("{} changes no file of it", short(commit)));
+        } else if moved && let Some(pin) = new.pin() {
+            let pin = pin.trim_start_matches("sha256:");
+            outcome.message = Some(format!("{} changes no file of it", short(pin)));
         }
         Ok(status.unwrap_or(Status::UpToDate))
     }

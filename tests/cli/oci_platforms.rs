@@ -259,6 +259,14 @@ fn an_index_without_this_platform_gives_the_source_prepared_here_and_keeps_other
     let index: Value = serde_json::from_slice(&registry.inspect_raw("team/hello:1.0")).unwrap();
     assert_eq!(index["manifests"].as_array().unwrap().len(), 3, "{index}");
 
+    // The same source: update changes no file, and the copy stays the one built here.
+    let done = bare.zot(["ext", "update", "hello"]).env("PATH", &path).ok();
+    assert!(done.stdout.contains("changes no file of it"), "{done:?}");
+    let rec = record(&bare);
+    assert_eq!(rec["digest"], second["digest"]);
+    assert!(rec.get("platform").is_none(), "{rec}");
+    assert!(rec["prepared"]["ran_at"].is_string(), "{rec}");
+
     // A new source replaces the index: nothing of the old one is kept.
     write(
         &src.join("extension.json"),
