@@ -8,9 +8,11 @@
 pub(crate) mod controls;
 pub(crate) mod copy;
 pub(crate) mod copy_tree;
+pub(crate) mod credential_process;
 pub(crate) mod folder;
 pub(crate) mod git;
 pub(crate) mod helper;
+pub(crate) mod meter;
 pub(crate) mod oci;
 pub(crate) mod staged;
 

@@ -6,7 +6,6 @@
 
 pub(crate) mod cache;
 pub(crate) mod credential;
-pub(crate) mod meter;
 pub(crate) mod progress;
 pub(crate) mod stage;
 mod submodules;

@@ -19,10 +19,10 @@ use git2::{
 };
 
 use super::credential;
-use super::meter::{self, LowSpeed};
 use super::progress::{Progress, RemoteText, Step, Transfer};
 use crate::output::redact::{is_scp_like, redact};
 use crate::source::git::url::{GitUrl, scrub};
+use crate::source::meter::{self, LowSpeed};
 
 /// How long connecting to a server may take.
 const CONNECT_TIMEOUT_MS: i32 = 30_000;

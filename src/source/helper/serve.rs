@@ -17,9 +17,9 @@ use super::wire::{
     FETCH, HEAD, MAX_LINE, Message, OCI_PROBE, OciRequest, PROBE, PULL, PUSH, Request,
 };
 use crate::source::git;
-use crate::source::git::meter::{self, LowSpeed};
 use crate::source::git::progress::Step;
 use crate::source::git::url::GitUrl;
+use crate::source::meter::{self, LowSpeed};
 use crate::source::oci;
 
 /// Progress is passed on at most this often (libgit2 reports every object), and always

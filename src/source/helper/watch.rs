@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::source::git::meter::LowSpeed;
+use crate::source::meter::LowSpeed;
 
 /// The watchdog's view of one helper.
 pub(super) struct Watch {

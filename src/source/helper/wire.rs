@@ -7,10 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::git::meter::LowSpeed;
 use crate::source::git::progress::Step;
 use crate::source::git::url::GitUrl;
 use crate::source::git::{Head, Probe};
+use crate::source::meter::LowSpeed;
 use crate::source::oci::pack::Packed;
 use crate::source::oci::reference::OciRef;
 use crate::source::oci::{ForPlatform, Pulled, Pushed};

@@ -173,7 +173,8 @@ fn from_helper(helper: &str, registry: &str) -> Result<Option<Login>> {
     let mut command = Command::new(&program);
     command.arg("get").current_dir("/").stderr(Stdio::null());
     let what = format!("the credential helper {program}");
-    let Some(text) = crate::source::git::credential::ask(command, registry, HELPER_TIMEOUT, &what)?
+    let Some(text) =
+        crate::source::credential_process::ask(command, registry, HELPER_TIMEOUT, &what)?
     else {
         return Ok(None);
     };

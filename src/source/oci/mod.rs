@@ -133,7 +133,7 @@ pub(crate) fn push(
     platforms: &[ForPlatform],
 ) -> Result<Pushed> {
     // Sending receives nothing: the low-speed clock stops (each call is bounded on its own).
-    let _paused = crate::source::git::meter::pause();
+    let _paused = crate::source::meter::pause();
     let mut registry = Registry::new(reference);
     let tag = reference.reference().to_string();
     if platforms.is_empty() {

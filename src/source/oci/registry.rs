@@ -22,7 +22,7 @@ use super::credentials::{self, Login};
 use super::reference::{OciRef, PLAIN_HTTP, plain_http_allowed};
 use super::verified::Verified;
 use crate::output::printable;
-use crate::source::git::meter;
+use crate::source::meter;
 
 /// How long connecting may take, and how long a call may last in all.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,7 +1,7 @@
-//! What the low-speed watchdog needs from a fetch in the git helper: the bytes received so
-//! far (pack data and the server's sideband messages, over every connection of the
-//! process), whether the time now counts (not while a checkout is written or a credential
-//! helper asked), and the limit: git's `http.lowSpeedLimit` / `http.lowSpeedTime`, or
+//! What the low-speed watchdog needs from a fetch or pull in the fetch helper: the bytes
+//! received so far (git's pack data and the server's sideband messages, a registry's blobs,
+//! over every connection of the process), whether the time now counts (not while a checkout
+//! is written, a credential helper asked or a publish sends), and the limit: git's `http.lowSpeedLimit` / `http.lowSpeedTime`, or
 //! `GIT_HTTP_LOW_SPEED_LIMIT` / `GIT_HTTP_LOW_SPEED_TIME`, by default 1,000 bytes per
 //! second over 60 seconds, for every transport. zot's side of the helper enforces it.
 
