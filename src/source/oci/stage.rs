@@ -19,7 +19,7 @@ use crate::output::printable;
 use crate::source::copy::{self, Leads, LooseLink};
 use crate::source::git::cache::Cache;
 use crate::source::helper;
-use crate::source::staged::{Built, real_subdir, short, validate};
+use crate::source::staged::{Built, real_subdir, short, validate, while_flushing};
 use crate::store::Staging;
 use crate::store::filelist::FileList;
 use crate::store::record::{Kind, Record};
@@ -71,10 +71,15 @@ pub(crate) fn stage(
         .as_ref()
         .and_then(|p| Some((p.platform.clone()?, p.prepared.clone())));
     let label = format!("{} ({})", asked.unpinned(), short(cache_key(&digest)));
-    let files = FileList::scan(&unpacked)?;
     let prefix = format!("{label}: ");
-    let links = copy::links_listed(&unpacked, &files)
-        .map_err(|e| copy::shown_after(&unpacked, &prefix, &e))?;
+    // The unpacked files go to the disk while they are listed and judged, so the flush
+    // before the install is placed has little left to write.
+    let (files, links) = while_flushing(&unpacked, || -> Result<_> {
+        let files = FileList::scan(&unpacked)?;
+        let links = copy::links_listed(&unpacked, &files)
+            .map_err(|e| copy::shown_after(&unpacked, &prefix, &e))?;
+        Ok((files, links))
+    })?;
     refuse_links_out(&label, &links)?;
     // Cached once judged: a layer refused here is not kept for the next install. A manifest
     // built for a platform is not: what it made is known from its manifest only.
