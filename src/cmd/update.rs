@@ -469,9 +469,9 @@ impl UpdateArgs {
             platform: old.platform.clone(),
             ..staged
         };
-        // Only the fields that name where it came from (a commit, a registry's digest); a
-        // folder install's record stays.
-        let new = if job.source.takes_ref() || new.digest.is_some() {
+        // Only the fields that name where it came from (what it is pinned to at its source:
+        // a commit, a registry's digest); a folder install's record stays.
+        let new = if new.pin().is_some() {
             new
         } else {
             old.clone()
@@ -482,7 +482,6 @@ impl UpdateArgs {
         if status.is_some() {
             outcome.message.clone_from(&new.git_ref);
         } else if moved && let Some(pin) = new.pin() {
-            let pin = pin.trim_start_matches("sha256:");
             outcome.message = Some(format!("{} changes no file of it", short(pin)));
         }
         Ok(status.unwrap_or(Status::UpToDate))
@@ -586,10 +585,8 @@ fn describe(o: &Outcome, dry_run: bool) -> String {
         )
     {
         // The first 12 hexadecimal digits of each tree hash (`sha256:…`).
-        let short_tree =
-            |tree: &str| short(tree.strip_prefix("sha256:").unwrap_or(tree)).to_string();
-        current = format!("{current} (tree {})", short_tree(old));
-        available = format!("{available} (tree {})", short_tree(new));
+        current = format!("{current} (tree {})", short(old));
+        available = format!("{available} (tree {})", short(new));
     }
     let reason = o.message.as_deref().unwrap_or("");
     match o.status {

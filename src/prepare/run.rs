@@ -40,8 +40,8 @@ pub(super) struct Runner<'a> {
     name: String,
     timeout: Duration,
     watcher: Option<Arc<dyn Watcher>>,
-    /// ` for <platform>` when building for one (`publish --platform`), else empty.
-    target: String,
+    /// The platform built for (`publish --platform`), if not the running one's default.
+    target: Option<String>,
     out: &'a Output,
 }
 
@@ -83,11 +83,7 @@ impl<'a> Runner<'a> {
             name: name.to_string(),
             timeout: options.timeout,
             watcher: options.watcher.clone(),
-            target: options
-                .target
-                .as_ref()
-                .map(|t| format!(" for {t}"))
-                .unwrap_or_default(),
+            target: options.target.as_ref().map(ToString::to_string),
             out,
         })
     }
@@ -104,14 +100,15 @@ impl<'a> Runner<'a> {
         offline: bool,
     ) -> Result<()> {
         let shown = step.shown();
+        let (target, comment) = match &self.target {
+            Some(target) => (format!(" for {target}"), format!(" # for {target}")),
+            None => (String::new(), String::new()),
+        };
         self.out.note(&format!(
-            "{}: running `{shown}`{} in the staged copy",
-            self.name, self.target
+            "{}: running `{shown}`{target} in the staged copy",
+            self.name
         ));
-        self.write_log(&format!(
-            "$ {shown}{}\n",
-            self.target.replacen(' ', " # ", 1)
-        ));
+        self.write_log(&format!("$ {shown}{comment}\n"));
         let mut command = sealing::command(tree, scratch, workspace, step, seal, offline)?;
         let (reader, writer) = io::pipe()?;
         command

@@ -101,13 +101,14 @@ pub(crate) fn real_subdir(base: &Path, sub: &Path, label: &str) -> Result<PathBu
     Ok(path)
 }
 
-/// The first 12 characters of a commit id (all of it when shorter).
-pub(crate) fn short(commit: &str) -> &str {
-    commit
-        .char_indices()
+/// The first 12 characters of a commit id, or of a digest's hexadecimal digits after its
+/// `sha256:` (all of it when shorter).
+pub(crate) fn short(id: &str) -> &str {
+    let hex = id.strip_prefix("sha256:").unwrap_or(id);
+    hex.char_indices()
         .nth(12)
-        .and_then(|(end, _)| commit.get(..end))
-        .unwrap_or(commit)
+        .and_then(|(end, _)| hex.get(..end))
+        .unwrap_or(hex)
 }
 
 /// Reads the staged manifest; errors name `shown` instead of the staging path.

@@ -152,7 +152,7 @@ fn report(out: &Output, would: &Would) -> Result<()> {
     let version = would.version.map(|v| format!(" {v}")).unwrap_or_default();
     let mut commit = match (would.commit, would.digest) {
         (Some(c), _) => format!(" (commit {})", short(c)),
-        (None, Some(d)) => format!(" (digest {})", short(d.trim_start_matches("sha256:"))),
+        (None, Some(d)) => format!(" (digest {})", short(d)),
         (None, None) => String::new(),
     };
     if let Some(platform) = would.platform {

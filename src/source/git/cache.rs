@@ -105,13 +105,7 @@ impl Cache {
     /// special file, or was deleted meanwhile): the entry is then deleted, and what was
     /// copied stays in `into` for the caller to drop.
     pub(crate) fn get(&self, commit: &str, source: &str, into: &Path) -> Result<Option<FileList>> {
-        let Some(folder) = self.folder.get().filter(|_| is_commit_id(commit)) else {
-            return Ok(None);
-        };
-        if !sources(folder, commit).contains(&source_line(source)) {
-            return Ok(None);
-        }
-        let Some(recorded) = recorded(folder, commit) else {
+        let Some((folder, recorded)) = self.answering(commit, source) else {
             return Ok(None);
         };
         let is_dir = folder
@@ -151,13 +145,7 @@ impl Cache {
     /// it through [`crate::source::oci::verified::Verified`], and [`Cache::forget`] it when it
     /// fails. `None` when there is none for that source.
     pub(crate) fn layer(&self, key: &str, source: &str) -> Result<Option<(fs::File, String, u64)>> {
-        let Some(folder) = self.folder.get().filter(|_| is_commit_id(key)) else {
-            return Ok(None);
-        };
-        if !sources(folder, key).contains(&source_line(source)) {
-            return Ok(None);
-        }
-        let Some(digest) = recorded(folder, key) else {
+        let Some((folder, digest)) = self.answering(key, source) else {
             return Ok(None);
         };
         let Ok(Some(file)) = folder.open_file(layer_name(key)) else {
@@ -177,14 +165,10 @@ impl Cache {
         path: &Path,
         digest: &str,
     ) -> Result<()> {
-        if !is_commit_id(key) {
-            return Err(anyhow!("\"{key}\" is not a digest"));
-        }
-        let folder = self.made()?;
+        let Some(folder) = self.missing(key, source, &layer_name(key))? else {
+            return Ok(());
+        };
         let shown = || format!("cannot cache {key} in {}", folder.path().display());
-        if recorded(&folder, key).is_some() && folder.stat(layer_name(key))?.is_some() {
-            return add_source(&folder, key, source).with_context(shown);
-        }
         let temp = unique_name(".put-");
         let placed = keep_file(&folder, path, &temp).and_then(|()| {
             forget(&folder, key);
@@ -206,6 +190,16 @@ impl Cache {
         placed.with_context(shown)
     }
 
+    /// The cache folder and the hash recorded for `key`, when an entry of that key answers
+    /// for `source` (a fetch from it put or joined it).
+    fn answering(&self, key: &str, source: &str) -> Option<(&Folder, String)> {
+        let folder = self.folder.get().filter(|_| is_commit_id(key))?;
+        if !sources(folder, key).contains(&source_line(source)) {
+            return None;
+        }
+        Some((folder, recorded(folder, key)?))
+    }
+
     /// Deletes the entry of `key` (one that failed its check when served).
     pub(crate) fn forget(&self, key: &str) {
         if let Some(folder) = self.folder.get() {
@@ -219,20 +213,21 @@ impl Cache {
     /// while it is made: that list, which is `tree`'s too (the copy is exact), when a copy was
     /// made.
     pub(crate) fn put(&self, commit: &str, source: &str, tree: &Path) -> Result<Option<FileList>> {
-        let Some(folder) = self.missing(commit, source)? else {
+        let Some(folder) = self.missing(commit, source, commit)? else {
             return Ok(None);
         };
         copy_entry(&folder, commit, source, tree).map(Some)
     }
 
-    /// The cache folder when it has no complete entry for `commit` (made when missing); a
-    /// complete one gets `source`, which has just fetched that commit, among its sources.
-    fn missing(&self, commit: &str, source: &str) -> Result<Option<Folder>> {
+    /// The cache folder (made when missing) when it has no complete entry for `commit`: its
+    /// record and `entry` beside it (the tree, or the layer); a complete one gets `source`,
+    /// which has just fetched that commit, among its sources.
+    fn missing(&self, commit: &str, source: &str, entry: &str) -> Result<Option<Folder>> {
         if !is_commit_id(commit) {
-            return Err(anyhow!("\"{commit}\" is not a commit id"));
+            return Err(anyhow!("\"{commit}\" is not a commit id or digest"));
         }
         let folder = self.made()?;
-        if recorded(&folder, commit).is_some() && folder.stat(commit)?.is_some() {
+        if recorded(&folder, commit).is_some() && folder.stat(entry)?.is_some() {
             add_source(&folder, commit, source)
                 .with_context(|| format!("cannot cache {commit} in {}", folder.path().display()))?;
             return Ok(None);

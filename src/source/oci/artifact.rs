@@ -163,20 +163,15 @@ impl Index {
     }
 }
 
-/// The extension a manifest holds (see [`extension_layer`]), with its [`PREPARED`]
-/// annotation read when `built` (a platform's manifest picked from an index).
+/// The extension the manifest `bytes` holds, once it is judged to be one (see
+/// [`layer_of`]), with its [`PREPARED`] annotation read when `built` (a platform's manifest
+/// picked from an index).
 pub(crate) fn extension(bytes: &[u8], shown: &str, built: bool) -> Result<Extension, String> {
-    let layer = extension_layer(bytes, shown)?;
-    if !built {
-        return Ok(Extension {
-            layer,
-            prepared: None,
-        });
-    }
-    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    let prepared = manifest
-        .annotations
-        .get(PREPARED)
+    let manifest: Manifest = serde_json::from_slice(bytes)
+        .map_err(|e| format!("{shown}: the manifest is not an OCI image manifest ({e})"))?;
+    let layer = layer_of(&manifest, shown)?;
+    let annotation = built.then(|| manifest.annotations.get(PREPARED)).flatten();
+    let prepared = annotation
         .map(|text| read_prepared(text, shown))
         .transpose()?;
     Ok(Extension { layer, prepared })
@@ -211,10 +206,10 @@ fn inside(path: &str) -> bool {
         && path.split('/').all(|part| part != "..")
 }
 
-/// The one layer of an extension's manifest, once the manifest is judged to be one.
-pub(crate) fn extension_layer(bytes: &[u8], shown: &str) -> Result<Descriptor, String> {
-    let manifest: Manifest = serde_json::from_slice(bytes)
-        .map_err(|e| format!("{shown}: the manifest is not an OCI image manifest ({e})"))?;
+/// The one layer of `manifest`, once it is judged an extension's: its artifact or config
+/// type ours, exactly one layer of our media type, a well-formed digest, a size within
+/// [`MAX_LAYER`].
+fn layer_of(manifest: &Manifest, shown: &str) -> Result<Descriptor, String> {
     if let Some(kind) = &manifest.media_type
         && kind != MANIFEST_TYPE
     {
@@ -280,7 +275,9 @@ mod tests {
 
     #[test]
     fn an_extension_manifest_gives_its_layer() {
-        let layer = extension_layer(&manifest(LAYER_TYPE, 10, 1), "x").unwrap();
+        let layer = extension(&manifest(LAYER_TYPE, 10, 1), "x", false)
+            .unwrap()
+            .layer;
         assert_eq!(layer.size, 10);
     }
 
@@ -356,7 +353,7 @@ mod tests {
 
     #[test]
     fn other_manifests_are_refused_before_any_blob() {
-        let refused = |bytes: &[u8]| extension_layer(bytes, "x").unwrap_err();
+        let refused = |bytes: &[u8]| extension(bytes, "x", false).unwrap_err();
         assert!(
             refused(&manifest("application/vnd.oci.image.layer.v1.tar", 10, 1))
                 .contains("media type")

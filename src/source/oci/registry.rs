@@ -144,7 +144,13 @@ impl Registry {
         let response = self.ok(response, &what)?;
         let body = response.into_body().into_reader();
         let metered = Metered(Box::new(body));
-        Ok(Verified::new(Box::new(metered), blob, self.shown()))
+        let shown = self.shown();
+        Ok(Verified::new(
+            Box::new(metered),
+            &blob.digest,
+            blob.size,
+            shown,
+        ))
     }
 
     /// The API's base for the repository: HTTPS; on the loopback, plain HTTP when a registry

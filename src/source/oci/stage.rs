@@ -8,7 +8,6 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 
-use super::artifact::{Descriptor, LAYER_TYPE};
 use super::asked;
 use super::reference::OciRef;
 use super::unpack;
@@ -70,7 +69,7 @@ pub(crate) fn stage(
     let built = pulled
         .as_ref()
         .and_then(|p| Some((p.platform.clone()?, p.prepared.clone())));
-    let label = format!("{} ({})", asked.unpinned(), short(cache_key(&digest)));
+    let label = format!("{} ({})", asked.unpinned(), short(&digest));
     let prefix = format!("{label}: ");
     // The unpacked files go to the disk while they are listed and judged, so the flush
     // before the install is placed has little left to write.
@@ -89,7 +88,7 @@ pub(crate) fn stage(
     {
         out.note(&format!(
             "note: {source} ({}) was not cached: {e:#}",
-            short(cache_key(&digest))
+            short(&digest)
         ));
     }
     let (files, outside_links) = match subdir {
@@ -167,14 +166,7 @@ fn from_cache(
     let Some((file, digest, size)) = cache.layer(key, source)? else {
         return Ok(false);
     };
-    let blob = Descriptor {
-        media_type: LAYER_TYPE.to_string(),
-        digest,
-        size,
-        artifact_type: None,
-        platform: None,
-    };
-    let mut layer = Verified::new(Box::new(file), &blob, shown.to_string());
+    let mut layer = Verified::new(Box::new(file), &digest, size, shown.to_string());
     let scratch = staging.scratch("cached");
     let unpacked = std::fs::create_dir(&scratch)
         .map_err(anyhow::Error::from)

@@ -6,24 +6,32 @@ use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
-use super::artifact::{Descriptor, digest_from};
+use super::artifact::digest_from;
 
 /// A blob as it is read, hashed and counted; its end is an error unless its length and
-/// digest are the descriptor's.
+/// digest are the ones it should have.
 pub(crate) struct Verified {
     body: Box<dyn Read + Send>,
-    blob: Descriptor,
+    digest: String,
+    size: u64,
     shown: String,
     hasher: Sha256,
     received: u64,
 }
 
 impl Verified {
-    /// `body`, to be read as the blob `blob` (`shown` names where it comes from).
-    pub(crate) fn new(body: Box<dyn Read + Send>, blob: &Descriptor, shown: String) -> Verified {
+    /// `body`, to be read as the blob of `digest` and `size` bytes (`shown` names where it
+    /// comes from).
+    pub(crate) fn new(
+        body: Box<dyn Read + Send>,
+        digest: &str,
+        size: u64,
+        shown: String,
+    ) -> Verified {
         Verified {
             body,
-            blob: blob.clone(),
+            digest: digest.to_string(),
+            size,
             shown,
             hasher: Sha256::new(),
             received: 0,
@@ -33,7 +41,7 @@ impl Verified {
     fn refuse(&self, why: &str) -> std::io::Error {
         std::io::Error::other(format!(
             "{}: the blob {} {why}; nothing was installed",
-            self.shown, self.blob.digest
+            self.shown, self.digest
         ))
     }
 
@@ -47,24 +55,18 @@ impl Read for Verified {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.body.read(buf)?;
         self.received += n as u64;
-        if self.received > self.blob.size {
-            let why = format!(
-                "is longer than the {} bytes its manifest says",
-                self.blob.size
-            );
+        if self.received > self.size {
+            let why = format!("is longer than the {} bytes its manifest says", self.size);
             return Err(self.refuse(&why));
         }
         self.hasher.update(&buf[..n]);
         if n == 0 && !buf.is_empty() {
-            if self.received < self.blob.size {
-                let why = format!(
-                    "ended after {} of its {} bytes",
-                    self.received, self.blob.size
-                );
+            if self.received < self.size {
+                let why = format!("ended after {} of its {} bytes", self.received, self.size);
                 return Err(self.refuse(&why));
             }
             let digest = digest_from(&self.hasher.clone().finalize());
-            if digest != self.blob.digest {
+            if digest != self.digest {
                 let why = format!("has the digest {digest}, not the one its manifest names");
                 return Err(self.refuse(&why));
             }
