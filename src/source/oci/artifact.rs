@@ -144,6 +144,7 @@ impl Index {
                 .iter()
                 .filter(|m| m.media_type == MANIFEST_TYPE && valid_digest(&m.digest))
                 .filter(|m| m.size <= MAX_MANIFEST)
+                .filter(|m| m.platform.as_ref().is_none_or(Platform::well_formed))
         };
         let built = manifests().find(|m| m.platform.as_ref().is_some_and(|p| p.runs_on(running)));
         if let Some(found) = built.or_else(|| manifests().find(|m| m.platform.is_none())) {
@@ -324,6 +325,22 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_platform_with_text_outside_the_grammar_is_never_picked() {
+        let hex = |d: char| d.to_string().repeat(64);
+        let bytes = format!(
+            r#"{{"mediaType":"{INDEX_TYPE}","manifests":[
+            {{"mediaType":"{MANIFEST_TYPE}","digest":"sha256:{}","size":9}},
+            {{"mediaType":"{MANIFEST_TYPE}","digest":"sha256:{}","size":9,
+              "platform":{{"os":"linux","architecture":"amd64","variant":"\u001b[2J"}}}}]}}"#,
+            hex('a'),
+            hex('b')
+        );
+        let index = index(bytes.as_bytes(), "x").unwrap().unwrap();
+        let amd64 = Platform::parse("linux/amd64").unwrap();
+        assert!(index.pick(&amd64, "x").unwrap().digest.ends_with('a'));
     }
 
     #[test]

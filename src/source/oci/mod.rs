@@ -191,7 +191,10 @@ fn kept_from(before: &[u8], packed: &pack::Packed, ours: &[Platform]) -> Vec<Des
         .manifests
         .into_iter()
         .filter(|m| m.media_type == artifact::MANIFEST_TYPE)
-        .filter(|m| m.platform.as_ref().is_some_and(|p| !ours.contains(p)))
+        .filter(|m| {
+            let platform = m.platform.as_ref();
+            platform.is_some_and(|p| p.well_formed() && !ours.contains(p))
+        })
         .collect()
 }
 

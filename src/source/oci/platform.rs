@@ -61,6 +61,12 @@ impl Platform {
         }
     }
 
+    /// Whether it reads as [`Platform::parse`] takes it (one from a registry's index may
+    /// hold anything): only such a platform is picked, kept or shown.
+    pub(crate) fn well_formed(&self) -> bool {
+        Platform::parse(&self.to_string()).as_ref() == Ok(self)
+    }
+
     /// Whether a manifest for `self` runs where `running` is: same OS and architecture, and
     /// the same variant when both name one.
     pub(crate) fn runs_on(&self, running: &Platform) -> bool {
@@ -113,6 +119,20 @@ mod tests {
         assert!(Platform::parse("linux/arm").unwrap().runs_on(&running));
         assert!(!Platform::parse("linux/arm/v6").unwrap().runs_on(&running));
         assert!(!Platform::parse("linux/arm64").unwrap().runs_on(&running));
+    }
+
+    #[test]
+    fn a_platform_from_a_registry_is_well_formed_only_as_parse_takes_it() {
+        let odd = |os: &str, variant: Option<&str>| Platform {
+            os: os.to_string(),
+            architecture: "amd64".to_string(),
+            variant: variant.map(str::to_string),
+        };
+        assert!(odd("linux", None).well_formed());
+        assert!(odd("linux", Some("v2")).well_formed());
+        assert!(!odd("linux", Some("\u{1b}[2J")).well_formed());
+        assert!(!odd("linux/x", None).well_formed());
+        assert!(!odd("", None).well_formed());
     }
 
     #[test]
