@@ -7,12 +7,12 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::{Context, Run};
-use crate::catalog::Installed;
 use crate::catalog::paths::Scope;
+use crate::catalog::{self, Installed};
 use crate::check::prepare_hint;
 use crate::cli::PrepareArgs;
 use crate::install;
-use crate::output::{printable, sh_quote};
+use crate::output::printable;
 use crate::store::Store;
 use crate::store::carry;
 use crate::store::filelist::FileList;
@@ -120,12 +120,21 @@ impl PrepareArgs {
         outcome
     }
 
+    /// Prepares `found` under the store's lock, judged as it is then: read before the lock,
+    /// a folder another command is moving away reads as one without its manifest or record.
     fn prepare_one(
         &self,
         ctx: &Context,
-        target: &Installed,
+        found: &Installed,
         outcome: &mut Outcome,
     ) -> Result<Status, Refusal> {
+        let dirs = ctx.layout.scope(found.scope);
+        let store = Store::open(dirs).map_err(Refusal::Failed)?;
+        let target = match catalog::find(&ctx.layout, &found.dir_name, Some(found.scope)) {
+            Ok(now) if now.dir == found.dir => now,
+            _ => return Err(Refusal::Failed(store.gone_meanwhile(found.name()))),
+        };
+        let target = &target;
         let manifest = target
             .manifest
             .as_ref()
@@ -133,7 +142,6 @@ impl PrepareArgs {
         if let Some(to) = &target.link_target {
             return Err(Refusal::Refused(linked(to, manifest)));
         }
-        let dirs = ctx.layout.scope(target.scope);
         let reinstall = "reinstall it with zot ext install --force <source>";
         let Some(record) = Record::load(dirs, &target.dir_name) else {
             return Err(Refusal::Refused(format!(
@@ -153,9 +161,6 @@ impl PrepareArgs {
                 printable(&manifest.name)
             )));
         }
-        let store = Store::open(dirs).map_err(Refusal::Failed)?;
-        let again = format!("run zot ext prepare {} again", sh_quote(target.name()));
-        super::named::recheck(&store, target, &record, &again).map_err(Refusal::Failed)?;
         let installed = install::Installed {
             dir: &target.dir,
             manifest,

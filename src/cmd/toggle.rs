@@ -56,9 +56,8 @@ impl Run for Toggle<'_> {
         if let Some(note) = target.twin_note() {
             ctx.out.note(&note);
         }
-        if let Err(e) = &target.manifest {
-            anyhow::bail!("{e}; fix the manifest first");
-        }
+        // The manifest is judged only under the lock: read before it, a folder another
+        // command is moving away reads as one without its manifest.
         let store = Store::open(ctx.layout.scope(target.scope))?;
         // What this run found may have changed while it waited for the lock.
         let Ok(target) = catalog::find(&ctx.layout, self.name, Some(target.scope)) else {

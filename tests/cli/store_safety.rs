@@ -463,6 +463,7 @@ fn a_command_that_waited_while_its_extension_was_removed_says_so() {
         &["ext", "enable", "x"],
         &["ext", "remove", "x", "--yes"],
         &["ext", "update", "x"],
+        &["ext", "prepare", "x"],
     ] {
         let env = Env::new();
         env.installed("x", false);
@@ -475,6 +476,40 @@ fn a_command_that_waited_while_its_extension_was_removed_says_so() {
             "{args:?}: {stderr}"
         );
         assert!(!stderr.contains("not found"), "{args:?}: {stderr}");
+    }
+}
+
+/// `enable`, `disable` and `prepare` judge the manifest under the lock only: a folder read
+/// before it, while another command moved it, looks like one without its manifest.
+#[test]
+fn a_command_judges_the_manifest_it_finds_after_the_lock() {
+    for (verb, meanwhile) in [
+        ("disable", "restored"),
+        ("enable", "removed"),
+        ("prepare", "restored"),
+        ("prepare", "removed"),
+    ] {
+        let env = Env::new();
+        let dir = env.installed("x", false);
+        let manifest = fs::read(dir.join("extension.json")).unwrap();
+        fs::remove_file(dir.join("extension.json")).unwrap();
+        let (code, out) = waiting(&env, &["ext", verb, "x"], || {
+            if meanwhile == "restored" {
+                fs::write(dir.join("extension.json"), &manifest).unwrap();
+            } else {
+                remove_by_hand(&env);
+            }
+        });
+        assert!(!out.contains("fix the manifest"), "{verb}: {out}");
+        assert!(!out.contains("not found"), "{verb}: {out}");
+        if meanwhile == "restored" {
+            assert_eq!(code, 0, "{verb}: {out}");
+            let done = if verb == "disable" { "disabled x" } else { "x" };
+            assert!(out.contains(done), "{out}");
+        } else {
+            assert_eq!(code, 1, "{verb}: {out}");
+            assert!(out.contains("\"x\" was removed by another zot ext command while this one waited for the lock"), "{out}");
+        }
     }
 }
 
