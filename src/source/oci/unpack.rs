@@ -29,9 +29,89 @@ enum Kind {
 }
 
 /// Unpacks the gzip-compressed tar `layer` into `dest` (an empty folder); `shown` names the
-/// artifact in messages.
-pub(crate) fn unpack(layer: impl Read, dest: &Path, shown: &str) -> Result<()> {
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(layer));
+/// artifact in messages. The layer is read and inflated on a second thread while this one
+/// creates the files, as `tar -xz` runs gzip beside tar; `layer` is read about as far as
+/// the archive needs (its caller reads the rest to check the whole).
+pub(crate) fn unpack(layer: impl Read + Send, dest: &Path, shown: &str) -> Result<()> {
+    std::thread::scope(|s| {
+        let (chunks, inflated) = std::sync::mpsc::sync_channel(INFLATED_AHEAD);
+        let inflating = std::thread::Builder::new()
+            .name("inflate".into())
+            .spawn_scoped(s, move || inflate(layer, &chunks))
+            .context("cannot start the thread that inflates the layer")?;
+        let unpacked = unpack_tar(Inflated::new(inflated), dest, shown);
+        // The receiver is gone: the inflating thread stops at its next chunk.
+        let _ = inflating.join();
+        unpacked
+    })
+}
+
+/// How many inflated chunks may wait for the unpacking thread.
+const INFLATED_AHEAD: usize = 16;
+/// The size of one inflated chunk.
+const CHUNK: usize = 128 << 10;
+
+/// Inflates `layer` into `chunks` until its end, an error (sent on), or a receiver that
+/// stopped listening.
+fn inflate(layer: impl Read, chunks: &std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>) {
+    let mut gz = flate2::read::GzDecoder::new(layer);
+    loop {
+        let mut chunk = vec![0; CHUNK];
+        let read = match gz.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => {
+                chunk.truncate(n);
+                Ok(chunk)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+        let failed = read.is_err();
+        if chunks.send(read).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// The inflated layer as the inflating thread sends it.
+struct Inflated {
+    chunks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl Inflated {
+    fn new(chunks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>) -> Inflated {
+        Inflated {
+            chunks,
+            chunk: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl Read for Inflated {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at == self.chunk.len() {
+            match self.chunks.recv() {
+                // The sender is gone: the end of the layer.
+                Err(_) => return Ok(0),
+                Ok(chunk) => {
+                    self.chunk = chunk?;
+                    self.at = 0;
+                }
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Unpacks the tar `inflated` into `dest`.
+fn unpack_tar(inflated: Inflated, dest: &Path, shown: &str) -> Result<()> {
+    let mut archive = tar::Archive::new(inflated);
     let mut unpacker = Unpacker {
         dest,
         shown,
@@ -244,6 +324,58 @@ mod tests {
         fs::create_dir(&dest).unwrap();
         let done = unpack(bytes, &dest, "oci://r/x:1");
         (dir, done)
+    }
+
+    /// More than the inflated chunks that may wait, so the inflating thread waits for the
+    /// unpacking one, and files that span chunks.
+    #[test]
+    fn a_layer_larger_than_the_chunks_in_flight_unpacks_whole() {
+        let big: Vec<u8> = (0..3 * INFLATED_AHEAD * CHUNK / 2)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let bytes = layer(|b| {
+            for n in 0..3 {
+                file(b, &format!("part{n}"), &big);
+            }
+            file(b, "extension.json", b"{}");
+        });
+        let (dir, done) = unpacked(&bytes);
+        done.unwrap();
+        for n in 0..3 {
+            assert!(fs::read(dir.path().join(format!("x/part{n}"))).unwrap() == big);
+        }
+        assert_eq!(
+            fs::read(dir.path().join("x/extension.json")).unwrap(),
+            b"{}"
+        );
+    }
+
+    /// A layer whose reading fails partway (a registry refused by its digest, a cut
+    /// connection) fails the unpack with its reason: never taken for the archive's end.
+    #[test]
+    fn a_read_error_partway_is_the_unpacks_error() {
+        let big: Vec<u8> = (0..4 * CHUNK).map(|i| (i * 13 % 251) as u8).collect();
+        let bytes = layer(|b| {
+            file(b, "extension.json", b"{}");
+            file(b, "big", &big);
+            file(b, "after", b"x");
+        });
+        let failing = io::Read::chain(&bytes[..bytes.len() / 2], Failing);
+        let dir = tempfile::tempdir().unwrap();
+        let err = unpack(failing, dir.path(), "oci://r/x:1").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("the connection dropped"),
+            "{err:#}"
+        );
+        assert!(!dir.path().join("after").exists());
+    }
+
+    struct Failing;
+
+    impl Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::Error::other("the connection dropped"))
+        }
     }
 
     #[test]
