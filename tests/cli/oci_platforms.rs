@@ -216,6 +216,20 @@ fn a_go_extension_built_for_this_platform_installs_and_passes_doctor_without_go(
         .env("PATH", &ci_path)
         .ok();
     assert!(ci.project.join(".zot/extensions/hello/hello").is_file());
+
+    // The manifest built for this machine is in the fetch cache with what its manifest
+    // said: with the registry gone, the index's digest installs from there, as published.
+    drop(registry);
+    let pinned = dest.replace(":1.0", &format!("@{}", done["digest"].as_str().unwrap()));
+    bare.zot(["ext", "install", "--force", &pinned])
+        .env("PATH", &path)
+        .ok();
+    let again = record(&bare);
+    assert_eq!(again["platform"], here.as_str(), "{again}");
+    assert_eq!(again["prepared"], rec["prepared"], "{again}");
+    assert!(!bare.home.join("logs/prepare-hello.log").exists());
+    assert_eq!(tree_hash(&bare), tree_hash(&local));
+    bare.zot(["ext", "doctor", "hello"]).env("PATH", &path).ok();
 }
 
 #[test]

@@ -52,8 +52,18 @@ use crate::store::{Staging, create_dir};
 /// The cache folder's name inside the global state folder.
 const CACHE: &str = "cache";
 
-/// Longest tree record read (`sha256:` and 64 hexadecimal digits).
-const MAX_RECORD: u64 = 256;
+/// Longest record read: `sha256:` and 64 hexadecimal digits, then for a layer what it is
+/// (one line of its caller's, some kilobytes).
+const MAX_RECORD: u64 = 64 << 10;
+
+/// A compressed layer kept in the cache, open, with its descriptor (its recorded digest,
+/// its size) and what its caller said it is when it was put ([`Cache::put_layer`]).
+pub(crate) struct Layer {
+    pub file: fs::File,
+    pub digest: String,
+    pub size: u64,
+    pub about: Option<String>,
+}
 
 /// The fetch cache. The folder is made by the first put, so a command that only reads it
 /// changes nothing.
@@ -141,10 +151,9 @@ impl Cache {
     }
 
     /// The compressed layer kept for the registry manifest `key` (its digest's hex) fetched
-    /// from `source`, open, with the layer's descriptor (its recorded digest, its size): read
-    /// it through [`crate::source::oci::verified::Verified`], and [`Cache::forget`] it when it
-    /// fails. `None` when there is none for that source.
-    pub(crate) fn layer(&self, key: &str, source: &str) -> Result<Option<(fs::File, String, u64)>> {
+    /// from `source`: read it through [`crate::source::oci::verified::Verified`], and
+    /// [`Cache::forget`] it when it fails. `None` when there is none for that source.
+    pub(crate) fn layer(&self, key: &str, source: &str) -> Result<Option<Layer>> {
         let Some((folder, digest)) = self.answering(key, source) else {
             return Ok(None);
         };
@@ -152,19 +161,33 @@ impl Cache {
             return Ok(None);
         };
         let size = file.metadata()?.len();
-        Ok(Some((file, digest, size)))
+        let about = record_lines(folder, key).and_then(|(_, about)| about);
+        Ok(Some(Layer {
+            file,
+            digest,
+            size,
+            about,
+        }))
     }
 
     /// Keeps the compressed layer at `path` (a file, moved when it is on the cache's file
     /// system, else copied) as the entry of the registry manifest `key`, fetched from
-    /// `source`, its digest `digest`; a complete entry there already gets `source` added.
+    /// `source`, its digest `digest`, with `about` (one line: what the layer is, given back
+    /// by [`Cache::layer`]); a complete entry there already gets `source` added.
     pub(crate) fn put_layer(
         &self,
         key: &str,
         source: &str,
         path: &Path,
         digest: &str,
+        about: Option<&str>,
     ) -> Result<()> {
+        if about.is_some_and(|a| a.contains('\n') || a.len() as u64 >= MAX_RECORD / 2) {
+            return Err(anyhow!(
+                "what a layer is must be one line of at most {} bytes",
+                MAX_RECORD / 2
+            ));
+        }
         let Some(folder) = self.missing(key, source, &layer_name(key))? else {
             return Ok(());
         };
@@ -172,9 +195,10 @@ impl Cache {
         let temp = unique_name(".put-");
         let placed = keep_file(&folder, path, &temp).and_then(|()| {
             forget(&folder, key);
+            let about = about.map(|a| format!("{a}\n")).unwrap_or_default();
             fs::write(
                 folder.path().join(format!("{temp}.record")),
-                format!("{digest}\n"),
+                format!("{digest}\n{about}"),
             )?;
             rustix::fs::renameat(&folder, temp.as_str(), &folder, layer_name(key).as_str())?;
             rustix::fs::renameat(
@@ -335,10 +359,18 @@ fn existing(global: &ScopeDirs) -> Result<Option<Folder>> {
 
 /// The tree hash recorded for `commit` in `folder`, if a readable record is there.
 fn recorded(folder: &Folder, commit: &str) -> Option<String> {
+    record_lines(folder, commit).map(|(hash, _)| hash)
+}
+
+/// The record of `commit`: its hash (or a layer's digest) and, for a layer, what it is.
+fn record_lines(folder: &Folder, commit: &str) -> Option<(String, Option<String>)> {
     let bytes = folder.read_file(record_name(commit), MAX_RECORD).ok()??;
     let text = String::from_utf8(bytes).ok()?;
-    let hash = text.trim();
-    hash.starts_with("sha256:").then(|| hash.to_string())
+    let mut lines = text.lines();
+    let hash = lines.next()?.trim();
+    let about = lines.next().map(str::to_string);
+    hash.starts_with("sha256:")
+        .then(|| (hash.to_string(), about))
 }
 
 /// Deletes the entry of `commit`, record and sources first (a tree without them is never
@@ -500,16 +532,19 @@ mod tests {
         let key = "ab".repeat(32);
         let layer = tmp.path().join("layer");
         fs::write(&layer, b"gzip bytes").unwrap();
-        cache.put_layer(&key, SOURCE, &layer, "sha256:00").unwrap();
+        cache
+            .put_layer(&key, SOURCE, &layer, "sha256:00", Some("{\"what\":1}"))
+            .unwrap();
         assert!(!layer.exists(), "moved, not copied");
-        let (_, digest, size) = cache.layer(&key, SOURCE).unwrap().unwrap();
-        assert_eq!((digest.as_str(), size), ("sha256:00", 10));
+        let kept = cache.layer(&key, SOURCE).unwrap().unwrap();
+        assert_eq!((kept.digest.as_str(), kept.size), ("sha256:00", 10));
+        assert_eq!(kept.about.as_deref(), Some("{\"what\":1}"));
         assert!(cache.layer(&key, "oci://elsewhere/x").unwrap().is_none());
         cache.forget(&key);
         assert!(cache.layer(&key, SOURCE).unwrap().is_none());
         assert!(
             cache
-                .put_layer("../x", SOURCE, &layer, "sha256:00")
+                .put_layer("../x", SOURCE, &layer, "sha256:00", None)
                 .is_err()
         );
     }

@@ -182,21 +182,33 @@ pub(crate) fn extension(bytes: &[u8], shown: &str, built: bool) -> Result<Extens
 /// extension.
 fn read_prepared(text: &str, shown: &str) -> Result<Built, String> {
     let bad = |why: String| format!("{shown}: the manifest's {PREPARED} annotation {why}");
-    let mut built: Built = serde_json::from_str(text)
+    let built: Built = serde_json::from_str(text)
         .map_err(|e| bad(format!("is not what zot ext publish writes ({e})")))?;
-    let paths = || built.prepared.outputs.iter().chain(&built.roots);
-    if paths().count() > MAX_OUTPUTS {
-        return Err(bad(format!("names more than {MAX_OUTPUTS} paths")));
+    built.checked().map_err(bad)
+}
+
+impl Built {
+    /// This annotation when its outputs and roots are at most [`MAX_OUTPUTS`] paths, each
+    /// inside the extension; without the publisher's clock.
+    pub(crate) fn checked(mut self) -> Result<Built, String> {
+        self.check_paths()?;
+        self.prepared.ran_at = None;
+        Ok(self)
     }
-    if let Some(outside) = paths().find(|p| !inside(p)) {
-        return Err(bad(format!(
-            "names {}, not a path inside the extension",
-            printable(outside)
-        )));
+
+    fn check_paths(&self) -> Result<(), String> {
+        let paths = || self.prepared.outputs.iter().chain(&self.roots);
+        if paths().count() > MAX_OUTPUTS {
+            return Err(format!("names more than {MAX_OUTPUTS} paths"));
+        }
+        if let Some(outside) = paths().find(|p| !inside(p)) {
+            return Err(format!(
+                "names {}, not a path inside the extension",
+                printable(outside)
+            ));
+        }
+        Ok(())
     }
-    // The publisher's clock is not kept.
-    built.prepared.ran_at = None;
-    Ok(built)
 }
 
 /// Whether `path` is a relative path of names (`a/b`, `./a`; no `..`, not absolute).

@@ -1,14 +1,18 @@
 //! The zot side of the OCI kind: a manifest digest the fetch cache holds for this repository
 //! is unpacked from the layer kept there (no network); otherwise the helper pulls into
-//! staging, keeping the compressed layer beside, and that is cached under the digest. Then
-//! the tree is judged as every staged tree is, and the record pins the manifest digest and
-//! keeps the tag.
+//! staging, keeping the compressed layer beside, and that is cached under the digest (for a
+//! manifest built for a platform, with its platform and annotation). Then the tree is judged
+//! as every staged tree is, and the record pins the manifest digest and keeps the tag.
 
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 
+use serde::{Deserialize, Serialize};
+
+use super::artifact;
 use super::asked;
+use super::platform::Platform;
 use super::reference::OciRef;
 use super::unpack;
 use super::verified::Verified;
@@ -49,10 +53,10 @@ pub(crate) fn stage(
             &shown,
             &unpacked,
         )?,
-        _ => false,
+        _ => None,
     };
     let keep = staging.scratch("layer");
-    let pulled = if cached {
+    let pulled = if cached.is_some() {
         None
     } else {
         Some(helper::pull(
@@ -66,9 +70,13 @@ pub(crate) fn stage(
         Some(pulled) => pulled.digest.clone(),
         None => asked.digest.clone().unwrap_or_default(),
     };
-    let built = pulled
-        .as_ref()
-        .and_then(|p| Some((p.platform.clone()?, p.prepared.clone())));
+    let built = match (&pulled, cached) {
+        (Some(p), _) => p.platform.clone().map(|platform| BuiltFor {
+            platform,
+            prepared: p.prepared.clone(),
+        }),
+        (None, cached) => cached.and_then(|hit| hit.built),
+    };
     let label = format!("{} ({})", asked.unpinned(), short(&digest));
     let prefix = format!("{label}: ");
     // The unpacked files go to the disk while they are listed and judged, so the flush
@@ -80,16 +88,9 @@ pub(crate) fn stage(
         Ok((files, links))
     })?;
     refuse_links_out(&label, &links)?;
-    // Cached once judged: a layer refused here is not kept for the next install. A manifest
-    // built for a platform is not: what it made is known from its manifest only.
-    let layer = pulled.as_ref().and_then(|p| p.layer.as_deref());
-    if let (Some(cache), Some(layer), None) = (cache, layer, &built)
-        && let Err(e) = cache.put_layer(cache_key(&digest), &source, &keep, layer)
-    {
-        out.note(&format!(
-            "note: {source} ({}) was not cached: {e:#}",
-            short(&digest)
-        ));
+    // Cached once judged: a layer refused here is not kept for the next install.
+    if let (Some(cache), Some(pulled)) = (cache, &pulled) {
+        keep_layer(cache, &digest, &source, &keep, pulled, built.as_ref(), out)?;
     }
     let (files, outside_links) = match subdir {
         None => (files, links),
@@ -105,7 +106,11 @@ pub(crate) fn stage(
         }
     };
     let mut files = files;
-    if let Some((_, Some(built))) = &built {
+    if let Some(BuiltFor {
+        prepared: Some(built),
+        ..
+    }) = &built
+    {
         files
             .mark_prepared(&built.roots)
             .map_err(|e| anyhow!("{label}: {e:#}"))?;
@@ -119,8 +124,8 @@ pub(crate) fn stage(
             None => Some(asked.reference().to_string()),
         },
         digest: Some(digest),
-        platform: built.as_ref().map(|(platform, _)| platform.to_string()),
-        prepared: built.and_then(|(_, built)| built).map(|b| b.prepared),
+        platform: built.as_ref().map(|b| b.platform.to_string()),
+        prepared: built.and_then(|b| b.prepared).map(|b| b.prepared),
         ..Record::new(&manifest.name, source, Kind::Oci)
     };
     Ok(Built {
@@ -152,9 +157,68 @@ fn refuse_links_out(label: &str, links: &[LooseLink]) -> Result<()> {
     )
 }
 
+/// Keeps the layer `pulled` left at `keep` in `cache` under `digest` for `source`; a manifest
+/// built for a platform keeps beside it what its manifest said it is (`built`). A layer
+/// that cannot be kept is only a note.
+fn keep_layer(
+    cache: &Cache,
+    digest: &str,
+    source: &str,
+    keep: &Path,
+    pulled: &super::Pulled,
+    built: Option<&BuiltFor>,
+    out: &Output,
+) -> Result<()> {
+    let Some(layer) = pulled.layer.as_deref() else {
+        return Ok(());
+    };
+    let about = built.map(serde_json::to_string).transpose()?;
+    if let Err(e) = cache.put_layer(cache_key(digest), source, keep, layer, about.as_deref()) {
+        out.note(&format!(
+            "note: {source} ({}) was not cached: {e:#}",
+            short(digest)
+        ));
+    }
+    Ok(())
+}
+
+/// A layer the fetch cache served: for a manifest built for a platform, what it is.
+struct Hit {
+    built: Option<BuiltFor>,
+}
+
+/// A manifest built for a platform: the platform, and what its annotation says preparing
+/// ran and made. Kept beside its layer in the fetch cache.
+#[derive(Serialize, Deserialize)]
+struct BuiltFor {
+    platform: Platform,
+    #[serde(default)]
+    prepared: Option<artifact::Built>,
+}
+
+impl BuiltFor {
+    /// What the cache kept beside a layer, when it reads as a manifest built for this
+    /// machine says; `Err` when it does not read (the entry is fetched again).
+    fn kept(about: &str) -> Result<Option<BuiltFor>, ()> {
+        let kept: BuiltFor = serde_json::from_str(about).map_err(drop)?;
+        if !kept.platform.well_formed() {
+            return Err(());
+        }
+        if !kept.platform.runs_on(&Platform::running()) {
+            return Ok(None);
+        }
+        let prepared = kept.prepared.map(artifact::Built::checked).transpose();
+        Ok(Some(BuiltFor {
+            platform: kept.platform,
+            prepared: prepared.map_err(drop)?,
+        }))
+    }
+}
+
 /// Unpacks the layer the cache keeps for `key` fetched from `source` into `into`, checked
 /// against its digest as it is read (through a scratch folder, so a layer that fails leaves
-/// nothing there; its entry is then deleted); whether it did.
+/// nothing there; its entry is then deleted). `None` when it did not; else, for a manifest
+/// built for a platform (this machine's), what it is.
 fn from_cache(
     staging: &Staging,
     cache: &Cache,
@@ -162,11 +226,26 @@ fn from_cache(
     source: &str,
     shown: &str,
     into: &Path,
-) -> Result<bool> {
-    let Some((file, digest, size)) = cache.layer(key, source)? else {
-        return Ok(false);
+) -> Result<Option<Hit>> {
+    let Some(kept) = cache.layer(key, source)? else {
+        return Ok(None);
     };
-    let mut layer = Verified::new(Box::new(file), &digest, size, shown.to_string());
+    let built = match kept.about.as_deref().map(BuiltFor::kept) {
+        None => None,
+        Some(Ok(Some(built))) => Some(built),
+        // Built for another platform (a home shared by machines): asked of the registry.
+        Some(Ok(None)) => return Ok(None),
+        Some(Err(())) => {
+            cache.forget(key);
+            return Ok(None);
+        }
+    };
+    let mut layer = Verified::new(
+        Box::new(kept.file),
+        &kept.digest,
+        kept.size,
+        shown.to_string(),
+    );
     let scratch = staging.scratch("cached");
     let unpacked = std::fs::create_dir(&scratch)
         .map_err(anyhow::Error::from)
@@ -175,11 +254,11 @@ fn from_cache(
     if unpacked.is_err() {
         // Whatever is wrong with the entry, it is fetched again.
         cache.forget(key);
-        return Ok(false);
+        return Ok(None);
     }
     std::fs::rename(&scratch, into)
         .map_err(|e| anyhow!("cannot move {} into staging: {e}", scratch.display()))?;
-    Ok(true)
+    Ok(Some(Hit { built }))
 }
 
 /// What the fetch cache keys a manifest by: its digest's 64 hexadecimal digits (the cache
@@ -197,4 +276,33 @@ fn recorded(reference: &OciRef) -> String {
         ..reference.clone()
     }
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn about(platform: &Platform, roots: &str) -> String {
+        let platform = serde_json::to_string(platform).unwrap();
+        format!(
+            r#"{{"platform":{platform},"prepared":{{"step":"go build","tool":"go","outputs":["hello"],"roots":{roots}}}}}"#
+        )
+    }
+
+    /// What the cache keeps beside a layer is judged as the registry's annotation is.
+    #[test]
+    fn what_the_cache_kept_about_a_layer_is_judged_again() {
+        let here = Platform::running();
+        let kept = BuiltFor::kept(&about(&here, r#"["hello"]"#))
+            .unwrap()
+            .unwrap();
+        assert_eq!(kept.platform, here);
+        assert_eq!(kept.prepared.unwrap().roots, ["hello"]);
+        for roots in [r#"["../../etc"]"#, r#"["/etc"]"#] {
+            assert!(BuiltFor::kept(&about(&here, roots)).is_err(), "{roots}");
+        }
+        assert!(BuiltFor::kept("{not json").is_err());
+        let elsewhere = Platform::parse("zotos/zotarch").unwrap();
+        assert!(BuiltFor::kept(&about(&elsewhere, "[]")).unwrap().is_none());
+    }
 }
