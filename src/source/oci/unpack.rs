@@ -40,8 +40,11 @@ pub(crate) fn unpack(layer: impl Read + Send, dest: &Path, shown: &str) -> Resul
             .spawn_scoped(s, move || inflate(layer, &chunks))
             .context("cannot start the thread that inflates the layer")?;
         let unpacked = unpack_tar(Inflated::new(inflated), dest, shown);
-        // The receiver is gone: the inflating thread stops at its next chunk.
-        let _ = inflating.join();
+        // The receiver is gone: the inflating thread stops at its next chunk. One that
+        // panicked dropped its sender, which reads as the layer's end: never a success.
+        if inflating.join().is_err() {
+            bail!("{shown}: inflating the layer failed; nothing was installed");
+        }
         unpacked
     })
 }
@@ -368,6 +371,25 @@ mod tests {
             "{err:#}"
         );
         assert!(!dir.path().join("after").exists());
+    }
+
+    /// A reader that panics: the inflating thread ends without sending an error.
+    struct Panicking;
+
+    impl Read for Panicking {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            panic!("the reader broke");
+        }
+    }
+
+    #[test]
+    fn an_inflating_thread_that_panicked_is_never_the_layers_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = unpack(Panicking, dir.path(), "oci://r/x:1").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("inflating the layer failed"),
+            "{err:#}"
+        );
     }
 
     struct Failing;
